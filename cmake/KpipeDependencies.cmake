@@ -1,0 +1,32 @@
+# Every third-party package kpipe builds against, found once, here.
+
+find_package(Kokkos REQUIRED)
+include(KpipeRepairKokkos)
+kpipe_repair_kokkos_target()
+
+find_package(MPI REQUIRED COMPONENTS C CXX)
+
+set(HDF5_PREFER_PARALLEL TRUE)
+find_package(HDF5 REQUIRED COMPONENTS C)
+if(NOT HDF5_IS_PARALLEL)
+  message(FATAL_ERROR
+    "kpipe needs a parallel (MPI) HDF5, but the one found (${HDF5_C_INCLUDE_DIRS}) is serial. "
+    "On Debian/Ubuntu install libhdf5-openmpi-dev; elsewhere build HDF5 with --enable-parallel "
+    "and point HDF5_ROOT at it.")
+endif()
+
+find_package(fmt REQUIRED)
+find_package(toml11 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json REQUIRED)
+
+# CBLAS is optional: without it the portable Kokkos GEMM serves the host too.
+find_package(BLAS QUIET)
+find_path(KPIPE_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas)
+if(BLAS_FOUND AND KPIPE_CBLAS_INCLUDE_DIR)
+  set(KPIPE_HAVE_CBLAS ON)
+  message(STATUS "kpipe: CBLAS from ${BLAS_LIBRARIES}")
+else()
+  set(KPIPE_HAVE_CBLAS OFF)
+  message(STATUS "kpipe: no CBLAS found; host GEMM uses the portable Kokkos kernel")
+endif()

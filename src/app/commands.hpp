@@ -1,0 +1,43 @@
+#pragma once
+// The kpipe subcommands (DESIGN.md §7). main.cpp parses the command line into
+// these option structs; each command returns the process exit code.
+
+#include <string>
+#include <vector>
+
+#include "environment.hpp"
+#include "kpipe/config/deck.hpp"
+#include "kpipe/config/shape.hpp"
+
+namespace kpipe::app {
+
+struct DeckArguments {
+  std::string path;
+  std::vector<std::string> overrides;  // key=value
+};
+
+struct LoadedDeck {
+  config::Deck deck;
+  config::PipelineShape shape;
+};
+
+// Read on rank 0, broadcast, parse, validate; warnings are printed once.
+LoadedDeck load_deck(const DeckArguments& arguments);
+
+struct DeckOptions {
+  DeckArguments deck;
+  bool doc = false;       // print the schema reference instead of checking a deck
+  bool resolved = false;  // also print every key with its resolved value
+};
+int deck_command(const Environment& env, const DeckOptions& options);
+
+struct PlanOptions {
+  DeckArguments deck;
+  std::string svg_path;
+  std::string trace_path;
+  std::string json_path;
+  bool ascii = true;  // the ASCII timeline, when it fits the terminal
+};
+int plan_command(const Environment& env, const PlanOptions& options);
+
+}  // namespace kpipe::app

@@ -1,0 +1,25 @@
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "kpipe/config/schema.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+
+namespace kpipe::app {
+
+int deck_command(const Environment& /*env*/, const DeckOptions& options) {
+  if (options.doc) {
+    log::info("{}", config::schema_markdown());
+    return 0;
+  }
+  if (options.deck.path.empty()) throw input_error("kpipe deck needs a DECK file, or --doc for the key reference");
+  const LoadedDeck loaded = load_deck(options.deck);
+  const auto& s = loaded.shape;
+  log::info("{}: valid deck: {} schedule, p = {}, v = {}, d = {} (world size {}), m = {} microbatches of {}, {} layers",
+            options.deck.path, s.schedule, s.stages, s.virtual_stages, s.data_parallel, s.world_size(),
+            s.microbatches, s.microbatch_size, s.layers);
+  if (options.resolved) log::info("{}", loaded.deck.resolved_toml());
+  return 0;
+}
+
+}  // namespace kpipe::app

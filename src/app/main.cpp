@@ -1,0 +1,112 @@
+// The kpipe command line (DESIGN.md §7). Exit codes: 0 success, 2 bad input
+// (deck, command line, data file), 1 runtime failure. Every error is one line
+// on stderr, printed once by rank 0, and MPI and Kokkos are finalised on
+// every path.
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "environment.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+#include "kpipe/core/version.hpp"
+
+namespace {
+
+using namespace kpipe;
+
+void report(const char* message) {
+  if (log::is_root()) std::fprintf(stderr, "kpipe: error: %s\n", message);
+}
+
+// Kokkos consumes its own --kokkos-* flags; the CLI must not see them.
+std::vector<std::string> without_kokkos_flags(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--kokkos-", 0) != 0) args.push_back(arg);
+  }
+  return args;
+}
+
+void add_deck_arguments(CLI::App& command, app::DeckArguments& deck, bool required = true) {
+  command.add_option("DECK", deck.path, "Input deck (TOML)")->required(required);
+  command.add_option("overrides", deck.overrides, "Deck overrides, key=value (e.g. pipeline.schedule=gpipe)");
+}
+
+[[noreturn]] void not_built(const std::string& command, const std::string& module) {
+  throw runtime_error(fmt::format("'kpipe {}' needs the {} module, which this version of kpipe does not have yet",
+                                  command, module));
+}
+
+int run_cli(const app::Environment& env, std::vector<std::string> args) {
+  CLI::App cli{"kpipe: pipeline-parallel training and inference of layered models with Kokkos and MPI"};
+  cli.set_version_flag("--version", std::string("kpipe ") + version_string);
+  cli.require_subcommand(1);
+
+  app::DeckOptions deck_options;
+  auto* deck = cli.add_subcommand("deck", "Check a deck, or print every key with its doc (--doc)");
+  add_deck_arguments(*deck, deck_options.deck, false);
+  deck->add_flag("--doc", deck_options.doc, "Print the deck reference (Markdown)");
+  deck->add_flag("--resolved", deck_options.resolved, "Also print every key with its resolved value");
+
+  app::PlanOptions plan_options;
+  auto* plan = cli.add_subcommand("plan", "Schedule, validate and simulate a deck without computing");
+  add_deck_arguments(*plan, plan_options.deck);
+  plan->add_option("--svg", plan_options.svg_path, "Write an SVG timeline");
+  plan->add_option("--trace", plan_options.trace_path, "Write a Chrome-trace JSON timeline (Perfetto)");
+  plan->add_option("--json", plan_options.json_path, "Write the summary as JSON");
+  plan->add_flag("!--no-ascii", plan_options.ascii, "Do not print the ASCII timeline");
+
+  app::DeckArguments unbuilt_deck;
+  std::string profile;
+  auto* run = cli.add_subcommand("run", "Train under mpirun/srun; world size must equal p * d");
+  add_deck_arguments(*run, unbuilt_deck);
+  auto* infer = cli.add_subcommand("infer", "Forward-only pipelined evaluation");
+  add_deck_arguments(*infer, unbuilt_deck);
+  auto* sweep = cli.add_subcommand("sweep", "Measure throughput over microbatch sizes and recommend one");
+  add_deck_arguments(*sweep, unbuilt_deck);
+  auto* trace = cli.add_subcommand("trace", "Export a profile to Chrome-trace JSON and an SVG timeline");
+  trace->add_option("PROFILE", profile, "Profile file (HDF5)")->required();
+
+  try {
+    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
+    cli.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return log::is_root() ? cli.exit(e) : 0;
+  } catch (const CLI::CallForVersion& e) {
+    return log::is_root() ? cli.exit(e) : 0;
+  } catch (const CLI::ParseError& e) {
+    throw input_error(fmt::format("{}; run 'kpipe --help' for usage", e.what()));
+  }
+
+  if (*deck) return app::deck_command(env, deck_options);
+  if (*plan) {
+    log::info("kpipe {} | {}", version_string, env.describe());
+    return app::plan_command(env, plan_options);
+  }
+  if (*run) not_built("run", "runtime");
+  if (*infer) not_built("infer", "runtime");
+  if (*sweep) not_built("sweep", "runtime");
+  not_built("trace", "io");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  app::Environment env(argc, argv);
+  try {
+    return run_cli(env, without_kokkos_flags(argc, argv));
+  } catch (const Error& e) {
+    report(e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    report(fmt::format("internal error: {}", e.what()).c_str());
+    return 1;
+  }
+}

@@ -1,0 +1,12 @@
+// main() for unit tests that run Kokkos kernels on one process.
+#define CATCH_CONFIG_RUNNER
+#include <Kokkos_Core.hpp>
+
+#include "catch.hpp"
+
+int main(int argc, char** argv) {
+  Kokkos::initialize(argc, argv);
+  const int failures = Catch::Session().run(argc, argv);
+  Kokkos::finalize();
+  return failures;
+}
