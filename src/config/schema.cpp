@@ -113,7 +113,7 @@ std::string allowed_values(const KeySpec& spec) {
   }
   const char* what = spec.type == ValueType::integer_list ? "each entry " : "";
   if (spec.min && spec.max) {
-    return fmt::format("{}{} {} and <= {}", what, spec.min_exclusive ? "> " : ">= ", *spec.min, *spec.max);
+    return fmt::format("{}{} {} and <= {}", what, spec.min_exclusive ? ">" : ">=", *spec.min, *spec.max);
   }
   if (spec.min) return fmt::format("{}{} {}", what, spec.min_exclusive ? ">" : ">=", *spec.min);
   return "any " + describe(spec.type).substr(describe(spec.type).find(' ') + 1);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kpipe needs, only those missing. Idempotent and
+# quiet: prints nothing when everything is present, the apt log on failure.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtrilinos-kokkos-dev                      # Kokkos (Serial backend)
+  libopenmpi-dev openmpi-bin                  # MPI
+  libhdf5-openmpi-dev hdf5-tools              # parallel HDF5, h5dump
+  libopenblas-dev                             # CBLAS for the vendor GEMM path
+  libtoml11-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  catch2 libbenchmark-dev
+  python3-h5py python3-numpy python3-matplotlib
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+log=$(mktemp)
+echo "kpipe: installing ${missing[*]}" >&2
+if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "kpipe: installing Debian packages failed (log above)" >&2
+  exit 1
+fi
+rm -f "$log"

@@ -1,0 +1,66 @@
+#include "catch.hpp"
+#include "kpipe/config/shape.hpp"
+#include "kpipe/core/error.hpp"
+
+using namespace kpipe;
+
+namespace {
+config::PipelineShape shape_of(const std::string& text, std::vector<std::string>* warnings = nullptr) {
+  return config::pipeline_shape(config::parse_deck(text, "deck.toml"), warnings);
+}
+std::string error_of(const std::string& text) {
+  try {
+    shape_of(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("m = B / (b * d) and world size p * d", "[config]") {
+  const auto s = shape_of("train.global_batch = 512\ntrain.microbatch_size = 8\npipeline.data_parallel = 4\n"
+                          "pipeline.stages = 2\n");
+  CHECK(s.microbatches == 16);
+  CHECK(s.world_size() == 8);
+  CHECK(s.layers == 5);
+}
+
+TEST_CASE("layer counts follow the model kind", "[config]") {
+  CHECK(shape_of("model.hidden = [4, 4, 4]\n").layers == 4);
+  CHECK(shape_of("model.hidden = []\npipeline.stages = 1\n").layers == 1);
+  CHECK(shape_of("model.kind = \"residual_mlp\"\nmodel.hidden = [8, 8, 8]\n").layers == 5);
+}
+
+TEST_CASE("a batch that does not divide suggests the nearest valid microbatch size", "[config]") {
+  // Divisors of 250 are 1 2 5 10 25 50 125 250: 10 is nearest to 16.
+  CHECK(error_of("train.global_batch = 250\ntrain.microbatch_size = 16\n") ==
+        "m = B / (b * d) = 250 / (16 * 1) is not an integer; the nearest valid train.microbatch_size is 10");
+  // With d = 2 each replica gets 120 samples; 12 is the divisor of 120 nearest to 13.
+  CHECK(error_of("train.global_batch = 240\ntrain.microbatch_size = 13\npipeline.data_parallel = 2\n")
+            .find("nearest valid train.microbatch_size is 12") != std::string::npos);
+}
+
+TEST_CASE("cross-key rules reject inconsistent decks", "[config]") {
+  CHECK(error_of("pipeline.virtual_stages = 2\n").find("needs pipeline.schedule = \"interleaved\"") !=
+        std::string::npos);
+  CHECK(error_of("pipeline.stages = 6\n").find("6 model stages, but the model has only 5 layers") !=
+        std::string::npos);
+  CHECK(error_of("pipeline.partition = [4, 4]\n").find("sums to 8 layers, but the model has 5") !=
+        std::string::npos);
+  CHECK(error_of("model.loss = \"mse\"\n").find("does not fit") != std::string::npos);
+  CHECK(error_of("pipeline.schedule = \"interleaved\"\npipeline.virtual_stages = 2\nmodel.hidden = [4,4,4,4,4,4,4]\n"
+                 "pipeline.stages = 4\ntrain.global_batch = 48\n")
+            .find("m = 3 microbatches < p = 4 stages") != std::string::npos);
+  CHECK(error_of("pipeline.partition = [2, 3]\n").empty());
+}
+
+TEST_CASE("GPipe with m < 4p warns but is valid", "[config]") {
+  std::vector<std::string> warnings;
+  shape_of("pipeline.schedule = \"gpipe\"\ntrain.global_batch = 64\n", &warnings);  // m = 4 < 8
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("m = 4 < 4p = 8") != std::string::npos);
+  warnings.clear();
+  shape_of("pipeline.schedule = \"gpipe\"\n", &warnings);  // m = 16
+  CHECK(warnings.empty());
+}

@@ -1,0 +1,17 @@
+#include "catch.hpp"
+#include "kpipe/core/error.hpp"
+
+using namespace kpipe;
+
+TEST_CASE("error kinds map to the documented exit codes", "[core]") {
+  CHECK(input_error("bad deck").exit_code() == 2);
+  CHECK(runtime_error("rank died").exit_code() == 1);
+  CHECK(input_error("x").kind() == ErrorKind::input);
+}
+
+TEST_CASE("error messages are a single line", "[core]") {
+  const Error e = input_error("first\nsecond\r\nthird");
+  CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  CHECK(std::string(e.what()).find('\r') == std::string::npos);
+  CHECK(std::string(e.what()) == "first second  third");
+}

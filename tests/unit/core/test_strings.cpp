@@ -1,0 +1,27 @@
+#include "catch.hpp"
+#include "kpipe/core/strings.hpp"
+
+using namespace kpipe;
+
+TEST_CASE("edit_distance counts insertions, deletions and substitutions", "[core]") {
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("abc", "") == 3);
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("pipeline.stage", "pipeline.stages") == 1);
+  CHECK(edit_distance("1f1c", "1f1b") == 1);
+}
+
+TEST_CASE("nearest_match suggests close names and nothing for far ones", "[core]") {
+  const std::vector<std::string> keys = {"pipeline.stages", "pipeline.schedule", "model.kind"};
+  CHECK(nearest_match("pipeline.stage", keys) == "pipeline.stages");
+  CHECK(nearest_match("modle.kind", keys) == "model.kind");
+  CHECK(nearest_match("completely.unrelated.thing", keys).empty());
+}
+
+TEST_CASE("join_choices reads as a sentence", "[core]") {
+  CHECK(join_choices({}) == "");
+  CHECK(join_choices({"a"}) == "a");
+  CHECK(join_choices({"a", "b"}) == "a or b");
+  CHECK(join_choices({"a", "b", "c"}, " and ") == "a, b and c");
+}
