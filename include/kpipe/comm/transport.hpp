@@ -1,0 +1,94 @@
+#pragma once
+// Point-to-point transfers of boundary activations and gradients between
+// pipeline ranks (DESIGN.md §4): nonblocking MPI_Isend/MPI_Irecv, receives
+// posted ahead of need, buffers reused from a pool, every wait under the
+// watchdog. When MPI cannot read the memory space of our Views (CUDA without
+// a CUDA-aware MPI), messages are staged through host buffers.
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kpipe/comm/watchdog.hpp"
+
+namespace kpipe::comm {
+
+// One message of a schedule: a rows x cols matrix to or from `peer` with `tag`.
+struct Message {
+  int peer = 0;
+  int tag = 0;
+  int rows = 0;
+  int cols = 0;
+};
+
+enum class Staging {
+  automatic,  // stage only when MPI cannot access the Views' memory directly
+  host,       // always copy through host buffers (the path a non-CUDA-aware MPI needs)
+};
+
+// True when this MPI can read and write the default memory space directly:
+// always for host memory, for CUDA only with a CUDA-aware MPI (checked at run time).
+bool mpi_reaches_device_memory();
+
+template <class Scalar>
+class Transport {
+ public:
+  using MemorySpace = Kokkos::DefaultExecutionSpace::memory_space;
+  using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace>;
+  using HostMatrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+
+  Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging = Staging::automatic);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  bool staged() const { return staged_; }
+
+  // Starts receiving `message` now, ahead of the action that needs it.
+  void post_receive(const Message& message);
+  bool is_posted(const Message& message) const;
+  // Completes a posted receive and hands its data over; `what` names the
+  // action and message for the watchdog.
+  Matrix complete_receive(const Message& message, const std::string& what);
+
+  // Starts sending `data`, which is kept alive until the send completes; the
+  // caller must not write to it before complete_sends().
+  void send(const Message& message, const Matrix& data);
+  // Waits for every send started so far (the end of a step).
+  void complete_sends(const std::string& what);
+
+  std::uint64_t bytes_sent() const { return bytes_sent_; }
+  std::uint64_t messages_sent() const { return messages_sent_; }
+  // The most receives that were posted and not yet completed at one time.
+  int peak_posted_receives() const { return peak_posted_; }
+
+ private:
+  struct Pending {
+    Message message;
+    MPI_Request request = MPI_REQUEST_NULL;
+    Matrix data;
+    HostMatrix staging;
+  };
+
+  // A pooled buffer that nobody else holds, or a new one added to the pool.
+  template <class View>
+  static View take_free(std::vector<View>& pool, const Message& message, const char* label);
+  void wait(Pending& pending, const std::string& what);
+
+  MPI_Comm comm_;
+  const Watchdog& watchdog_;
+  bool staged_;
+  std::vector<Pending> receives_;
+  std::vector<Pending> sends_;
+  std::vector<Matrix> buffers_;
+  std::vector<HostMatrix> staging_buffers_;
+  std::uint64_t bytes_sent_ = 0;
+  std::uint64_t messages_sent_ = 0;
+  int peak_posted_ = 0;
+};
+
+}  // namespace kpipe::comm

@@ -1,0 +1,34 @@
+#pragma once
+// Every blocking wait of the runtime goes through the watchdog (DESIGN.md §4):
+// a wait longer than runtime.watchdog_seconds aborts the whole job with one
+// message naming the rank, the action and the message it waits for, instead of
+// hanging until the batch system kills it.
+
+#include <mpi.h>
+
+#include <string>
+
+namespace kpipe::comm {
+
+class Watchdog {
+ public:
+  Watchdog(double seconds, int world_rank) : seconds_(seconds), world_rank_(world_rank) {}
+
+  double seconds() const { return seconds_; }
+
+  // Completes `request`; `describe()` is called only on a timeout, so callers
+  // build the message lazily and the common path costs nothing.
+  template <class Describe>
+  void wait(MPI_Request& request, Describe&& describe) const {
+    if (!finished_in_time(request)) abort_job(describe());
+  }
+
+ private:
+  bool finished_in_time(MPI_Request& request) const;
+  [[noreturn]] void abort_job(const std::string& waiting_for) const;
+
+  double seconds_;
+  int world_rank_;
+};
+
+}  // namespace kpipe::comm

@@ -1,0 +1,148 @@
+#include "kpipe/comm/transport.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#if defined(KPIPE_ENABLE_GPU_AWARE_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+#include "kpipe/core/error.hpp"
+
+namespace kpipe::comm {
+
+namespace {
+
+template <class Scalar>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <>
+MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+
+template <class View>
+bool same_shape(const View& view, const Message& message) {
+  return view.extent_int(0) == message.rows && view.extent_int(1) == message.cols;
+}
+
+}  // namespace
+
+bool mpi_reaches_device_memory() {
+  using MemorySpace = Kokkos::DefaultExecutionSpace::memory_space;
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible) return true;
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+template <class Scalar>
+Transport<Scalar>::Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging)
+    : comm_(comm), watchdog_(watchdog), staged_(staging == Staging::host || !mpi_reaches_device_memory()) {}
+
+template <class Scalar>
+Transport<Scalar>::~Transport() {
+  // Only reached with requests open when an error unwinds the step; the job
+  // is ending, so cancel rather than wait for peers that may never answer.
+  for (auto& pending : receives_) {
+    MPI_Cancel(&pending.request);
+    MPI_Request_free(&pending.request);
+  }
+  for (auto& pending : sends_) MPI_Request_free(&pending.request);
+}
+
+template <class Scalar>
+template <class View>
+View Transport<Scalar>::take_free(std::vector<View>& pool, const Message& message, const char* label) {
+  for (const auto& buffer : pool) {
+    if (buffer.use_count() == 1 && same_shape(buffer, message)) return buffer;
+  }
+  pool.push_back(View(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), message.rows, message.cols));
+  return pool.back();
+}
+
+template <class Scalar>
+void Transport<Scalar>::post_receive(const Message& message) {
+  Pending pending{message, MPI_REQUEST_NULL, take_free(buffers_, message, "kpipe::comm::receive_buffer"), {}};
+  Scalar* target = pending.data.data();
+  if (staged_) {
+    pending.staging = take_free(staging_buffers_, message, "kpipe::comm::receive_staging");
+    target = pending.staging.data();
+  }
+  MPI_Irecv(target, message.rows * message.cols, mpi_type<Scalar>(), message.peer, message.tag, comm_,
+            &pending.request);
+  receives_.push_back(std::move(pending));
+  peak_posted_ = std::max(peak_posted_, static_cast<int>(receives_.size()));
+}
+
+template <class Scalar>
+bool Transport<Scalar>::is_posted(const Message& message) const {
+  return std::any_of(receives_.begin(), receives_.end(), [&](const Pending& p) {
+    return p.message.peer == message.peer && p.message.tag == message.tag;
+  });
+}
+
+template <class Scalar>
+void Transport<Scalar>::wait(Pending& pending, const std::string& what) {
+  watchdog_.wait(pending.request, [&] { return what; });
+}
+
+template <class Scalar>
+typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Message& message,
+                                                                     const std::string& what) {
+  if (!is_posted(message)) post_receive(message);
+  const auto it = std::find_if(receives_.begin(), receives_.end(), [&](const Pending& p) {
+    return p.message.peer == message.peer && p.message.tag == message.tag;
+  });
+  Pending pending = std::move(*it);
+  receives_.erase(it);
+  if (!same_shape(pending.data, message)) {
+    throw runtime_error(fmt::format("message tag {} from rank {} was posted as {}x{} but is needed as {}x{}",
+                                    message.tag, message.peer, pending.message.rows, pending.message.cols,
+                                    message.rows, message.cols));
+  }
+  wait(pending, what);
+  if (staged_) Kokkos::deep_copy(pending.data, pending.staging);
+  return pending.data;
+}
+
+template <class Scalar>
+void Transport<Scalar>::send(const Message& message, const Matrix& data) {
+  Pending pending{message, MPI_REQUEST_NULL, data, {}};
+  const Scalar* source = data.data();
+  if (staged_) {
+    pending.staging = take_free(staging_buffers_, message, "kpipe::comm::send_staging");
+    Kokkos::deep_copy(pending.staging, data);
+    source = pending.staging.data();
+  } else {
+    Kokkos::fence();  // kernels writing `data` may still run asynchronously
+  }
+  MPI_Isend(source, message.rows * message.cols, mpi_type<Scalar>(), message.peer, message.tag, comm_,
+            &pending.request);
+  bytes_sent_ += static_cast<std::uint64_t>(message.rows) * message.cols * sizeof(Scalar);
+  ++messages_sent_;
+  // Retire finished sends so their buffers return to the pool.
+  sends_.erase(std::remove_if(sends_.begin(), sends_.end(),
+                              [](Pending& p) {
+                                int done = 0;
+                                MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
+                                return done != 0;
+                              }),
+               sends_.end());
+  sends_.push_back(std::move(pending));
+}
+
+template <class Scalar>
+void Transport<Scalar>::complete_sends(const std::string& what) {
+  for (auto& pending : sends_) {
+    wait(pending, fmt::format("{} (send of tag {} to rank {})", what, pending.message.tag, pending.message.peer));
+  }
+  sends_.clear();
+}
+
+template class Transport<float>;
+template class Transport<double>;
+
+}  // namespace kpipe::comm

@@ -1,0 +1,60 @@
+#include <mpi.h>
+
+#include "catch.hpp"
+#include "kpipe/comm/process_grid.hpp"
+#include "kpipe/core/error.hpp"
+
+using kpipe::comm::ProcessGrid;
+
+namespace {
+int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+}  // namespace
+
+TEST_CASE("the grid splits the world into pipelines and data-parallel groups", "[comm]") {
+  const int size = world_size();
+  for (int stages = 1; stages <= size; ++stages) {
+    if (size % stages != 0) continue;
+    const ProcessGrid grid(MPI_COMM_WORLD, stages, size / stages);
+    // Independent truth: world rank = replica * p + stage.
+    CHECK(grid.replica() * stages + grid.stage() == grid.world_rank());
+    int pipeline_size = 0, pipeline_rank = 0, data_size = 0;
+    MPI_Comm_size(grid.pipeline(), &pipeline_size);
+    MPI_Comm_rank(grid.pipeline(), &pipeline_rank);
+    MPI_Comm_size(grid.data(), &data_size);
+    CHECK(pipeline_size == stages);
+    CHECK(pipeline_rank == grid.stage());
+    CHECK(data_size == size / stages);
+    // Every member of my data-parallel group holds my stage.
+    int min_stage = 0, max_stage = 0;
+    const int stage = grid.stage();
+    MPI_Allreduce(&stage, &min_stage, 1, MPI_INT, MPI_MIN, grid.data());
+    MPI_Allreduce(&stage, &max_stage, 1, MPI_INT, MPI_MAX, grid.data());
+    CHECK(min_stage == stage);
+    CHECK(max_stage == stage);
+  }
+}
+
+TEST_CASE("a world size that is not p * d is an input error naming both", "[comm]") {
+  const int size = world_size();
+  try {
+    ProcessGrid grid(MPI_COMM_WORLD, size + 1, 1);
+    FAIL("no error for a world of " << size << " ranks and " << size + 1 << " stages");
+  } catch (const kpipe::Error& e) {
+    CHECK(e.kind() == kpipe::ErrorKind::input);
+    const std::string expected = "the job has " + std::to_string(size) + " MPI ranks, but pipeline.stages * "
+                                 "pipeline.data_parallel = " + std::to_string(size + 1) + " * 1";
+    CHECK(std::string(e.what()).rfind(expected, 0) == 0);
+  }
+}
+
+TEST_CASE("the layout names every pipeline", "[comm]") {
+  const int size = world_size();
+  const ProcessGrid grid(MPI_COMM_WORLD, 2, size / 2);
+  const std::string layout = grid.layout();
+  CHECK(layout.rfind("process grid: world " + std::to_string(size), 0) == 0);
+  CHECK(layout.find("pipeline " + std::to_string(size / 2 - 1) + ": world ranks") != std::string::npos);
+}
