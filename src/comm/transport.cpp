@@ -8,18 +8,12 @@
 #include <mpi-ext.h>
 #endif
 
+#include "kpipe/comm/mpi_types.hpp"
 #include "kpipe/core/error.hpp"
 
 namespace kpipe::comm {
 
 namespace {
-
-template <class Scalar>
-MPI_Datatype mpi_type();
-template <>
-MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
-template <>
-MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
 
 template <class View>
 bool same_shape(const View& view, const Message& message) {
