@@ -48,21 +48,11 @@ Transport<Scalar>::~Transport() {
 }
 
 template <class Scalar>
-template <class View>
-View Transport<Scalar>::take_free(std::vector<View>& pool, const Message& message, const char* label) {
-  for (const auto& buffer : pool) {
-    if (buffer.use_count() == 1 && same_shape(buffer, message)) return buffer;
-  }
-  pool.push_back(View(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), message.rows, message.cols));
-  return pool.back();
-}
-
-template <class Scalar>
 void Transport<Scalar>::post_receive(const Message& message) {
-  Pending pending{message, MPI_REQUEST_NULL, take_free(buffers_, message, "kpipe::comm::receive_buffer"), {}};
+  Pending pending{message, MPI_REQUEST_NULL, buffers_.take(message.rows, message.cols), {}};
   Scalar* target = pending.data.data();
   if (staged_) {
-    pending.staging = take_free(staging_buffers_, message, "kpipe::comm::receive_staging");
+    pending.staging = staging_buffers_.take(message.rows, message.cols);
     target = pending.staging.data();
   }
   MPI_Irecv(target, message.rows * message.cols, mpi_type<Scalar>(), message.peer, message.tag, comm_,
@@ -107,7 +97,7 @@ void Transport<Scalar>::send(const Message& message, const Matrix& data) {
   Pending pending{message, MPI_REQUEST_NULL, data, {}};
   const Scalar* source = data.data();
   if (staged_) {
-    pending.staging = take_free(staging_buffers_, message, "kpipe::comm::send_staging");
+    pending.staging = staging_buffers_.take(message.rows, message.cols);
     Kokkos::deep_copy(pending.staging, data);
     source = pending.staging.data();
   } else {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kpipe/comm/buffer_pool.hpp"
 #include "kpipe/comm/watchdog.hpp"
 
 namespace kpipe::comm {
@@ -51,6 +52,7 @@ class Transport {
   // Starts receiving `message` now, ahead of the action that needs it.
   void post_receive(const Message& message);
   bool is_posted(const Message& message) const;
+  int posted_receives() const { return static_cast<int>(receives_.size()); }
   // Completes a posted receive and hands its data over; `what` names the
   // action and message for the watchdog.
   Matrix complete_receive(const Message& message, const std::string& what);
@@ -74,9 +76,6 @@ class Transport {
     HostMatrix staging;
   };
 
-  // A pooled buffer that nobody else holds, or a new one added to the pool.
-  template <class View>
-  static View take_free(std::vector<View>& pool, const Message& message, const char* label);
   void wait(Pending& pending, const std::string& what);
 
   MPI_Comm comm_;
@@ -84,8 +83,8 @@ class Transport {
   bool staged_;
   std::vector<Pending> receives_;
   std::vector<Pending> sends_;
-  std::vector<Matrix> buffers_;
-  std::vector<HostMatrix> staging_buffers_;
+  BufferPool<Matrix> buffers_{"kpipe::comm::receive_buffer"};
+  BufferPool<HostMatrix> staging_buffers_{"kpipe::comm::staging_buffer"};
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t messages_sent_ = 0;
   int peak_posted_ = 0;
