@@ -4,6 +4,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <limits>
 #include <string>
 
 namespace kpipe::compat {
@@ -30,5 +31,25 @@ namespace math = ::Kokkos;
 #else
 namespace math = ::Kokkos::Experimental;
 #endif
+
+// Kokkos::min and Kokkos::max arrived in 3.5; these work in kernels on every version.
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr T min(T a, T b) {
+  return b < a ? b : a;
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr T max(T a, T b) {
+  return a < b ? b : a;
+}
+
+// A quiet NaN inside kernels; Kokkos has its own numeric traits since 3.6.
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr T quiet_nan() {
+#if KOKKOS_VERSION >= 30600
+  return Kokkos::Experimental::quiet_NaN<T>::value;
+#else
+  return std::numeric_limits<T>::quiet_NaN();
+#endif
+}
 
 }  // namespace kpipe::compat

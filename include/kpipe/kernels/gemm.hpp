@@ -1,0 +1,34 @@
+#pragma once
+// The one GEMM of kpipe (DESIGN.md §3). The vendor path hands the call to the
+// BLAS that serves the matrices' memory space (CBLAS on the host, cuBLAS in
+// CudaSpace); the portable path is a Kokkos TeamPolicy kernel that tiles
+// through scratch memory and runs on every backend. The deck chooses with
+// compute.gemm; where no vendor BLAS exists the portable kernel serves both.
+
+#include <string>
+#include <string_view>
+
+#include "kpipe/kernels/tensor.hpp"
+
+namespace kpipe::kernels {
+
+enum class Trans { no, yes };
+enum class GemmPath { vendor, portable };
+
+// "vendor" or "portable" (the values of compute.gemm); anything else is an input error.
+GemmPath parse_gemm_path(std::string_view name);
+
+// The library behind GemmPath::vendor in this build: "cblas", "cublas" or
+// "portable" when there is none for the default memory space.
+std::string vendor_gemm_library();
+
+// C = alpha * op(A) * op(B) + beta * C with op(X) = X or X^T. As in BLAS,
+// beta == 0 overwrites C without reading it. Each path is deterministic: the
+// same inputs give bitwise the same C, which the reproducibility of training
+// rests on. Mismatched shapes are an input error that prints all three.
+template <class Scalar>
+void gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, identity_t<Scalar> alpha,
+          const ConstMatrix<identity_t<Scalar>>& A, const ConstMatrix<identity_t<Scalar>>& B,
+          identity_t<Scalar> beta, const Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
+
+}  // namespace kpipe::kernels

@@ -1,0 +1,36 @@
+#pragma once
+// The optimizer updates of one parameter matrix, as PyTorch defines them, so
+// hyperparameters carry over. State matrices have the parameter's shape and
+// start at zero.
+
+#include "kpipe/kernels/tensor.hpp"
+
+namespace kpipe::kernels {
+
+struct SgdCoefficients {
+  double lr = 0;
+  double momentum = 0;
+  double weight_decay = 0;  // L2 term added to the gradient
+};
+
+// g' = g + weight_decay * w; velocity = momentum * velocity + g'; w -= lr * velocity.
+template <class Scalar>
+void sgd_update(const ExecutionSpace& space, const SgdCoefficients& c, const Matrix<Scalar>& w,
+                const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& velocity);
+
+struct AdamWCoefficients {
+  double lr = 0;
+  double beta1 = 0;
+  double beta2 = 0;
+  double epsilon = 0;
+  double weight_decay = 0;  // decoupled: w *= 1 - lr * weight_decay
+  int step = 1;             // 1 for the first update; drives the bias correction
+};
+
+// w *= 1 - lr * wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + epsilon).
+template <class Scalar>
+void adamw_update(const ExecutionSpace& space, const AdamWCoefficients& c, const Matrix<Scalar>& w,
+                  const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& m, const Matrix<Scalar>& v);
+
+}  // namespace kpipe::kernels

@@ -1,0 +1,179 @@
+#include "kpipe/kernels/elementwise.hpp"
+
+#include <fmt/format.h>
+
+#include "flat.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/kernels/compat.hpp"
+
+namespace kpipe::kernels {
+
+namespace {
+
+using Range = Kokkos::RangePolicy<ExecutionSpace>;
+
+// One struct per activation, so the kernels are compiled once per function
+// with no branch inside the loop.
+struct Gelu {
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar value(Scalar x) {
+    return Scalar(0.5) * x * (Scalar(1) + compat::math::erf(x * Scalar(0.70710678118654752440)));
+  }
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar derivative(Scalar x) {
+    const Scalar cdf = Scalar(0.5) * (Scalar(1) + compat::math::erf(x * Scalar(0.70710678118654752440)));
+    const Scalar pdf = Scalar(0.39894228040143267794) * compat::math::exp(Scalar(-0.5) * x * x);
+    return cdf + x * pdf;
+  }
+};
+struct Relu {
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar value(Scalar x) {
+    return x > Scalar(0) ? x : Scalar(0);
+  }
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar derivative(Scalar x) {
+    return x > Scalar(0) ? Scalar(1) : Scalar(0);
+  }
+};
+struct Tanh {
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar value(Scalar x) {
+    return compat::math::tanh(x);
+  }
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar derivative(Scalar x) {
+    const Scalar t = compat::math::tanh(x);
+    return Scalar(1) - t * t;
+  }
+};
+
+template <class F, class Scalar>
+void forward_kernel(const ExecutionSpace& space, const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y) {
+  const auto x = detail::flat(X);
+  const auto y = detail::flat(Y);
+  Kokkos::parallel_for(
+      "kpipe::kernels::activation_forward", Range(space, 0, y.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t e) { y(e) = F::value(x(e)); });
+}
+
+template <class F, class Scalar>
+void backward_kernel(const ExecutionSpace& space, const ConstMatrix<Scalar>& X, const ConstMatrix<Scalar>& dY,
+                     const Matrix<Scalar>& dX) {
+  const auto x = detail::flat(X);
+  const auto dy = detail::flat(dY);
+  const auto dx = detail::flat(dX);
+  Kokkos::parallel_for(
+      "kpipe::kernels::activation_backward", Range(space, 0, dx.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t e) { dx(e) = F::derivative(x(e)) * dy(e); });
+}
+
+// Calls run(F{}) with the struct F of activation f.
+template <class Run>
+void with_activation(Activation f, Run&& run) {
+  switch (f) {
+    case Activation::gelu: return run(Gelu{});
+    case Activation::relu: return run(Relu{});
+    case Activation::tanh: return run(Tanh{});
+  }
+}
+
+}  // namespace
+
+Activation parse_activation(std::string_view name) {
+  if (name == "gelu") return Activation::gelu;
+  if (name == "relu") return Activation::relu;
+  if (name == "tanh") return Activation::tanh;
+  throw input_error(fmt::format("model.activation = \"{}\" is not an activation; use \"gelu\", \"relu\" or \"tanh\"",
+                                name));
+}
+
+template <class Scalar>
+void activation_forward(const ExecutionSpace& space, Activation f, const ConstMatrix<identity_t<Scalar>>& X,
+                        const Matrix<Scalar>& Y) {
+  require_shape("activation output", Y, X.extent(0), X.extent(1));
+  with_activation(f, [&](auto op) { forward_kernel<decltype(op), Scalar>(space, X, Y); });
+}
+
+template <class Scalar>
+void activation_backward(const ExecutionSpace& space, Activation f, const ConstMatrix<identity_t<Scalar>>& X,
+                         const ConstMatrix<identity_t<Scalar>>& dY, const Matrix<Scalar>& dX) {
+  require_shape("activation output gradient", dY, X.extent(0), X.extent(1));
+  require_shape("activation input gradient", dX, X.extent(0), X.extent(1));
+  with_activation(f, [&](auto op) { backward_kernel<decltype(op), Scalar>(space, X, dY, dX); });
+}
+
+template <class Scalar>
+void add(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& A,
+         const ConstMatrix<identity_t<Scalar>>& B, const Matrix<Scalar>& C) {
+  require_shape("second summand", B, A.extent(0), A.extent(1));
+  require_shape("sum", C, A.extent(0), A.extent(1));
+  const auto a = detail::flat(A);
+  const auto b = detail::flat(B);
+  const auto c = detail::flat(C);
+  Kokkos::parallel_for(
+      "kpipe::kernels::add", Range(space, 0, c.extent(0)), KOKKOS_LAMBDA(std::int64_t e) { c(e) = a(e) + b(e); });
+}
+
+template <class Scalar>
+void add_row(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& row, const Matrix<Scalar>& Y) {
+  require_shape("bias", row, 1, Y.extent(1));
+  const auto y = detail::flat(Y);
+  const std::int64_t cols = static_cast<std::int64_t>(Y.extent(1));
+  Kokkos::parallel_for(
+      "kpipe::kernels::add_row", Range(space, 0, y.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t e) { y(e) += row(0, e % cols); });
+}
+
+template <class Scalar>
+void add_column_sums(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& X,
+                     const Matrix<Scalar>& sums) {
+  require_shape("column sums", sums, 1, X.extent(1));
+  const int rows = static_cast<int>(X.extent(0));
+  // One thread per column: neighbouring threads read neighbouring memory, and
+  // each sum runs over the rows in order.
+  Kokkos::parallel_for(
+      "kpipe::kernels::add_column_sums", Range(space, 0, X.extent(1)), KOKKOS_LAMBDA(std::int64_t j) {
+        Scalar sum = 0;
+        for (int i = 0; i < rows; ++i) sum += X(i, j);
+        sums(0, j) += sum;
+      });
+}
+
+template <class Scalar>
+void scale(const ExecutionSpace& space, identity_t<Scalar> factor, const Matrix<Scalar>& X) {
+  const auto x = detail::flat(X);
+  Kokkos::parallel_for(
+      "kpipe::kernels::scale", Range(space, 0, x.extent(0)), KOKKOS_LAMBDA(std::int64_t e) { x(e) *= factor; });
+}
+
+template <class Scalar>
+double squared_norm(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& X) {
+  const auto x = detail::flat(X);
+  double sum = 0;
+  Kokkos::parallel_reduce(
+      "kpipe::kernels::squared_norm", Range(space, 0, x.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t e, double& partial) {
+        const double value = x(e);
+        partial += value * value;
+      },
+      sum);
+  return sum;
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                                  \
+  template void activation_forward<Scalar>(const ExecutionSpace&, Activation, const ConstMatrix<Scalar>&,          \
+                                           const Matrix<Scalar>&);                                                 \
+  template void activation_backward<Scalar>(const ExecutionSpace&, Activation, const ConstMatrix<Scalar>&,         \
+                                            const ConstMatrix<Scalar>&, const Matrix<Scalar>&);                    \
+  template void add<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&, const ConstMatrix<Scalar>&,         \
+                            const Matrix<Scalar>&);                                                                \
+  template void add_row<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&, const Matrix<Scalar>&);         \
+  template void add_column_sums<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&, const Matrix<Scalar>&); \
+  template void scale<Scalar>(const ExecutionSpace&, Scalar, const Matrix<Scalar>&);                               \
+  template double squared_norm<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&);
+KPIPE_INSTANTIATE(float)
+KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+}  // namespace kpipe::kernels

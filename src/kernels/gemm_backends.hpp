@@ -1,0 +1,41 @@
+#pragma once
+// The backends behind kernels::gemm. gemm.cpp checks shapes and picks one;
+// each backend lives in its own file and is compiled only where it exists.
+
+#include "kpipe/kernels/gemm.hpp"
+
+namespace kpipe::kernels::detail {
+
+// A row-major GEMM as BLAS sees it: C (m x n) = alpha op(A) op(B) + beta C,
+// op(A) m x k, op(B) k x n, each matrix with its leading dimension.
+template <class Scalar>
+struct GemmOperands {
+  Trans trans_a;
+  Trans trans_b;
+  int m;
+  int n;
+  int k;
+  Scalar alpha;
+  const Scalar* a;
+  int lda;
+  const Scalar* b;
+  int ldb;
+  Scalar beta;
+  Scalar* c;
+  int ldc;
+};
+
+// OpenBLAS or any CBLAS, for host memory (gemm_cblas.cpp, with KPIPE_HAVE_CBLAS).
+template <class Scalar>
+void cblas_gemm(const GemmOperands<Scalar>& op);
+
+// cuBLAS on the space's stream, for CudaSpace (gemm_cublas.cpp, with KOKKOS_ENABLE_CUDA).
+template <class Scalar>
+void cublas_gemm(const ExecutionSpace& space, const GemmOperands<Scalar>& op);
+
+// The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend.
+template <class Scalar>
+void portable_gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha, const ConstMatrix<Scalar>& A,
+                   const ConstMatrix<Scalar>& B, Scalar beta, const Matrix<Scalar>& C);
+
+}  // namespace kpipe::kernels::detail

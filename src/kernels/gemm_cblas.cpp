@@ -1,0 +1,29 @@
+// The host vendor path: a row-major CBLAS call, nothing else, so that its speed
+// is the library's own (docs/performance.md measures exactly that).
+#include <cblas.h>
+
+#include <type_traits>
+
+#include "gemm_backends.hpp"
+
+namespace kpipe::kernels::detail {
+
+namespace {
+CBLAS_TRANSPOSE cblas_trans(Trans trans) { return trans == Trans::no ? CblasNoTrans : CblasTrans; }
+}  // namespace
+
+template <class Scalar>
+void cblas_gemm(const GemmOperands<Scalar>& op) {
+  const auto ta = cblas_trans(op.trans_a);
+  const auto tb = cblas_trans(op.trans_b);
+  if constexpr (std::is_same_v<Scalar, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, op.m, op.n, op.k, op.alpha, op.a, op.lda, op.b, op.ldb, op.beta, op.c, op.ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, op.m, op.n, op.k, op.alpha, op.a, op.lda, op.b, op.ldb, op.beta, op.c, op.ldc);
+  }
+}
+
+template void cblas_gemm<float>(const GemmOperands<float>&);
+template void cblas_gemm<double>(const GemmOperands<double>&);
+
+}  // namespace kpipe::kernels::detail

@@ -1,0 +1,57 @@
+// The CUDA vendor path. cuBLAS is column-major, so the row-major product
+// C = op(A) op(B) is computed as its transpose C^T = op(B)^T op(A)^T, which is
+// the same memory read column-major: operands swap, transposition flags stay.
+#include <cublas_v2.h>
+#include <fmt/format.h>
+
+#include <type_traits>
+
+#include "gemm_backends.hpp"
+#include "kpipe/core/error.hpp"
+
+namespace kpipe::kernels::detail {
+
+namespace {
+
+void check(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw runtime_error(fmt::format("{} failed with cuBLAS status {}; check the GPU and its memory", call,
+                                    static_cast<int>(status)));
+  }
+}
+
+// One handle per process, created on first use and destroyed before Kokkos
+// shuts CUDA down.
+cublasHandle_t handle() {
+  static cublasHandle_t shared = [] {
+    cublasHandle_t created = nullptr;
+    check(cublasCreate(&created), "cublasCreate");
+    Kokkos::push_finalize_hook([created] { cublasDestroy(created); });
+    return created;
+  }();
+  return shared;
+}
+
+cublasOperation_t cublas_trans(Trans trans) { return trans == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+}  // namespace
+
+template <class Scalar>
+void cublas_gemm(const ExecutionSpace& space, const GemmOperands<Scalar>& op) {
+  const cublasHandle_t h = handle();
+  check(cublasSetStream(h, space.cuda_stream()), "cublasSetStream");
+  const auto ta = cublas_trans(op.trans_a);
+  const auto tb = cublas_trans(op.trans_b);
+  if constexpr (std::is_same_v<Scalar, float>) {
+    check(cublasSgemm(h, tb, ta, op.n, op.m, op.k, &op.alpha, op.b, op.ldb, op.a, op.lda, &op.beta, op.c, op.ldc),
+          "cublasSgemm");
+  } else {
+    check(cublasDgemm(h, tb, ta, op.n, op.m, op.k, &op.alpha, op.b, op.ldb, op.a, op.lda, &op.beta, op.c, op.ldc),
+          "cublasDgemm");
+  }
+}
+
+template void cublas_gemm<float>(const ExecutionSpace&, const GemmOperands<float>&);
+template void cublas_gemm<double>(const ExecutionSpace&, const GemmOperands<double>&);
+
+}  // namespace kpipe::kernels::detail

@@ -1,0 +1,145 @@
+// The portable GEMM: one Kokkos team per tile_m x tile_n block of C. The team
+// walks K in slices of tile_k, copies op(A) and op(B) of each slice into team
+// scratch (zero-padded at the edges, transposition resolved while copying),
+// and each thread updates its micro_m x micro_n outputs from scratch with
+// compile-time loop bounds the compiler can unroll and vectorise. Every output
+// sums its K products in ascending order, so the result does not depend on the
+// team size or on how teams are scheduled.
+#include "gemm_backends.hpp"
+#include "kpipe/kernels/compat.hpp"
+
+namespace kpipe::kernels::detail {
+
+namespace {
+
+struct Tiling {
+  static constexpr int tile_m = 32;
+  static constexpr int tile_n = 64;
+  static constexpr int tile_k = 32;
+  static constexpr int micro_m = 4;
+  static constexpr int micro_n = 16;
+  static constexpr int micro_tiles = (tile_m / micro_m) * (tile_n / micro_n);
+};
+
+// Host threads each take a whole tile; a GPU team has one thread per micro tile.
+constexpr int team_size() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible ? 1 : Tiling::micro_tiles;
+}
+
+using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+using Member = Policy::member_type;
+
+// Copies the Rows x Cols block of `source` at (row0, col0) into `tile`, as is
+// or transposed, zero-padding whatever lies outside the source. Each thread
+// copies whole source rows, so the inner loop reads contiguous memory.
+template <bool Transposed, int Rows, int Cols, class Tile, class Source>
+KOKKOS_INLINE_FUNCTION void copy_block(const Member& team, const Source& source, int row0, int col0, const Tile& tile) {
+  const int valid_rows = compat::min(Rows, static_cast<int>(source.extent(0)) - row0);
+  const int valid_cols = compat::max(0, compat::min(Cols, static_cast<int>(source.extent(1)) - col0));
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Rows), [&](int r) {
+    const int filled = r < valid_rows ? valid_cols : 0;
+    for (int c = 0; c < filled; ++c) (Transposed ? tile(c, r) : tile(r, c)) = source(row0 + r, col0 + c);
+    for (int c = filled; c < Cols; ++c) (Transposed ? tile(c, r) : tile(r, c)) = 0;
+  });
+}
+
+// The kernel for one combination of transpositions.
+template <class Scalar, bool TransA, bool TransB>
+void tiled_gemm(const ExecutionSpace& space, Scalar alpha, const ConstMatrix<Scalar>& A, const ConstMatrix<Scalar>& B,
+                Scalar beta, const Matrix<Scalar>& C) {
+  using T = Tiling;
+  using Scratch = typename ExecutionSpace::scratch_memory_space;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  // a_tile(kk, i) = op(A)(row0 + i, k0 + kk), b_tile(kk, j) = op(B)(k0 + kk, col0 + j).
+  using ATile = Kokkos::View<Scalar[T::tile_k][T::tile_m], Kokkos::LayoutRight, Scratch, Unmanaged>;
+  using BTile = Kokkos::View<Scalar[T::tile_k][T::tile_n], Kokkos::LayoutRight, Scratch, Unmanaged>;
+  using CTile = Kokkos::View<Scalar[T::tile_m][T::tile_n], Kokkos::LayoutRight, Scratch, Unmanaged>;
+
+  const int m = static_cast<int>(C.extent(0));
+  const int n = static_cast<int>(C.extent(1));
+  const int k = static_cast<int>(TransA ? A.extent(0) : A.extent(1));
+  const int tiles_n = (n + T::tile_n - 1) / T::tile_n;
+  const int tiles = (m + T::tile_m - 1) / T::tile_m * tiles_n;
+
+  Policy policy(space, tiles, team_size());
+  // Each tile view may be padded up to the scratch alignment.
+  const std::size_t scratch = ATile::shmem_size() + BTile::shmem_size() + CTile::shmem_size() + 3 * 128;
+  policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
+
+  Kokkos::parallel_for(
+      "kpipe::kernels::gemm_portable", policy, KOKKOS_LAMBDA(const Member& team) {
+        const int row0 = team.league_rank() / tiles_n * T::tile_m;
+        const int col0 = team.league_rank() % tiles_n * T::tile_n;
+        const ATile a_tile(team.team_scratch(0));
+        const BTile b_tile(team.team_scratch(0));
+        const CTile c_tile(team.team_scratch(0));
+
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T::tile_m), [&](int i) {
+          for (int j = 0; j < T::tile_n; ++j) c_tile(i, j) = Scalar(0);
+        });
+        for (int k0 = 0; k0 < k; k0 += T::tile_k) {
+          team.team_barrier();
+          if (TransA) {
+            copy_block<false, T::tile_k, T::tile_m>(team, A, k0, row0, a_tile);
+          } else {
+            copy_block<true, T::tile_m, T::tile_k>(team, A, row0, k0, a_tile);
+          }
+          if (TransB) {
+            copy_block<true, T::tile_n, T::tile_k>(team, B, col0, k0, b_tile);
+          } else {
+            copy_block<false, T::tile_k, T::tile_n>(team, B, k0, col0, b_tile);
+          }
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T::micro_tiles), [&](int t) {
+            const int i0 = t / (T::tile_n / T::micro_n) * T::micro_m;
+            const int j0 = t % (T::tile_n / T::micro_n) * T::micro_n;
+            Scalar acc[T::micro_m][T::micro_n];
+            for (int i = 0; i < T::micro_m; ++i) {
+              for (int j = 0; j < T::micro_n; ++j) acc[i][j] = c_tile(i0 + i, j0 + j);
+            }
+            for (int kk = 0; kk < T::tile_k; ++kk) {
+              // A row of op(B) in registers first, so compilers vectorise over j.
+              Scalar b[T::micro_n];
+              for (int j = 0; j < T::micro_n; ++j) b[j] = b_tile(kk, j0 + j);
+              for (int i = 0; i < T::micro_m; ++i) {
+                const Scalar a = a_tile(kk, i0 + i);
+                for (int j = 0; j < T::micro_n; ++j) acc[i][j] += a * b[j];
+              }
+            }
+            for (int i = 0; i < T::micro_m; ++i) {
+              for (int j = 0; j < T::micro_n; ++j) c_tile(i0 + i, j0 + j) = acc[i][j];
+            }
+          });
+        }
+        team.team_barrier();
+        const int rows = compat::min(T::tile_m, m - row0);
+        const int cols = compat::min(T::tile_n, n - col0);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int i) {
+          for (int j = 0; j < cols; ++j) {
+            const Scalar product = alpha * c_tile(i, j);
+            // beta == 0 must not read C, which may hold NaN (BLAS semantics).
+            C(row0 + i, col0 + j) = beta == Scalar(0) ? product : product + beta * C(row0 + i, col0 + j);
+          }
+        });
+      });
+}
+
+}  // namespace
+
+template <class Scalar>
+void portable_gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha, const ConstMatrix<Scalar>& A,
+                   const ConstMatrix<Scalar>& B, Scalar beta, const Matrix<Scalar>& C) {
+  const bool a_t = trans_a == Trans::yes;
+  const bool b_t = trans_b == Trans::yes;
+  if (!a_t && !b_t) tiled_gemm<Scalar, false, false>(space, alpha, A, B, beta, C);
+  if (!a_t && b_t) tiled_gemm<Scalar, false, true>(space, alpha, A, B, beta, C);
+  if (a_t && !b_t) tiled_gemm<Scalar, true, false>(space, alpha, A, B, beta, C);
+  if (a_t && b_t) tiled_gemm<Scalar, true, true>(space, alpha, A, B, beta, C);
+}
+
+template void portable_gemm<float>(const ExecutionSpace&, Trans, Trans, float, const ConstMatrix<float>&,
+                                   const ConstMatrix<float>&, float, const Matrix<float>&);
+template void portable_gemm<double>(const ExecutionSpace&, Trans, Trans, double, const ConstMatrix<double>&,
+                                    const ConstMatrix<double>&, double, const Matrix<double>&);
+
+}  // namespace kpipe::kernels::detail

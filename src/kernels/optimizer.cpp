@@ -1,0 +1,79 @@
+#include "kpipe/kernels/optimizer.hpp"
+
+#include <cmath>
+
+#include "flat.hpp"
+#include "kpipe/kernels/compat.hpp"
+
+namespace kpipe::kernels {
+
+namespace {
+
+using Range = Kokkos::RangePolicy<ExecutionSpace>;
+
+template <class Scalar, class View>
+void require_same_shape(const char* what, const View& view, const Matrix<Scalar>& w) {
+  require_shape(what, view, w.extent(0), w.extent(1));
+}
+
+}  // namespace
+
+template <class Scalar>
+void sgd_update(const ExecutionSpace& space, const SgdCoefficients& c, const Matrix<Scalar>& w,
+                const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& velocity) {
+  require_same_shape("SGD gradient", g, w);
+  require_same_shape("SGD momentum buffer", velocity, w);
+  const auto w_ = detail::flat(w);
+  const auto g_ = detail::flat(g);
+  const auto v_ = detail::flat(velocity);
+  const auto lr = static_cast<Scalar>(c.lr);
+  const auto momentum = static_cast<Scalar>(c.momentum);
+  const auto decay = static_cast<Scalar>(c.weight_decay);
+  Kokkos::parallel_for(
+      "kpipe::kernels::sgd_update", Range(space, 0, w_.extent(0)), KOKKOS_LAMBDA(std::int64_t e) {
+        const Scalar grad = g_(e) + decay * w_(e);
+        const Scalar velocity_e = momentum * v_(e) + grad;
+        v_(e) = velocity_e;
+        w_(e) -= lr * velocity_e;
+      });
+}
+
+template <class Scalar>
+void adamw_update(const ExecutionSpace& space, const AdamWCoefficients& c, const Matrix<Scalar>& w,
+                  const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& m, const Matrix<Scalar>& v) {
+  require_same_shape("AdamW gradient", g, w);
+  require_same_shape("AdamW first moment", m, w);
+  require_same_shape("AdamW second moment", v, w);
+  const auto w_ = detail::flat(w);
+  const auto g_ = detail::flat(g);
+  const auto m_ = detail::flat(m);
+  const auto v_ = detail::flat(v);
+  // Scalars of the update, computed once on the host in double.
+  const auto shrink = static_cast<Scalar>(1.0 - c.lr * c.weight_decay);
+  const auto beta1 = static_cast<Scalar>(c.beta1);
+  const auto beta2 = static_cast<Scalar>(c.beta2);
+  const auto step_size = static_cast<Scalar>(c.lr / (1.0 - std::pow(c.beta1, c.step)));
+  const auto root_correction2 = static_cast<Scalar>(std::sqrt(1.0 - std::pow(c.beta2, c.step)));
+  const auto epsilon = static_cast<Scalar>(c.epsilon);
+  Kokkos::parallel_for(
+      "kpipe::kernels::adamw_update", Range(space, 0, w_.extent(0)), KOKKOS_LAMBDA(std::int64_t e) {
+        const Scalar grad = g_(e);
+        const Scalar m_e = beta1 * m_(e) + (Scalar(1) - beta1) * grad;
+        const Scalar v_e = beta2 * v_(e) + (Scalar(1) - beta2) * grad * grad;
+        m_(e) = m_e;
+        v_(e) = v_e;
+        const Scalar denominator = compat::math::sqrt(v_e) / root_correction2 + epsilon;
+        w_(e) = w_(e) * shrink - step_size * m_e / denominator;
+      });
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                                  \
+  template void sgd_update<Scalar>(const ExecutionSpace&, const SgdCoefficients&, const Matrix<Scalar>&,           \
+                                   const ConstMatrix<Scalar>&, const Matrix<Scalar>&);                             \
+  template void adamw_update<Scalar>(const ExecutionSpace&, const AdamWCoefficients&, const Matrix<Scalar>&,       \
+                                     const ConstMatrix<Scalar>&, const Matrix<Scalar>&, const Matrix<Scalar>&);
+KPIPE_INSTANTIATE(float)
+KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+}  // namespace kpipe::kernels

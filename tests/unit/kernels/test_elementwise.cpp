@@ -1,0 +1,104 @@
+// Elementwise kernels and reductions against host formulas.
+#include <cmath>
+#include <vector>
+
+#include "catch.hpp"
+#include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/random.hpp"
+
+using namespace kpipe::kernels;
+
+namespace {
+
+template <class Scalar>
+Matrix<Scalar> random_matrix(int rows, int cols, std::uint64_t stream) {
+  auto m = uninitialized_matrix<Scalar>("test::matrix", rows, cols);
+  fill_uniform(ExecutionSpace(), stream_key(11, stream), -3.0, 3.0, m);
+  return m;
+}
+
+double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double relu(double x) { return x > 0 ? x : 0; }
+
+}  // namespace
+
+TEST_CASE("activations match their formulas, derivatives their finite differences", "[kernels][elementwise]") {
+  const auto [f, formula] = GENERATE(std::pair{Activation::gelu, &gelu}, std::pair{Activation::relu, &relu},
+                                     std::pair{Activation::tanh, static_cast<double (*)(double)>(&std::tanh)});
+  const auto X = random_matrix<double>(7, 13, 1);
+  const auto dY = random_matrix<double>(7, 13, 2);
+  auto Y = uninitialized_matrix<double>("test::y", 7, 13);
+  auto dX = uninitialized_matrix<double>("test::dx", 7, 13);
+  activation_forward(ExecutionSpace(), f, X, Y);
+  activation_backward(ExecutionSpace(), f, X, dY, dX);
+  const auto x = to_host<double>(X);
+  const auto dy = to_host<double>(dY);
+  const auto y = to_host<double>(Y);
+  const auto dx = to_host<double>(dX);
+  const double h = 1e-6;
+  for (std::size_t e = 0; e < x.size(); ++e) {
+    CHECK(y[e] == Approx(formula(x[e])).margin(1e-15));
+    const double slope = (formula(x[e] + h) - formula(x[e] - h)) / (2 * h);
+    CHECK(dx[e] == Approx(slope * dy[e]).epsilon(1e-7).margin(1e-9));
+  }
+}
+
+TEST_CASE("model.activation names an activation", "[kernels][elementwise]") {
+  CHECK(parse_activation("tanh") == Activation::tanh);
+  CHECK_THROWS_WITH(parse_activation("sigmoid"),
+                    "model.activation = \"sigmoid\" is not an activation; use \"gelu\", \"relu\" or \"tanh\"");
+}
+
+TEST_CASE("bias broadcast, column sums, add, scale and norm", "[kernels][elementwise]") {
+  const auto X = random_matrix<float>(5, 3, 3);
+  const auto x = to_host<float>(X);
+  auto Y = clone<float>("test::y", X);
+  auto row = uninitialized_matrix<float>("test::row", 1, 3);
+  from_host<float>({1.0f, 2.0f, 3.0f}, row);
+  add_row(ExecutionSpace(), row, Y);
+  add(ExecutionSpace(), Y, X, Y);
+  scale(ExecutionSpace(), 0.5f, Y);
+  const auto y = to_host<float>(Y);
+  for (std::size_t e = 0; e < x.size(); ++e) CHECK(y[e] == 0.5f * ((x[e] + float(e % 3 + 1)) + x[e]));
+
+  add_column_sums(ExecutionSpace(), X, row);
+  const auto sums = to_host<float>(row);
+  for (int j = 0; j < 3; ++j) {
+    float column = 0;
+    for (int i = 0; i < 5; ++i) column += x[i * 3 + j];
+    CHECK(sums[j] == float(j + 1) + column);
+  }
+  double squares = 0;
+  for (const float v : x) squares += double(v) * v;
+  CHECK(squared_norm<float>(ExecutionSpace(), X) == Approx(squares).epsilon(1e-12));
+}
+
+TEST_CASE("elementwise kernels reject other shapes and strided views", "[kernels][elementwise]") {
+  const auto X = random_matrix<float>(4, 6, 4);
+  auto Y = uninitialized_matrix<float>("test::y", 6, 4);
+  CHECK_THROWS_WITH(add(ExecutionSpace(), X, X, Y), "sum is 6x4 but must be 4x6");
+  const auto columns = Kokkos::subview(X, Kokkos::ALL, Kokkos::make_pair(0, 3));
+  auto Z = uninitialized_matrix<float>("test::z", 4, 3);
+  CHECK_THROWS_WITH(activation_forward<float>(ExecutionSpace(), Activation::relu, columns, Z),
+                    "matrix \"test::matrix\" is a strided view; elementwise kernels need contiguous rows");
+}
+
+TEST_CASE("counter-based random numbers do not depend on where a block is generated", "[kernels][random]") {
+  const auto key = stream_key(42, 3, 9);
+  auto whole = uninitialized_matrix<double>("test::whole", 100, 8);
+  auto tail = uninitialized_matrix<double>("test::tail", 30, 8);
+  fill_normal(ExecutionSpace(), key, 0, 0.0, 1.0, whole);
+  fill_normal(ExecutionSpace(), key, 70, 0.0, 1.0, tail);
+  const auto w = to_host<double>(whole);
+  const auto t = to_host<double>(tail);
+  CHECK(std::vector<double>(w.begin() + 70 * 8, w.end()) == t);
+
+  double mean = 0, squares = 0;
+  for (const double v : w) {
+    mean += v / w.size();
+    squares += v * v / w.size();
+  }
+  CHECK(std::abs(mean) < 0.15);
+  CHECK(squares == Approx(1.0).margin(0.2));
+  CHECK(stream_key(42, 3, 9) != stream_key(42, 9, 3));
+}

@@ -1,0 +1,125 @@
+// Both GEMM paths against each other and against a long-double host product.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <vector>
+
+#include "catch.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/random.hpp"
+
+using namespace kpipe::kernels;
+
+namespace {
+
+template <class Scalar>
+Matrix<Scalar> random_matrix(int rows, int cols, std::uint64_t stream) {
+  auto m = uninitialized_matrix<Scalar>("test::matrix", rows, cols);
+  fill_uniform(ExecutionSpace(), stream_key(7, stream), -1.0, 1.0, m);
+  return m;
+}
+
+// max |x - y| / max |y|
+template <class Scalar, class Reference>
+double relative_error(const std::vector<Scalar>& x, const std::vector<Reference>& y) {
+  double diff = 0;
+  double size = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(static_cast<Reference>(x[i]) - y[i])));
+    size = std::max(size, static_cast<double>(std::abs(y[i])));
+  }
+  return diff / size;
+}
+
+// alpha op(A) op(B) + beta C on the host, in long double.
+template <class Scalar>
+std::vector<long double> reference(Trans ta, Trans tb, double alpha, const Matrix<Scalar>& A, const Matrix<Scalar>& B,
+                                   double beta, const Matrix<Scalar>& C) {
+  const auto a = to_host<Scalar>(A);
+  const auto b = to_host<Scalar>(B);
+  const auto c = to_host<Scalar>(C);
+  const std::size_t m = C.extent(0), n = C.extent(1);
+  const std::size_t k = ta == Trans::no ? A.extent(1) : A.extent(0);
+  const auto op_a = [&](std::size_t i, std::size_t l) { return ta == Trans::no ? a[i * k + l] : a[l * m + i]; };
+  const auto op_b = [&](std::size_t l, std::size_t j) { return tb == Trans::no ? b[l * n + j] : b[j * k + l]; };
+  std::vector<long double> out(m * n);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      long double sum = 0;
+      for (std::size_t l = 0; l < k; ++l) sum += static_cast<long double>(op_a(i, l)) * op_b(l, j);
+      out[i * n + j] = alpha * sum + beta * static_cast<long double>(c[i * n + j]);
+    }
+  }
+  return out;
+}
+
+template <class Scalar>
+constexpr double tolerance() {
+  return std::is_same_v<Scalar, float> ? 1e-5 : 1e-12;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("portable GEMM agrees with vendor GEMM for all transpositions and odd shapes", "[kernels][gemm]",
+                   float, double) {
+  using Scalar = TestType;
+  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{255, 257, 129},
+                                  std::tuple{1024, 64, 512});
+  const auto ta = GENERATE(Trans::no, Trans::yes);
+  const auto tb = GENERATE(Trans::no, Trans::yes);
+  INFO("m = " << m << ", n = " << n << ", k = " << k << ", transpose A " << (ta == Trans::yes) << ", transpose B "
+              << (tb == Trans::yes) << ", vendor " << vendor_gemm_library());
+  const auto A = ta == Trans::no ? random_matrix<Scalar>(m, k, 1) : random_matrix<Scalar>(k, m, 1);
+  const auto B = tb == Trans::no ? random_matrix<Scalar>(k, n, 2) : random_matrix<Scalar>(n, k, 2);
+  const auto C0 = random_matrix<Scalar>(m, n, 3);
+  const double alpha = 0.75, beta = -0.5;
+
+  const auto vendor = clone<Scalar>("test::vendor", C0);
+  const auto portable = clone<Scalar>("test::portable", C0);
+  gemm(ExecutionSpace(), ta, tb, alpha, A, B, beta, vendor, GemmPath::vendor);
+  gemm(ExecutionSpace(), ta, tb, alpha, A, B, beta, portable, GemmPath::portable);
+  const auto vendor_host = to_host<Scalar>(vendor);
+  const auto portable_host = to_host<Scalar>(portable);
+
+  CHECK(relative_error(portable_host, vendor_host) < tolerance<Scalar>());
+  const auto truth = reference(ta, tb, alpha, A, B, beta, C0);
+  CHECK(relative_error(vendor_host, truth) < tolerance<Scalar>());
+  CHECK(relative_error(portable_host, truth) < tolerance<Scalar>());
+}
+
+TEMPLATE_TEST_CASE("beta = 0 overwrites C without reading it, and repeated calls are bitwise equal", "[kernels][gemm]",
+                   float, double) {
+  using Scalar = TestType;
+  const auto path = GENERATE(GemmPath::vendor, GemmPath::portable);
+  const auto A = random_matrix<Scalar>(40, 70, 4);
+  const auto B = random_matrix<Scalar>(70, 90, 5);
+  auto first = uninitialized_matrix<Scalar>("test::first", 40, 90);
+  auto second = uninitialized_matrix<Scalar>("test::second", 40, 90);
+  Kokkos::deep_copy(first, std::numeric_limits<Scalar>::quiet_NaN());
+  gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0, A, B, 0.0, first, path);
+  gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0, A, B, 0.0, second, path);
+  const auto a = to_host<Scalar>(first);
+  CHECK(std::all_of(a.begin(), a.end(), [](Scalar x) { return std::isfinite(x); }));
+  CHECK(a == to_host<Scalar>(second));
+}
+
+TEST_CASE("GEMM shape mismatches are input errors that print every shape", "[kernels][gemm]") {
+  const auto A = random_matrix<float>(3, 4, 6);
+  const auto B = random_matrix<float>(5, 6, 7);
+  auto C = uninitialized_matrix<float>("test::c", 3, 6);
+  try {
+    gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, A, B, 0.0f, C);
+    FAIL("no error");
+  } catch (const kpipe::Error& e) {
+    CHECK(e.kind() == kpipe::ErrorKind::input);
+    CHECK(std::string(e.what()) == "gemm shapes do not fit: A is 3x4, B is 5x6, C is 3x6");
+  }
+}
+
+TEST_CASE("compute.gemm names a path", "[kernels][gemm]") {
+  CHECK(parse_gemm_path("vendor") == GemmPath::vendor);
+  CHECK(parse_gemm_path("portable") == GemmPath::portable);
+  CHECK_THROWS_AS(parse_gemm_path("cublas"), kpipe::Error);
+}
