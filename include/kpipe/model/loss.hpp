@@ -1,0 +1,30 @@
+#pragma once
+// The loss at the last stage. For a microbatch it returns the loss scaled by
+// 1 / global_batch and writes dY, the gradient of that scaled loss, so the
+// microbatch gradients of a step add up to the gradient of the mean loss and
+// data-parallel replicas sum (not average) their gradients.
+
+#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/model/spec.hpp"
+
+namespace kpipe::model {
+
+// Targets of a microbatch: class labels for cross-entropy, a row of target
+// values per sample for MSE. Only the member the loss needs is allocated.
+template <class Scalar>
+struct Targets {
+  kernels::Labels labels;
+  kernels::Matrix<Scalar> values;
+};
+
+template <class Scalar>
+Targets<Scalar> make_targets(LossKind loss, int rows, int outputs);
+
+// Returns scale * sum of the per-sample losses of Y and writes dY. The host
+// waits for the value, which lets callers check it for NaN or Inf at once.
+template <class Scalar>
+double loss_and_gradient(LossKind loss, const kernels::ConstMatrix<kernels::identity_t<Scalar>>& Y,
+                         const Targets<Scalar>& targets, kernels::identity_t<Scalar> scale,
+                         const kernels::Matrix<Scalar>& dY);
+
+}  // namespace kpipe::model

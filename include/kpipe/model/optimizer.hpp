@@ -1,0 +1,71 @@
+#pragma once
+// The optimizer step over a list of parameters, and global-norm gradient
+// clipping. State lives per parameter matrix, so checkpoints can store it by
+// name next to the weights.
+
+#include <string>
+#include <vector>
+
+#include "kpipe/config/deck.hpp"
+#include "kpipe/model/layer.hpp"
+
+namespace kpipe::model {
+
+enum class OptimizerKind { sgd, adamw };
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::adamw;
+  double lr = 1e-3;
+  double momentum = 0.9;      // SGD
+  double weight_decay = 0.0;  // SGD: L2 term; AdamW: decoupled decay
+  double beta1 = 0.9;         // AdamW
+  double beta2 = 0.999;       // AdamW
+  double epsilon = 1e-8;      // AdamW
+  double grad_clip = 0.0;     // global L2 norm limit; 0 disables clipping
+
+  // train.* keys of the deck.
+  static OptimizerSpec from_deck(const config::Deck& deck);
+};
+
+template <class Scalar>
+class Optimizer {
+ public:
+  Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters);
+
+  // One update of every parameter from its gradient.
+  void step();
+  // Updates done so far (AdamW's bias correction counts them); a restart sets it.
+  int steps() const { return steps_; }
+  void set_steps(int steps) { steps_ = steps; }
+
+  // The state matrices, named "<parameter>.momentum_buffer" (SGD) or
+  // "<parameter>.exp_avg" and "<parameter>.exp_avg_sq" (AdamW), as in PyTorch.
+  struct State {
+    std::string name;
+    Matrix<Scalar> value;
+  };
+  std::vector<State> state() const;
+
+ private:
+  OptimizerSpec spec_;
+  std::vector<Parameter<Scalar>> parameters_;
+  std::vector<Matrix<Scalar>> first_;   // SGD momentum buffer or AdamW exp_avg
+  std::vector<Matrix<Scalar>> second_;  // AdamW exp_avg_sq
+  int steps_ = 0;
+};
+
+// The squared L2 norm of every gradient, one entry per parameter. Ranks that
+// hold different stages exchange these lists, not partial sums, so that every
+// rank adds the same numbers in the same order.
+template <class Scalar>
+std::vector<double> gradient_squared_norms(const std::vector<Parameter<Scalar>>& parameters);
+
+// The square root of the squared norms added in the order given.
+double global_norm(const std::vector<double>& squared_norms);
+
+// torch.nn.utils.clip_grad_norm_: when norm > max_norm, multiplies every
+// gradient by max_norm / (norm + 1e-6). Returns the factor (1 when unclipped).
+template <class Scalar>
+double clip_gradients(const std::vector<Parameter<Scalar>>& parameters, double norm, double max_norm);
+
+}  // namespace kpipe::model

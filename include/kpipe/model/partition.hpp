@@ -1,0 +1,30 @@
+#pragma once
+// Partitioning a model into p * v contiguous model stages (DESIGN.md §1):
+// either the explicit layer counts of pipeline.partition, or balanced so that
+// the most expensive stage costs as few forward FLOPs as possible.
+
+#include <vector>
+
+#include "kpipe/config/deck.hpp"
+#include "kpipe/model/spec.hpp"
+
+namespace kpipe::model {
+
+// Global layers [first, first + count).
+struct LayerRange {
+  int first = 0;
+  int count = 0;
+  int end() const { return first + count; }
+  bool operator==(const LayerRange& other) const { return first == other.first && count == other.count; }
+};
+
+// `stages` ranges that cover every layer in order. With `counts`, stage s gets
+// counts[s] layers; otherwise the split minimises the largest stage's FLOPs
+// (ties: earlier stages take more layers). Bad counts or more stages than
+// layers are input errors that print the numbers.
+std::vector<LayerRange> partition_layers(const ModelSpec& model, int stages, const std::vector<int>& counts = {});
+
+// The partition of a deck: p * v stages, pipeline.partition when given.
+std::vector<LayerRange> partition_layers(const config::Deck& deck);
+
+}  // namespace kpipe::model

@@ -1,0 +1,52 @@
+#pragma once
+// What model a deck describes: its family, widths, activation and loss, and
+// the list of its partitionable layers (config::model_layer_count counts them
+// the same way).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kpipe/config/deck.hpp"
+#include "kpipe/kernels/elementwise.hpp"
+
+namespace kpipe::model {
+
+enum class ModelKind { mlp, residual_mlp };
+enum class LossKind { cross_entropy, mse };
+
+// The partition unit. An mlp has one linear_activation layer per hidden width
+// and a linear output layer; a residual_mlp has a linear input projection,
+// one residual_block (LN -> Linear -> activation -> Linear -> +x) per hidden
+// width and a linear output layer.
+enum class LayerKind { linear, linear_activation, residual_block };
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::linear;
+  int input_dim = 0;
+  int output_dim = 0;
+};
+
+struct ModelSpec {
+  ModelKind kind = ModelKind::mlp;
+  int input_dim = 0;
+  std::vector<int> hidden;
+  int output_dim = 0;
+  kernels::Activation activation = kernels::Activation::gelu;
+  LossKind loss = LossKind::cross_entropy;
+  std::uint64_t seed = 0;
+
+  // model.* keys of the deck.
+  static ModelSpec from_deck(const config::Deck& deck);
+
+  // Global layer L is layers()[L]. Throws an input error for an invalid model
+  // (a residual_mlp without hidden widths or with unequal ones).
+  std::vector<LayerSpec> layers() const;
+  int layer_count() const { return static_cast<int>(layers().size()); }
+};
+
+// Forward FLOPs of one sample through a layer: 2 * in * out per Linear; the
+// elementwise work is negligible next to it and left out.
+std::int64_t forward_flops(const LayerSpec& layer);
+
+}  // namespace kpipe::model

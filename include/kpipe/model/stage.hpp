@@ -1,0 +1,83 @@
+#pragma once
+// A model stage: the contiguous global layers [first, first + count) that one
+// pipeline rank (or one of its virtual chunks) runs. It is the compute the
+// executor drives action by action: F, B, W and BW per microbatch id, with
+// everything a microbatch needs between them stashed here, keyed by that id.
+//
+// Buffers: the stage keeps its own copies of what it stashes, so a caller may
+// reuse X, Y, dY and dX as soon as a call returns. Y and dX are written, never
+// kept. Rows are samples; X is rows x input_dim(), Y rows x output_dim().
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/model/layer.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/model/spec.hpp"
+
+namespace kpipe::model {
+
+struct StageOptions {
+  kernels::GemmPath gemm = kernels::GemmPath::vendor;  // compute.gemm
+  // pipeline.recompute = "full": F keeps only the stage input and B re-runs
+  // the forward pass; results are bitwise the same as without.
+  bool recompute = false;
+};
+
+template <class Scalar>
+class Stage {
+ public:
+  Stage(const ModelSpec& model, LayerRange layers, StageOptions options = {});
+
+  LayerRange layers() const { return layers_; }
+  int input_dim() const { return body_->input_dim(); }
+  int output_dim() const { return body_->output_dim(); }
+
+  // F: Y from X, stashing what B and W of microbatch `mb` need.
+  void forward(int mb, const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y);
+  // B: dX from dY; keeps what W needs and frees the rest. An empty dX (the
+  // first stage) skips the input gradient.
+  void backward_input(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX);
+  // W: adds the weight gradients of `mb` to the gradient buffers and frees
+  // the microbatch. Bitwise reproducibility needs W in ascending mb order.
+  void backward_weight(int mb);
+  // BW: B then W.
+  void backward(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX);
+  // Inference: Y from X, nothing stashed.
+  void forward_no_grad(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y) const;
+
+  void zero_grad();
+  // Parameters in global layer order, named "layer<global index>.<...>".
+  std::vector<Parameter<Scalar>> parameters() const { return body_->parameters(); }
+
+  // Microbatches whose F is done and whose B (or BW) is not.
+  int stashed_microbatches() const;
+  int peak_stashed_microbatches() const { return peak_microbatches_; }
+  // Bytes of everything stashed, including state kept between B and W.
+  std::size_t stashed_bytes() const;
+  std::size_t peak_stashed_bytes() const { return peak_bytes_; }
+
+ private:
+  struct Stashed {
+    int rows = 0;
+    ConstMatrix<Scalar> input;  // the stage input, kept only with recompute
+    Context<Scalar> context;
+    bool input_gradient_done = false;
+  };
+
+  Stashed& stashed(int mb, bool input_gradient_done, const char* action);
+  void run_backward_input(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX);
+  void update_peaks();
+
+  LayerRange layers_;
+  StageOptions options_;
+  std::unique_ptr<Layer<Scalar>> body_;
+  std::map<int, Stashed> stash_;
+  int peak_microbatches_ = 0;
+  std::size_t peak_bytes_ = 0;
+};
+
+}  // namespace kpipe::model

@@ -1,0 +1,53 @@
+#pragma once
+// Synthetic training data from seeded teacher networks, generated on the
+// device. Sample i of step s is a pure function of (data.seed, s, i), drawn
+// from counter-based streams, so any rank generates exactly its own samples
+// and the data never depends on the partition.
+//
+// classification: a linear teacher holds one centre per class (output_dim
+//   rows of standard normal values); a sample is a centre picked by the stream
+//   plus unit normal noise, and its label is the argmax of the teacher's
+//   logits x . c - |c|^2 / 2, i.e. the nearest centre.
+// regression: inputs are standard normal; targets are the outputs of a
+//   teacher with one tanh hidden layer of teacher_width units.
+
+#include <cstdint>
+
+#include "kpipe/config/deck.hpp"
+#include "kpipe/model/loss.hpp"
+
+namespace kpipe::model {
+
+enum class Task { classification, regression };
+
+struct DataSpec {
+  Task task = Task::classification;
+  std::uint64_t seed = 0;
+  int input_dim = 0;
+  int output_dim = 0;  // classes or target values
+
+  // data.* and the model dimensions of the deck.
+  static DataSpec from_deck(const config::Deck& deck);
+};
+
+template <class Scalar>
+class SyntheticData {
+ public:
+  static constexpr int teacher_width = 64;
+
+  explicit SyntheticData(const DataSpec& spec);
+
+  // Inputs of samples [first, first + X.extent(0)) of step `step`.
+  void fill_inputs(std::int64_t step, std::int64_t first, const kernels::Matrix<Scalar>& X) const;
+  // Targets of the same samples (labels or values, by the task). Computes the
+  // inputs itself, so the last stage needs no copy of them.
+  void fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const;
+
+ private:
+  DataSpec spec_;
+  kernels::Matrix<Scalar> centres_;         // classification: output_dim x input_dim
+  kernels::Matrix<Scalar> hidden_weights_;  // regression: input_dim x teacher_width
+  kernels::Matrix<Scalar> output_weights_;  // regression: teacher_width x output_dim
+};
+
+}  // namespace kpipe::model

@@ -1,0 +1,63 @@
+#pragma once
+// The sequential trainer: the numerical reference of every pipelined run. On
+// one rank it runs the model stages back to back over the same microbatches a
+// pipeline would see, accumulates weight gradients in ascending microbatch
+// order, sums data-parallel replicas in replica order and takes the same
+// optimizer step. A pipelined run with any schedule and partition must give
+// bitwise its weights (DESIGN.md §3).
+
+#include <cstdint>
+#include <vector>
+
+#include "kpipe/config/deck.hpp"
+#include "kpipe/model/optimizer.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/model/stage.hpp"
+#include "kpipe/model/synthetic.hpp"
+
+namespace kpipe::model {
+
+struct TrainerSpec {
+  ModelSpec model;
+  DataSpec data;
+  OptimizerSpec optimizer;
+  int global_batch = 1;     // B
+  int microbatch_size = 1;  // b
+  int data_parallel = 1;    // d: replica r trains on samples [r B/d, (r+1) B/d) of each step
+  std::vector<LayerRange> stages;  // the partition into p * v stages; empty means one stage
+  StageOptions stage;
+
+  static TrainerSpec from_deck(const config::Deck& deck);
+};
+
+template <class Scalar>
+class SequentialTrainer {
+ public:
+  explicit SequentialTrainer(const TrainerSpec& spec);
+
+  // One optimizer step on the next global batch; returns its mean loss. A NaN
+  // or Inf loss throws a runtime error naming step and microbatch before the
+  // optimizer runs, so the weights stay those of the last good step.
+  double step();
+  // Optimizer steps done; also the data step index s of the next step.
+  std::int64_t steps_done() const { return steps_; }
+
+  std::vector<Stage<Scalar>>& stages() { return stages_; }
+  // Every parameter, in global layer order.
+  std::vector<Parameter<Scalar>> parameters() const;
+  // All weights flattened on the host, for bitwise comparison.
+  std::vector<Scalar> weights() const { return parameters_to_host(parameters()); }
+
+ private:
+  double run_replica(int replica);
+  void check_loss(double loss, int replica, int microbatch) const;
+
+  TrainerSpec spec_;
+  std::vector<Stage<Scalar>> stages_;
+  SyntheticData<Scalar> data_;
+  Optimizer<Scalar> optimizer_;
+  std::vector<kernels::Matrix<Scalar>> replica_sum_;  // d > 1: sum of the replicas' gradients
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace kpipe::model

@@ -1,0 +1,35 @@
+#include "kpipe/model/loss.hpp"
+
+#include "kpipe/kernels/loss.hpp"
+
+namespace kpipe::model {
+
+template <class Scalar>
+Targets<Scalar> make_targets(LossKind loss, int rows, int outputs) {
+  Targets<Scalar> targets;
+  if (loss == LossKind::cross_entropy) {
+    targets.labels = kernels::Labels(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpipe::model::labels"), rows);
+  } else {
+    targets.values = kernels::uninitialized_matrix<Scalar>("kpipe::model::targets", rows, outputs);
+  }
+  return targets;
+}
+
+template <class Scalar>
+double loss_and_gradient(LossKind loss, const kernels::ConstMatrix<kernels::identity_t<Scalar>>& Y,
+                         const Targets<Scalar>& targets, kernels::identity_t<Scalar> scale,
+                         const kernels::Matrix<Scalar>& dY) {
+  const kernels::ExecutionSpace space;
+  return loss == LossKind::cross_entropy ? kernels::softmax_cross_entropy(space, Y, targets.labels, scale, dY)
+                                         : kernels::mean_squared_error(space, Y, targets.values, scale, dY);
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                              \
+  template Targets<Scalar> make_targets<Scalar>(LossKind, int, int);                                           \
+  template double loss_and_gradient<Scalar>(LossKind, const kernels::ConstMatrix<Scalar>&,                      \
+                                            const Targets<Scalar>&, Scalar, const kernels::Matrix<Scalar>&);
+KPIPE_INSTANTIATE(float)
+KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+}  // namespace kpipe::model

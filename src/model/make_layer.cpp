@@ -1,0 +1,40 @@
+#include <fmt/format.h>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/model/layers.hpp"
+#include "streams.hpp"
+
+namespace kpipe::model {
+
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, kernels::GemmPath gemm) {
+  const auto layers = model.layers();
+  if (index < 0 || index >= static_cast<int>(layers.size())) {
+    throw input_error(fmt::format("layer {} does not exist; the model has layers 0 to {}", index, layers.size() - 1));
+  }
+  const LayerSpec& spec = layers[index];
+  const std::string name = "layer" + std::to_string(index);
+  // Each Linear of the layer draws from its own stream of (seed, layer).
+  const auto key = [&](int position) { return detail::stream(detail::Stream::weights, model.seed, index, position); };
+  std::vector<std::unique_ptr<Layer<Scalar>>> parts;
+  switch (spec.kind) {
+    case LayerKind::linear:
+      return std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm);
+    case LayerKind::linear_activation:
+      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm));
+      parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim));
+      return std::make_unique<Sequential<Scalar>>(std::move(parts));
+    case LayerKind::residual_block:
+      parts.push_back(std::make_unique<LayerNorm<Scalar>>(spec.input_dim, name + ".norm"));
+      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name + ".fc1", key(0), gemm));
+      parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim));
+      parts.push_back(std::make_unique<Linear<Scalar>>(spec.output_dim, spec.output_dim, name + ".fc2", key(1), gemm));
+      return std::make_unique<Residual<Scalar>>(std::make_unique<Sequential<Scalar>>(std::move(parts)));
+  }
+  throw input_error(fmt::format("layer {} has an unknown kind", index));
+}
+
+template std::unique_ptr<Layer<float>> make_layer<float>(const ModelSpec&, int, kernels::GemmPath);
+template std::unique_ptr<Layer<double>> make_layer<double>(const ModelSpec&, int, kernels::GemmPath);
+
+}  // namespace kpipe::model

@@ -1,0 +1,102 @@
+#include "kpipe/model/optimizer.hpp"
+
+#include <cmath>
+
+#include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/optimizer.hpp"
+
+namespace kpipe::model {
+
+using kernels::ExecutionSpace;
+
+OptimizerSpec OptimizerSpec::from_deck(const config::Deck& deck) {
+  OptimizerSpec spec;
+  spec.kind = deck.string("train.optimizer") == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+  spec.lr = deck.real("train.lr");
+  spec.momentum = deck.real("train.momentum");
+  spec.weight_decay = deck.real("train.weight_decay");
+  spec.beta1 = deck.real("train.beta1");
+  spec.beta2 = deck.real("train.beta2");
+  spec.epsilon = deck.real("train.epsilon");
+  spec.grad_clip = deck.real("train.grad_clip");
+  return spec;
+}
+
+template <class Scalar>
+Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters)
+    : spec_(spec), parameters_(std::move(parameters)) {
+  const auto zeros_like = [](const Parameter<Scalar>& p, const char* what) {
+    return kernels::zero_matrix<Scalar>("kpipe::model::" + p.name + "." + what, static_cast<int>(p.value.extent(0)),
+                                        static_cast<int>(p.value.extent(1)));
+  };
+  for (const auto& p : parameters_) {
+    if (spec_.kind == OptimizerKind::sgd) {
+      first_.push_back(zeros_like(p, "momentum_buffer"));
+    } else {
+      first_.push_back(zeros_like(p, "exp_avg"));
+      second_.push_back(zeros_like(p, "exp_avg_sq"));
+    }
+  }
+}
+
+template <class Scalar>
+void Optimizer<Scalar>::step() {
+  ++steps_;
+  const ExecutionSpace space;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const auto& p = parameters_[i];
+    if (spec_.kind == OptimizerKind::sgd) {
+      kernels::sgd_update(space, {spec_.lr, spec_.momentum, spec_.weight_decay}, p.value, p.grad, first_[i]);
+    } else {
+      const kernels::AdamWCoefficients c{spec_.lr,      spec_.beta1,        spec_.beta2,
+                                         spec_.epsilon, spec_.weight_decay, steps_};
+      kernels::adamw_update(space, c, p.value, p.grad, first_[i], second_[i]);
+    }
+  }
+}
+
+template <class Scalar>
+std::vector<typename Optimizer<Scalar>::State> Optimizer<Scalar>::state() const {
+  std::vector<State> out;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string& name = parameters_[i].name;
+    if (spec_.kind == OptimizerKind::sgd) {
+      out.push_back({name + ".momentum_buffer", first_[i]});
+    } else {
+      out.push_back({name + ".exp_avg", first_[i]});
+      out.push_back({name + ".exp_avg_sq", second_[i]});
+    }
+  }
+  return out;
+}
+
+template <class Scalar>
+std::vector<double> gradient_squared_norms(const std::vector<Parameter<Scalar>>& parameters) {
+  std::vector<double> norms;
+  for (const auto& p : parameters) norms.push_back(kernels::squared_norm<Scalar>(ExecutionSpace(), p.grad));
+  return norms;
+}
+
+double global_norm(const std::vector<double>& squared_norms) {
+  double sum = 0;
+  for (const double s : squared_norms) sum += s;
+  return std::sqrt(sum);
+}
+
+template <class Scalar>
+double clip_gradients(const std::vector<Parameter<Scalar>>& parameters, double norm, double max_norm) {
+  if (norm <= max_norm) return 1.0;
+  const double factor = max_norm / (norm + 1e-6);
+  for (const auto& p : parameters) kernels::scale(ExecutionSpace(), static_cast<Scalar>(factor), p.grad);
+  return factor;
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                       \
+  template class Optimizer<Scalar>;                                                                     \
+  template std::vector<double> gradient_squared_norms<Scalar>(const std::vector<Parameter<Scalar>>&);   \
+  template double clip_gradients<Scalar>(const std::vector<Parameter<Scalar>>&, double, double);
+KPIPE_INSTANTIATE(float)
+KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+}  // namespace kpipe::model

@@ -1,0 +1,161 @@
+#include "kpipe/model/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "kpipe/config/shape.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/kernels/elementwise.hpp"
+
+namespace kpipe::model {
+
+namespace {
+
+void check_batch(const TrainerSpec& spec) {
+  const int B = spec.global_batch, b = spec.microbatch_size, d = spec.data_parallel;
+  if (B < 1 || b < 1 || d < 1 || B % (b * d) != 0) {
+    throw input_error(fmt::format("global batch {} must split into data_parallel {} replicas of whole microbatches of "
+                                  "{} samples",
+                                  B, d, b));
+  }
+}
+
+// The stages of the spec, checked to cover the model's layers in order.
+template <class Scalar>
+std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec) {
+  const int layers = spec.model.layer_count();
+  const auto ranges = spec.stages.empty() ? std::vector<LayerRange>{{0, layers}} : spec.stages;
+  std::vector<Stage<Scalar>> stages;
+  int next = 0;
+  for (const auto& range : ranges) {
+    if (range.first != next) {
+      throw input_error(fmt::format("stage [{}, {}) should start at layer {}; stages must cover the layers in order",
+                                    range.first, range.end(), next));
+    }
+    stages.emplace_back(spec.model, range, spec.stage);
+    next = range.end();
+  }
+  if (next != layers) {
+    throw input_error(fmt::format("the stages end at layer {} but the model has {} layers", next, layers));
+  }
+  return stages;
+}
+
+template <class Scalar>
+std::vector<Parameter<Scalar>> all_parameters(const std::vector<Stage<Scalar>>& stages) {
+  std::vector<Parameter<Scalar>> all;
+  for (const auto& stage : stages) {
+    const auto own = stage.parameters();
+    all.insert(all.end(), own.begin(), own.end());
+  }
+  return all;
+}
+
+}  // namespace
+
+TrainerSpec TrainerSpec::from_deck(const config::Deck& deck) {
+  const auto shape = config::pipeline_shape(deck);
+  TrainerSpec spec;
+  spec.model = ModelSpec::from_deck(deck);
+  spec.data = DataSpec::from_deck(deck);
+  spec.optimizer = OptimizerSpec::from_deck(deck);
+  spec.global_batch = shape.global_batch;
+  spec.microbatch_size = shape.microbatch_size;
+  spec.data_parallel = shape.data_parallel;
+  spec.stages = partition_layers(deck);
+  spec.stage.gemm = kernels::parse_gemm_path(deck.string("compute.gemm"));
+  spec.stage.recompute = deck.string("pipeline.recompute") == "full";
+  return spec;
+}
+
+template <class Scalar>
+SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec)
+    : spec_((check_batch(spec), spec)),
+      stages_(build_stages<Scalar>(spec)),
+      data_(spec.data),
+      optimizer_(spec.optimizer, all_parameters(stages_)) {
+  if (spec.data_parallel > 1) {
+    for (const auto& p : parameters()) {
+      replica_sum_.push_back(kernels::uninitialized_matrix<Scalar>("kpipe::model::replica_grad_sum",
+                                                                   static_cast<int>(p.grad.extent(0)),
+                                                                   static_cast<int>(p.grad.extent(1))));
+    }
+  }
+}
+
+template <class Scalar>
+std::vector<Parameter<Scalar>> SequentialTrainer<Scalar>::parameters() const {
+  return all_parameters(stages_);
+}
+
+template <class Scalar>
+double SequentialTrainer<Scalar>::step() {
+  const auto params = parameters();
+  double loss = 0;
+  for (int replica = 0; replica < spec_.data_parallel; ++replica) {
+    for (auto& stage : stages_) stage.zero_grad();
+    loss += run_replica(replica);
+    // Replicas are summed in replica order; for d = 2 that is bitwise the
+    // all-reduce sum, as a + b == b + a.
+    for (std::size_t i = 0; i < replica_sum_.size(); ++i) {
+      if (replica == 0) {
+        Kokkos::deep_copy(replica_sum_[i], params[i].grad);
+      } else {
+        kernels::add(kernels::ExecutionSpace(), replica_sum_[i], params[i].grad, replica_sum_[i]);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < replica_sum_.size(); ++i) Kokkos::deep_copy(params[i].grad, replica_sum_[i]);
+  if (spec_.optimizer.grad_clip > 0) {
+    clip_gradients(params, global_norm(gradient_squared_norms(params)), spec_.optimizer.grad_clip);
+  }
+  optimizer_.step();
+  ++steps_;
+  return loss;
+}
+
+template <class Scalar>
+double SequentialTrainer<Scalar>::run_replica(int replica) {
+  const int b = spec_.microbatch_size;
+  const int per_replica = spec_.global_batch / spec_.data_parallel;
+  const auto scale = static_cast<Scalar>(1.0 / spec_.global_batch);
+  // Boundary buffers, reused by every microbatch: the stages copy what they keep.
+  const auto X = kernels::uninitialized_matrix<Scalar>("kpipe::model::batch_inputs", b, spec_.model.input_dim);
+  const auto targets = make_targets<Scalar>(spec_.model.loss, b, spec_.model.output_dim);
+  std::vector<kernels::Matrix<Scalar>> outputs, gradients;
+  for (const auto& stage : stages_) {
+    outputs.push_back(kernels::uninitialized_matrix<Scalar>("kpipe::model::stage_output", b, stage.output_dim()));
+    gradients.push_back(kernels::uninitialized_matrix<Scalar>("kpipe::model::stage_output_grad", b, stage.output_dim()));
+  }
+  double loss = 0;
+  for (int mb = 0; mb < per_replica / b; ++mb) {
+    const std::int64_t first = static_cast<std::int64_t>(replica) * per_replica + static_cast<std::int64_t>(mb) * b;
+    data_.fill_inputs(steps_, first, X);
+    data_.fill_targets(steps_, first, targets);
+    for (std::size_t s = 0; s < stages_.size(); ++s) stages_[s].forward(mb, s == 0 ? X : outputs[s - 1], outputs[s]);
+    const double mb_loss = loss_and_gradient(spec_.model.loss, outputs.back(), targets, scale, gradients.back());
+    check_loss(mb_loss, replica, mb);
+    loss += mb_loss;
+    for (std::size_t s = stages_.size(); s-- > 0;) {
+      stages_[s].backward(mb, gradients[s], s == 0 ? kernels::Matrix<Scalar>() : gradients[s - 1]);
+    }
+  }
+  return loss;
+}
+
+template <class Scalar>
+void SequentialTrainer<Scalar>::check_loss(double loss, int replica, int microbatch) const {
+  if (std::isfinite(loss)) return;
+  // Steps count from 1 as in progress output; microbatches from 0 as in schedules.
+  const auto where = spec_.data_parallel > 1 ? fmt::format("microbatch {} of replica {}", microbatch, replica)
+                                             : fmt::format("microbatch {}", microbatch);
+  throw runtime_error(fmt::format("the loss of step {} ({}) is {}; the weights of step {} are kept. Lower train.lr "
+                                  "or set train.grad_clip",
+                                  steps_ + 1, where, loss, steps_));
+}
+
+template class SequentialTrainer<float>;
+template class SequentialTrainer<double>;
+
+}  // namespace kpipe::model

@@ -1,0 +1,60 @@
+#pragma once
+// Finite-difference gradient checks in double: central differences of a
+// scalar function of device tensors, perturbing one element at a time.
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "kpipe/kernels/random.hpp"
+#include "kpipe/kernels/tensor.hpp"
+
+namespace kpipe::test {
+
+using kernels::Matrix;
+
+// d f / d tensor(i, j) for every element, by (f(t + h) - f(t - h)) / 2h.
+inline std::vector<double> numeric_gradient(const Matrix<double>& tensor, const std::function<double()>& f,
+                                            double h = 1e-5) {
+  const auto values = kernels::to_host<double>(tensor);
+  const std::size_t cols = tensor.extent(1);
+  std::vector<double> gradient;
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    const auto element = Kokkos::subview(tensor, e / cols, e % cols);
+    Kokkos::deep_copy(element, values[e] + h);
+    const double up = f();
+    Kokkos::deep_copy(element, values[e] - h);
+    const double down = f();
+    Kokkos::deep_copy(element, values[e]);
+    gradient.push_back((up - down) / (2 * h));
+  }
+  return gradient;
+}
+
+// max |analytic - numeric| / max |numeric| over the tensor.
+inline double relative_error(const std::vector<double>& analytic, const std::vector<double>& numeric) {
+  double diff = 0, size = 0;
+  for (std::size_t i = 0; i < numeric.size(); ++i) {
+    diff = std::max(diff, std::abs(analytic[i] - numeric[i]));
+    size = std::max(size, std::abs(numeric[i]));
+  }
+  return size > 0 ? diff / size : diff;
+}
+
+inline Matrix<double> random_matrix(int rows, int cols, std::uint64_t stream, double low = -1, double high = 1) {
+  auto m = kernels::uninitialized_matrix<double>("test::random", rows, cols);
+  kernels::fill_uniform(kernels::ExecutionSpace(), kernels::stream_key(2024, stream), low, high, m);
+  return m;
+}
+
+// sum(Y * R): a scalar whose gradient with respect to Y is R.
+inline double weighted_sum(const Matrix<double>& Y, const Matrix<double>& R) {
+  const auto y = kernels::to_host<double>(Y);
+  const auto r = kernels::to_host<double>(R);
+  double sum = 0;
+  for (std::size_t e = 0; e < y.size(); ++e) sum += y[e] * r[e];
+  return sum;
+}
+
+}  // namespace kpipe::test

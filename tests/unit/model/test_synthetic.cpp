@@ -1,0 +1,66 @@
+// Synthetic data: a pure function of (seed, step, sample), whatever the block.
+#include <set>
+#include <vector>
+
+#include "catch.hpp"
+#include "kpipe/model/synthetic.hpp"
+
+using namespace kpipe;
+using namespace kpipe::model;
+
+namespace {
+
+DataSpec spec(Task task) {
+  DataSpec s;
+  s.task = task;
+  s.seed = 42;
+  s.input_dim = 6;
+  s.output_dim = 4;
+  return s;
+}
+
+template <class Scalar>
+std::vector<Scalar> inputs(const SyntheticData<Scalar>& data, std::int64_t step, std::int64_t first, int rows) {
+  auto X = kernels::uninitialized_matrix<Scalar>("test::x", rows, 6);
+  data.fill_inputs(step, first, X);
+  return kernels::to_host<Scalar>(X);
+}
+
+std::vector<int> labels(const SyntheticData<float>& data, std::int64_t step, std::int64_t first, int rows) {
+  const auto targets = make_targets<float>(LossKind::cross_entropy, rows, 4);
+  data.fill_targets(step, first, targets);
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), targets.labels);
+  return std::vector<int>(host.data(), host.data() + rows);
+}
+
+}  // namespace
+
+TEST_CASE("a sample is the same whichever block generates it", "[model][synthetic]") {
+  const SyntheticData<float> data(spec(Task::classification));
+  const auto all = inputs(data, 3, 0, 64);
+  const auto tail = inputs(data, 3, 40, 24);
+  CHECK(std::vector<float>(all.begin() + 40 * 6, all.end()) == tail);
+  CHECK(inputs(data, 4, 0, 64) != all);
+  const auto all_labels = labels(data, 3, 0, 64);
+  CHECK(std::vector<int>(all_labels.begin() + 40, all_labels.end()) == labels(data, 3, 40, 24));
+  // A second generator with the same seed is the same generator.
+  CHECK(inputs(SyntheticData<float>(spec(Task::classification)), 3, 40, 24) == tail);
+}
+
+TEST_CASE("classification labels use every class", "[model][synthetic]") {
+  const SyntheticData<float> data(spec(Task::classification));
+  const auto l = labels(data, 0, 0, 256);
+  const std::set<int> seen(l.begin(), l.end());
+  CHECK(seen == std::set<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("regression targets are the same for any block and vary with the input", "[model][synthetic]") {
+  const SyntheticData<double> data(spec(Task::regression));
+  auto all = make_targets<double>(LossKind::mse, 32, 4);
+  auto tail = make_targets<double>(LossKind::mse, 8, 4);
+  data.fill_targets(1, 0, all);
+  data.fill_targets(1, 24, tail);
+  const auto a = kernels::to_host<double>(all.values);
+  CHECK(std::vector<double>(a.begin() + 24 * 4, a.end()) == kernels::to_host<double>(tail.values));
+  CHECK(std::set<double>(a.begin(), a.end()).size() == a.size());
+}

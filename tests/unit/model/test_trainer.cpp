@@ -1,0 +1,129 @@
+// The sequential trainer: learning, partition independence (bitwise), the
+// 1/B gradient scaling, data-parallel replicas, and stopping on NaN.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "kpipe/config/deck.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/model/trainer.hpp"
+
+using namespace kpipe;
+using namespace kpipe::model;
+
+namespace {
+
+TrainerSpec from_text(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return TrainerSpec::from_deck(config::parse_deck(text, "deck.toml", overrides));
+}
+
+// Bitwise equality, NaN included.
+template <class Scalar>
+bool bitwise_equal(const std::vector<Scalar>& a, const std::vector<Scalar>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Scalar)) == 0;
+}
+
+template <class Scalar>
+std::vector<Scalar> train(const TrainerSpec& spec, int steps) {
+  SequentialTrainer<Scalar> trainer(spec);
+  for (int s = 0; s < steps; ++s) trainer.step();
+  return trainer.weights();
+}
+
+// A 6-layer mlp; the same with model.kind=residual_mlp has four blocks.
+const std::string six_layers =
+    "model.input_dim = 12\nmodel.hidden = [32, 24, 32, 16, 32]\nmodel.output_dim = 5\ntrain.global_batch = 32\n"
+    "train.microbatch_size = 8\ntrain.grad_clip = 0.5\npipeline.schedule = \"gpipe\"\n";
+
+}  // namespace
+
+TEST_CASE("the trainer drives the classification loss down 10x in 200 steps", "[model][trainer]") {
+  const auto spec = from_text(
+      "model.kind = \"mlp\"\nmodel.input_dim = 64\nmodel.hidden = [64, 64, 64, 64]\nmodel.output_dim = 10\n"
+      "train.global_batch = 64\ntrain.microbatch_size = 16\npipeline.stages = 2\n");
+  SequentialTrainer<float> trainer(spec);
+  const double first = trainer.step();
+  double last = first;
+  for (int s = 1; s < 200; ++s) last = trainer.step();
+  INFO("loss " << first << " -> " << last);
+  CHECK(first == Approx(std::log(10.0)).epsilon(0.05));
+  CHECK(last < first / 10);
+}
+
+TEST_CASE("p = 1 and p = 4 stages give bitwise the same weights after 20 steps", "[model][trainer]") {
+  const auto kind = GENERATE(std::string("model.kind=mlp"), std::string("model.kind=residual_mlp"));
+  const auto hidden = kind == "model.kind=mlp" ? "model.hidden=[32, 24, 32, 16, 32]" : "model.hidden=[32, 32, 32, 32]";
+  const auto one = from_text(six_layers, {kind, hidden, "pipeline.stages=1"});
+  const auto four = from_text(six_layers, {kind, hidden, "pipeline.stages=4", "pipeline.recompute=full"});
+  REQUIRE(one.stages.size() == 1);
+  REQUIRE(four.stages.size() == 4);
+  const auto reference = train<float>(one, 20);
+  CHECK(bitwise_equal(train<float>(four, 20), reference));
+  // And the result is a real change from the initial weights.
+  CHECK(!bitwise_equal(train<float>(one, 0), reference));
+}
+
+TEST_CASE("an explicit partition and the SGD optimizer keep the weights bitwise equal", "[model][trainer]") {
+  const auto a = from_text(six_layers, {"pipeline.stages=2", "pipeline.partition=[5, 1]", "train.optimizer=sgd"});
+  const auto b = from_text(six_layers, {"pipeline.stages=3", "pipeline.partition=[1, 2, 3]", "train.optimizer=sgd"});
+  CHECK(bitwise_equal(train<float>(a, 5), train<float>(b, 5)));
+}
+
+TEST_CASE("microbatch gradients add up to the full-batch gradient", "[model][trainer]") {
+  // One SGD step without momentum: w1 = w0 - lr * mean-loss gradient, whether
+  // the batch is one microbatch or eight.
+  const std::vector<std::string> sgd{"train.optimizer=sgd", "train.momentum=0", "train.lr=0.5",
+                                     "train.grad_clip=0"};
+  auto whole = sgd, split = sgd;
+  whole.push_back("train.microbatch_size=32");
+  split.push_back("train.microbatch_size=4");
+  const auto w0 = train<double>(from_text(six_layers, whole), 0);
+  const auto w_whole = train<double>(from_text(six_layers, whole), 1);
+  const auto w_split = train<double>(from_text(six_layers, split), 1);
+  double change = 0, diff = 0;
+  for (std::size_t i = 0; i < w0.size(); ++i) {
+    change = std::max(change, std::abs(w_whole[i] - w0[i]));
+    diff = std::max(diff, std::abs(w_whole[i] - w_split[i]));
+  }
+  CHECK(change > 1e-3);
+  CHECK(diff < 1e-12);
+}
+
+TEST_CASE("data-parallel replicas see disjoint shards and are summed", "[model][trainer]") {
+  // d = 2 with microbatches of 8 computes the same mean gradient as d = 1, in
+  // another order: equal up to rounding, and bitwise for any partition.
+  const auto d1 = train<double>(from_text(six_layers), 3);
+  const auto d2 = train<double>(from_text(six_layers, {"pipeline.data_parallel=2"}), 3);
+  const auto d2_split = train<double>(from_text(six_layers, {"pipeline.data_parallel=2", "pipeline.stages=3"}), 3);
+  double diff = 0;
+  for (std::size_t i = 0; i < d1.size(); ++i) diff = std::max(diff, std::abs(d1[i] - d2[i]));
+  CHECK(diff < 1e-10);
+  CHECK(bitwise_equal(d2, d2_split));
+}
+
+TEST_CASE("a NaN loss stops the step and names step and microbatch", "[model][trainer]") {
+  auto spec = from_text(six_layers, {"train.optimizer=sgd", "train.grad_clip=0"});
+  spec.optimizer.lr = 1e30;
+  SequentialTrainer<float> trainer(spec);
+  trainer.step();
+  const auto last_good = trainer.weights();
+  try {
+    trainer.step();
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::runtime);
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(message.find("of step 2 (microbatch 0) is") != std::string::npos);
+    CHECK(message.find("Lower train.lr") != std::string::npos);
+  }
+  CHECK(bitwise_equal(trainer.weights(), last_good));
+}
+
+TEST_CASE("a batch that does not split into microbatches is an input error", "[model][trainer]") {
+  auto spec = from_text(six_layers);
+  spec.microbatch_size = 5;
+  CHECK_THROWS_WITH(SequentialTrainer<float>(spec),
+                    "global batch 32 must split into data_parallel 1 replicas of whole microbatches of 5 samples");
+}
