@@ -118,11 +118,11 @@ void add(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& A,
 template <class Scalar>
 void add_row(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& row, const Matrix<Scalar>& Y) {
   require_shape("bias", row, 1, Y.extent(1));
-  const auto y = detail::flat(Y);
+  const std::int64_t rows = static_cast<std::int64_t>(Y.extent(0));
   const std::int64_t cols = static_cast<std::int64_t>(Y.extent(1));
   Kokkos::parallel_for(
-      "kpipe::kernels::add_row", Range(space, 0, y.extent(0)),
-      KOKKOS_LAMBDA(std::int64_t e) { y(e) += row(0, e % cols); });
+      "kpipe::kernels::add_row", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, cols}),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { Y(i, j) += row(0, j); });
 }
 
 template <class Scalar>

@@ -1,0 +1,134 @@
+// Stage-compute kernels (docs/performance.md, "Stage compute (Kokkos)"):
+//  * GEMM in GFLOP/s over training shapes, b x 1024 x 1024 (a microbatch of b
+//    rows times a 1024 x 1024 weight) for b = 1 .. 256 and 1024^3, through
+//    kpipe's vendor path, its portable kernel, and cblas_sgemm called directly
+//    on the same memory as the baseline the vendor path must match;
+//  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size.
+// Run with OPENBLAS_NUM_THREADS=1 so that both sides use the same threads.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+
+#if defined(KPIPE_HAVE_CBLAS)
+#include <cblas.h>
+#endif
+
+#include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/optimizer.hpp"
+#include "kpipe/kernels/random.hpp"
+
+namespace {
+
+using namespace kpipe::kernels;
+
+Matrix<float> random_matrix(int rows, int cols, std::uint64_t stream) {
+  auto m = uninitialized_matrix<float>("kpipe::benchmark::matrix", rows, cols);
+  fill_uniform(ExecutionSpace(), stream_key(1, stream), -1.0, 1.0, m);
+  return m;
+}
+
+// Arguments: m, n, k; C (m x n) = A (m x k) B (k x n).
+void gemm_shapes(benchmark::internal::Benchmark* b) {
+  for (int rows = 1; rows <= 256; rows *= 2) b->Args({rows, 1024, 1024});
+  b->Args({1024, 1024, 1024});
+}
+
+template <class Run>
+void gemm_benchmark(benchmark::State& state, Run&& run) {
+  const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
+            k = static_cast<int>(state.range(2));
+  const auto A = random_matrix(m, k, 1);
+  const auto B = random_matrix(k, n, 2);
+  auto C = uninitialized_matrix<float>("kpipe::benchmark::c", m, n);
+  for (auto _ : state) {
+    run(A, B, C);
+    Kokkos::fence();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_gemm_vendor(benchmark::State& state) {
+  gemm_benchmark(state, [](const auto& A, const auto& B, const auto& C) {
+    gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, A, B, 0.0f, C, GemmPath::vendor);
+  });
+}
+BENCHMARK(BM_gemm_vendor)->Apply(gemm_shapes)->UseRealTime();
+
+void BM_gemm_portable(benchmark::State& state) {
+  gemm_benchmark(state, [](const auto& A, const auto& B, const auto& C) {
+    gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, A, B, 0.0f, C, GemmPath::portable);
+  });
+}
+BENCHMARK(BM_gemm_portable)->Apply(gemm_shapes)->UseRealTime();
+
+#if defined(KPIPE_HAVE_CBLAS)
+void BM_cblas_sgemm(benchmark::State& state) {
+  gemm_benchmark(state, [](const auto& A, const auto& B, const auto& C) {
+    const int m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1)), k = static_cast<int>(A.extent(1));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A.data(), k, B.data(), n, 0.0f, C.data(), n);
+  });
+}
+BENCHMARK(BM_cblas_sgemm)->Apply(gemm_shapes)->UseRealTime();
+#endif
+
+// Elementwise kernels over 2^24 floats (64 MiB per matrix, far beyond cache).
+constexpr int rows = 4096;
+constexpr int cols = 4096;
+
+// `streams` matrices of rows x cols floats cross memory per iteration.
+template <class Run>
+void bandwidth_benchmark(benchmark::State& state, int streams, Run&& run) {
+  for (auto _ : state) {
+    run();
+    Kokkos::fence();
+  }
+  state.SetBytesProcessed(state.iterations() * streams * static_cast<std::int64_t>(rows) * cols * sizeof(float));
+}
+
+void BM_deep_copy(benchmark::State& state) {
+  const auto x = random_matrix(rows, cols, 3);
+  auto y = uninitialized_matrix<float>("kpipe::benchmark::y", rows, cols);
+  bandwidth_benchmark(state, 2, [&] { Kokkos::deep_copy(y, x); });
+}
+BENCHMARK(BM_deep_copy)->UseRealTime();
+
+void BM_add(benchmark::State& state) {
+  const auto a = random_matrix(rows, cols, 3);
+  const auto b = random_matrix(rows, cols, 4);
+  auto c = uninitialized_matrix<float>("kpipe::benchmark::c", rows, cols);
+  bandwidth_benchmark(state, 3, [&] { add(ExecutionSpace(), a, b, c); });
+}
+BENCHMARK(BM_add)->UseRealTime();
+
+void BM_scale(benchmark::State& state) {
+  auto x = random_matrix(rows, cols, 3);
+  bandwidth_benchmark(state, 2, [&] { scale(ExecutionSpace(), 1.0f, x); });
+}
+BENCHMARK(BM_scale)->UseRealTime();
+
+void BM_activation_forward(benchmark::State& state) {
+  const auto f = static_cast<Activation>(state.range(0));
+  const auto x = random_matrix(rows, cols, 3);
+  auto y = uninitialized_matrix<float>("kpipe::benchmark::y", rows, cols);
+  bandwidth_benchmark(state, 2, [&] { activation_forward(ExecutionSpace(), f, x, y); });
+}
+BENCHMARK(BM_activation_forward)
+    ->Arg(static_cast<int>(Activation::relu))
+    ->Arg(static_cast<int>(Activation::gelu))
+    ->Arg(static_cast<int>(Activation::tanh))
+    ->UseRealTime();
+
+void BM_adamw_update(benchmark::State& state) {
+  auto w = random_matrix(rows, cols, 3);
+  const auto g = random_matrix(rows, cols, 4);
+  auto m = zero_matrix<float>("kpipe::benchmark::m", rows, cols);
+  auto v = zero_matrix<float>("kpipe::benchmark::v", rows, cols);
+  const AdamWCoefficients c{1e-3, 0.9, 0.999, 1e-8, 0.0, 1};
+  // Reads w, g, m, v and writes w, m, v.
+  bandwidth_benchmark(state, 7, [&] { adamw_update(ExecutionSpace(), c, w, g, m, v); });
+}
+BENCHMARK(BM_adamw_update)->UseRealTime();
+
+}  // namespace
