@@ -1,5 +1,10 @@
 #include "kpipe/model/loss.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "kpipe/core/error.hpp"
 #include "kpipe/kernels/loss.hpp"
 
 namespace kpipe::model {
@@ -22,6 +27,15 @@ double loss_and_gradient(LossKind loss, const kernels::ConstMatrix<kernels::iden
   const kernels::ExecutionSpace space;
   return loss == LossKind::cross_entropy ? kernels::softmax_cross_entropy(space, Y, targets.labels, scale, dY)
                                          : kernels::mean_squared_error(space, Y, targets.values, scale, dY);
+}
+
+void require_finite_loss(double loss, std::int64_t step, int microbatch, int replica, int data_parallel) {
+  if (std::isfinite(loss)) return;
+  const auto where = data_parallel > 1 ? fmt::format("microbatch {} of replica {}", microbatch, replica)
+                                       : fmt::format("microbatch {}", microbatch);
+  throw runtime_error(fmt::format("the loss is {} in step {}, {}; the weights of the last good step are kept. "
+                                  "Lower train.lr or set train.grad_clip",
+                                  loss, step, where));
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                              \

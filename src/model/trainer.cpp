@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "kpipe/config/shape.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
@@ -135,24 +133,13 @@ double SequentialTrainer<Scalar>::run_replica(int replica) {
     data_.fill_targets(steps_, first, targets);
     for (std::size_t s = 0; s < stages_.size(); ++s) stages_[s].forward(mb, s == 0 ? X : outputs[s - 1], outputs[s]);
     const double mb_loss = loss_and_gradient(spec_.model.loss, outputs.back(), targets, scale, gradients.back());
-    check_loss(mb_loss, replica, mb);
+    require_finite_loss(mb_loss, steps_, mb, replica, spec_.data_parallel);
     loss += mb_loss;
     for (std::size_t s = stages_.size(); s-- > 0;) {
       stages_[s].backward(mb, gradients[s], s == 0 ? kernels::Matrix<Scalar>() : gradients[s - 1]);
     }
   }
   return loss;
-}
-
-template <class Scalar>
-void SequentialTrainer<Scalar>::check_loss(double loss, int replica, int microbatch) const {
-  if (std::isfinite(loss)) return;
-  // Steps count from 1 as in progress output; microbatches from 0 as in schedules.
-  const auto where = spec_.data_parallel > 1 ? fmt::format("microbatch {} of replica {}", microbatch, replica)
-                                             : fmt::format("microbatch {}", microbatch);
-  throw runtime_error(fmt::format("the loss of step {} ({}) is {}; the weights of step {} are kept. Lower train.lr "
-                                  "or set train.grad_clip",
-                                  steps_ + 1, where, loss, steps_));
 }
 
 template class SequentialTrainer<float>;

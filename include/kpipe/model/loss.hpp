@@ -4,6 +4,8 @@
 // microbatch gradients of a step add up to the gradient of the mean loss and
 // data-parallel replicas sum (not average) their gradients.
 
+#include <cstdint>
+
 #include "kpipe/kernels/tensor.hpp"
 #include "kpipe/model/spec.hpp"
 
@@ -26,5 +28,10 @@ template <class Scalar>
 double loss_and_gradient(LossKind loss, const kernels::ConstMatrix<kernels::identity_t<Scalar>>& Y,
                          const Targets<Scalar>& targets, kernels::identity_t<Scalar> scale,
                          const kernels::Matrix<Scalar>& dY);
+
+// Throws a runtime error naming the step and the microbatch (and the replica
+// when d > 1) if `loss` is NaN or Inf. Callers check before the optimizer
+// step, so the weights stay those of the last good step.
+void require_finite_loss(double loss, std::int64_t step, int microbatch, int replica, int data_parallel);
 
 }  // namespace kpipe::model

@@ -50,7 +50,6 @@ class SequentialTrainer {
 
  private:
   double run_replica(int replica);
-  void check_loss(double loss, int replica, int microbatch) const;
 
   TrainerSpec spec_;
   std::vector<Stage<Scalar>> stages_;
