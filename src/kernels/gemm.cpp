@@ -42,10 +42,11 @@ int leading_dimension(const View& x) {
 template <class Scalar>
 detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, Scalar alpha, const ConstMatrix<Scalar>& A,
                                       const ConstMatrix<Scalar>& B, Scalar beta, const Matrix<Scalar>& C) {
-  const auto k = op_shape(A, trans_a).second;
-  return {trans_a,        trans_b, static_cast<int>(C.extent(0)), static_cast<int>(C.extent(1)),
-          static_cast<int>(k), alpha, A.data(), leading_dimension(A), B.data(), leading_dimension(B),
-          beta,           C.data(), leading_dimension(C)};
+  const int m = static_cast<int>(C.extent(0));
+  const int n = static_cast<int>(C.extent(1));
+  const int k = static_cast<int>(op_shape(A, trans_a).second);
+  return {trans_a, trans_b, m, n, k, alpha, A.data(), leading_dimension(A), B.data(), leading_dimension(B),
+          beta, C.data(), leading_dimension(C)};
 }
 
 }  // namespace
