@@ -1,0 +1,71 @@
+#pragma once
+// One step of one pipeline rank: the unit of the schedule IR (DESIGN.md §2).
+// Actions are plain 12-byte values so that a plan with tens of millions of
+// them stays cheap to build, check and simulate.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kpipe::schedule {
+
+// The same names are used in the text form, the traces and the SVG.
+enum class ActionKind : std::uint8_t {
+  forward,          // F: forward pass of one microbatch through one model chunk
+  backward_input,   // B: input gradient only (split-backward schedules)
+  backward_weight,  // W: weight gradient of an earlier B
+  backward,         // BW: full backward pass (B and W together)
+  send_act,         // SEND_ACT: activation to the next model stage
+  recv_act,         // RECV_ACT: activation from the previous model stage
+  send_grad,        // SEND_GRAD: input gradient to the previous model stage
+  recv_grad,        // RECV_GRAD: output gradient from the next model stage
+  loss,             // LOSS: loss and its gradient, on the last model stage
+  reduce_grads,     // REDUCE_GRADS: data-parallel gradient all-reduce, once per step
+  optimizer_step,   // OPTIMIZER_STEP: weight update, once per step
+};
+inline constexpr int action_kind_count = 11;
+
+// Field widths follow the deck's limits: v <= 64 chunks, p <= 4096 ranks.
+struct Action {
+  ActionKind kind = ActionKind::forward;
+  std::int8_t chunk = -1;        // model chunk on this rank; -1 for step-level actions
+  std::int16_t peer = -1;        // communication: the other rank; else -1
+  std::int32_t microbatch = -1;  // -1 for step-level actions
+  std::int32_t tag = -1;         // communication: the message tag; else -1
+
+  friend bool operator==(const Action& a, const Action& b) {
+    return a.kind == b.kind && a.chunk == b.chunk && a.microbatch == b.microbatch && a.peer == b.peer && a.tag == b.tag;
+  }
+  friend bool operator!=(const Action& a, const Action& b) { return !(a == b); }
+};
+static_assert(sizeof(Action) == 12, "Action must stay a compact 12-byte value");
+inline constexpr int max_chunks = 127;   // what Action::chunk holds
+inline constexpr int max_ranks = 32767;  // what Action::peer holds
+
+inline Action compute_action(ActionKind kind, int microbatch, int chunk) {
+  return {kind, static_cast<std::int8_t>(chunk), -1, microbatch, -1};
+}
+inline Action message_action(ActionKind kind, int microbatch, int chunk, int peer, int tag) {
+  return {kind, static_cast<std::int8_t>(chunk), static_cast<std::int16_t>(peer), microbatch, tag};
+}
+inline Action step_action(ActionKind kind) { return {kind, -1, -1, -1, -1}; }
+
+// F, B, W and BW: the actions that cost compute time.
+constexpr bool is_compute(ActionKind k) { return k <= ActionKind::backward; }
+// B and BW: the actions that release a stashed activation.
+constexpr bool releases_stash(ActionKind k) { return k == ActionKind::backward_input || k == ActionKind::backward; }
+constexpr bool is_send(ActionKind k) { return k == ActionKind::send_act || k == ActionKind::send_grad; }
+constexpr bool is_receive(ActionKind k) { return k == ActionKind::recv_act || k == ActionKind::recv_grad; }
+constexpr bool is_communication(ActionKind k) { return is_send(k) || is_receive(k); }
+constexpr bool is_step_level(ActionKind k) { return k == ActionKind::reduce_grads || k == ActionKind::optimizer_step; }
+
+// "F", "SEND_ACT", ...; and back, nullopt for an unknown name.
+std::string_view name(ActionKind kind);
+std::optional<ActionKind> parse_kind(std::string_view name);
+
+// The action as one line of the text form: "F mb=3 chunk=0",
+// "SEND_ACT mb=3 chunk=0 peer=1 tag=6", "OPTIMIZER_STEP".
+std::string describe(const Action& action);
+
+}  // namespace kpipe::schedule

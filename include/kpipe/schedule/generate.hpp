@@ -1,0 +1,38 @@
+#pragma once
+// Schedule generators: each emits the compute actions (F, B, W, BW) of every
+// rank in execution order; lower() then adds communication and step actions.
+//
+//   gpipe        all forwards, then all full backwards in ascending microbatch order
+//   1f1b         warm-up min(p-r-1, m) forwards, then one forward and one backward
+//                in turn, then the remaining backwards (PipeDream-Flush, Megatron)
+//   interleaved  Megatron's virtual pipeline with v >= 2 chunks per rank
+//   zb-h1        1F1B with the backward split into B and W; rank r defers its
+//                first r W's so that the B's everybody upstream waits for run
+//                first, and the W's fill the bubbles (Qi et al., ZB-H1)
+//   forward      forward passes only, for inference and evaluation
+
+#include <string>
+#include <vector>
+
+#include "kpipe/schedule/schedule.hpp"
+
+namespace kpipe::schedule {
+
+const std::vector<std::string>& schedule_names();
+
+// The compute actions of `spec`; an input error when the spec is not
+// schedulable (unknown name, v > 1 without interleaving, interleaved with m < p,
+// or more actions than a plan can hold in memory).
+Schedule generate(const ScheduleSpec& spec);
+
+// generate() then lower(), one rank at a time: the same schedule, without
+// ever holding the compute-only form of a large plan in memory.
+Schedule generate_lowered(const ScheduleSpec& spec);
+
+// Interleaved schedules process microbatches in groups of g per chunk
+// (Megatron's microbatch_group_size_per_vp_stage). g = p when p divides m;
+// otherwise the smallest g >= p that leaves a last group of 0 or >= p
+// microbatches, so that every m >= p has a schedule without stalls.
+int interleaved_group_size(int m, int p);
+
+}  // namespace kpipe::schedule

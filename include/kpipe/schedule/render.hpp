@@ -1,0 +1,41 @@
+#pragma once
+// Renderers of a simulated schedule: a text table and an ASCII timeline for
+// terminals, an SVG timeline in the style of the papers' pipeline figures,
+// Chrome-trace JSON for Perfetto, and JSON for scripts. Actions carry the same
+// names everywhere (F, B, W, BW, SEND_ACT, ...). The timelines need a
+// simulation with Record::every_action.
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "kpipe/schedule/schedule.hpp"
+#include "kpipe/schedule/simulate.hpp"
+
+namespace kpipe::schedule {
+
+// Per rank: busy, idle, idle share, peak stashed activations, bytes sent.
+std::string summary_table(const Schedule& schedule, const SimulationResult& result);
+
+// One row per rank, time left to right, boxes labelled with kind and
+// microbatch ("F3", "B3"; "F3.1" for chunk 1 when v > 1), '.' for idle.
+// nullopt when the timeline would be wider than `max_columns`.
+std::optional<std::string> ascii_timeline(const Schedule& schedule, const SimulationResult& result, int max_columns);
+// False when the ASCII timeline cannot fit whatever the times: every box
+// takes at least 3 columns. Lets large plans skip recording every action.
+bool ascii_timeline_can_fit(const Schedule& schedule, int max_columns);
+
+// The largest plan the SVG timeline draws; beyond it an input error suggests --trace.
+inline constexpr std::size_t svg_max_compute_actions = 100000;
+void write_svg_timeline(std::ostream& out, const Schedule& schedule, const SimulationResult& result);
+
+// Chrome trace-event JSON: one complete event per compute action, one thread
+// per rank; one simulated time unit is shown as one millisecond.
+void write_chrome_trace(std::ostream& out, const Schedule& schedule, const SimulationResult& result);
+
+// The plan summary for scripts: shape, makespan, theoretical and simulated
+// bubble (both normalisations, labelled), per-rank statistics, bytes moved.
+std::string summary_json(const Schedule& schedule, const CostModel& costs, const SimulationResult& result,
+                         int data_parallel);
+
+}  // namespace kpipe::schedule

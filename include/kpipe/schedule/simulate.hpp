@@ -1,0 +1,87 @@
+#pragma once
+// The discrete-event simulator: runs a validated schedule the way the
+// executor will (ranks in parallel, each through its list in order; sends do
+// not block, a receive waits for its message) with modelled costs.
+//
+// Cost model, in arbitrary time units:
+//   F, B, W        forward / backward_input / backward_weight × stage_scale[stage]
+//   BW             B + W
+//   transfer       comm_latency + bytes_per_transfer / comm_bandwidth
+//                  (bandwidth 0: latency only); the link, not the rank, is busy
+//   other actions  no time (a send is posted, LOSS is folded into F, the step
+//                  actions are outside the pipeline)
+// A rank is busy during compute actions and idle otherwise, including the
+// time after it finishes and before the slowest rank does.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kpipe/schedule/schedule.hpp"
+
+namespace kpipe::schedule {
+
+struct CostModel {
+  double forward = 1.0;             // one F of one model stage
+  double backward_input = 1.0;      // one B
+  double backward_weight = 1.0;     // one W
+  std::vector<double> stage_scale;  // one multiplier per model stage (p·v), or empty for uniform stages
+  double comm_latency = 0.0;
+  double comm_bandwidth = 0.0;  // bytes per time unit; 0 means transfers cost latency only
+  std::int64_t bytes_per_transfer = 0;
+  int max_in_flight = 0;  // most stashed microbatches a rank may hold; 0 is unlimited
+
+  double compute_time(ActionKind kind, int stage) const;
+  double transfer_time() const;
+};
+
+// The pipeline bubble, in both of its usual normalisations.
+struct Bubble {
+  double idle_over_useful = 0.0;  // Σ idle / Σ busy: (p-1)/m for 1F1B
+  double idle_over_total = 0.0;   // Σ idle / (p · makespan): (p-1)/(m+p-1) for 1F1B
+};
+
+struct RankStats {
+  double busy = 0.0;
+  double idle = 0.0;
+  int peak_stashed = 0;  // most (microbatch, chunk) activations held between F and B/BW
+  std::int64_t bytes_sent = 0;
+};
+
+struct SimulationResult {
+  double makespan = 0.0;
+  double total_busy = 0.0;
+  double total_idle = 0.0;
+  std::int64_t transfers = 0;
+  std::int64_t bytes_moved = 0;
+  std::vector<RankStats> ranks;
+  // end[r][i]: when rank r finished action i. Actions run back to back, so
+  // action i started when action i-1 ended (at 0 for the first). Empty when
+  // simulated with Record::summary.
+  std::vector<std::vector<double>> end;
+
+  double start(int rank, std::size_t index) const { return index == 0 ? 0.0 : end[rank][index - 1]; }
+  Bubble bubble() const;
+};
+
+// What simulate() keeps: the time of every action (what the timelines draw),
+// or only the summary, which saves 8 bytes per action on large plans.
+enum class Record { every_action, summary };
+
+// Simulates a schedule that passed validate(), at least with Checks::per_rank:
+// a message without its receive or a deadlock across ranks is then reported
+// as validate() would. A schedule that needs more than max_in_flight stashed
+// microbatches on some rank is an input error naming it.
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record = Record::every_action);
+
+// The textbook bubble of the named schedule with these costs, and its formula
+// for labels; nullopt for schedules without one (hand-written ones).
+struct TheoreticalBubble {
+  Bubble bubble;
+  std::string formula;  // idle/useful, e.g. "(p-1)/m"
+};
+std::optional<TheoreticalBubble> theoretical_bubble(const Schedule& schedule, const CostModel& costs);
+
+}  // namespace kpipe::schedule

@@ -1,0 +1,35 @@
+#include "kpipe/schedule/action.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace kpipe::schedule {
+
+namespace {
+
+constexpr std::array<std::string_view, action_kind_count> kind_names = {
+    "F", "B", "W", "BW", "SEND_ACT", "RECV_ACT", "SEND_GRAD", "RECV_GRAD", "LOSS", "REDUCE_GRADS", "OPTIMIZER_STEP",
+};
+
+}  // namespace
+
+std::string_view name(ActionKind kind) { return kind_names[static_cast<std::size_t>(kind)]; }
+
+std::optional<ActionKind> parse_kind(std::string_view text) {
+  for (std::size_t k = 0; k < kind_names.size(); ++k) {
+    if (kind_names[k] == text) return static_cast<ActionKind>(k);
+  }
+  return std::nullopt;
+}
+
+std::string describe(const Action& action) {
+  if (is_step_level(action.kind)) return std::string(name(action.kind));
+  if (is_communication(action.kind)) {
+    return fmt::format("{} mb={} chunk={} peer={} tag={}", name(action.kind), action.microbatch, action.chunk,
+                       action.peer, action.tag);
+  }
+  return fmt::format("{} mb={} chunk={}", name(action.kind), action.microbatch, action.chunk);
+}
+
+}  // namespace kpipe::schedule

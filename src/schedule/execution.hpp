@@ -1,0 +1,109 @@
+#pragma once
+// Runs the ranks of a schedule the way the executor does: each rank through
+// its list in order, sends never block, a receive waits until its message has
+// been sent. The validator uses it to find cycles across ranks (a deadlock
+// under blocking receives) and unmatched messages; the simulator uses it to
+// give every action its time. One pass, O(actions).
+//
+// Precondition: every action passed the validator's per-rank checks (fields in
+// range, peers and tags as the placement says, no duplicates).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "kpipe/schedule/schedule.hpp"
+#include "kpipe/schedule/validate.hpp"
+
+namespace kpipe::schedule::detail {
+
+// The other end of a message action of `rank`: where its model stage's
+// next (activations sent, gradients received) or previous stage lives.
+inline StagePlace other_end(const Schedule& s, int rank, const Action& message) {
+  const bool towards_next = message.kind == ActionKind::send_act || message.kind == ActionKind::recv_grad;
+  return towards_next ? next_stage(rank, message.chunk, s.p) : previous_stage(rank, message.chunk, s.p);
+}
+
+// Message is what a send leaves for its receive: the arrival time for the
+// simulator, just "sent" for the validator. Values >= 0; the engine uses -1
+// and -2 for "not sent yet" and "received".
+template <class Message>
+class Execution {
+ public:
+  explicit Execution(const Schedule& schedule);
+
+  // Calls visit(rank, index, action, message) for every action, in an order
+  // that respects every dependency: each rank in list order, a receive only
+  // after its send. A send's visit returns its message; a receive's visit gets
+  // it; other visits get and return 0.
+  template <class Visit>
+  void run(Visit&& visit);
+
+  bool finished() const;
+  // Why a run did not finish (a cycle or a receive without a send), or why a
+  // finished run left a message unreceived; nullopt when neither happened.
+  std::optional<Problem> problem() const;
+
+ private:
+  std::size_t slot(ActionKind kind, int rank, int microbatch, int chunk) const {
+    const std::size_t direction = (kind == ActionKind::send_grad || kind == ActionKind::recv_grad) ? 1 : 0;
+    // Chunk-major: a rank receives runs of consecutive microbatches of one chunk.
+    return ((direction * schedule_.p + rank) * schedule_.v + chunk) * schedule_.m + microbatch;
+  }
+  std::optional<Problem> stall_problem() const;
+  std::optional<Problem> unreceived_problem() const;
+
+  static constexpr Message not_sent = -1;
+  static constexpr Message received = -2;
+  static constexpr std::size_t not_waiting = static_cast<std::size_t>(-1);
+
+  const Schedule& schedule_;
+  std::vector<Message> messages_;         // per (direction, receiving rank, chunk, microbatch)
+  std::vector<std::size_t> next_;         // per rank: index of the next action to run
+  std::vector<std::size_t> waiting_for_;  // per rank: the message slot it blocks on, or not_waiting
+  std::size_t sends_ = 0;
+  std::size_t receives_ = 0;
+};
+
+template <class Message>
+template <class Visit>
+void Execution<Message>::run(Visit&& visit) {
+  // Ranks that can make progress, as a stack: rank 0 first, then whichever
+  // rank a send has just unblocked.
+  std::vector<int> ready(schedule_.p);
+  for (int r = 0; r < schedule_.p; ++r) ready[r] = schedule_.p - 1 - r;
+  while (!ready.empty()) {
+    const int rank = ready.back();
+    ready.pop_back();
+    const auto& actions = schedule_.ranks[rank];
+    std::size_t i = next_[rank];
+    for (; i < actions.size(); ++i) {
+      const Action& a = actions[i];
+      if (is_receive(a.kind)) {
+        const std::size_t at = slot(a.kind, rank, a.microbatch, a.chunk);
+        if (messages_[at] < 0) {
+          waiting_for_[rank] = at;
+          break;
+        }
+        visit(rank, i, a, messages_[at]);
+        messages_[at] = received;
+        ++receives_;
+      } else if (is_send(a.kind)) {
+        const StagePlace to = other_end(schedule_, rank, a);
+        const std::size_t at = slot(a.kind, to.rank, a.microbatch, to.chunk);
+        messages_[at] = visit(rank, i, a, Message{0});
+        ++sends_;
+        if (waiting_for_[to.rank] == at) {
+          waiting_for_[to.rank] = not_waiting;
+          ready.push_back(to.rank);
+        }
+      } else {
+        visit(rank, i, a, Message{0});
+      }
+    }
+    next_[rank] = i;
+  }
+}
+
+}  // namespace kpipe::schedule::detail

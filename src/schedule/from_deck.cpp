@@ -1,0 +1,66 @@
+#include "kpipe/schedule/from_deck.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kpipe/config/shape.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/schedule/generate.hpp"
+#include "kpipe/schedule/text_form.hpp"
+
+namespace kpipe::schedule {
+
+namespace {
+
+// The boundary tensor of one microbatch, taken as wide as the widest layer.
+std::int64_t bytes_per_transfer(const config::Deck& deck) {
+  const auto& hidden = deck.integers("model.hidden");
+  const std::int64_t width =
+      hidden.empty() ? deck.integer("model.input_dim") : *std::max_element(hidden.begin(), hidden.end());
+  return deck.integer("train.microbatch_size") * width * static_cast<std::int64_t>(sizeof(float));
+}
+
+void check_matches(const ScheduleFile& file, const ScheduleSpec& spec) {
+  const Schedule& s = file.schedule;
+  const auto mismatch = [&](const char* what, int in_file, int in_deck, const char* key) {
+    if (in_file == in_deck) return;
+    throw input_error(fmt::format("{}: the schedule is for {} = {}, but the deck has {} = {} ({}); make them agree",
+                                  file.source, what, in_file, what, in_deck, key));
+  };
+  mismatch("p", s.p, spec.p, "pipeline.stages");
+  mismatch("v", s.v, spec.v, "pipeline.virtual_stages");
+  mismatch("m", s.m, spec.m, "train.global_batch / (train.microbatch_size * pipeline.data_parallel)");
+}
+
+}  // namespace
+
+DeckPlan plan_from_deck(const config::Deck& deck) {
+  const config::PipelineShape shape = config::pipeline_shape(deck);
+  DeckPlan plan;
+  plan.spec = {shape.schedule, shape.stages, shape.virtual_stages, shape.microbatches};
+  plan.data_parallel = shape.data_parallel;
+  plan.schedule_file = deck.string("pipeline.schedule_file");
+  const double per_chunk = 1.0 / shape.virtual_stages;
+  plan.costs.forward = deck.real("sim.cost_forward") * per_chunk;
+  plan.costs.backward_input = deck.real("sim.cost_backward_input") * per_chunk;
+  plan.costs.backward_weight = deck.real("sim.cost_backward_weight") * per_chunk;
+  plan.costs.comm_latency = deck.real("sim.comm_latency");
+  plan.costs.comm_bandwidth = deck.real("sim.comm_bandwidth");
+  plan.costs.bytes_per_transfer = bytes_per_transfer(deck);
+  plan.costs.max_in_flight = static_cast<int>(deck.integer("sim.max_in_flight"));
+  return plan;
+}
+
+Schedule make_schedule(const DeckPlan& plan, Checks checks) {
+  if (plan.schedule_file.empty()) {
+    Schedule schedule = generate_lowered(plan.spec);
+    validate(schedule, checks);
+    return schedule;
+  }
+  ScheduleFile file = read_schedule_file(plan.schedule_file);
+  check_matches(file, plan.spec);
+  return checked_schedule(std::move(file));
+}
+
+}  // namespace kpipe::schedule

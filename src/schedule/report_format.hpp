@@ -1,0 +1,41 @@
+#pragma once
+// Number formats shared by the text renderers.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace kpipe::schedule::detail {
+
+// Simulated times: integers print as integers, others with up to 4 decimals.
+inline std::string format_time(double t) {
+  std::string text = fmt::format("{:.4f}", t);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
+inline std::string format_bytes(std::int64_t bytes) {
+  constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+// The smallest round step (1, 2 or 5 times a power of ten) of at least
+// `minimum`, for axis ticks.
+inline double round_step(double minimum) {
+  const double power = std::pow(10.0, std::floor(std::log10(minimum)));
+  for (const double factor : {1.0, 2.0, 5.0}) {
+    if (power * factor >= minimum) return power * factor;
+  }
+  return power * 10.0;
+}
+
+}  // namespace kpipe::schedule::detail

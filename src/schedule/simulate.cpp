@@ -1,0 +1,150 @@
+#include "kpipe/schedule/simulate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "execution.hpp"
+#include "kpipe/core/error.hpp"
+
+namespace kpipe::schedule {
+
+double CostModel::compute_time(ActionKind kind, int stage) const {
+  const double scale = stage_scale.empty() ? 1.0 : stage_scale[static_cast<std::size_t>(stage)];
+  switch (kind) {
+    case ActionKind::forward: return forward * scale;
+    case ActionKind::backward_input: return backward_input * scale;
+    case ActionKind::backward_weight: return backward_weight * scale;
+    case ActionKind::backward: return (backward_input + backward_weight) * scale;
+    default: return 0.0;
+  }
+}
+
+double CostModel::transfer_time() const {
+  return comm_latency + (comm_bandwidth > 0.0 ? static_cast<double>(bytes_per_transfer) / comm_bandwidth : 0.0);
+}
+
+namespace {
+
+void check_costs(const CostModel& costs, const Schedule& schedule) {
+  const auto positive = [](double x) { return std::isfinite(x) && x > 0.0; };
+  if (!positive(costs.forward) || !positive(costs.backward_input) || !positive(costs.backward_weight)) {
+    throw input_error(fmt::format("simulated costs must be > 0, but F = {}, B = {}, W = {}", costs.forward,
+                                  costs.backward_input, costs.backward_weight));
+  }
+  if (!(costs.comm_latency >= 0.0) || !(costs.comm_bandwidth >= 0.0) || costs.bytes_per_transfer < 0 ||
+      !std::isfinite(costs.comm_latency) || !std::isfinite(costs.comm_bandwidth)) {
+    throw input_error(fmt::format("communication costs must be >= 0, but latency = {}, bandwidth = {}, bytes = {}",
+                                  costs.comm_latency, costs.comm_bandwidth, costs.bytes_per_transfer));
+  }
+  const std::size_t stages = static_cast<std::size_t>(schedule.p) * schedule.v;
+  if (!costs.stage_scale.empty() && costs.stage_scale.size() != stages) {
+    throw input_error(fmt::format("the cost model has {} stage multipliers, but p·v = {} model stages need one each",
+                                  costs.stage_scale.size(), stages));
+  }
+  const auto bad = std::find_if_not(costs.stage_scale.begin(), costs.stage_scale.end(), positive);
+  if (bad != costs.stage_scale.end()) {
+    throw input_error(
+        fmt::format("stage cost multiplier {} of model stage {} must be > 0", *bad, bad - costs.stage_scale.begin()));
+  }
+}
+
+// Stashes depend on the order of a rank's list only, not on time: +1 at F,
+// -1 at B or BW.
+int peak_stashed(const Schedule& schedule, int rank, const CostModel& costs) {
+  int stashed = 0;
+  int peak = 0;
+  const auto& actions = schedule.ranks[rank];
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i].kind == ActionKind::forward) {
+      peak = std::max(peak, ++stashed);
+      if (costs.max_in_flight > 0 && stashed > costs.max_in_flight) {
+        throw input_error(
+            fmt::format("rank {}, action {} ({}) would hold {} stashed microbatches, more than the "
+                        "limit of {} (sim.max_in_flight); raise the limit or use a schedule with "
+                        "fewer microbatches in flight (1f1b holds at most p - r)",
+                        rank, i, describe(actions[i]), stashed, costs.max_in_flight));
+      }
+    } else if (releases_stash(actions[i].kind)) {
+      --stashed;
+    }
+  }
+  return peak;
+}
+
+// The time of F, B, W and BW per (rank, chunk), so that the event loop does no
+// cost-model lookups.
+class ComputeTimes {
+ public:
+  ComputeTimes(const Schedule& schedule, const CostModel& costs)
+      : v_(schedule.v), times_(static_cast<std::size_t>(schedule.p) * schedule.v * kinds) {
+    for (int r = 0; r < schedule.p; ++r) {
+      for (int c = 0; c < schedule.v; ++c) {
+        for (int k = 0; k < kinds; ++k) {
+          times_[index(r, c, k)] = costs.compute_time(static_cast<ActionKind>(k), model_stage(r, c, schedule.p));
+        }
+      }
+    }
+  }
+  double operator()(int rank, const Action& a) const { return times_[index(rank, a.chunk, static_cast<int>(a.kind))]; }
+
+ private:
+  static constexpr int kinds = 4;  // F, B, W, BW: the compute kinds come first in ActionKind
+  std::size_t index(int rank, int chunk, int kind) const {
+    return (static_cast<std::size_t>(rank) * v_ + chunk) * kinds + kind;
+  }
+  int v_;
+  std::vector<double> times_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record) {
+  check_costs(costs, schedule);
+  SimulationResult result;
+  result.ranks.resize(schedule.p);
+  const bool every_action = record == Record::every_action;
+  if (every_action) result.end.resize(schedule.p);
+  for (int r = 0; r < schedule.p; ++r) {
+    result.ranks[r].peak_stashed = peak_stashed(schedule, r, costs);
+    if (every_action) result.end[r].reserve(schedule.ranks[r].size());
+  }
+
+  const ComputeTimes compute_time(schedule, costs);
+  const double transfer = costs.transfer_time();
+  std::vector<double> clock(schedule.p, 0.0);
+  detail::Execution<double> execution(schedule);
+  execution.run([&](int rank, std::size_t /*index*/, const Action& a, double arrival) {
+    double& now = clock[rank];
+    double sent = 0.0;
+    if (is_compute(a.kind)) {
+      const double time = compute_time(rank, a);
+      now += time;
+      result.ranks[rank].busy += time;
+    } else if (is_receive(a.kind)) {
+      now = std::max(now, arrival);
+    } else if (is_send(a.kind)) {
+      sent = now + transfer;
+      result.ranks[rank].bytes_sent += costs.bytes_per_transfer;
+      ++result.transfers;
+    }
+    // Each rank's actions are visited in list order: index i is end[rank].size().
+    if (every_action) result.end[rank].push_back(now);
+    return sent;
+  });
+  if (auto problem = execution.problem()) {
+    throw input_error(fmt::format("invalid {} schedule: {}", schedule.name, problem->message));
+  }
+
+  result.makespan = *std::max_element(clock.begin(), clock.end());
+  for (auto& rank : result.ranks) {
+    rank.idle = result.makespan - rank.busy;
+    result.total_busy += rank.busy;
+    result.total_idle += rank.idle;
+    result.bytes_moved += rank.bytes_sent;
+  }
+  return result;
+}
+
+}  // namespace kpipe::schedule

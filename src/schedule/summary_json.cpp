@@ -1,0 +1,56 @@
+#include <nlohmann/json.hpp>
+
+#include "kpipe/schedule/render.hpp"
+
+namespace kpipe::schedule {
+
+namespace {
+
+nlohmann::json bubble_json(const Bubble& bubble) {
+  return {{"idle_over_useful", bubble.idle_over_useful}, {"idle_over_total", bubble.idle_over_total}};
+}
+
+}  // namespace
+
+std::string summary_json(const Schedule& schedule, const CostModel& costs, const SimulationResult& result,
+                         int data_parallel) {
+  nlohmann::json theory = nullptr;
+  if (const auto expected = theoretical_bubble(schedule, costs)) {
+    theory = bubble_json(expected->bubble);
+    theory["formula_idle_over_useful"] = expected->formula;
+  }
+  nlohmann::json ranks = nlohmann::json::array();
+  for (int r = 0; r < schedule.p; ++r) {
+    const RankStats& s = result.ranks[r];
+    ranks.push_back({{"rank", r},
+                     {"busy", s.busy},
+                     {"idle", s.idle},
+                     {"peak_stashed_activations", s.peak_stashed},
+                     {"bytes_sent", s.bytes_sent},
+                     {"actions", schedule.ranks[r].size()}});
+  }
+  const nlohmann::json summary = {
+      {"schedule", schedule.name},
+      {"p", schedule.p},
+      {"v", schedule.v},
+      {"d", data_parallel},
+      {"m", schedule.m},
+      {"actions", schedule.action_count()},
+      {"time_unit", "sim.cost_* of the deck"},
+      {"costs",
+       {{"forward", costs.forward},
+        {"backward_input", costs.backward_input},
+        {"backward_weight", costs.backward_weight},
+        {"comm_latency", costs.comm_latency},
+        {"comm_bandwidth", costs.comm_bandwidth},
+        {"bytes_per_transfer", costs.bytes_per_transfer}}},
+      {"makespan", result.makespan},
+      {"bubble", {{"theoretical", theory}, {"simulated", bubble_json(result.bubble())}}},
+      {"transfers", result.transfers},
+      {"bytes_moved", result.bytes_moved},
+      {"ranks", ranks},
+  };
+  return summary.dump(2) + "\n";
+}
+
+}  // namespace kpipe::schedule

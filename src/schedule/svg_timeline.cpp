@@ -1,0 +1,207 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <ostream>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/schedule/render.hpp"
+#include "report_format.hpp"
+
+namespace kpipe::schedule {
+
+namespace {
+
+// Layout in pixels.
+constexpr double left = 70.0;  // rank labels
+constexpr double top = 78.0;   // title and legend
+constexpr double row_height = 28.0;
+constexpr double row_gap = 8.0;
+constexpr double right = 24.0;
+constexpr double axis_height = 46.0;
+constexpr double narrowest_box = 24.0;  // the shortest action, wide enough for two digits
+constexpr double narrowest_plot = 480.0;
+constexpr double widest_plot = 1800.0;
+constexpr double title_char_width = 8.8;  // 15 px bold sans-serif, on average
+
+struct Rgb {
+  double r, g, b;
+};
+// Per kind a dark and a light shade; chunk 0 is darkest, chunk v-1 lightest
+// (as in Megatron's interleaved figure). Plain pipelines use one middle shade.
+struct Palette {
+  Rgb dark, light;
+};
+Palette palette(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::forward: return {{47, 109, 181}, {168, 204, 240}};
+    case ActionKind::backward_input: return {{46, 139, 87}, {166, 219, 160}};
+    case ActionKind::backward_weight: return {{117, 84, 168}, {206, 186, 232}};
+    default: return {{214, 96, 33}, {250, 196, 150}};  // BW
+  }
+}
+
+Rgb shade(ActionKind kind, int chunk, int v) {
+  const Palette colors = palette(kind);
+  const double t = v > 1 ? static_cast<double>(chunk) / (v - 1) : 0.45;
+  return {colors.dark.r + t * (colors.light.r - colors.dark.r), colors.dark.g + t * (colors.light.g - colors.dark.g),
+          colors.dark.b + t * (colors.light.b - colors.dark.b)};
+}
+std::string hex(const Rgb& c) {
+  return fmt::format("#{:02x}{:02x}{:02x}", static_cast<int>(c.r), static_cast<int>(c.g), static_cast<int>(c.b));
+}
+// Dark text on light boxes, white on dark ones.
+const char* text_colour(const Rgb& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 150 ? "#111" : "#fff"; }
+
+std::string legend_label(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::forward: return "F forward";
+    case ActionKind::backward_input: return "B input gradient";
+    case ActionKind::backward_weight: return "W weight gradient";
+    default: return "BW full backward";
+  }
+}
+
+class SvgTimeline {
+ public:
+  SvgTimeline(const Schedule& schedule, const SimulationResult& result) : s_(schedule), r_(result) {
+    double shortest = result.makespan;
+    for (int rank = 0; rank < s_.p; ++rank) {
+      for (std::size_t i = 0; i < s_.ranks[rank].size(); ++i) {
+        const double duration = r_.end[rank][i] - r_.start(rank, i);
+        if (is_compute(s_.ranks[rank][i].kind) && duration > 0.0) {
+          shortest = std::min(shortest, duration);
+          present_[static_cast<std::size_t>(s_.ranks[rank][i].kind)] = true;
+        }
+      }
+    }
+    scale_ = std::min(std::max(narrowest_box / shortest, narrowest_plot / r_.makespan), widest_plot / r_.makespan);
+    width_ = left + r_.makespan * scale_ + right;
+    height_ = top + s_.p * (row_height + row_gap) + axis_height;
+  }
+
+  std::string render() {
+    title();
+    legend();
+    for (int rank = 0; rank < s_.p; ++rank) row(rank);
+    axis();
+    // The canvas is as wide as the plot, or as the title and legend when those are wider.
+    return fmt::format(
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 "
+               "{0:.0f} {1:.0f}\" font-family=\"Helvetica, Arial, sans-serif\">\n<rect width=\"100%\" "
+               "height=\"100%\" fill=\"#fff\"/>\n",
+               std::max(width_, text_right_ + right), height_) +
+           out_ + "</svg>\n";
+  }
+
+ private:
+  double row_top(int rank) const { return top + rank * (row_height + row_gap); }
+
+  void title() {
+    const Bubble bubble = r_.bubble();
+    const std::string heading = fmt::format("{} schedule: p = {} ranks, v = {} chunk{} per rank, m = {} microbatches",
+                                            s_.name, s_.p, s_.v, s_.v > 1 ? "s" : "", s_.m);
+    out_ += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", left, heading);
+    text_right_ = std::max(text_right_, left + title_char_width * static_cast<double>(heading.size()));
+    out_ += fmt::format(
+        "<text x=\"{}\" y=\"40\" font-size=\"12\" fill=\"#444\">makespan {}, bubble: idle/total {:.1f}%, "
+        "idle/useful {:.1f}% (grey = idle)</text>\n",
+        left, detail::format_time(r_.makespan), 100.0 * bubble.idle_over_total, 100.0 * bubble.idle_over_useful);
+  }
+
+  void swatch(double& x, const Rgb& colour, const std::string& label) {
+    out_ += fmt::format("<rect x=\"{:.1f}\" y=\"50\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", x, hex(colour));
+    out_ += fmt::format("<text x=\"{:.1f}\" y=\"61.5\" font-size=\"12\">{}</text>\n", x + 19, label);
+    x += 30 + 6.8 * static_cast<double>(label.size());
+  }
+
+  void legend() {
+    double x = left;
+    for (const ActionKind kind :
+         {ActionKind::forward, ActionKind::backward_input, ActionKind::backward_weight, ActionKind::backward}) {
+      if (present_[static_cast<std::size_t>(kind)]) swatch(x, shade(kind, 0, s_.v == 1 ? 1 : 2), legend_label(kind));
+    }
+    swatch(x, {235, 235, 235}, "idle");
+    if (s_.v > 1) {
+      for (int c = 0; c < s_.v; ++c) swatch(x, shade(ActionKind::forward, c, s_.v), fmt::format("chunk {}", c));
+    }
+    const std::string note = "box numbers: microbatch";
+    out_ += fmt::format("<text x=\"{:.1f}\" y=\"61.5\" font-size=\"12\" fill=\"#444\">{}</text>\n", x, note);
+    text_right_ = std::max(text_right_, x + 6.8 * static_cast<double>(note.size()));
+  }
+
+  void row(int rank) {
+    const double y = row_top(rank);
+    out_ += fmt::format(
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"13\" text-anchor=\"end\">rank {}</text>\n<rect x=\"{}\" y=\"{:.1f}\" "
+        "width=\"{:.2f}\" height=\"{}\" fill=\"#ebebeb\"/>\n",
+        left - 10, y + row_height / 2 + 4.5, rank, left, y, r_.makespan * scale_, row_height);
+    const auto& actions = s_.ranks[rank];
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+      const Action& a = actions[i];
+      const double start = r_.start(rank, i);
+      const double duration = r_.end[rank][i] - start;
+      if (!is_compute(a.kind) || duration <= 0.0) continue;
+      box(rank, a, left + start * scale_, y, duration * scale_);
+    }
+  }
+
+  void box(int rank, const Action& a, double x, double y, double w) {
+    const Rgb colour = shade(a.kind, a.chunk, s_.v);
+    out_ += fmt::format(
+        "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\" "
+        "stroke-width=\"1\"><title>rank {}: {}</title></rect>\n",
+        x, y, w, row_height, hex(colour), rank, describe(a));
+    const std::string number = std::to_string(a.microbatch);
+    if (w < 7.0 * static_cast<double>(number.size()) + 4.0) return;
+    out_ +=
+        fmt::format("<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
+                    x + w / 2, y + row_height / 2 + 4.2, text_colour(colour), number);
+  }
+
+  void axis() {
+    const double y = top + s_.p * (row_height + row_gap) + 2;
+    out_ += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left, y,
+                        left + r_.makespan * scale_, y);
+    const double step = detail::round_step(60.0 / scale_);
+    for (double t = 0.0; t <= r_.makespan + 1e-9; t += step) {
+      const double x = left + t * scale_;
+      out_ += fmt::format(
+          "<line x1=\"{0:.2f}\" y1=\"{1:.1f}\" x2=\"{0:.2f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n<text x=\"{0:.2f}\" "
+          "y=\"{3:.1f}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
+          x, y, y + 5, y + 17, detail::format_time(t));
+    }
+    out_ += fmt::format(
+        "<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" fill=\"#444\">time (simulated units: "
+        "sim.cost_* of the deck)</text>\n",
+        left + r_.makespan * scale_ / 2, y + 36);
+  }
+
+  const Schedule& s_;
+  const SimulationResult& r_;
+  std::array<bool, action_kind_count> present_{};
+  double scale_ = 1.0;
+  double width_ = 0.0;
+  double height_ = 0.0;
+  double text_right_ = 0.0;  // right end of the title and legend
+  std::string out_;
+};
+
+}  // namespace
+
+void write_svg_timeline(std::ostream& out, const Schedule& schedule, const SimulationResult& result) {
+  std::size_t compute = 0;
+  for (const auto& actions : schedule.ranks) {
+    compute += static_cast<std::size_t>(
+        std::count_if(actions.begin(), actions.end(), [](const Action& a) { return is_compute(a.kind); }));
+  }
+  if (compute > svg_max_compute_actions) {
+    throw input_error(
+        fmt::format("the SVG timeline would draw {} boxes; it is meant for plans of at most {} compute "
+                    "actions: use --trace (Perfetto) for this plan, or plan fewer ranks or microbatches",
+                    compute, svg_max_compute_actions));
+  }
+  out << SvgTimeline(schedule, result).render();
+}
+
+}  // namespace kpipe::schedule

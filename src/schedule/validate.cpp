@@ -1,0 +1,293 @@
+#include "kpipe/schedule/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "execution.hpp"
+#include "kpipe/core/error.hpp"
+
+namespace kpipe::schedule {
+
+namespace {
+
+constexpr std::int32_t absent = -1;
+// Every kind but the two step-level ones is keyed by (microbatch, chunk).
+constexpr int keyed_kinds = static_cast<int>(ActionKind::loss) + 1;
+
+// What an action needs, described only when it is missing.
+struct Need {
+  ActionKind kind;
+  int microbatch;
+  int chunk;
+  bool any_backward;  // BW or B, whichever the rank has
+
+  bool matches(const Action& a) const {
+    return (any_backward ? releases_stash(a.kind) : a.kind == kind) && a.microbatch == microbatch && a.chunk == chunk;
+  }
+  std::string describe() const {
+    return any_backward ? fmt::format("the backward (BW or B) mb={} chunk={}", microbatch, chunk)
+                        : fmt::format("{} mb={} chunk={}", name(kind), microbatch, chunk);
+  }
+};
+
+// The per-rank rules: fields, uniqueness, local dependencies, weight-gradient
+// order, completeness. One pass in list order marks what the rank has done;
+// an action's dependencies must be marked by the time it is reached. The
+// marks are one byte per (kind, chunk, microbatch), reused across ranks, so a
+// check is O(actions + m·v) per rank and stays in cache; positions for
+// messages are searched for only once something is wrong.
+class RankCheck {
+ public:
+  RankCheck(const Schedule& schedule, bool training)
+      : s_(schedule),
+        training_(training),
+        slots_(static_cast<std::size_t>(schedule.m) * schedule.v),
+        done_(keyed_kinds * slots_),
+        last_weight_(schedule.v) {}
+
+  std::optional<Problem> check(int rank) {
+    rank_ = rank;
+    actions_ = &s_.ranks[rank];
+    std::fill(done_.begin(), done_.end(), std::uint8_t{0});
+    std::fill(last_weight_.begin(), last_weight_.end(), std::pair<int, std::int32_t>{-1, absent});
+    reduce_ = optimizer_ = last_compute_ = absent;
+    problem_.reset();
+    if (walk()) check_complete();
+    return std::move(problem_);
+  }
+
+ private:
+  std::uint8_t& done(ActionKind kind, int microbatch, int chunk) {
+    return done_[static_cast<std::size_t>(kind) * slots_ + static_cast<std::size_t>(chunk) * s_.m + microbatch];
+  }
+  bool done(const Need& what) {
+    return what.any_backward ? done(ActionKind::backward, what.microbatch, what.chunk) ||
+                                   done(ActionKind::backward_input, what.microbatch, what.chunk)
+                             : done(what.kind, what.microbatch, what.chunk);
+  }
+  // Where `what` is in this rank's list, searching from `from`; absent if nowhere.
+  std::int32_t find(const Need& what, std::size_t from = 0) const {
+    for (std::size_t i = from; i < actions_->size(); ++i) {
+      if (what.matches((*actions_)[i])) return static_cast<std::int32_t>(i);
+    }
+    return absent;
+  }
+  // The checks return false after recording the problem.
+  bool fail_at(std::size_t i, const std::string& what) {
+    problem_ = Problem{rank_, static_cast<std::int64_t>(i),
+                       fmt::format("rank {}, action {} ({}): {}", rank_, i, describe((*actions_)[i]), what)};
+    return false;
+  }
+  bool fail_on_rank(const std::string& what) {
+    problem_ = Problem{rank_, -1, fmt::format("rank {}: {}", rank_, what)};
+    return false;
+  }
+
+  bool walk();
+  bool check_fields(std::size_t i, const Action& a);
+  bool check_message(std::size_t i, const Action& a);
+  bool check_dependencies(std::size_t i, const Action& a);
+  bool need(std::size_t i, const Need& what);
+  bool check_weight_order(std::size_t i, const Action& a);
+  bool check_complete();
+  bool check_step_actions();
+
+  const Schedule& s_;
+  bool training_;
+  std::size_t slots_;
+  std::vector<std::uint8_t> done_;
+  std::vector<std::pair<int, std::int32_t>> last_weight_;  // per chunk: (microbatch, position) of the last W/BW
+  int rank_ = 0;
+  const std::vector<Action>* actions_ = nullptr;
+  std::int32_t reduce_ = absent;
+  std::int32_t optimizer_ = absent;
+  std::int32_t last_compute_ = absent;
+  std::optional<Problem> problem_;
+};
+
+bool RankCheck::walk() {
+  for (std::size_t i = 0; i < actions_->size(); ++i) {
+    const Action& a = (*actions_)[i];
+    if (!check_fields(i, a)) return false;
+    if (is_step_level(a.kind)) {
+      std::int32_t& at_step = a.kind == ActionKind::reduce_grads ? reduce_ : optimizer_;
+      if (at_step != absent) return fail_at(i, fmt::format("appears twice (also action {})", at_step));
+      at_step = static_cast<std::int32_t>(i);
+      continue;
+    }
+    std::uint8_t& mark = done(a.kind, a.microbatch, a.chunk);
+    if (mark) {
+      return fail_at(i, fmt::format("appears twice (also action {})", find({a.kind, a.microbatch, a.chunk, false})));
+    }
+    if (!check_dependencies(i, a)) return false;
+    if (!check_weight_order(i, a)) return false;
+    mark = 1;
+    if (is_compute(a.kind)) last_compute_ = static_cast<std::int32_t>(i);
+  }
+  return true;
+}
+
+bool RankCheck::check_fields(std::size_t i, const Action& a) {
+  if (!training_ && (is_step_level(a.kind) || a.kind == ActionKind::loss)) {
+    return fail_at(i, "a forward-only schedule has no LOSS, REDUCE_GRADS or OPTIMIZER_STEP");
+  }
+  if (is_step_level(a.kind)) return true;
+  if (a.microbatch < 0 || a.microbatch >= s_.m) {
+    return fail_at(i, fmt::format("microbatch {} is out of range 0..{} (m = {})", a.microbatch, s_.m - 1, s_.m));
+  }
+  if (a.chunk < 0 || a.chunk >= s_.v) {
+    return fail_at(i, fmt::format("chunk {} is out of range 0..{} (v = {})", a.chunk, s_.v - 1, s_.v));
+  }
+  const int stage = model_stage(rank_, a.chunk, s_.p);
+  if (a.kind == ActionKind::loss && stage != s_.p * s_.v - 1) {
+    return fail_at(i, fmt::format("only the last model stage ({} = rank {}, chunk {}) computes the loss, not stage {}",
+                                  s_.p * s_.v - 1, s_.p - 1, s_.v - 1, stage));
+  }
+  return !is_communication(a.kind) || check_message(i, a);
+}
+
+// Peers and tags are what the placement says, so each message has one sender
+// and one receiver, and the executor can match them without searching.
+bool RankCheck::check_message(std::size_t i, const Action& a) {
+  const int stage = model_stage(rank_, a.chunk, s_.p);
+  const bool towards_next = a.kind == ActionKind::send_act || a.kind == ActionKind::recv_grad;
+  const int other = towards_next ? stage + 1 : stage - 1;
+  if (other < 0 || other >= s_.p * s_.v) {
+    return fail_at(i, fmt::format("model stage {} is the {} stage; there is no {} stage to exchange with", stage,
+                                  towards_next ? "last" : "first", towards_next ? "next" : "previous"));
+  }
+  const StagePlace place = detail::other_end(s_, rank_, a);
+  if (place.rank == rank_) {
+    return fail_at(i, fmt::format("model stage {} is on this rank too, so no message is needed", other));
+  }
+  if (a.peer != place.rank) {
+    return fail_at(i, fmt::format("peer should be rank {}, which holds model stage {}", place.rank, other));
+  }
+  const Direction direction =
+      (a.kind == ActionKind::send_act || a.kind == ActionKind::recv_act) ? Direction::activation : Direction::gradient;
+  const int tag = message_tag(a.microbatch, is_send(a.kind) ? a.chunk : place.chunk, s_.v, direction);
+  if (a.tag != tag) {
+    return fail_at(
+        i, fmt::format("tag should be {} = 2*(microbatch*v + sending chunk) + {} for {}", tag,
+                       static_cast<int>(direction), direction == Direction::activation ? "activations" : "gradients"));
+  }
+  return true;
+}
+
+bool RankCheck::need(std::size_t i, const Need& what) {
+  if (done(what)) return true;
+  const std::int32_t later = find(what, i + 1);
+  if (later != absent) {
+    return fail_at(i, fmt::format("needs {} before it, but that comes later (action {})", what.describe(), later));
+  }
+  return fail_at(i, fmt::format("needs {} before it on rank {}, but there is none", what.describe(), rank_));
+}
+
+bool RankCheck::check_dependencies(std::size_t i, const Action& a) {
+  const int j = a.microbatch;
+  const int c = a.chunk;
+  const int stage = model_stage(rank_, c, s_.p);
+  const int last = s_.p * s_.v - 1;
+  switch (a.kind) {
+    case ActionKind::forward:
+      if (stage == 0) return true;
+      if (previous_stage(rank_, c, s_.p).rank == rank_) return need(i, {ActionKind::forward, j, c - 1, false});
+      return need(i, {ActionKind::recv_act, j, c, false});
+    case ActionKind::backward_input:
+    case ActionKind::backward:
+      if (!need(i, {ActionKind::forward, j, c, false})) return false;
+      if (stage == last) return need(i, {ActionKind::loss, j, c, false});
+      if (next_stage(rank_, c, s_.p).rank == rank_) return need(i, {ActionKind::backward, j, c + 1, true});
+      return need(i, {ActionKind::recv_grad, j, c, false});
+    case ActionKind::backward_weight: return need(i, {ActionKind::backward_input, j, c, false});
+    case ActionKind::send_act:
+    case ActionKind::loss: return need(i, {ActionKind::forward, j, c, false});
+    case ActionKind::send_grad: return need(i, {ActionKind::backward, j, c, true});
+    default: return true;
+  }
+}
+
+// DESIGN.md §3: the same summation order on every schedule gives bitwise equal weights.
+bool RankCheck::check_weight_order(std::size_t i, const Action& a) {
+  if (a.kind != ActionKind::backward_weight && a.kind != ActionKind::backward) return true;
+  auto& [previous, previous_at] = last_weight_[a.chunk];
+  if (a.microbatch < previous) {
+    return fail_at(i, fmt::format("weight gradients of chunk {} must accumulate in ascending microbatch order, but "
+                                  "microbatch {} came first (action {})",
+                                  a.chunk, previous, previous_at));
+  }
+  previous = a.microbatch;
+  previous_at = static_cast<std::int32_t>(i);
+  return true;
+}
+
+bool RankCheck::check_complete() {
+  for (int c = 0; c < s_.v; ++c) {
+    for (int j = 0; j < s_.m; ++j) {
+      if (!done(ActionKind::forward, j, c)) {
+        return fail_on_rank(fmt::format("{} is missing; every microbatch passes every model stage",
+                                        Need{ActionKind::forward, j, c, false}.describe()));
+      }
+      if (!training_) continue;
+      const bool full = done(ActionKind::backward, j, c);
+      const bool input = done(ActionKind::backward_input, j, c);
+      if (full && input) {
+        return fail_at(find({ActionKind::backward_input, j, c, false}),
+                       fmt::format("the same microbatch and chunk also has BW (action {}); use BW, or B and W",
+                                   find({ActionKind::backward, j, c, false})));
+      }
+      if (!full && !input) {
+        return fail_on_rank(fmt::format("mb={} chunk={} has no backward pass (BW, or B and W)", j, c));
+      }
+      if (input && !done(ActionKind::backward_weight, j, c)) {
+        return fail_at(find({ActionKind::backward_input, j, c, false}),
+                       "has no W; every B needs its weight gradient before REDUCE_GRADS");
+      }
+    }
+  }
+  return !training_ || check_step_actions();
+}
+
+bool RankCheck::check_step_actions() {
+  if (reduce_ == absent || optimizer_ == absent) {
+    return fail_on_rank(
+        fmt::format("{} is missing; a training schedule ends every rank with REDUCE_GRADS and "
+                    "OPTIMIZER_STEP",
+                    reduce_ == absent ? "REDUCE_GRADS" : "OPTIMIZER_STEP"));
+  }
+  if (reduce_ < last_compute_) {
+    return fail_at(reduce_, fmt::format("comes before action {} ({}); the gradient reduction follows every compute "
+                                        "action of the step",
+                                        last_compute_, describe((*actions_)[last_compute_])));
+  }
+  if (optimizer_ < reduce_) return fail_at(optimizer_, fmt::format("comes before REDUCE_GRADS (action {})", reduce_));
+  return true;
+}
+
+}  // namespace
+
+std::optional<Problem> find_problem(const Schedule& schedule, Checks checks) {
+  if (schedule.p < 1 || schedule.v < 1 || schedule.m < 1 || static_cast<int>(schedule.ranks.size()) != schedule.p) {
+    return Problem{-1, -1,
+                   fmt::format("p = {}, v = {}, m = {} with {} rank lists; a schedule needs p, v, m >= 1 and p lists",
+                               schedule.p, schedule.v, schedule.m, schedule.ranks.size())};
+  }
+  RankCheck rank_check(schedule, schedule.training());
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    if (auto problem = rank_check.check(rank)) return problem;
+  }
+  if (checks == Checks::per_rank) return std::nullopt;
+  // Only whether a message was sent matters here, not when: one byte per message.
+  detail::Execution<std::int8_t> execution(schedule);
+  execution.run([](int, std::size_t, const Action&, std::int8_t) { return std::int8_t{0}; });
+  return execution.problem();
+}
+
+void validate(const Schedule& schedule, Checks checks) {
+  if (auto problem = find_problem(schedule, checks)) {
+    throw input_error(fmt::format("invalid {} schedule: {}", schedule.name, problem->message));
+  }
+}
+
+}  // namespace kpipe::schedule

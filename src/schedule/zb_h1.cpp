@@ -1,0 +1,32 @@
+#include <algorithm>
+
+#include "generators.hpp"
+
+namespace kpipe::schedule::detail {
+
+// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism"): 1F1B's order with the
+// backward split into B (input gradient) and W (weight gradient). B is what
+// the previous stage waits for, W is not, so rank r defers its first r W's:
+// the later ranks, which start the gradient chain, run their B's back to
+// back, and the pending W's fill the gaps where 1F1B idles. Stashes (F to B)
+// stay exactly 1F1B's; with F = B = W the bubble is a third of 1F1B's for m >= p.
+void zb_h1(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
+  std::vector<Action> order;
+  order.reserve(2 * static_cast<std::size_t>(spec.m));
+  const int warmup = std::min(spec.p - rank - 1, spec.m);
+  append_one_f_one_b(
+      order, spec.m, warmup, [](int k) { return compute_action(ActionKind::forward, k, 0); },
+      [](int k) { return compute_action(ActionKind::backward_input, k, 0); });
+
+  int backwards = 0;
+  int next_weight = 0;  // W's run in ascending microbatch order (DESIGN.md §3)
+  for (const Action& action : order) {
+    out.push_back(action);
+    if (action.kind == ActionKind::backward_input && backwards++ >= rank) {
+      out.push_back(compute_action(ActionKind::backward_weight, next_weight++, 0));
+    }
+  }
+  while (next_weight < spec.m) out.push_back(compute_action(ActionKind::backward_weight, next_weight++, 0));
+}
+
+}  // namespace kpipe::schedule::detail

@@ -1,0 +1,167 @@
+#include <algorithm>
+
+#include "catch.hpp"
+#include "schedule_test_support.hpp"
+
+using namespace kpipe::schedule;
+using namespace kpipe::schedule::testing;
+
+// With unit costs every simulated time is an integer or half-integer, so the
+// bubble fractions are compared exactly by cross-multiplying.
+
+TEST_CASE("GPipe and 1F1B: makespan (m+p-1)(tF+tB) and bubble (p-1)/(m+p-1), exactly", "[schedule][simulate]") {
+  const CostModel costs = unit_forward_and_backward();
+  for (const char* name : {"gpipe", "1f1b"}) {
+    for (int p = 1; p <= 8; ++p) {
+      for (int m = 1; m <= 64; ++m) {
+        const SimulationResult r = simulate(lowered(name, p, m), costs);
+        CAPTURE(name, p, m);
+        CHECK(r.makespan == (m + p - 1) * 2.0);
+        // idle/total = Σ idle / (p · makespan) = (p-1)/(m+p-1)
+        CHECK(r.total_idle * (m + p - 1) == (p - 1) * (p * r.makespan));
+        // idle/useful = (p-1)/m
+        CHECK(r.total_idle * m == (p - 1) * r.total_busy);
+      }
+    }
+  }
+}
+
+TEST_CASE("interleaved: bubble (p-1)/(v m) for m a multiple of p", "[schedule][simulate]") {
+  const CostModel costs = unit_forward_and_backward();
+  for (int p = 1; p <= 8; ++p) {
+    for (int v = 2; v <= 4; ++v) {
+      for (int m = p; m <= 64; m += p) {
+        const SimulationResult r = simulate(lowered("interleaved", p, m, v), costs);
+        CAPTURE(p, v, m);
+        CHECK(r.total_idle * (v * m) == (p - 1) * r.total_busy);
+      }
+    }
+  }
+}
+
+TEST_CASE("interleaved: strictly smaller bubble than 1F1B for every m >= p", "[schedule][simulate]") {
+  const CostModel costs = unit_forward_and_backward();
+  for (int p = 2; p <= 8; ++p) {
+    for (int v = 2; v <= 4; ++v) {
+      for (int m = p; m <= 64; ++m) {
+        const SimulationResult r = simulate(lowered("interleaved", p, m, v), costs);
+        CAPTURE(p, v, m);
+        // idle/useful < (p-1)/m, 1F1B's exact value (test above)
+        CHECK(r.total_idle * m < (p - 1) * r.total_busy);
+      }
+    }
+  }
+}
+
+TEST_CASE("peak stashed activations: GPipe m, 1F1B min(p-r, m), ZB-H1 no more than 1F1B", "[schedule][simulate]") {
+  const CostModel costs = unit_forward_input_weight();
+  for (int p = 1; p <= 8; ++p) {
+    for (int m = 1; m <= 32; ++m) {
+      const SimulationResult gpipe = simulate(lowered("gpipe", p, m), costs);
+      const SimulationResult one_f_one_b = simulate(lowered("1f1b", p, m), costs);
+      const SimulationResult zb = simulate(lowered("zb-h1", p, m), costs);
+      for (int r = 0; r < p; ++r) {
+        CAPTURE(p, m, r);
+        CHECK(gpipe.ranks[r].peak_stashed == m);
+        CHECK(one_f_one_b.ranks[r].peak_stashed == std::min(p - r, m));
+        CHECK(zb.ranks[r].peak_stashed <= one_f_one_b.ranks[r].peak_stashed);
+      }
+    }
+  }
+}
+
+TEST_CASE("ZB-H1 with F = B = W: bubble (p-1)(tF+tB-tW), a third of 1F1B's, for m >= p", "[schedule][simulate]") {
+  const CostModel costs = unit_forward_input_weight();
+  for (int p = 2; p <= 8; ++p) {
+    for (int m = p; m <= 64; ++m) {
+      const Schedule schedule = lowered("zb-h1", p, m);
+      const SimulationResult zb = simulate(schedule, costs);
+      const SimulationResult one_f_one_b = simulate(lowered("1f1b", p, m), costs);
+      CAPTURE(p, m);
+      CHECK(2 * zb.total_idle <= one_f_one_b.total_idle);  // the bound: at most half
+      CHECK(zb.total_idle == p * (p - 1) * 1.0);           // each rank idles (p-1)(1 + 1 - 1)
+      CHECK(zb.bubble().idle_over_useful == Approx(theoretical_bubble(schedule, costs)->bubble.idle_over_useful));
+    }
+  }
+}
+
+TEST_CASE("the forward schedule: makespan (m+p-1) tF", "[schedule][simulate]") {
+  CostModel costs;
+  costs.forward = 2.0;
+  const SimulationResult r = simulate(lowered("forward", 4, 6), costs);
+  CHECK(r.makespan == (6 + 4 - 1) * 2.0);
+  CHECK(r.total_busy == 4 * 6 * 2.0);
+  CHECK(r.ranks[0].peak_stashed == 6);  // nothing frees a stash without a backward pass
+}
+
+TEST_CASE("transfers cost latency + bytes / bandwidth on the link, not on the rank", "[schedule][simulate]") {
+  CostModel costs;
+  costs.forward = 1.0;
+  costs.backward_input = 1.0;
+  costs.backward_weight = 1.0;
+  costs.comm_latency = 0.5;
+  costs.comm_bandwidth = 50.0;
+  costs.bytes_per_transfer = 100;  // 0.5 + 100/50 = 2.5 per transfer
+  const Schedule s = lowered("1f1b", 2, 1);
+  const SimulationResult r = simulate(s, costs);
+  // rank 0: F [0,1]; rank 1: F [3.5,4.5], BW [4.5,6.5]; rank 0: BW [9,11]
+  CHECK(r.makespan == 11.0);
+  CHECK(r.ranks[0].busy == 3.0);
+  CHECK(r.ranks[0].idle == 8.0);
+  CHECK(r.ranks[1].idle == 8.0);
+  CHECK(r.transfers == 2);
+  CHECK(r.bytes_moved == 200);
+  // The receive on rank 1 ends when the activation arrives.
+  REQUIRE(s.ranks[1][0].kind == ActionKind::recv_act);
+  CHECK(r.start(1, 0) == 0.0);
+  CHECK(r.end[1][0] == 3.5);
+  CHECK(r.end[1][1] == 4.5);
+}
+
+TEST_CASE("per-stage cost multipliers scale compute of that stage", "[schedule][simulate]") {
+  CostModel costs = unit_forward_and_backward();
+  costs.stage_scale = {1.0, 3.0};
+  const SimulationResult r = simulate(lowered("gpipe", 2, 1), costs);
+  // rank 0 F [0,1]; rank 1 F [1,4], BW [4,7]; rank 0 BW [7,8]
+  CHECK(r.makespan == 8.0);
+  CHECK(r.ranks[1].busy == 6.0);
+  costs.stage_scale = {1.0};
+  CHECK(error_of([&] { simulate(lowered("gpipe", 2, 1), costs); }) ==
+        "the cost model has 1 stage multipliers, but p·v = 2 model stages need one each");
+}
+
+TEST_CASE("an in-flight limit the schedule exceeds is an input error naming the rank", "[schedule][simulate]") {
+  CostModel costs = unit_forward_and_backward();
+  costs.max_in_flight = 2;
+  CHECK_NOTHROW(simulate(lowered("1f1b", 2, 8), costs));
+  CHECK(error_of([&] { simulate(lowered("gpipe", 2, 8), costs); }) ==
+        "rank 0, action 4 (F mb=2 chunk=0) would hold 3 stashed microbatches, more than the limit of 2 "
+        "(sim.max_in_flight); raise the limit or use a schedule with fewer microbatches in flight (1f1b holds at "
+        "most p - r)");
+}
+
+TEST_CASE("zero or negative costs are input errors", "[schedule][simulate]") {
+  CostModel costs;
+  costs.backward_weight = 0.0;
+  CHECK(error_of([&] { simulate(lowered("1f1b", 2, 2), costs); }) ==
+        "simulated costs must be > 0, but F = 1, B = 1, W = 0");
+  costs.backward_weight = 1.0;
+  costs.comm_latency = -1.0;
+  CHECK(error_of([&] { simulate(lowered("1f1b", 2, 2), costs); }).find("communication costs must be >= 0") == 0);
+}
+
+TEST_CASE("theoretical bubbles follow DESIGN.md's formulas", "[schedule][simulate]") {
+  const CostModel costs = unit_forward_input_weight();
+  const auto one_f_one_b = theoretical_bubble(generate({"1f1b", 4, 1, 12}), costs);
+  REQUIRE(one_f_one_b);
+  CHECK(one_f_one_b->formula == "(p-1)/m");
+  CHECK(one_f_one_b->bubble.idle_over_useful == Approx(3.0 / 12));
+  CHECK(one_f_one_b->bubble.idle_over_total == Approx(3.0 / 15));
+  const auto interleaved = theoretical_bubble(generate({"interleaved", 4, 2, 12}), costs);
+  REQUIRE(interleaved);
+  CHECK(interleaved->bubble.idle_over_useful == Approx(3.0 / 24));
+  CHECK(interleaved->bubble.idle_over_total == Approx(3.0 / 27));
+  Schedule custom = generate({"1f1b", 4, 1, 12});
+  custom.name = "custom";
+  CHECK_FALSE(theoretical_bubble(custom, costs));
+}
