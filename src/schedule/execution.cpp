@@ -47,11 +47,18 @@ std::optional<Problem> Execution<Message>::problem() const {
 
 template <class Message>
 std::optional<Problem> Execution<Message>::stall_problem() const {
-  // A blocked receive whose send does not exist at all is the simpler story.
+  // A send to a stage that does not exist, or a blocked receive whose send
+  // does not exist at all, is the simpler story.
   for (int r = 0; r < schedule_.p; ++r) {
     const auto& actions = schedule_.ranks[r];
     if (next_[r] >= actions.size()) continue;
     const Action& wait = actions[next_[r]];
+    if (is_send(wait.kind)) {
+      return Problem{r, static_cast<std::int64_t>(next_[r]),
+                     fmt::format("rank {}, action {} ({}): model stage {} has no {} stage to send to", r, next_[r],
+                                 describe(wait), model_stage(r, wait.chunk, schedule_.p),
+                                 wait.kind == ActionKind::send_act ? "next" : "previous")};
+    }
     const StagePlace sender = other_end(schedule_, r, wait);
     if (find_send(schedule_.ranks[sender.rank], matching_send(wait.kind), wait.microbatch, sender.chunk) < 0) {
       return Problem{r, static_cast<std::int64_t>(next_[r]),

@@ -5,8 +5,9 @@
 // under blocking receives) and unmatched messages; the simulator uses it to
 // give every action its time. One pass, O(actions).
 //
-// Precondition: every action passed the validator's per-rank checks (fields in
-// range, peers and tags as the placement says, no duplicates).
+// Precondition: microbatches and chunks in range (the text form and the
+// generators guarantee it); everything else that is wrong in a schedule comes
+// out as a problem(), never as a memory error.
 
 #include <cstddef>
 #include <cstdint>
@@ -91,6 +92,9 @@ void Execution<Message>::run(Visit&& visit) {
         ++receives_;
       } else if (is_send(a.kind)) {
         const StagePlace to = other_end(schedule_, rank, a);
+        // A send past the first or last stage goes nowhere: the rank stops
+        // there, and problem() names it.
+        if (to.chunk < 0 || to.chunk >= schedule_.v) break;
         const std::size_t at = slot(a.kind, to.rank, a.microbatch, to.chunk);
         messages_[at] = visit(rank, i, a, Message{0});
         ++sends_;

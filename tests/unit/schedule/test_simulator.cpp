@@ -140,6 +140,15 @@ TEST_CASE("an in-flight limit the schedule exceeds is an input error naming the 
         "most p - r)");
 }
 
+TEST_CASE("a schedule that skipped validation cannot send past the last stage", "[schedule][simulate]") {
+  Schedule s = lowered("1f1b", 2, 1);
+  REQUIRE(s.ranks[1][1] == compute_action(ActionKind::forward, 0, 0));
+  s.ranks[1].insert(s.ranks[1].begin() + 2, message_action(ActionKind::send_act, 0, 0, 0, 0));
+  CHECK(error_of([&] { simulate(s, unit_forward_and_backward()); }) ==
+        "invalid 1f1b schedule: rank 1, action 2 (SEND_ACT mb=0 chunk=0 peer=0 tag=0): model stage 1 has no next "
+        "stage to send to");
+}
+
 TEST_CASE("zero or negative costs are input errors", "[schedule][simulate]") {
   CostModel costs;
   costs.backward_weight = 0.0;
