@@ -10,13 +10,15 @@ namespace kpipe::model {
 
 namespace {
 
-void check_batch(const TrainerSpec& spec) {
+// The spec, once its batch splits into whole microbatches per replica.
+const TrainerSpec& checked(const TrainerSpec& spec) {
   const int B = spec.global_batch, b = spec.microbatch_size, d = spec.data_parallel;
   if (B < 1 || b < 1 || d < 1 || B % (b * d) != 0) {
     throw input_error(fmt::format("global batch {} must split into data_parallel {} replicas of whole microbatches of "
                                   "{} samples",
                                   B, d, b));
   }
+  return spec;
 }
 
 // The stages of the spec, checked to cover the model's layers in order.
@@ -69,7 +71,7 @@ TrainerSpec TrainerSpec::from_deck(const config::Deck& deck) {
 
 template <class Scalar>
 SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec)
-    : spec_((check_batch(spec), spec)),
+    : spec_(checked(spec)),
       stages_(build_stages<Scalar>(spec)),
       data_(spec.data),
       optimizer_(spec.optimizer, all_parameters(stages_)) {

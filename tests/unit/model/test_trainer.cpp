@@ -115,7 +115,7 @@ TEST_CASE("a NaN loss stops the step and names step and microbatch", "[model][tr
     CHECK(e.kind() == ErrorKind::runtime);
     const std::string message = e.what();
     INFO(message);
-    CHECK(message.find("of step 2 (microbatch 0) is") != std::string::npos);
+    CHECK(message.find("in step 1, microbatch 0;") != std::string::npos);
     CHECK(message.find("Lower train.lr") != std::string::npos);
   }
   CHECK(bitwise_equal(trainer.weights(), last_good));
