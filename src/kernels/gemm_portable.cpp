@@ -43,6 +43,31 @@ KOKKOS_INLINE_FUNCTION void copy_block(const Member& team, const Source& source,
   });
 }
 
+// c_tile += a_tile^T b_tile on micro tile t, accumulated in registers.
+template <class ATile, class BTile, class CTile>
+KOKKOS_INLINE_FUNCTION void update_micro_tile(const ATile& a_tile, const BTile& b_tile, const CTile& c_tile, int t) {
+  using T = Tiling;
+  using Scalar = typename CTile::value_type;
+  const int i0 = t / (T::tile_n / T::micro_n) * T::micro_m;
+  const int j0 = t % (T::tile_n / T::micro_n) * T::micro_n;
+  Scalar acc[T::micro_m][T::micro_n];
+  for (int i = 0; i < T::micro_m; ++i) {
+    for (int j = 0; j < T::micro_n; ++j) acc[i][j] = c_tile(i0 + i, j0 + j);
+  }
+  for (int kk = 0; kk < T::tile_k; ++kk) {
+    // A row of op(B) in registers first, so compilers vectorise over j.
+    Scalar b[T::micro_n];
+    for (int j = 0; j < T::micro_n; ++j) b[j] = b_tile(kk, j0 + j);
+    for (int i = 0; i < T::micro_m; ++i) {
+      const Scalar a = a_tile(kk, i0 + i);
+      for (int j = 0; j < T::micro_n; ++j) acc[i][j] += a * b[j];
+    }
+  }
+  for (int i = 0; i < T::micro_m; ++i) {
+    for (int j = 0; j < T::micro_n; ++j) c_tile(i0 + i, j0 + j) = acc[i][j];
+  }
+}
+
 // The kernel for one combination of transpositions.
 template <class Scalar, bool TransA, bool TransB>
 void tiled_gemm(const ExecutionSpace& space, Scalar alpha, const ConstMatrix<Scalar>& A, const ConstMatrix<Scalar>& B,
@@ -90,26 +115,8 @@ void tiled_gemm(const ExecutionSpace& space, Scalar alpha, const ConstMatrix<Sca
             copy_block<false, T::tile_k, T::tile_n>(team, B, k0, col0, b_tile);
           }
           team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T::micro_tiles), [&](int t) {
-            const int i0 = t / (T::tile_n / T::micro_n) * T::micro_m;
-            const int j0 = t % (T::tile_n / T::micro_n) * T::micro_n;
-            Scalar acc[T::micro_m][T::micro_n];
-            for (int i = 0; i < T::micro_m; ++i) {
-              for (int j = 0; j < T::micro_n; ++j) acc[i][j] = c_tile(i0 + i, j0 + j);
-            }
-            for (int kk = 0; kk < T::tile_k; ++kk) {
-              // A row of op(B) in registers first, so compilers vectorise over j.
-              Scalar b[T::micro_n];
-              for (int j = 0; j < T::micro_n; ++j) b[j] = b_tile(kk, j0 + j);
-              for (int i = 0; i < T::micro_m; ++i) {
-                const Scalar a = a_tile(kk, i0 + i);
-                for (int j = 0; j < T::micro_n; ++j) acc[i][j] += a * b[j];
-              }
-            }
-            for (int i = 0; i < T::micro_m; ++i) {
-              for (int j = 0; j < T::micro_n; ++j) c_tile(i0 + i, j0 + j) = acc[i][j];
-            }
-          });
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T::micro_tiles),
+                               [&](int t) { update_micro_tile(a_tile, b_tile, c_tile, t); });
         }
         team.team_barrier();
         const int rows = compat::min(T::tile_m, m - row0);
