@@ -40,4 +40,11 @@ struct PlanOptions {
 };
 int plan_command(const Environment& env, const PlanOptions& options);
 
+struct RunOptions {
+  DeckArguments deck;
+  std::string json_path;
+};
+int run_command(const Environment& env, const RunOptions& options);
+int infer_command(const Environment& env, const RunOptions& options);
+
 }  // namespace kpipe::app

@@ -4,6 +4,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "kpipe/config/deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
@@ -27,6 +30,15 @@ Environment::~Environment() {
 std::string Environment::describe() const {
   return fmt::format("Kokkos {} {} (concurrency {}), MPI {} rank{}", compat::kokkos_version(),
                      Kokkos::DefaultExecutionSpace::name(), compat::concurrency(), size_, size_ == 1 ? "" : "s");
+}
+
+void abort_job(const std::exception& error, int exit_code) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::fprintf(stderr, "kpipe: error: rank %d: %s\n", rank, error.what());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::abort();  // MPI_Abort does not return
 }
 
 std::string read_deck_on_root(const std::string& path, MPI_Comm comm) {

@@ -4,7 +4,10 @@
 
 #include <mpi.h>
 
+#include <exception>
 #include <string>
+
+#include "kpipe/core/error.hpp"
 
 namespace kpipe::app {
 
@@ -25,6 +28,22 @@ class Environment {
   int rank_ = 0;
   int size_ = 1;
 };
+
+// Errors during the steps of a run may strike one rank only; the others would
+// wait for it forever. The failing rank reports "kpipe: error: rank R: ..."
+// and ends the whole job with the error's exit code.
+[[noreturn]] void abort_job(const std::exception& error, int exit_code);
+
+template <class Work>
+auto abort_on_error(Work&& work) {
+  try {
+    return work();
+  } catch (const Error& e) {
+    abort_job(e, e.exit_code());
+  } catch (const std::exception& e) {
+    abort_job(e, 1);
+  }
+}
 
 // Rank 0 reads the deck and broadcasts it, so every rank parses the same text
 // even when nodes see different files. A read error reaches every rank, so

@@ -39,9 +39,8 @@ void add_deck_arguments(CLI::App& command, app::DeckArguments& deck, bool requir
   command.add_option("overrides", deck.overrides, "Deck overrides, key=value (e.g. pipeline.schedule=gpipe)");
 }
 
-[[noreturn]] void not_built(const std::string& command, const std::string& module) {
-  throw runtime_error(fmt::format("'kpipe {}' needs the {} module, which this version of kpipe does not have yet",
-                                  command, module));
+[[noreturn]] void not_built(const std::string& command, const std::string& instead) {
+  throw runtime_error(fmt::format("'kpipe {}' is not part of this version of kpipe yet; {}", command, instead));
 }
 
 int run_cli(const app::Environment& env, std::vector<std::string> args) {
@@ -63,12 +62,16 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   plan->add_option("--json", plan_options.json_path, "Write the summary as JSON");
   plan->add_flag("!--no-ascii", plan_options.ascii, "Do not print the ASCII timeline");
 
+  app::RunOptions run_options;
+  auto* run = cli.add_subcommand("run", "Train under mpirun/srun; world size must equal p * d");
+  add_deck_arguments(*run, run_options.deck);
+  run->add_option("--json", run_options.json_path, "Write the summary as JSON");
+  auto* infer = cli.add_subcommand("infer", "Forward-only pipelined evaluation");
+  add_deck_arguments(*infer, run_options.deck);
+  infer->add_option("--json", run_options.json_path, "Write the summary as JSON");
+
   app::DeckArguments unbuilt_deck;
   std::string profile;
-  auto* run = cli.add_subcommand("run", "Train under mpirun/srun; world size must equal p * d");
-  add_deck_arguments(*run, unbuilt_deck);
-  auto* infer = cli.add_subcommand("infer", "Forward-only pipelined evaluation");
-  add_deck_arguments(*infer, unbuilt_deck);
   auto* sweep = cli.add_subcommand("sweep", "Measure throughput over microbatch sizes and recommend one");
   add_deck_arguments(*sweep, unbuilt_deck);
   auto* trace = cli.add_subcommand("trace", "Export a profile to Chrome-trace JSON and an SVG timeline");
@@ -86,14 +89,12 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   }
 
   if (*deck) return app::deck_command(env, deck_options);
-  if (*plan) {
-    log::info("kpipe {} | {}", version_string, env.describe());
-    return app::plan_command(env, plan_options);
-  }
-  if (*run) not_built("run", "runtime");
-  if (*infer) not_built("infer", "runtime");
-  if (*sweep) not_built("sweep", "runtime");
-  not_built("trace", "io");
+  log::info("kpipe {} | {}", version_string, env.describe());
+  if (*plan) return app::plan_command(env, plan_options);
+  if (*run) return app::run_command(env, run_options);
+  if (*infer) return app::infer_command(env, run_options);
+  if (*sweep) not_built("sweep", "compare microbatch sizes with 'kpipe run DECK train.microbatch_size=N --json F'");
+  not_built("trace", "it needs the HDF5 profiles of the io module; 'kpipe plan --trace' draws simulated timelines");
 }
 
 }  // namespace

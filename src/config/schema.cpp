@@ -26,6 +26,9 @@ KeySpec choice(std::string name, std::string value, std::vector<std::string> cho
 KeySpec text(std::string name, std::string value, std::string doc) {
   return {std::move(name), T::string, std::move(value), {}, {}, false, {}, std::move(doc)};
 }
+KeySpec boolean(std::string name, bool value, std::string doc) {
+  return {std::move(name), T::boolean, value, {}, {}, false, {}, std::move(doc)};
+}
 KeySpec integers(std::string name, IntegerList value, double min, std::string doc) {
   return {std::move(name), T::integer_list, std::move(value), min, int_max, false, {}, std::move(doc)};
 }
@@ -70,6 +73,9 @@ std::vector<KeySpec> build_schema() {
       choice("pipeline.recompute", "none", {"none", "full"},
              "full: stash only stage inputs and recompute the forward pass inside backward"),
       text("pipeline.schedule_file", "", "Run a hand-written schedule in kpipe's text form instead of a generated one"),
+      boolean("pipeline.validate_schedule", true,
+              "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "
+              "catches hangs)"),
       // compute
       choice("compute.gemm", "vendor", {"vendor", "portable"},
              "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available, or the portable Kokkos kernel"),

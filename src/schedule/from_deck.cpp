@@ -7,6 +7,7 @@
 #include "kpipe/config/shape.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/schedule/generate.hpp"
+#include "kpipe/schedule/lower.hpp"
 #include "kpipe/schedule/text_form.hpp"
 
 namespace kpipe::schedule {
@@ -41,6 +42,7 @@ DeckPlan plan_from_deck(const config::Deck& deck) {
   plan.spec = {shape.schedule, shape.stages, shape.virtual_stages, shape.microbatches};
   plan.data_parallel = shape.data_parallel;
   plan.schedule_file = deck.string("pipeline.schedule_file");
+  plan.validate = deck.boolean("pipeline.validate_schedule");
   const double per_chunk = 1.0 / shape.virtual_stages;
   plan.costs.forward = deck.real("sim.cost_forward") * per_chunk;
   plan.costs.backward_input = deck.real("sim.cost_backward_input") * per_chunk;
@@ -60,6 +62,10 @@ Schedule make_schedule(const DeckPlan& plan, Checks checks) {
   }
   ScheduleFile file = read_schedule_file(plan.schedule_file);
   check_matches(file, plan.spec);
+  if (!plan.validate) {
+    if (!is_lowered(file.schedule)) lower(file.schedule);
+    return std::move(file.schedule);
+  }
   return checked_schedule(std::move(file));
 }
 

@@ -22,6 +22,9 @@ struct DeckPlan {
   CostModel costs;
   std::string schedule_file;  // pipeline.schedule_file; empty: generate spec.name
   int data_parallel = 1;
+  // pipeline.validate_schedule: off runs a schedule file unchecked (the
+  // runtime's watchdog then reports any hang), for debugging hand-written ones.
+  bool validate = true;
 };
 
 // Validates the deck as a whole (config::pipeline_shape) and reads the plan from it.

@@ -1,0 +1,88 @@
+#pragma once
+// The executor (DESIGN.md §2, §4): runs one rank's action list of the schedule
+// IR with the Kokkos stages this rank holds and the MPI transport. It adds no
+// ordering of its own: what runs when is entirely the schedule's, so any
+// schedule that passes the validator runs, hand-written ones included.
+
+#include <functional>
+#include <vector>
+
+#include "kpipe/comm/buffer_pool.hpp"
+#include "kpipe/comm/process_grid.hpp"
+#include "kpipe/comm/transport.hpp"
+#include "kpipe/model/stage.hpp"
+#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/schedule/schedule.hpp"
+
+namespace kpipe::runtime {
+
+template <class Scalar>
+using Matrix = typename comm::Transport<Scalar>::Matrix;
+
+// Where microbatches enter and leave the pipeline: inputs for the first model
+// stage, and the loss with its gradient at the last one.
+template <class Scalar>
+struct MicrobatchIO {
+  // Fills X with the inputs of microbatch mb of this replica in step `step`.
+  std::function<void(int step, int mb, const Matrix<Scalar>& X)> inputs;
+  // Returns the scaled loss of Y for microbatch mb and writes dLoss/dY to dY.
+  std::function<double(int step, int mb, const Matrix<Scalar>& Y, const Matrix<Scalar>& dY)> loss;
+  // Forward-only schedules: receives the last stage's output of microbatch mb.
+  std::function<void(int step, int mb, const Matrix<Scalar>& Y)> outputs;
+};
+
+// The step-level actions, supplied by the training loop.
+struct StepHooks {
+  std::function<void()> reduce_gradients;
+  std::function<void()> optimizer_step;
+};
+
+struct StepResult {
+  double loss = 0.0;  // Σ scaled losses computed on this rank (last model stage only)
+  int peak_stashed = 0;  // most (microbatch, chunk) activations stashed at once on this rank
+  std::vector<ActionTiming> timings;  // one per action, in list order
+};
+
+template <class Scalar>
+class Executor {
+ public:
+  // `chunks[c]` is model stage c·p + rank. The transport must run over the
+  // pipeline communicator of `grid`.
+  Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
+           std::vector<model::Stage<Scalar>*> chunks, int microbatch_size, comm::Transport<Scalar>& transport,
+           MicrobatchIO<Scalar> io, StepHooks hooks);
+
+  StepResult run_step(int step);
+
+  // How many receives are posted ahead of need: the schedule's peak number of
+  // activations stashed on this rank, plus one, so the pool is bounded by the
+  // schedule's in-flight count, not by m.
+  int receive_window() const { return receive_window_; }
+
+ private:
+  struct Slots;  // per (microbatch, chunk) tensors of the step in flight
+
+  void execute(const schedule::Action& action, std::size_t index, int step, Slots& slots, StepResult& result);
+  // Keeps receive_window() receives posted, in list order.
+  void post_receives_ahead();
+  comm::Message message_of(const schedule::Action& action) const;
+  int stage_of(int chunk) const { return schedule::model_stage(rank_, chunk, schedule_.p); }
+  bool is_first_stage(int chunk) const { return stage_of(chunk) == 0; }
+  bool is_last_stage(int chunk) const { return stage_of(chunk) == schedule_.p * schedule_.v - 1; }
+
+  const schedule::Schedule& schedule_;
+  const std::vector<schedule::Action>& actions_;
+  int rank_;
+  std::vector<model::Stage<Scalar>*> chunks_;
+  int microbatch_size_;
+  comm::Transport<Scalar>& transport_;
+  MicrobatchIO<Scalar> io_;
+  StepHooks hooks_;
+  std::vector<std::size_t> receive_indices_;  // positions of RECV_* actions in actions_
+  std::size_t next_receive_ = 0;              // first entry of receive_indices_ not yet posted
+  int receive_window_ = 1;
+  bool training_;
+  comm::BufferPool<Matrix<Scalar>> activations_;
+};
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,34 @@
+#pragma once
+// Measured timelines: what each rank's actions really took, the bubble they
+// imply, and per-stage costs for the simulator, so that a run can be compared
+// with its prediction (DESIGN.md §2, "profiler").
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kpipe/schedule/schedule.hpp"
+#include "kpipe/schedule/simulate.hpp"
+
+namespace kpipe::runtime {
+
+// One executed action: its index in the rank's action list and when it ran,
+// in seconds since the step began on this rank.
+struct ActionTiming {
+  std::int32_t index = 0;
+  double start = 0.0;
+  double end = 0.0;
+};
+
+struct MeasuredBubble {
+  double makespan = 0.0;  // seconds from the step start to the last compute action on any rank
+  schedule::Bubble bubble;
+};
+
+// The bubble of one step of the pipeline `comm` ran, measured the way the
+// simulator counts it: compute actions are busy, everything else is idle.
+MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
+                              MPI_Comm pipeline);
+
+}  // namespace kpipe::runtime

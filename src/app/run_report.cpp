@@ -1,0 +1,131 @@
+#include "run_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+
+namespace kpipe::app {
+
+namespace {
+
+// Steady-state mean: the first step warms caches and allocators, so it is left
+// out whenever there is more than one.
+template <class T, class Get>
+double steady_mean(const std::vector<T>& values, Get get) {
+  if (values.empty()) return 0.0;
+  const std::size_t first = values.size() > 1 ? 1 : 0;
+  double sum = 0.0;
+  for (std::size_t i = first; i < values.size(); ++i) sum += get(values[i]);
+  return sum / static_cast<double>(values.size() - first);
+}
+
+nlohmann::json to_json(const schedule::Bubble& b) {
+  return {{"idle_over_useful", b.idle_over_useful}, {"idle_over_total", b.idle_over_total}};
+}
+
+}  // namespace
+
+RunReport::RunReport(const runtime::Pipeline<float>& pipeline) : pipeline_(pipeline) {
+  if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
+}
+
+void RunReport::add_step(double loss, double seconds, const runtime::StepResult& result) {
+  losses_.push_back(loss);
+  step_seconds_.push_back(seconds);
+  peak_stashed_ = std::max(peak_stashed_, result.peak_stashed);
+  const auto& grid = pipeline_.grid();
+  measured_bubbles_.push_back(
+      runtime::measure_bubble(pipeline_.schedule(), grid.stage(), result.timings, grid.pipeline()).bubble);
+}
+
+void RunReport::finish(double seconds) {
+  seconds_ = seconds;
+  const auto& grid = pipeline_.grid();
+  double stashed_bytes = 0.0;
+  for (const auto& chunk : pipeline_.chunks()) stashed_bytes += static_cast<double>(chunk->peak_stashed_bytes());
+  const double mine[6] = {static_cast<double>(grid.stage()), static_cast<double>(grid.replica()),
+                          static_cast<double>(peak_stashed_),
+                          predicted_ ? static_cast<double>(predicted_->ranks[grid.stage()].peak_stashed) : -1.0,
+                          stashed_bytes / (1 << 20), pipeline_.transport().bytes_sent() / double(1 << 20)};
+  int size = 0;
+  MPI_Comm_size(grid.world(), &size);
+  std::vector<double> all(6 * static_cast<std::size_t>(size));
+  MPI_Gather(mine, 6, MPI_DOUBLE, all.data(), 6, MPI_DOUBLE, 0, grid.world());
+  if (!log::is_root()) return;
+  for (int r = 0; r < size; ++r) {
+    const double* row = &all[6 * static_cast<std::size_t>(r)];
+    rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),
+                     static_cast<int>(row[3]), row[4], row[5]});
+  }
+}
+
+void RunReport::print() const {
+  if (!log::is_root() || losses_.empty()) return;
+  const double samples_per_second =
+      pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double s) { return s; });
+  const double useful = steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; });
+  const double total = steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_total; });
+  log::info("summary: {} steps in {:.2f} s, final loss {:.6f} (first {:.6f}), {:.0f} samples/s", losses_.size(),
+            seconds_, losses_.back(), losses_.front(), samples_per_second);
+  const std::string simulated =
+      predicted_ ? fmt::format("simulated (deck costs) idle/useful {:.3f}, idle/total {:.3f}",
+                               predicted_->bubble().idle_over_useful, predicted_->bubble().idle_over_total)
+                 : std::string("no simulation (schedule not validated)");
+  log::info("bubble:  measured idle/useful {:.3f}, idle/total {:.3f} | {}", useful, total, simulated);
+  log::info("{:>6} {:>7} {:>14} {:>15} {:>14} {:>10}", "stage", "replica", "peak stashed", "predicted peak",
+            "stashed MiB", "sent MiB");
+  for (const auto& row : rows_) {
+    log::info("{:>6} {:>7} {:>14} {:>15} {:>14.2f} {:>10.2f}", row.stage, row.replica, row.peak_stashed,
+              row.predicted_peak_stashed < 0 ? "-" : std::to_string(row.predicted_peak_stashed),
+              row.peak_stashed_mib, row.mib_sent);
+  }
+}
+
+nlohmann::json RunReport::json() const {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& row : rows_) {
+    ranks.push_back({{"stage", row.stage}, {"replica", row.replica}, {"peak_stashed", row.peak_stashed},
+                     {"predicted_peak_stashed", row.predicted_peak_stashed < 0
+                                                    ? nlohmann::json()
+                                                    : nlohmann::json(row.predicted_peak_stashed)},
+                     {"peak_stashed_mib", row.peak_stashed_mib}, {"mib_sent", row.mib_sent}});
+  }
+  const auto& s = pipeline_.schedule();
+  schedule::Bubble measured{steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; }),
+                            steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_total; })};
+  return {{"schedule", s.name}, {"p", s.p}, {"v", s.v}, {"m", s.m}, {"d", pipeline_.grid().replicas()},
+          {"steps", losses_.size()}, {"seconds", seconds_}, {"losses", losses_},
+          {"step_seconds", step_seconds_},
+          {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
+          {"bubble", {{"measured", to_json(measured)},
+                      {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
+          {"ranks", ranks}};
+}
+
+void RunReport::write_json(const std::string& path, const std::string& command, const std::string& deck) const {
+  if (!log::is_root()) return;
+  nlohmann::json out = json();
+  out["command"] = command;
+  out["deck"] = deck;
+  write_json_file(path, out);
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& json) {
+  if (!log::is_root()) return;
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary);
+    file << json.dump(2) << '\n';
+    if (!file) throw runtime_error(fmt::format("cannot write '{}'; check that its directory exists and is writable", path));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    throw runtime_error(fmt::format("cannot replace '{}' with the new summary", path));
+  }
+}
+
+}  // namespace kpipe::app

@@ -1,0 +1,52 @@
+#pragma once
+// The progress record and final summary of `kpipe run`: loss and throughput
+// per step, measured against simulated bubble, measured against predicted
+// peak activations per rank, bytes moved; printed by rank 0 and written as JSON.
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/schedule/simulate.hpp"
+
+namespace kpipe::app {
+
+class RunReport {
+ public:
+  explicit RunReport(const runtime::Pipeline<float>& pipeline);
+
+  // Collective over the pipeline: every rank calls it after every step.
+  void add_step(double loss, double seconds, const runtime::StepResult& result);
+  // Collective over the world: gathers the per-rank statistics.
+  void finish(double seconds);
+
+  void print() const;
+  void write_json(const std::string& path, const std::string& command, const std::string& deck) const;
+
+ private:
+  struct RankRow {
+    int stage = 0, replica = 0, peak_stashed = 0, predicted_peak_stashed = -1;  // -1: no prediction
+    double peak_stashed_mib = 0.0, mib_sent = 0.0;
+  };
+  nlohmann::json json() const;
+
+  const runtime::Pipeline<float>& pipeline_;
+  // The simulator's prediction; none for a schedule run unchecked
+  // (pipeline.validate_schedule = false), which the simulator may reject.
+  std::optional<schedule::SimulationResult> predicted_;
+  std::vector<double> losses_, step_seconds_;
+  std::vector<schedule::Bubble> measured_bubbles_;
+  int peak_stashed_ = 0;
+  double seconds_ = 0.0;
+  std::vector<RankRow> rows_;  // rank 0 only, after finish()
+};
+
+// Writes `json` to `path` through a temporary file, so a failed write never
+// leaves a truncated file behind; rank 0 only.
+void write_json_file(const std::string& path, const nlohmann::json& json);
+
+}  // namespace kpipe::app

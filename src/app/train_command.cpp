@@ -1,0 +1,100 @@
+// `kpipe run` and `kpipe infer`: pipelined training and forward-only
+// evaluation of a deck on p · d MPI ranks.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/schedule/simulate.hpp"
+#include "run_report.hpp"
+
+namespace kpipe::app {
+
+namespace {
+
+using Pipeline = runtime::Pipeline<float>;
+
+std::string duration(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
+}
+
+void print_setup(const Pipeline& pipeline, const char* what) {
+  const auto& s = pipeline.schedule();
+  const auto& spec = pipeline.spec();
+  log::info("{}", pipeline.grid().layout());
+  log::info("{}: {} schedule, p = {}, v = {}, m = {} microbatches of {} samples, {} layers, transfers {}", what,
+            s.name, s.p, s.v, s.m, spec.microbatch_size, spec.model.layer_count(),
+            pipeline.transport().staged() ? "staged through host memory" : "direct");
+}
+
+}  // namespace
+
+int run_command(const Environment& /*env*/, const RunOptions& options) {
+  const LoadedDeck loaded = load_deck(options.deck);
+  Pipeline pipeline(loaded.deck, MPI_COMM_WORLD, runtime::Mode::train);
+  print_setup(pipeline, "training");
+  const int steps = static_cast<int>(loaded.deck.integer("train.steps"));
+  const double samples_per_step = pipeline.spec().global_batch;
+
+  RunReport report(pipeline);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  for (int step = 0; step < steps; ++step) {
+    const double step_start = MPI_Wtime();
+    const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
+    const double loss = pipeline.global_loss(result);
+    report.add_step(loss, MPI_Wtime() - step_start, result);
+    const double elapsed = MPI_Wtime() - start;
+    log::info("step {:>{}}/{}  loss {:.6f}  {:>9.0f} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
+              steps, loss, samples_per_step / (MPI_Wtime() - step_start),
+              duration(elapsed / (step + 1) * (steps - step - 1)));
+  }
+  report.finish(MPI_Wtime() - start);
+  report.print();
+  if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
+  return 0;
+}
+
+int infer_command(const Environment& /*env*/, const RunOptions& options) {
+  const LoadedDeck loaded = load_deck(options.deck);
+  Pipeline pipeline(loaded.deck, MPI_COMM_WORLD, runtime::Mode::infer);
+  print_setup(pipeline, "inference");
+  const int batches = static_cast<int>(loaded.deck.integer("train.steps"));
+  runtime::Evaluation total;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  for (int step = 0; step < batches; ++step) {
+    abort_on_error([&] { return pipeline.run_step(step); });
+    const runtime::Evaluation batch = pipeline.global_evaluation();
+    total.loss += batch.loss;
+    total.correct += batch.correct;
+    total.samples += batch.samples;
+  }
+  const double seconds = MPI_Wtime() - start;
+  const bool classification = pipeline.spec().model.loss == model::LossKind::cross_entropy;
+  // Each batch's scaled losses add up to its mean loss; report the mean over batches.
+  const double mean_loss = batches > 0 ? total.loss / batches : 0.0;
+  log::info("inference: {} samples in {} batches, mean loss {:.6f}{}, {:.0f} samples/s", total.samples, batches,
+            mean_loss,
+            classification ? fmt::format(", accuracy {:.2f}%", 100.0 * total.correct / std::max<std::int64_t>(1, total.samples))
+                           : "",
+            total.samples / std::max(seconds, 1e-12));
+  if (!options.json_path.empty() && log::is_root()) {
+    nlohmann::json json = {{"command", "infer"}, {"deck", options.deck.path}, {"batches", batches},
+                           {"samples", total.samples}, {"mean_loss", mean_loss},
+                           {"samples_per_second", total.samples / std::max(seconds, 1e-12)}};
+    if (classification) json["accuracy"] = static_cast<double>(total.correct) / std::max<std::int64_t>(1, total.samples);
+    write_json_file(options.json_path, json);
+  }
+  return 0;
+}
+
+}  // namespace kpipe::app

@@ -1,0 +1,184 @@
+#include "kpipe/runtime/executor.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/schedule/action.hpp"
+
+namespace kpipe::runtime {
+
+using schedule::Action;
+using schedule::ActionKind;
+
+template <class Scalar>
+struct Executor<Scalar>::Slots {
+  // Indexed by microbatch · v + chunk; an empty View is an empty slot.
+  std::vector<Matrix<Scalar>> input, output, grad_output, grad_input;
+  explicit Slots(std::size_t n) : input(n), output(n), grad_output(n), grad_input(n) {}
+};
+
+namespace {
+
+// Peak number of microbatches stashed on one rank (held between F and B/BW).
+int peak_stash(const std::vector<Action>& actions) {
+  int stashed = 0, peak = 0;
+  for (const auto& a : actions) {
+    if (a.kind == ActionKind::forward) peak = std::max(peak, ++stashed);
+    if (schedule::releases_stash(a.kind)) --stashed;
+  }
+  return peak;
+}
+
+// Takes the tensor out of a slot, failing loudly if the schedule never filled it.
+template <class View>
+View take(View& slot, const Action& action, const char* what) {
+  if (slot.data() == nullptr) {
+    throw runtime_error(fmt::format("executor: {} needs the {} of microbatch {} chunk {}, which no earlier action "
+                                    "produced; the schedule is inconsistent",
+                                    schedule::describe(action), what, action.microbatch, action.chunk));
+  }
+  return std::move(slot);
+}
+
+}  // namespace
+
+template <class Scalar>
+Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
+                           std::vector<model::Stage<Scalar>*> chunks, int microbatch_size,
+                           comm::Transport<Scalar>& transport, MicrobatchIO<Scalar> io, StepHooks hooks)
+    : schedule_(schedule),
+      actions_(schedule.ranks.at(grid.stage())),
+      rank_(grid.stage()),
+      chunks_(std::move(chunks)),
+      microbatch_size_(microbatch_size),
+      transport_(transport),
+      io_(std::move(io)),
+      hooks_(std::move(hooks)),
+      training_(schedule.training()),
+      activations_("kpipe::runtime::activation") {
+  for (std::size_t i = 0; i < actions_.size(); ++i) {
+    if (schedule::is_receive(actions_[i].kind)) receive_indices_.push_back(i);
+  }
+  receive_window_ = peak_stash(actions_) + 1;
+}
+
+template <class Scalar>
+comm::Message Executor<Scalar>::message_of(const Action& action) const {
+  const model::Stage<Scalar>& stage = *chunks_[action.chunk];
+  // Activations cross a stage's input (receive) or output (send) boundary;
+  // gradients the other way round.
+  const bool at_input = action.kind == ActionKind::recv_act || action.kind == ActionKind::send_grad;
+  return {action.peer, action.tag, microbatch_size_, at_input ? stage.input_dim() : stage.output_dim()};
+}
+
+template <class Scalar>
+void Executor<Scalar>::post_receives_ahead() {
+  while (next_receive_ < receive_indices_.size() && transport_.posted_receives() < receive_window_) {
+    transport_.post_receive(message_of(actions_[receive_indices_[next_receive_]]));
+    ++next_receive_;
+  }
+}
+
+template <class Scalar>
+StepResult Executor<Scalar>::run_step(int step) {
+  StepResult result;
+  result.timings.reserve(actions_.size());
+  Slots slots(static_cast<std::size_t>(schedule_.m) * schedule_.v);
+  next_receive_ = 0;
+  const double step_start = MPI_Wtime();
+  for (std::size_t i = 0; i < actions_.size(); ++i) {
+    post_receives_ahead();
+    const double start = MPI_Wtime() - step_start;
+    execute(actions_[i], i, step, slots, result);
+    if (schedule::is_compute(actions_[i].kind) || actions_[i].kind == ActionKind::loss) Kokkos::fence();
+    result.timings.push_back({static_cast<std::int32_t>(i), start, MPI_Wtime() - step_start});
+  }
+  transport_.complete_sends(fmt::format("at the end of step {}", step));
+  return result;
+}
+
+template <class Scalar>
+void Executor<Scalar>::execute(const Action& action, std::size_t index, int step, Slots& slots, StepResult& result) {
+  const std::size_t key = static_cast<std::size_t>(action.microbatch) * schedule_.v + action.chunk;
+  const int mb = action.microbatch;
+  const auto waiting_for = [&](const char* what) {
+    return fmt::format("at action {} ({}) for the {} of microbatch {} chunk {} from rank {}", index,
+                       schedule::describe(action), what, mb, action.chunk, action.peer);
+  };
+  switch (action.kind) {
+    case ActionKind::forward: {
+      model::Stage<Scalar>& stage = *chunks_[action.chunk];
+      Matrix<Scalar> X;
+      if (is_first_stage(action.chunk)) {
+        X = activations_.take(microbatch_size_, stage.input_dim());
+        io_.inputs(step, mb, X);
+      } else {
+        X = take(slots.input[key], action, "input activation");
+      }
+      Matrix<Scalar> Y = activations_.take(microbatch_size_, stage.output_dim());
+      if (training_) {
+        stage.forward(mb, X, Y);
+      } else {
+        stage.forward_no_grad(X, Y);
+      }
+      if (is_last_stage(action.chunk) && !training_) {
+        io_.outputs(step, mb, Y);
+      } else {
+        slots.output[key] = Y;
+      }
+      int stashed = 0;
+      for (const auto* chunk : chunks_) stashed += chunk->stashed_microbatches();
+      result.peak_stashed = std::max(result.peak_stashed, stashed);
+      break;
+    }
+    case ActionKind::loss: {
+      const Matrix<Scalar> Y = take(slots.output[key], action, "output");
+      Matrix<Scalar> dY = activations_.take(Y.extent_int(0), Y.extent_int(1));
+      result.loss += io_.loss(step, mb, Y, dY);
+      slots.grad_output[key] = dY;
+      break;
+    }
+    case ActionKind::send_act:
+      transport_.send(message_of(action), take(slots.output[key], action, "output activation"));
+      break;
+    case ActionKind::recv_act:
+      slots.input[key] = transport_.complete_receive(message_of(action), waiting_for("activation"));
+      break;
+    case ActionKind::recv_grad:
+      slots.grad_output[key] = transport_.complete_receive(message_of(action), waiting_for("gradient"));
+      break;
+    case ActionKind::send_grad:
+      transport_.send(message_of(action), take(slots.grad_input[key], action, "input gradient"));
+      break;
+    case ActionKind::backward_input:
+    case ActionKind::backward: {
+      model::Stage<Scalar>& stage = *chunks_[action.chunk];
+      const Matrix<Scalar> dY = take(slots.grad_output[key], action, "output gradient");
+      // The first model stage's input is data: its gradient is never needed.
+      Matrix<Scalar> dX;
+      if (!is_first_stage(action.chunk)) dX = activations_.take(microbatch_size_, stage.input_dim());
+      if (action.kind == ActionKind::backward) stage.backward(mb, dY, dX);
+      else stage.backward_input(mb, dY, dX);
+      if (dX.data() != nullptr) slots.grad_input[key] = dX;
+      break;
+    }
+    case ActionKind::backward_weight:
+      chunks_[action.chunk]->backward_weight(mb);
+      break;
+    case ActionKind::reduce_grads:
+      transport_.complete_sends(fmt::format("before the gradient reduction of step {}", step));
+      hooks_.reduce_gradients();
+      break;
+    case ActionKind::optimizer_step:
+      hooks_.optimizer_step();
+      break;
+  }
+}
+
+template class Executor<float>;
+template class Executor<double>;
+
+}  // namespace kpipe::runtime
