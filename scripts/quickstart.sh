@@ -7,4 +7,4 @@ scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKPIPE_ENABLE_TESTS=OFF >/dev/null
 cmake --build build
 source scripts/mpi-env.sh
-mpirun -n 2 build/src/app/kpipe plan inputs/quickstart.toml "$@"
+mpirun -n 2 build/src/app/kpipe run inputs/quickstart.toml "$@"

@@ -11,12 +11,13 @@
 namespace kpipe::schedule {
 
 double CostModel::compute_time(ActionKind kind, int stage) const {
-  const double scale = stage_scale.empty() ? 1.0 : stage_scale[static_cast<std::size_t>(stage)];
+  const StageCosts c = stages.empty() ? StageCosts{forward, backward_input, backward_weight}
+                                      : stages[static_cast<std::size_t>(stage)];
   switch (kind) {
-    case ActionKind::forward: return forward * scale;
-    case ActionKind::backward_input: return backward_input * scale;
-    case ActionKind::backward_weight: return backward_weight * scale;
-    case ActionKind::backward: return (backward_input + backward_weight) * scale;
+    case ActionKind::forward: return c.forward;
+    case ActionKind::backward_input: return c.backward_input;
+    case ActionKind::backward_weight: return c.backward_weight;
+    case ActionKind::backward: return c.backward_input + c.backward_weight;
     default: return 0.0;
   }
 }
@@ -27,26 +28,29 @@ double CostModel::transfer_time() const {
 
 namespace {
 
-void check_costs(const CostModel& costs, const Schedule& schedule) {
+// `which` names the costs in the message: "" or " of model stage 3".
+void check_compute_costs(const StageCosts& c, const std::string& which) {
   const auto positive = [](double x) { return std::isfinite(x) && x > 0.0; };
-  if (!positive(costs.forward) || !positive(costs.backward_input) || !positive(costs.backward_weight)) {
-    throw input_error(fmt::format("simulated costs must be > 0, but F = {}, B = {}, W = {}", costs.forward,
-                                  costs.backward_input, costs.backward_weight));
+  if (!positive(c.forward) || !positive(c.backward_input) || !positive(c.backward_weight)) {
+    throw input_error(fmt::format("simulated costs{} must be > 0, but F = {}, B = {}, W = {}", which, c.forward,
+                                  c.backward_input, c.backward_weight));
   }
+}
+
+void check_costs(const CostModel& costs, const Schedule& schedule) {
+  check_compute_costs({costs.forward, costs.backward_input, costs.backward_weight}, "");
   if (!(costs.comm_latency >= 0.0) || !(costs.comm_bandwidth >= 0.0) || costs.bytes_per_transfer < 0 ||
       !std::isfinite(costs.comm_latency) || !std::isfinite(costs.comm_bandwidth)) {
     throw input_error(fmt::format("communication costs must be >= 0, but latency = {}, bandwidth = {}, bytes = {}",
                                   costs.comm_latency, costs.comm_bandwidth, costs.bytes_per_transfer));
   }
   const std::size_t stages = static_cast<std::size_t>(schedule.p) * schedule.v;
-  if (!costs.stage_scale.empty() && costs.stage_scale.size() != stages) {
-    throw input_error(fmt::format("the cost model has {} stage multipliers, but p·v = {} model stages need one each",
-                                  costs.stage_scale.size(), stages));
+  if (!costs.stages.empty() && costs.stages.size() != stages) {
+    throw input_error(fmt::format("the cost model has costs for {} model stages, but p·v = {} model stages need one each",
+                                  costs.stages.size(), stages));
   }
-  const auto bad = std::find_if_not(costs.stage_scale.begin(), costs.stage_scale.end(), positive);
-  if (bad != costs.stage_scale.end()) {
-    throw input_error(
-        fmt::format("stage cost multiplier {} of model stage {} must be > 0", *bad, bad - costs.stage_scale.begin()));
+  for (std::size_t s = 0; s < costs.stages.size(); ++s) {
+    check_compute_costs(costs.stages[s], fmt::format(" of model stage {}", s));
   }
 }
 

@@ -4,7 +4,8 @@
 // not block, a receive waits for its message) with modelled costs.
 //
 // Cost model, in arbitrary time units:
-//   F, B, W        forward / backward_input / backward_weight × stage_scale[stage]
+//   F, B, W        forward / backward_input / backward_weight, of stages[stage]
+//                  when per-stage costs are given (e.g. measured ones)
 //   BW             B + W
 //   transfer       comm_latency + bytes_per_transfer / comm_bandwidth
 //                  (bandwidth 0: latency only); the link, not the rank, is busy
@@ -23,11 +24,18 @@
 
 namespace kpipe::schedule {
 
+// What the compute of one model stage costs.
+struct StageCosts {
+  double forward = 1.0;          // one F
+  double backward_input = 1.0;   // one B
+  double backward_weight = 1.0;  // one W
+};
+
 struct CostModel {
   double forward = 1.0;             // one F of one model stage
   double backward_input = 1.0;      // one B
   double backward_weight = 1.0;     // one W
-  std::vector<double> stage_scale;  // one multiplier per model stage (p·v), or empty for uniform stages
+  std::vector<StageCosts> stages;   // one entry per model stage (p·v) replacing the three above, or empty
   double comm_latency = 0.0;
   double comm_bandwidth = 0.0;  // bytes per time unit; 0 means transfers cost latency only
   std::int64_t bytes_per_transfer = 0;

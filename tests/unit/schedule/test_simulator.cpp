@@ -118,16 +118,19 @@ TEST_CASE("transfers cost latency + bytes / bandwidth on the link, not on the ra
   CHECK(r.end[1][1] == 4.5);
 }
 
-TEST_CASE("per-stage cost multipliers scale compute of that stage", "[schedule][simulate]") {
+TEST_CASE("per-stage costs replace the uniform ones", "[schedule][simulate]") {
   CostModel costs = unit_forward_and_backward();
-  costs.stage_scale = {1.0, 3.0};
+  costs.stages = {{1.0, 0.5, 0.5}, {3.0, 1.5, 1.5}};
   const SimulationResult r = simulate(lowered("gpipe", 2, 1), costs);
   // rank 0 F [0,1]; rank 1 F [1,4], BW [4,7]; rank 0 BW [7,8]
   CHECK(r.makespan == 8.0);
   CHECK(r.ranks[1].busy == 6.0);
-  costs.stage_scale = {1.0};
+  costs.stages = {{1.0, 0.5, 0.5}};
   CHECK(error_of([&] { simulate(lowered("gpipe", 2, 1), costs); }) ==
-        "the cost model has 1 stage multipliers, but p·v = 2 model stages need one each");
+        "the cost model has costs for 1 model stages, but p·v = 2 model stages need one each");
+  costs.stages = {{1.0, 0.5, 0.5}, {1.0, 0.0, 0.5}};
+  CHECK(error_of([&] { simulate(lowered("gpipe", 2, 1), costs); }) ==
+        "simulated costs of model stage 1 must be > 0, but F = 1, B = 0, W = 0.5");
 }
 
 TEST_CASE("an in-flight limit the schedule exceeds is an input error naming the rank", "[schedule][simulate]") {
