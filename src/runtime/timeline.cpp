@@ -27,4 +27,49 @@ MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, cons
   return measured;
 }
 
+schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
+                                   const std::vector<std::vector<ActionTiming>>& steps, MPI_Comm pipeline) {
+  using schedule::ActionKind;
+  const int v = schedule.v;
+  // Per chunk: seconds of F (with LOSS), B, W and BW, and how many F, B, W, BW ran.
+  std::vector<double> seconds(4 * static_cast<std::size_t>(v), 0.0), counts(4 * static_cast<std::size_t>(v), 0.0);
+  const auto slot = [](ActionKind kind) {
+    switch (kind) {
+      case ActionKind::forward:
+      case ActionKind::loss: return 0;
+      case ActionKind::backward_input: return 1;
+      case ActionKind::backward_weight: return 2;
+      case ActionKind::backward: return 3;
+      default: return -1;
+    }
+  };
+  for (const auto& timings : steps) {
+    for (const auto& t : timings) {
+      const auto& action = schedule.ranks[rank][t.index];
+      const int k = slot(action.kind);
+      if (k < 0) continue;
+      seconds[4 * action.chunk + k] += t.end - t.start;
+      if (action.kind != ActionKind::loss) counts[4 * action.chunk + k] += 1;
+    }
+  }
+  std::vector<double> mine(3 * static_cast<std::size_t>(v));  // mean F, B, W per chunk
+  for (int c = 0; c < v; ++c) {
+    const auto mean = [&](int k) { return counts[4 * c + k] > 0 ? seconds[4 * c + k] / counts[4 * c + k] : 0.0; };
+    const double half_bw = mean(3) / 2;
+    mine[3 * c] = mean(0);
+    mine[3 * c + 1] = counts[4 * c + 1] > 0 ? mean(1) : half_bw;
+    mine[3 * c + 2] = counts[4 * c + 2] > 0 ? mean(2) : half_bw;
+  }
+  std::vector<double> all(mine.size() * schedule.p);
+  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), static_cast<int>(mine.size()),
+                MPI_DOUBLE, pipeline);
+  schedule::CostModel costs;
+  for (int s = 0; s < schedule.p * v; ++s) {
+    const double* c = &all[3 * (static_cast<std::size_t>(schedule::stage_rank(s, schedule.p)) * v +
+                                schedule::stage_chunk(s, schedule.p))];
+    costs.stages.push_back({c[0], c[1], c[2]});
+  }
+  return costs;
+}
+
 }  // namespace kpipe::runtime

@@ -31,4 +31,11 @@ struct MeasuredBubble {
 MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
                               MPI_Comm pipeline);
 
+// Mean measured seconds of F, B and W of every model stage over the timings of
+// several steps, gathered over the pipeline: the costs the simulator needs to
+// predict this run. LOSS counts into the last stage's F; a BW is split evenly
+// into B and W, which the simulator adds back together.
+schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
+                                   const std::vector<std::vector<ActionTiming>>& steps, MPI_Comm pipeline);
+
 }  // namespace kpipe::runtime

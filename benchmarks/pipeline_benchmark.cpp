@@ -1,0 +1,123 @@
+// Pipelined against sequential training on the same deck (DESIGN.md §1): the
+// step time of the sequential trainer on one rank, the step time of the
+// pipeline on p ranks, and the pipeline's measured bubble next to the one the
+// simulator predicts from costs measured in the same run. JSON on stdout.
+//
+//   mpirun -n 2 pipeline_benchmark benchmarks/decks/compute_bound.toml [key=value ...]
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kpipe/config/deck.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/timeline.hpp"
+
+using namespace kpipe;
+
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Seconds per step of the sequential reference, on world rank 0 alone.
+std::vector<double> sequential_steps(const config::Deck& deck, int steps) {
+  model::SequentialTrainer<float> trainer(model::TrainerSpec::from_deck(deck));
+  trainer.step();  // warm-up: allocations, first touch
+  std::vector<double> seconds;
+  for (int i = 0; i < steps; ++i) {
+    const double start = MPI_Wtime();
+    trainer.step();
+    seconds.push_back(MPI_Wtime() - start);
+  }
+  return seconds;
+}
+
+nlohmann::json bubble_json(const schedule::Bubble& b) {
+  return {{"idle_over_useful", b.idle_over_useful}, {"idle_over_total", b.idle_over_total}};
+}
+
+nlohmann::json run(const config::Deck& deck) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int steps = static_cast<int>(deck.integer("train.steps"));
+
+  std::vector<double> sequential;
+  if (rank == 0) sequential = sequential_steps(deck, steps);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  runtime::Pipeline<float> pipeline(deck, MPI_COMM_WORLD, runtime::Mode::train);
+  const auto& grid = pipeline.grid();
+  pipeline.global_loss(pipeline.run_step(0));  // warm-up
+  std::vector<double> seconds, measured_useful, measured_total, makespans;
+  std::vector<std::vector<runtime::ActionTiming>> timings;
+  for (int step = 1; step <= steps; ++step) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    const runtime::StepResult result = pipeline.run_step(step);
+    pipeline.global_loss(result);
+    seconds.push_back(MPI_Wtime() - start);
+    const auto measured = runtime::measure_bubble(pipeline.schedule(), grid.stage(), result.timings, grid.pipeline());
+    measured_useful.push_back(measured.bubble.idle_over_useful);
+    measured_total.push_back(measured.bubble.idle_over_total);
+    makespans.push_back(measured.makespan);
+    timings.push_back(result.timings);
+  }
+  const schedule::CostModel costs = runtime::measured_costs(pipeline.schedule(), grid.stage(), timings, grid.pipeline());
+  const schedule::SimulationResult simulated = schedule::simulate(pipeline.schedule(), costs);
+
+  nlohmann::json stage_costs = nlohmann::json::array();
+  for (const auto& c : costs.stages) {
+    stage_costs.push_back({{"forward_ms", 1e3 * c.forward}, {"backward_ms", 1e3 * (c.backward_input + c.backward_weight)}});
+  }
+  const auto& s = pipeline.schedule();
+  const double sequential_step = rank == 0 ? median(sequential) : 0.0;
+  const double pipeline_step = median(seconds);
+  return {
+      {"schedule", s.name}, {"p", s.p}, {"v", s.v}, {"m", s.m}, {"global_batch", pipeline.spec().global_batch},
+      {"steps_timed", steps},
+      {"sequential", {{"ranks", 1}, {"median_step_ms", 1e3 * sequential_step},
+                      {"samples_per_second", pipeline.spec().global_batch / sequential_step}}},
+      {"pipeline", {{"ranks", grid.stages() * grid.replicas()}, {"median_step_ms", 1e3 * pipeline_step},
+                    {"samples_per_second", pipeline.spec().global_batch / pipeline_step},
+                    {"median_pipeline_makespan_ms", 1e3 * median(makespans)}}},
+      {"speedup", sequential_step / pipeline_step},
+      {"bubble",
+       {{"measured", {{"idle_over_useful", median(measured_useful)}, {"idle_over_total", median(measured_total)}}},
+        {"simulated_measured_costs", bubble_json(simulated.bubble())},
+        {"simulated_makespan_ms", 1e3 * simulated.makespan},
+        {"theoretical_idle_over_useful", static_cast<double>(s.p - 1) / (s.v * s.m)}}},
+      {"measured_stage_costs", stage_costs}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  Kokkos::initialize(argc, argv);
+  int rank = 0, code = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    if (argc < 2) throw input_error("usage: pipeline_benchmark DECK [key=value ...]");
+    const std::vector<std::string> overrides(argv + 2, argv + argc);
+    const std::string text = config::read_deck_file(argv[1]);
+    const nlohmann::json result = run(config::parse_deck(text, argv[1], overrides));
+    if (rank == 0) std::cout << result.dump(2) << std::endl;
+  } catch (const Error& e) {
+    if (rank == 0) std::fprintf(stderr, "pipeline_benchmark: error: %s\n", e.what());
+    code = e.exit_code();
+  }
+  Kokkos::finalize();
+  MPI_Finalize();
+  return code;
+}
