@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "output_file.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/schedule/from_deck.hpp"
@@ -28,18 +29,6 @@ int terminal_columns() {
     if (const int n = std::atoi(columns); n > 0) return n;
   }
   return 120;
-}
-
-// Derived outputs: an existing file is replaced.
-template <class Write>
-void write_file(const std::string& path, const char* option, Write&& write) {
-  if (path.empty()) return;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw input_error(fmt::format("cannot write the {} file '{}': {}", option, path, std::strerror(errno)));
-  write(out);
-  out.close();
-  if (!out) throw runtime_error(fmt::format("writing the {} file '{}' failed: {}", option, path, std::strerror(errno)));
-  log::info("wrote {} {}", option, path);
 }
 
 std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
@@ -71,6 +60,9 @@ void print_plan(const LoadedDeck& loaded, const schedule::DeckPlan& plan, const 
 
 int plan_command(const Environment& env, const PlanOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
+  require_writable(options.svg_path, "--svg");
+  require_writable(options.trace_path, "--trace");
+  require_writable(options.json_path, "--json");
   const schedule::DeckPlan plan = schedule::plan_from_deck(loaded.deck);
   // simulate() makes the validator's cross-rank run as it goes.
   const schedule::Schedule schedule = schedule::make_schedule(plan, schedule::Checks::per_rank);
@@ -99,10 +91,10 @@ int plan_command(const Environment& env, const PlanOptions& options) {
     }
   }
   if (env.rank() != 0) return 0;
-  write_file(options.svg_path, "--svg", [&](std::ostream& out) { out << svg; });
-  write_file(options.trace_path, "--trace",
-             [&](std::ostream& out) { schedule::write_chrome_trace(out, schedule, result); });
-  write_file(options.json_path, "--json", [&](std::ostream& out) {
+  write_output(options.svg_path, "--svg", [&](std::ostream& out) { out << svg; });
+  write_output(options.trace_path, "--trace",
+               [&](std::ostream& out) { schedule::write_chrome_trace(out, schedule, result); });
+  write_output(options.json_path, "--json", [&](std::ostream& out) {
     out << schedule::summary_json(schedule, plan.costs, result, plan.data_parallel);
   });
   return 0;

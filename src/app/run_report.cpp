@@ -1,9 +1,9 @@
 #include "run_report.hpp"
 
+#include "output_file.hpp"
+
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <fstream>
 #include <numeric>
 
 #include "kpipe/core/error.hpp"
@@ -112,20 +112,7 @@ void RunReport::write_json(const std::string& path, const std::string& command, 
   nlohmann::json out = json();
   out["command"] = command;
   out["deck"] = deck;
-  write_json_file(path, out);
-}
-
-void write_json_file(const std::string& path, const nlohmann::json& json) {
-  if (!log::is_root()) return;
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary);
-    file << json.dump(2) << '\n';
-    if (!file) throw runtime_error(fmt::format("cannot write '{}'; check that its directory exists and is writable", path));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw runtime_error(fmt::format("cannot replace '{}' with the new summary", path));
-  }
+  write_output(path, "--json", [&](std::ostream& file) { file << out.dump(2) << '\n'; });
 }
 
 }  // namespace kpipe::app

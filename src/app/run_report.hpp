@@ -45,8 +45,4 @@ class RunReport {
   std::vector<RankRow> rows_;  // rank 0 only, after finish()
 };
 
-// Writes `json` to `path` through a temporary file, so a failed write never
-// leaves a truncated file behind; rank 0 only.
-void write_json_file(const std::string& path, const nlohmann::json& json);
-
 }  // namespace kpipe::app

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -13,6 +12,7 @@
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
+#include "output_file.hpp"
 #include "run_report.hpp"
 
 namespace kpipe::app {
@@ -39,6 +39,7 @@ void print_setup(const Pipeline& pipeline, const char* what) {
 
 int run_command(const Environment& /*env*/, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
+  require_writable(options.json_path, "--json");
   Pipeline pipeline(loaded.deck, MPI_COMM_WORLD, runtime::Mode::train);
   print_setup(pipeline, "training");
   const int steps = static_cast<int>(loaded.deck.integer("train.steps"));
@@ -65,6 +66,7 @@ int run_command(const Environment& /*env*/, const RunOptions& options) {
 
 int infer_command(const Environment& /*env*/, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
+  require_writable(options.json_path, "--json");
   Pipeline pipeline(loaded.deck, MPI_COMM_WORLD, runtime::Mode::infer);
   print_setup(pipeline, "inference");
   const int batches = static_cast<int>(loaded.deck.integer("train.steps"));
@@ -92,7 +94,7 @@ int infer_command(const Environment& /*env*/, const RunOptions& options) {
                            {"samples", total.samples}, {"mean_loss", mean_loss},
                            {"samples_per_second", total.samples / std::max(seconds, 1e-12)}};
     if (classification) json["accuracy"] = static_cast<double>(total.correct) / std::max<std::int64_t>(1, total.samples);
-    write_json_file(options.json_path, json);
+    write_output(options.json_path, "--json", [&](std::ostream& file) { file << json.dump(2) << '\n'; });
   }
   return 0;
 }
