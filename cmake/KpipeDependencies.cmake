@@ -16,6 +16,12 @@ if(NOT HDF5_IS_PARALLEL)
 endif()
 
 find_package(fmt REQUIRED)
+if("CUDA" IN_LIST Kokkos_DEVICES)
+  # fmt 9 turns constexpr off for nvcc, yet keeps its consteval format-string
+  # checks under C++20, which then cannot be evaluated; nvcc 12+ handles fmt's
+  # constexpr code, so every target compiled by nvcc gets it back.
+  set_property(TARGET fmt::fmt APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS FMT_USE_CONSTEXPR=1)
+endif()
 find_package(toml11 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)

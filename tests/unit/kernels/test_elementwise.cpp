@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "random_matrix.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/random.hpp"
 
@@ -12,9 +13,7 @@ namespace {
 
 template <class Scalar>
 Matrix<Scalar> random_matrix(int rows, int cols, std::uint64_t stream) {
-  auto m = uninitialized_matrix<Scalar>("test::matrix", rows, cols);
-  fill_uniform(ExecutionSpace(), stream_key(11, stream), -3.0, 3.0, m);
-  return m;
+  return kpipe::test::random_matrix<Scalar>(rows, cols, stream, -3.0, 3.0);
 }
 
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
@@ -80,7 +79,7 @@ TEST_CASE("elementwise kernels reject other shapes and strided views", "[kernels
   const auto columns = Kokkos::subview(X, Kokkos::ALL, Kokkos::make_pair(0, 3));
   auto Z = uninitialized_matrix<float>("test::z", 4, 3);
   CHECK_THROWS_WITH(activation_forward<float>(ExecutionSpace(), Activation::relu, columns, Z),
-                    "matrix \"test::matrix\" is a strided view; elementwise kernels need contiguous rows");
+                    "matrix \"test::random\" is a strided view; elementwise kernels need contiguous rows");
 }
 
 TEST_CASE("counter-based random numbers do not depend on where a block is generated", "[kernels][random]") {

@@ -6,20 +6,15 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "random_matrix.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/random.hpp"
 
 using namespace kpipe::kernels;
+using kpipe::test::random_matrix;
 
 namespace {
-
-template <class Scalar>
-Matrix<Scalar> random_matrix(int rows, int cols, std::uint64_t stream) {
-  auto m = uninitialized_matrix<Scalar>("test::matrix", rows, cols);
-  fill_uniform(ExecutionSpace(), stream_key(7, stream), -1.0, 1.0, m);
-  return m;
-}
 
 // max |x - y| / max |y|
 template <class Scalar, class Reference>

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "random_matrix.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/kernels/tensor.hpp"
 
@@ -40,12 +41,6 @@ inline double relative_error(const std::vector<double>& analytic, const std::vec
     size = std::max(size, std::abs(numeric[i]));
   }
   return size > 0 ? diff / size : diff;
-}
-
-inline Matrix<double> random_matrix(int rows, int cols, std::uint64_t stream, double low = -1, double high = 1) {
-  auto m = kernels::uninitialized_matrix<double>("test::random", rows, cols);
-  kernels::fill_uniform(kernels::ExecutionSpace(), kernels::stream_key(2024, stream), low, high, m);
-  return m;
 }
 
 // sum(Y * R): a scalar whose gradient with respect to Y is R.
