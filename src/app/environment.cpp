@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
+#include <vector>
 
 #include "kpipe/config/deck.hpp"
 #include "kpipe/core/error.hpp"
@@ -19,7 +21,15 @@ Environment::Environment(int& argc, char**& argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   log::set_rank(rank_);
-  Kokkos::initialize(argc, argv);
+  // Kokkos 3 also reads un-prefixed flags such as --help and --threads; give
+  // it only its --kokkos-* ones, the rest belong to kpipe's command line.
+  std::vector<char*> kokkos_args = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]).rfind("--kokkos-", 0) == 0) kokkos_args.push_back(argv[i]);
+  }
+  int kokkos_argc = static_cast<int>(kokkos_args.size());
+  kokkos_args.push_back(nullptr);
+  Kokkos::initialize(kokkos_argc, kokkos_args.data());
 }
 
 Environment::~Environment() {

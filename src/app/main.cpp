@@ -44,7 +44,7 @@ void add_deck_arguments(CLI::App& command, app::DeckArguments& deck, bool requir
 }
 
 int run_cli(const app::Environment& env, std::vector<std::string> args) {
-  CLI::App cli{"kpipe: pipeline-parallel training and inference of layered models with Kokkos and MPI"};
+  CLI::App cli{"kpipe: pipeline-parallel training and inference of layered models with Kokkos and MPI", "kpipe"};
   cli.set_version_flag("--version", std::string("kpipe ") + version_string);
   cli.require_subcommand(1);
 
