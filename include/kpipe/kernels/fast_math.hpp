@@ -1,0 +1,116 @@
+#pragma once
+// Math for the elementwise kernels. The float overloads are short branch-free
+// approximations that the compiler vectorizes: glibc's scalar erff, tanhf,
+// expf and (without -fno-math-errno) sqrtf made GELU, tanh and AdamW
+// compute-bound on a host core. The double overloads forward to the accurate
+// library functions, which the double finite-difference checks need.
+// Errors against double references: tests/unit/kernels/test_fast_math.cpp.
+
+#include <cstdint>
+#include <cstring>
+
+#include "kpipe/kernels/compat.hpp"
+
+namespace kpipe::kernels::fast_math {
+
+namespace detail {
+
+KOKKOS_INLINE_FUNCTION float from_bits(std::int32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+KOKKOS_INLINE_FUNCTION std::int32_t to_bits(float x) {
+  std::int32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+// x with its magnitude clamped to limit (> 0), NaN kept. Done on the
+// bits, which order like the magnitudes: a float select here would let GCC
+// duplicate the division after it into both branches, which then does not
+// vectorize under -ftrapping-math.
+KOKKOS_INLINE_FUNCTION float clamp_magnitude(float x, float limit) {
+  const std::int32_t bits = to_bits(x);
+  const std::int32_t magnitude = bits & 0x7fffffff;
+  const std::int32_t clamped = magnitude > 0x7f800000 ? magnitude : compat::min(magnitude, to_bits(limit));
+  return from_bits((bits & static_cast<std::int32_t>(0x80000000u)) | clamped);
+}
+
+}  // namespace detail
+
+// Rational minimax fit x P(x^2) / Q(x^2) on [-4, 4]; beyond, erff rounds to +-1.
+KOKKOS_INLINE_FUNCTION float erf(float a) {
+  const float x = detail::clamp_magnitude(a, 4.0f);
+  const float x2 = x * x;
+  float p = -2.72614225801306e-10f;
+  p = p * x2 + 2.77068142495902e-08f;
+  p = p * x2 - 2.10102402082508e-06f;
+  p = p * x2 - 5.69250639462346e-05f;
+  p = p * x2 - 7.34990630326855e-04f;
+  p = p * x2 - 2.95459980854025e-03f;
+  p = p * x2 - 1.60960333262415e-02f;
+  float q = -1.45660718464996e-05f;
+  q = q * x2 - 2.13374055278905e-04f;
+  q = q * x2 - 1.68282697438203e-03f;
+  q = q * x2 - 7.37332916720468e-03f;
+  q = q * x2 - 1.42647390514189e-02f;
+  return x * p / q;
+}
+
+// Rational fit x P(x^2) / Q(x^2) on [-7.9, 7.9]; beyond, tanhf rounds to +-1.
+KOKKOS_INLINE_FUNCTION float tanh(float a) {
+  const float x = detail::clamp_magnitude(a, 7.90531110763549805f);
+  const float x2 = x * x;
+  float p = -2.76076847742355e-16f;
+  p = p * x2 + 2.00018790482477e-13f;
+  p = p * x2 - 8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  float q = 1.19825839466702e-06f;
+  q = q * x2 + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  return x * p / q;
+}
+
+// Cephes expf: exp(a) = 2^n exp(r) with |r| <= ln(2)/2, 2^n built from its bits.
+KOKKOS_INLINE_FUNCTION float exp(float a) {
+  const float x = detail::clamp_magnitude(a, 87.0f);
+  // Adding 1.5 * 2^23 rounds to an integer (no floor call) and leaves n in the
+  // low mantissa bits of t (no float-to-int conversion, undefined for NaN).
+  const float shifter = 12582912.0f;
+  const float t = x * 1.44269504088896341f + shifter;
+  const float n = t - shifter;
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float exp_r = p * r * r + r + 1.0f;
+  const auto n_bits = static_cast<std::uint32_t>(detail::to_bits(t) - detail::to_bits(shifter));
+  return exp_r * detail::from_bits(static_cast<std::int32_t>((n_bits + 127u) << 23));
+}
+
+// sqrt from the bit-trick reciprocal square root, two Newton steps on it and one
+// on the root: within an ulp for normal v >= 0, 0 for 0, NaN for NaN and inf. Subnormal
+// v come out too small (AdamW adds epsilon, which dwarfs them).
+KOKKOS_INLINE_FUNCTION float sqrt(float v) {
+  const float half_v = 0.5f * v;
+  float y = detail::from_bits(0x5f3759df - (detail::to_bits(v) >> 1));
+  y = y * (1.5f - half_v * y * y);
+  y = y * (1.5f - half_v * y * y);
+  const float s = v * y;
+  return s + 0.5f * y * (v - s * s);
+}
+
+KOKKOS_INLINE_FUNCTION double erf(double x) { return compat::math::erf(x); }
+KOKKOS_INLINE_FUNCTION double tanh(double x) { return compat::math::tanh(x); }
+KOKKOS_INLINE_FUNCTION double exp(double x) { return compat::math::exp(x); }
+KOKKOS_INLINE_FUNCTION double sqrt(double x) { return compat::math::sqrt(x); }
+
+}  // namespace kpipe::kernels::fast_math

@@ -1,0 +1,104 @@
+// The float approximations of fast_math and the float activations built on them,
+// against double references over dense ranges. The bounds are the measured
+// maxima rounded up; glibc's float functions are within about 1e-7 of the same
+// references.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <vector>
+
+#include "catch.hpp"
+#include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/fast_math.hpp"
+
+using namespace kpipe::kernels;
+
+namespace {
+
+// Every float step of 2^-14 in [-10, 10]: 327,681 points.
+std::vector<float> dense_range() {
+  std::vector<float> x;
+  for (int i = -10 * 16384; i <= 10 * 16384; ++i) x.push_back(static_cast<float>(i) / 16384.0f);
+  return x;
+}
+
+double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_derivative(double x) {
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+double tanh_derivative(double x) { return 1 - std::tanh(x) * std::tanh(x); }
+
+// Largest |approximation - reference| / max(1, |reference|) over x.
+template <class Approximation, class Reference>
+double max_error(const std::vector<float>& x, Approximation approximation, Reference reference) {
+  double error = 0;
+  for (const float xe : x) {
+    const double exact = reference(static_cast<double>(xe));
+    error = std::max(error, std::abs(approximation(xe) - exact) / std::max(1.0, std::abs(exact)));
+  }
+  return error;
+}
+
+}  // namespace
+
+TEST_CASE("float erf, tanh, exp and sqrt are within a few ulp of double", "[kernels][fast_math]") {
+  const auto x = dense_range();
+  CHECK(max_error(x, [](float v) { return fast_math::erf(v); }, [](double v) { return std::erf(v); }) < 5e-7);
+  CHECK(max_error(x, [](float v) { return fast_math::tanh(v); }, [](double v) { return std::tanh(v); }) < 5e-7);
+  // Relative errors where the value is small: exp over [-87, 87] (where it clamps),
+  // tanh near 0, sqrt over the normal numbers.
+  double exp_error = 0, tanh_error = 0, sqrt_error = 0;
+  for (float v = -87.0f; v <= 87.0f; v += 1.0f / 1024) {
+    exp_error = std::max(exp_error, std::abs(fast_math::exp(v) / std::exp(double(v)) - 1));
+  }
+  for (float v = 1e-30f; v < 1.0f; v *= 1.001f) {
+    tanh_error = std::max(tanh_error, std::abs(fast_math::tanh(v) / std::tanh(double(v)) - 1));
+  }
+  for (float v = std::numeric_limits<float>::min(); v < 1e38f; v *= 1.0001f) {
+    sqrt_error = std::max(sqrt_error, std::abs(fast_math::sqrt(v) / std::sqrt(double(v)) - 1));
+  }
+  CHECK(exp_error < 1.5e-7);
+  CHECK(tanh_error < 5e-7);
+  CHECK(sqrt_error < 1.5e-7);
+}
+
+TEST_CASE("float erf, tanh and exp saturate and pass NaN through", "[kernels][fast_math]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(fast_math::erf(inf) == Approx(1.0).margin(1e-7));
+  CHECK(fast_math::erf(-1e30f) == Approx(-1.0).margin(1e-7));
+  CHECK(fast_math::tanh(-inf) == Approx(-1.0).margin(1e-7));
+  CHECK(fast_math::tanh(1e30f) == Approx(1.0).margin(1e-7));
+  CHECK(fast_math::exp(-inf) == Approx(0.0).margin(1e-37));
+  CHECK(fast_math::sqrt(0.0f) == 0.0f);
+  CHECK(std::isnan(fast_math::erf(std::nanf(""))));
+  CHECK(std::isnan(fast_math::tanh(std::nanf(""))));
+  CHECK(std::isnan(fast_math::exp(std::nanf(""))));
+}
+
+TEST_CASE("float GELU and tanh kernels follow the double formulas", "[kernels][fast_math]") {
+  const auto [f, value, derivative, value_bound, derivative_bound] =
+      GENERATE(std::tuple{Activation::gelu, &gelu, &gelu_derivative, 1.5e-6, 1.5e-6},
+               std::tuple{Activation::tanh, static_cast<double (*)(double)>(&std::tanh), &tanh_derivative, 5e-7, 1e-6});
+  const auto x = dense_range();
+  const int n = static_cast<int>(x.size());
+  auto X = uninitialized_matrix<float>("test::x", 1, n);
+  auto ones = uninitialized_matrix<float>("test::ones", 1, n);
+  auto Y = uninitialized_matrix<float>("test::y", 1, n);
+  auto dX = uninitialized_matrix<float>("test::dx", 1, n);
+  from_host<float>(x, X);
+  from_host<float>(std::vector<float>(x.size(), 1.0f), ones);
+  activation_forward(ExecutionSpace(), f, X, Y);
+  activation_backward(ExecutionSpace(), f, X, ones, dX);
+  const auto y = to_host<float>(Y);
+  const auto dx = to_host<float>(dX);
+  double value_error = 0, derivative_error = 0;
+  for (int e = 0; e < n; ++e) {
+    const double exact = value(x[e]);
+    const double slope = derivative(x[e]);
+    value_error = std::max(value_error, std::abs(y[e] - exact) / std::max(1.0, std::abs(exact)));
+    derivative_error = std::max(derivative_error, std::abs(dx[e] - slope) / std::max(1.0, std::abs(slope)));
+  }
+  CHECK(value_error < value_bound);
+  CHECK(derivative_error < derivative_bound);
+}
