@@ -16,9 +16,10 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/version.hpp"
 
+// Inside kpipe::app rather than `using namespace kpipe`: nvcc's generated code
+// calls an unqualified log(), which kpipe::log would make ambiguous.
+namespace kpipe::app {
 namespace {
-
-using namespace kpipe;
 
 void report(const char* message) {
   if (log::is_root()) std::fprintf(stderr, "kpipe: error: %s\n", message);
@@ -98,12 +99,14 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
 }
 
 }  // namespace
+}  // namespace kpipe::app
 
 int main(int argc, char** argv) {
-  app::Environment env(argc, argv);
+  using namespace kpipe::app;
+  Environment env(argc, argv);
   try {
     return run_cli(env, without_kokkos_flags(argc, argv));
-  } catch (const Error& e) {
+  } catch (const kpipe::Error& e) {
     report(e.what());
     return e.exit_code();
   } catch (const std::exception& e) {
