@@ -112,8 +112,8 @@ template <class Scalar>
 void Pipeline<Scalar>::evaluate(int step, int mb, const Matrix<Scalar>& Y) {
   const auto scale = static_cast<Scalar>(1.0 / spec_.global_batch);
   data_.fill_targets(step, first_sample(mb), targets_);
-  // Forward-only runs need no dY; one scratch buffer per shape serves them all.
-  const auto dY = kernels::uninitialized_matrix<Scalar>("kpipe::runtime::eval_grad", Y.extent_int(0), Y.extent_int(1));
+  // The loss kernel also writes dY, which evaluation does not need: a pooled scratch buffer.
+  const Matrix<Scalar> dY = scratch_.take(Y.extent_int(0), Y.extent_int(1));
   evaluation_.loss += model::loss_and_gradient(spec_.model.loss, Y, targets_, scale, dY);
   if (spec_.model.loss == model::LossKind::cross_entropy) {
     evaluation_.correct += kernels::count_correct<Scalar>(kernels::ExecutionSpace(), Y, targets_.labels);

@@ -76,6 +76,7 @@ class Pipeline {
   model::Targets<Scalar> targets_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;
   Evaluation evaluation_;
+  comm::BufferPool<Matrix<Scalar>> scratch_{"kpipe::runtime::evaluation_scratch"};
   Executor<Scalar> executor_;
 };
 
