@@ -69,6 +69,8 @@ int infer_command(const Environment& /*env*/, const RunOptions& options) {
   require_writable(options.json_path, "--json");
   Pipeline pipeline(loaded.deck, MPI_COMM_WORLD, runtime::Mode::infer);
   print_setup(pipeline, "inference");
+  log::info("weights: initialised from model.seed = {} (this version cannot load checkpoints yet)",
+            loaded.deck.integer("model.seed"));
   const int batches = static_cast<int>(loaded.deck.integer("train.steps"));
   runtime::Evaluation total;
   MPI_Barrier(MPI_COMM_WORLD);
