@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "kpipe/config/deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/kernels/compat.hpp"
@@ -49,28 +48,6 @@ void abort_job(const std::exception& error, int exit_code) {
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::abort();  // MPI_Abort does not return
-}
-
-std::string read_deck_on_root(const std::string& path, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::string payload;
-  int failed = 0;
-  if (rank == 0) {
-    try {
-      payload = config::read_deck_file(path);
-    } catch (const Error& e) {
-      payload = e.what();
-      failed = 1;
-    }
-  }
-  // One broadcast of {failed, length}, then the text or the error message.
-  long long header[2] = {failed, static_cast<long long>(payload.size())};
-  MPI_Bcast(header, 2, MPI_LONG_LONG, 0, comm);
-  payload.resize(static_cast<std::size_t>(header[1]));
-  MPI_Bcast(payload.data(), static_cast<int>(header[1]), MPI_CHAR, 0, comm);
-  if (header[0] != 0) throw input_error(payload);
-  return payload;
 }
 
 }  // namespace kpipe::app

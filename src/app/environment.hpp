@@ -45,9 +45,4 @@ auto abort_on_error(Work&& work) {
   }
 }
 
-// Rank 0 reads the deck and broadcasts it, so every rank parses the same text
-// even when nodes see different files. A read error reaches every rank, so
-// they all fail the same way and only rank 0 reports it.
-std::string read_deck_on_root(const std::string& path, MPI_Comm comm);
-
 }  // namespace kpipe::app

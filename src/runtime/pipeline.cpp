@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/schedule/text_form.hpp"
 #include "kpipe/kernels/accuracy.hpp"
 
 namespace kpipe::runtime {
@@ -15,7 +17,7 @@ namespace {
 // Receive/send buffers of all data-parallel gradients fit in buckets of this size.
 constexpr std::size_t gradient_bucket_bytes = 16u << 20;
 
-schedule::DeckPlan plan_for(const config::Deck& deck, Mode mode) {
+schedule::DeckPlan plan_for(const config::Deck& deck, Mode mode, MPI_Comm world) {
   schedule::DeckPlan plan = schedule::plan_from_deck(deck);
   if (mode == Mode::train && plan.spec.name == "forward") {
     throw input_error(fmt::format("{} runs inference only; use kpipe infer, or train with gpipe, 1f1b, interleaved "
@@ -25,6 +27,10 @@ schedule::DeckPlan plan_for(const config::Deck& deck, Mode mode) {
   if (mode == Mode::infer) {
     plan.spec.name = "forward";
     plan.schedule_file.clear();
+  }
+  if (!plan.schedule_file.empty()) {
+    plan.schedule_text =
+        comm::broadcast_from_root(world, [&] { return schedule::read_schedule_text(plan.schedule_file); });
   }
   return plan;
 }
@@ -52,7 +58,7 @@ std::vector<model::Stage<Scalar>*> pointers(const std::vector<std::unique_ptr<mo
 template <class Scalar>
 Pipeline<Scalar>::Pipeline(const config::Deck& deck, MPI_Comm world, Mode mode, comm::Staging staging)
     : spec_(model::TrainerSpec::from_deck(deck)),
-      plan_(plan_for(deck, mode)),
+      plan_(plan_for(deck, mode, world)),
       grid_(world, plan_.spec.p, plan_.data_parallel),
       schedule_(schedule::make_schedule(plan_)),
       watchdog_(deck.real("runtime.watchdog_seconds"), grid_.world_rank()),

@@ -226,7 +226,9 @@ std::string to_text(const Schedule& schedule) {
 
 ScheduleFile parse_text(std::string_view text, std::string_view source) { return Parser(text, source).run(); }
 
-ScheduleFile read_schedule_file(const std::string& path) {
+ScheduleFile read_schedule_file(const std::string& path) { return parse_text(read_schedule_text(path), path); }
+
+std::string read_schedule_text(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw input_error(
@@ -238,7 +240,7 @@ ScheduleFile read_schedule_file(const std::string& path) {
   if (!in) throw input_error(fmt::format("cannot read schedule file '{}'", path));
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_text(text.str(), path);
+  return text.str();
 }
 
 Schedule checked_schedule(ScheduleFile file) {

@@ -8,6 +8,7 @@
 // transfer approximate a boundary tensor as microbatch_size × (widest of
 // model.hidden, or model.input_dim when hidden is empty) × 4 bytes (float32).
 
+#include <optional>
 #include <string>
 
 #include "kpipe/config/deck.hpp"
@@ -21,6 +22,9 @@ struct DeckPlan {
   ScheduleSpec spec;
   CostModel costs;
   std::string schedule_file;  // pipeline.schedule_file; empty: generate spec.name
+  // The schedule file's text when the caller has read it already (the runtime
+  // reads it on rank 0 and broadcasts it); unset: make_schedule reads the file.
+  std::optional<std::string> schedule_text;
   int data_parallel = 1;
   // pipeline.validate_schedule: off runs a schedule file unchecked (the
   // runtime's watchdog then reports any hang), for debugging hand-written ones.

@@ -42,6 +42,8 @@ struct ScheduleFile {
 // a did-you-mean suggestion for misspelled action kinds and fields.
 ScheduleFile parse_text(std::string_view text, std::string_view source);
 ScheduleFile read_schedule_file(const std::string& path);
+// The text of a schedule file; a missing or unreadable file is an input error.
+std::string read_schedule_text(const std::string& path);
 
 // Lowers the file's schedule when it holds compute actions only, then
 // validates it; problems are input errors "source:line: ..." at the line
