@@ -62,8 +62,9 @@ void Transport<Scalar>::post_receive(const Message& message) {
 }
 
 template <class Scalar>
-bool Transport<Scalar>::is_posted(const Message& message) const {
-  return std::any_of(receives_.begin(), receives_.end(), [&](const Pending& p) {
+typename std::vector<typename Transport<Scalar>::Pending>::iterator Transport<Scalar>::find_receive(
+    const Message& message) {
+  return std::find_if(receives_.begin(), receives_.end(), [&](const Pending& p) {
     return p.message.peer == message.peer && p.message.tag == message.tag;
   });
 }
@@ -76,10 +77,11 @@ void Transport<Scalar>::wait(Pending& pending, const std::string& what) {
 template <class Scalar>
 typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Message& message,
                                                                      const std::string& what) {
-  if (!is_posted(message)) post_receive(message);
-  const auto it = std::find_if(receives_.begin(), receives_.end(), [&](const Pending& p) {
-    return p.message.peer == message.peer && p.message.tag == message.tag;
-  });
+  auto it = find_receive(message);
+  if (it == receives_.end()) {
+    post_receive(message);
+    it = std::prev(receives_.end());
+  }
   Pending pending = std::move(*it);
   receives_.erase(it);
   if (!same_shape(pending.data, message)) {

@@ -51,7 +51,6 @@ class Transport {
 
   // Starts receiving `message` now, ahead of the action that needs it.
   void post_receive(const Message& message);
-  bool is_posted(const Message& message) const;
   int posted_receives() const { return static_cast<int>(receives_.size()); }
   // Completes a posted receive and hands its data over; `what` names the
   // action and message for the watchdog.
@@ -77,6 +76,8 @@ class Transport {
   };
 
   void wait(Pending& pending, const std::string& what);
+  // The posted receive of `message`, or receives_.end().
+  typename std::vector<Pending>::iterator find_receive(const Message& message);
 
   MPI_Comm comm_;
   const Watchdog& watchdog_;
