@@ -34,13 +34,18 @@ Matrix<double> device(const std::vector<double>& values, int r, int c) {
   return m;
 }
 
-double loss(const Inputs& in) {
+// The layer norm of the inputs, on the host.
+std::vector<double> forward(const Inputs& in) {
   auto Y = uninitialized_matrix<double>("test::y", rows, n);
   auto xhat = uninitialized_matrix<double>("test::xhat", rows, n);
   auto rstd = uninitialized_matrix<double>("test::rstd", rows, 1);
   layer_norm_forward(ExecutionSpace(), device(in.x, rows, n), device(in.gamma, 1, n), device(in.beta, 1, n), epsilon,
                      Y, xhat, rstd);
-  const auto y = to_host<double>(Y);
+  return to_host<double>(Y);
+}
+
+double loss(const Inputs& in) {
+  const auto y = forward(in);
   double sum = 0;
   for (std::size_t e = 0; e < y.size(); ++e) sum += y[e] * in.r[e];
   return sum;
@@ -75,12 +80,7 @@ double relative_error(const std::vector<double>& analytic, const std::vector<dou
 
 TEST_CASE("layer norm normalises each row and applies gamma and beta", "[kernels][layer_norm]") {
   const auto in = random_inputs();
-  auto Y = uninitialized_matrix<double>("test::y", rows, n);
-  auto xhat = uninitialized_matrix<double>("test::xhat", rows, n);
-  auto rstd = uninitialized_matrix<double>("test::rstd", rows, 1);
-  layer_norm_forward(ExecutionSpace(), device(in.x, rows, n), device(in.gamma, 1, n), device(in.beta, 1, n), epsilon,
-                     Y, xhat, rstd);
-  const auto y = to_host<double>(Y);
+  const auto y = forward(in);
   for (int i = 0; i < rows; ++i) {
     double mean = 0, var = 0;
     for (int j = 0; j < n; ++j) mean += in.x[i * n + j] / n;
