@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/pipeline.hpp"
@@ -31,8 +31,8 @@ double median(std::vector<double> values) {
 }
 
 // Seconds per step of the sequential reference, on world rank 0 alone.
-std::vector<double> sequential_steps(const config::Deck& deck, int steps) {
-  model::SequentialTrainer<float> trainer(model::TrainerSpec::from_deck(deck));
+std::vector<double> sequential_steps(const config::RunConfig& config, int steps) {
+  model::SequentialTrainer<float> trainer(model::TrainerSpec::from_config(config));
   trainer.step();  // warm-up: allocations, first touch
   std::vector<double> seconds;
   for (int i = 0; i < steps; ++i) {
@@ -47,33 +47,33 @@ nlohmann::json bubble_json(const schedule::Bubble& b) {
   return {{"idle_over_useful", b.idle_over_useful}, {"idle_over_total", b.idle_over_total}};
 }
 
-nlohmann::json run(const config::Deck& deck) {
+nlohmann::json run(const config::RunConfig& config) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const int steps = static_cast<int>(deck.integer("train.steps"));
+  const int steps = config.train.steps;
 
   std::vector<double> sequential;
-  if (rank == 0) sequential = sequential_steps(deck, steps);
+  if (rank == 0) sequential = sequential_steps(config, steps);
   MPI_Barrier(MPI_COMM_WORLD);
 
-  runtime::Pipeline<float> pipeline(deck, MPI_COMM_WORLD, runtime::Mode::train);
+  runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
   const auto& grid = pipeline.grid();
-  pipeline.global_loss(pipeline.run_step(0));  // warm-up
+  runtime::global_loss(pipeline.grid(), pipeline.run_step(0));  // warm-up
   std::vector<double> seconds, measured_useful, measured_total, makespans;
   std::vector<std::vector<runtime::ActionTiming>> timings;
   for (int step = 1; step <= steps; ++step) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double start = MPI_Wtime();
     const runtime::StepResult result = pipeline.run_step(step);
-    pipeline.global_loss(result);
+    runtime::global_loss(pipeline.grid(), result);
     seconds.push_back(MPI_Wtime() - start);
-    const auto measured = runtime::measure_bubble(pipeline.schedule(), grid.stage(), result.timings, grid.pipeline());
+    const auto measured = runtime::measure_bubble(pipeline.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline());
     measured_useful.push_back(measured.bubble.idle_over_useful);
     measured_total.push_back(measured.bubble.idle_over_total);
     makespans.push_back(measured.makespan);
     timings.push_back(result.timings);
   }
-  const schedule::CostModel costs = runtime::measured_costs(pipeline.schedule(), grid.stage(), timings, grid.pipeline());
+  const schedule::CostModel costs = runtime::measured_costs(pipeline.schedule(), grid.pipeline_rank(), timings, grid.pipeline());
   const schedule::SimulationResult simulated = schedule::simulate(pipeline.schedule(), costs);
 
   nlohmann::json stage_costs = nlohmann::json::array();
@@ -88,7 +88,7 @@ nlohmann::json run(const config::Deck& deck) {
       {"steps_timed", steps},
       {"sequential", {{"ranks", 1}, {"median_step_ms", 1e3 * sequential_step},
                       {"samples_per_second", pipeline.spec().global_batch / sequential_step}}},
-      {"pipeline", {{"ranks", grid.stages() * grid.replicas()}, {"median_step_ms", 1e3 * pipeline_step},
+      {"pipeline", {{"ranks", grid.pipeline_size() * grid.replicas()}, {"median_step_ms", 1e3 * pipeline_step},
                     {"samples_per_second", pipeline.spec().global_batch / pipeline_step},
                     {"median_pipeline_makespan_ms", 1e3 * median(makespans)}}},
       {"speedup", sequential_step / pipeline_step},
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     if (argc < 2) throw input_error("usage: pipeline_benchmark DECK [key=value ...]");
     const std::vector<std::string> overrides(argv + 2, argv + argc);
     const std::string text = config::read_deck_file(argv[1]);
-    const nlohmann::json result = run(config::parse_deck(text, argv[1], overrides));
+    const nlohmann::json result = run(config::run_config(config::parse_deck(text, argv[1], overrides)));
     if (rank == 0) std::cout << result.dump(2) << std::endl;
   } catch (const Error& e) {
     if (rank == 0) std::fprintf(stderr, "pipeline_benchmark: error: %s\n", e.what());

@@ -2,7 +2,7 @@
 // on one rank: time per sample, for both GEMM paths (docs/performance.md).
 #include <benchmark/benchmark.h>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/trainer.hpp"
 
 namespace {
@@ -13,7 +13,7 @@ void BM_sequential_step(benchmark::State& state) {
   const auto path = state.range(0) == 0 ? "compute.gemm=vendor" : "compute.gemm=portable";
   const auto deck =
       config::parse_deck(config::read_deck_file(KPIPE_QUICKSTART_DECK), KPIPE_QUICKSTART_DECK, {path});
-  const auto spec = model::TrainerSpec::from_deck(deck);
+  const auto spec = model::TrainerSpec::from_config(config::run_config(deck));
   model::SequentialTrainer<float> trainer(spec);
   trainer.step();  // first-touch allocations out of the measurement
   for (auto _ : state) trainer.step();

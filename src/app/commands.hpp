@@ -7,7 +7,7 @@
 
 #include "environment.hpp"
 #include "kpipe/config/deck.hpp"
-#include "kpipe/config/shape.hpp"
+#include "kpipe/config/run_config.hpp"
 
 namespace kpipe::app {
 
@@ -18,7 +18,7 @@ struct DeckArguments {
 
 struct LoadedDeck {
   config::Deck deck;
-  config::PipelineShape shape;
+  config::RunConfig config;  // the deck as typed structs, checked once
 };
 
 // Read on rank 0, broadcast, parse, validate; warnings are printed once.

@@ -4,8 +4,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -15,11 +13,8 @@
 
 namespace kpipe::app {
 
-Environment::Environment(int& argc, char**& argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  log::set_rank(rank_);
+Environment::Environment(int& argc, char**& argv) : mpi_(argc, argv) {
+  log::set_rank(mpi_.rank());
   // Kokkos 3 also reads un-prefixed flags such as --help and --threads; give
   // it only its --kokkos-* ones, the rest belong to kpipe's command line.
   std::vector<char*> kokkos_args = {argv[0]};
@@ -31,23 +26,11 @@ Environment::Environment(int& argc, char**& argv) {
   Kokkos::initialize(kokkos_argc, kokkos_args.data());
 }
 
-Environment::~Environment() {
-  Kokkos::finalize();
-  MPI_Finalize();
-}
+Environment::~Environment() { Kokkos::finalize(); }
 
 std::string Environment::describe() const {
   return fmt::format("Kokkos {} {} (concurrency {}), MPI {} rank{}", compat::kokkos_version(),
-                     Kokkos::DefaultExecutionSpace::name(), compat::concurrency(), size_, size_ == 1 ? "" : "s");
-}
-
-void abort_job(const std::exception& error, int exit_code) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "kpipe: error: rank %d: %s\n", rank, error.what());
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, exit_code);
-  std::abort();  // MPI_Abort does not return
+                     Kokkos::DefaultExecutionSpace::name(), compat::concurrency(), size(), size() == 1 ? "" : "s");
 }
 
 }  // namespace kpipe::app

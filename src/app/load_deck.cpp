@@ -1,17 +1,19 @@
 #include "commands.hpp"
 #include "kpipe/comm/broadcast.hpp"
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/log.hpp"
 
 namespace kpipe::app {
 
 LoadedDeck load_deck(const DeckArguments& arguments) {
   const std::string text =
-      comm::broadcast_from_root(MPI_COMM_WORLD, [&] { return config::read_deck_file(arguments.path); });
+      comm::broadcast_from_root(comm::world(), [&] { return config::read_deck_file(arguments.path); });
   config::Deck deck = config::parse_deck(text, arguments.path, arguments.overrides);
   std::vector<std::string> warnings;
-  config::PipelineShape shape = config::pipeline_shape(deck, &warnings);
+  config::RunConfig config = config::run_config(deck, &warnings);
   for (const auto& warning : warnings) log::warning("{}", warning);
-  return {std::move(deck), shape};
+  return {std::move(deck), std::move(config)};
 }
 
 }  // namespace kpipe::app

@@ -15,7 +15,7 @@
 #include "output_file.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
-#include "kpipe/schedule/from_deck.hpp"
+#include "kpipe/schedule/run_plan.hpp"
 #include "kpipe/schedule/render.hpp"
 
 namespace kpipe::app {
@@ -37,13 +37,13 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
                      100.0 * bubble.idle_over_total);
 }
 
-void print_plan(const LoadedDeck& loaded, const schedule::DeckPlan& plan, const schedule::Schedule& schedule,
+void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const schedule::Schedule& schedule,
                 const schedule::SimulationResult& result) {
-  const auto& s = loaded.shape;
+  const auto& s = loaded.config.pipeline;
   const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + plan.schedule_file;
   log::info("plan: {} schedule ({}), p = {} ranks, v = {} chunk{} per rank, d = {}, m = {} microbatches of {} samples",
             schedule.name, source, schedule.p, schedule.v, schedule.v > 1 ? "s" : "", s.data_parallel, schedule.m,
-            s.microbatch_size);
+            loaded.config.train.microbatch_size);
   log::info("actions: {} per step, validated (no missing dependency, every send matched, no deadlock)",
             schedule.action_count());
   log::info("makespan: {} (time units of sim.cost_*; a model chunk costs 1/v of a pipeline stage)", result.makespan);
@@ -63,7 +63,7 @@ int plan_command(const Environment& env, const PlanOptions& options) {
   require_writable(options.svg_path, "--svg");
   require_writable(options.trace_path, "--trace");
   require_writable(options.json_path, "--json");
-  const schedule::DeckPlan plan = schedule::plan_from_deck(loaded.deck);
+  const schedule::RunPlan plan = schedule::run_plan(loaded.config);
   // simulate() makes the validator's cross-rank run as it goes.
   const schedule::Schedule schedule = schedule::make_schedule(plan, schedule::Checks::per_rank);
   // Every action's time is kept only when a timeline will be drawn.

@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 
@@ -40,7 +41,7 @@ void RunReport::add_step(double loss, double seconds, const runtime::StepResult&
   peak_stashed_ = std::max(peak_stashed_, result.peak_stashed);
   const auto& grid = pipeline_.grid();
   measured_bubbles_.push_back(
-      runtime::measure_bubble(pipeline_.schedule(), grid.stage(), result.timings, grid.pipeline()).bubble);
+      runtime::measure_bubble(pipeline_.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline()).bubble);
 }
 
 void RunReport::finish(double seconds) {
@@ -48,15 +49,13 @@ void RunReport::finish(double seconds) {
   const auto& grid = pipeline_.grid();
   double stashed_bytes = 0.0;
   for (const auto& chunk : pipeline_.chunks()) stashed_bytes += static_cast<double>(chunk->peak_stashed_bytes());
-  const double mine[6] = {static_cast<double>(grid.stage()), static_cast<double>(grid.replica()),
+  const std::vector<double> mine = {static_cast<double>(grid.pipeline_rank()), static_cast<double>(grid.replica()),
                           static_cast<double>(peak_stashed_),
-                          predicted_ ? static_cast<double>(predicted_->ranks[grid.stage()].peak_stashed) : -1.0,
+                          predicted_ ? static_cast<double>(predicted_->ranks[grid.pipeline_rank()].peak_stashed) : -1.0,
                           stashed_bytes / (1 << 20), pipeline_.transport().bytes_sent() / double(1 << 20)};
-  int size = 0;
-  MPI_Comm_size(grid.world(), &size);
-  std::vector<double> all(6 * static_cast<std::size_t>(size));
-  MPI_Gather(mine, 6, MPI_DOUBLE, all.data(), 6, MPI_DOUBLE, 0, grid.world());
+  const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
   if (!log::is_root()) return;
+  const int size = comm::size_of(grid.world());
   for (int r = 0; r < size; ++r) {
     const double* row = &all[6 * static_cast<std::size_t>(r)];
     rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),

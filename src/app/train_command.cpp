@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/runtime/pipeline.hpp"
@@ -40,25 +41,25 @@ void print_setup(const Pipeline& pipeline, const char* what) {
 int run_command(const Environment& /*env*/, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
-  Pipeline pipeline(loaded.deck, MPI_COMM_WORLD, runtime::Mode::train);
+  Pipeline pipeline(loaded.config, comm::world(), runtime::Mode::train);
   print_setup(pipeline, "training");
-  const int steps = static_cast<int>(loaded.deck.integer("train.steps"));
+  const int steps = loaded.config.train.steps;
   const double samples_per_step = pipeline.spec().global_batch;
 
   RunReport report(pipeline);
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double start = MPI_Wtime();
+  comm::barrier(comm::world());
+  const double start = comm::wall_time();
   for (int step = 0; step < steps; ++step) {
-    const double step_start = MPI_Wtime();
+    const double step_start = comm::wall_time();
     const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
-    const double loss = pipeline.global_loss(result);
-    report.add_step(loss, MPI_Wtime() - step_start, result);
-    const double elapsed = MPI_Wtime() - start;
+    const double loss = runtime::global_loss(pipeline.grid(), result);
+    report.add_step(loss, comm::wall_time() - step_start, result);
+    const double elapsed = comm::wall_time() - start;
     log::info("step {:>{}}/{}  loss {:.6f}  {:>9.0f} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
-              steps, loss, samples_per_step / (MPI_Wtime() - step_start),
+              steps, loss, samples_per_step / (comm::wall_time() - step_start),
               duration(elapsed / (step + 1) * (steps - step - 1)));
   }
-  report.finish(MPI_Wtime() - start);
+  report.finish(comm::wall_time() - start);
   report.print();
   if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
   return 0;
@@ -67,22 +68,19 @@ int run_command(const Environment& /*env*/, const RunOptions& options) {
 int infer_command(const Environment& /*env*/, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
-  Pipeline pipeline(loaded.deck, MPI_COMM_WORLD, runtime::Mode::infer);
+  Pipeline pipeline(loaded.config, comm::world(), runtime::Mode::infer);
   print_setup(pipeline, "inference");
   log::info("weights: initialised from model.seed = {} (this version cannot load checkpoints yet)",
-            loaded.deck.integer("model.seed"));
-  const int batches = static_cast<int>(loaded.deck.integer("train.steps"));
+            loaded.config.model.seed);
+  const int batches = loaded.config.train.steps;
   runtime::Evaluation total;
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double start = MPI_Wtime();
+  comm::barrier(comm::world());
+  const double start = comm::wall_time();
   for (int step = 0; step < batches; ++step) {
     abort_on_error([&] { return pipeline.run_step(step); });
-    const runtime::Evaluation batch = pipeline.global_evaluation();
-    total.loss += batch.loss;
-    total.correct += batch.correct;
-    total.samples += batch.samples;
+    total += runtime::global_evaluation(pipeline.grid(), pipeline.evaluation());
   }
-  const double seconds = MPI_Wtime() - start;
+  const double seconds = comm::wall_time() - start;
   const bool classification = pipeline.spec().model.loss == model::LossKind::cross_entropy;
   // Each batch's scaled losses add up to its mean loss; report the mean over batches.
   const double mean_loss = batches > 0 ? total.loss / batches : 0.0;

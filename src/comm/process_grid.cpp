@@ -17,10 +17,10 @@ ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int data_parallel)
                                   size, size == 1 ? "" : "s", stages, data_parallel, stages * data_parallel,
                                   stages * data_parallel));
   }
-  stage_ = world_rank_ % stages;
+  pipeline_rank_ = world_rank_ % stages;
   replica_ = world_rank_ / stages;
-  MPI_Comm_split(world, replica_, stage_, &pipeline_);
-  MPI_Comm_split(world, stage_, replica_, &data_);
+  MPI_Comm_split(world, replica_, pipeline_rank_, &pipeline_);
+  MPI_Comm_split(world, pipeline_rank_, replica_, &data_);
 }
 
 ProcessGrid::~ProcessGrid() {

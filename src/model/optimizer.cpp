@@ -9,19 +9,6 @@ namespace kpipe::model {
 
 using kernels::ExecutionSpace;
 
-OptimizerSpec OptimizerSpec::from_deck(const config::Deck& deck) {
-  OptimizerSpec spec;
-  spec.kind = deck.string("train.optimizer") == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
-  spec.lr = deck.real("train.lr");
-  spec.momentum = deck.real("train.momentum");
-  spec.weight_decay = deck.real("train.weight_decay");
-  spec.beta1 = deck.real("train.beta1");
-  spec.beta2 = deck.real("train.beta2");
-  spec.epsilon = deck.real("train.epsilon");
-  spec.grad_clip = deck.real("train.grad_clip");
-  return spec;
-}
-
 template <class Scalar>
 Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters)
     : spec_(spec), parameters_(std::move(parameters)) {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "kpipe/config/shape.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/strings.hpp"
 
@@ -95,11 +94,9 @@ std::vector<LayerRange> partition_layers(const ModelSpec& model, int stages, con
   return ranges_from_counts(balanced_counts(flops, stages));
 }
 
-std::vector<LayerRange> partition_layers(const config::Deck& deck) {
-  const auto shape = config::pipeline_shape(deck);
-  std::vector<int> counts;
-  for (const auto count : deck.integers("pipeline.partition")) counts.push_back(static_cast<int>(count));
-  return partition_layers(ModelSpec::from_deck(deck), shape.model_stages(), counts);
+std::vector<LayerRange> partition_layers(const config::RunConfig& config) {
+  return partition_layers(ModelSpec::from_config(config.model), config.pipeline.model_stages(),
+                          config.pipeline.partition);
 }
 
 }  // namespace kpipe::model

@@ -29,17 +29,26 @@ void check_dims(const ModelSpec& spec) {
   }
 }
 
+kernels::Activation kernel_activation(config::ActivationKind kind) {
+  switch (kind) {
+    case config::ActivationKind::gelu: return kernels::Activation::gelu;
+    case config::ActivationKind::relu: return kernels::Activation::relu;
+    case config::ActivationKind::tanh: return kernels::Activation::tanh;
+  }
+  throw runtime_error("unknown activation kind");
+}
+
 }  // namespace
 
-ModelSpec ModelSpec::from_deck(const config::Deck& deck) {
+ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   ModelSpec spec;
-  spec.kind = deck.string("model.kind") == "mlp" ? ModelKind::mlp : ModelKind::residual_mlp;
-  spec.input_dim = static_cast<int>(deck.integer("model.input_dim"));
-  for (const auto width : deck.integers("model.hidden")) spec.hidden.push_back(static_cast<int>(width));
-  spec.output_dim = static_cast<int>(deck.integer("model.output_dim"));
-  spec.activation = kernels::parse_activation(deck.string("model.activation"));
-  spec.loss = deck.string("model.loss") == "cross_entropy" ? LossKind::cross_entropy : LossKind::mse;
-  spec.seed = static_cast<std::uint64_t>(deck.integer("model.seed"));
+  spec.kind = config.kind;
+  spec.input_dim = config.input_dim;
+  spec.hidden = config.hidden;
+  spec.output_dim = config.output_dim;
+  spec.activation = kernel_activation(config.activation);
+  spec.loss = config.loss;
+  spec.seed = config.seed;
   return spec;
 }
 

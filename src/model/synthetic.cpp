@@ -57,15 +57,6 @@ void nearest_centre(const kernels::ConstMatrix<Scalar>& X, const kernels::ConstM
 
 }  // namespace
 
-DataSpec DataSpec::from_deck(const config::Deck& deck) {
-  DataSpec spec;
-  spec.task = deck.string("data.task") == "classification" ? Task::classification : Task::regression;
-  spec.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));
-  spec.input_dim = static_cast<int>(deck.integer("model.input_dim"));
-  spec.output_dim = static_cast<int>(deck.integer("model.output_dim"));
-  return spec;
-}
-
 template <class Scalar>
 SyntheticData<Scalar>::SyntheticData(const DataSpec& spec) : spec_(spec) {
   const ExecutionSpace space;

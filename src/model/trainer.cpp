@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "kpipe/config/shape.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 
@@ -54,18 +53,18 @@ std::vector<Parameter<Scalar>> all_parameters(const std::vector<Stage<Scalar>>& 
 
 }  // namespace
 
-TrainerSpec TrainerSpec::from_deck(const config::Deck& deck) {
-  const auto shape = config::pipeline_shape(deck);
+TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   TrainerSpec spec;
-  spec.model = ModelSpec::from_deck(deck);
-  spec.data = DataSpec::from_deck(deck);
-  spec.optimizer = OptimizerSpec::from_deck(deck);
-  spec.global_batch = shape.global_batch;
-  spec.microbatch_size = shape.microbatch_size;
-  spec.data_parallel = shape.data_parallel;
-  spec.stages = partition_layers(deck);
-  spec.stage.gemm = kernels::parse_gemm_path(deck.string("compute.gemm"));
-  spec.stage.recompute = deck.string("pipeline.recompute") == "full";
+  spec.model = ModelSpec::from_config(config.model);
+  spec.data = {config.data.task, config.data.seed, config.model.input_dim, config.model.output_dim};
+  spec.optimizer = config.optimizer;
+  spec.global_batch = config.train.global_batch;
+  spec.microbatch_size = config.train.microbatch_size;
+  spec.data_parallel = config.pipeline.data_parallel;
+  spec.stages = partition_layers(config);
+  spec.stage.gemm = config.compute.gemm == config::GemmKind::vendor ? kernels::GemmPath::vendor
+                                                                    : kernels::GemmPath::portable;
+  spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   return spec;
 }
 

@@ -1,10 +1,10 @@
 #include "kpipe/runtime/executor.hpp"
 
 #include <fmt/format.h>
-#include <mpi.h>
 
 #include <algorithm>
 
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/schedule/action.hpp"
 
@@ -50,8 +50,8 @@ Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::Proce
                            std::vector<model::Stage<Scalar>*> chunks, int microbatch_size,
                            comm::Transport<Scalar>& transport, MicrobatchIO<Scalar> io, StepHooks hooks)
     : schedule_(schedule),
-      actions_(schedule.ranks.at(grid.stage())),
-      rank_(grid.stage()),
+      actions_(schedule.ranks.at(grid.pipeline_rank())),
+      rank_(grid.pipeline_rank()),
       chunks_(std::move(chunks)),
       microbatch_size_(microbatch_size),
       transport_(transport),
@@ -88,13 +88,13 @@ StepResult Executor<Scalar>::run_step(int step) {
   result.timings.reserve(actions_.size());
   Slots slots(static_cast<std::size_t>(schedule_.m) * schedule_.v);
   next_receive_ = 0;
-  const double step_start = MPI_Wtime();
+  const double step_start = comm::wall_time();
   for (std::size_t i = 0; i < actions_.size(); ++i) {
     post_receives_ahead();
-    const double start = MPI_Wtime() - step_start;
+    const double start = comm::wall_time() - step_start;
     execute(actions_[i], i, step, slots, result);
     if (schedule::is_compute(actions_[i].kind) || actions_[i].kind == ActionKind::loss) Kokkos::fence();
-    result.timings.push_back({static_cast<std::int32_t>(i), start, MPI_Wtime() - step_start});
+    result.timings.push_back({static_cast<std::int32_t>(i), start, comm::wall_time() - step_start});
   }
   transport_.complete_sends(fmt::format("at the end of step {}", step));
   return result;

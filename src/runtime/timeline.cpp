@@ -7,18 +7,17 @@
 namespace kpipe::runtime {
 
 MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
-                              MPI_Comm pipeline) {
+                              comm::Communicator pipeline) {
   // LOSS runs inside the last stage's forward work (the simulator folds it into F).
-  double local[2] = {0.0, 0.0};  // busy seconds, end of the last compute action
+  double local_busy = 0.0, last_end = 0.0;
   for (const auto& t : timings) {
     const auto kind = schedule.ranks[rank][t.index].kind;
     if (!schedule::is_compute(kind) && kind != schedule::ActionKind::loss) continue;
-    local[0] += t.end - t.start;
-    local[1] = std::max(local[1], t.end);
+    local_busy += t.end - t.start;
+    last_end = std::max(last_end, t.end);
   }
-  double busy = 0.0, makespan = 0.0;
-  MPI_Allreduce(&local[0], &busy, 1, MPI_DOUBLE, MPI_SUM, pipeline);
-  MPI_Allreduce(&local[1], &makespan, 1, MPI_DOUBLE, MPI_MAX, pipeline);
+  const double busy = comm::sum(pipeline, local_busy);
+  const double makespan = comm::max(pipeline, last_end);
   const double idle = schedule.p * makespan - busy;
   MeasuredBubble measured;
   measured.makespan = makespan;
@@ -28,7 +27,7 @@ MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, cons
 }
 
 schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
-                                   const std::vector<std::vector<ActionTiming>>& steps, MPI_Comm pipeline) {
+                                   const std::vector<std::vector<ActionTiming>>& steps, comm::Communicator pipeline) {
   using schedule::ActionKind;
   const int v = schedule.v;
   // Per chunk: seconds of F (with LOSS), B, W and BW, and how many F, B, W, BW ran.
@@ -60,9 +59,7 @@ schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
     mine[3 * c + 1] = counts[4 * c + 1] > 0 ? mean(1) : half_bw;
     mine[3 * c + 2] = counts[4 * c + 2] > 0 ? mean(2) : half_bw;
   }
-  std::vector<double> all(mine.size() * schedule.p);
-  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), static_cast<int>(mine.size()),
-                MPI_DOUBLE, pipeline);
+  const std::vector<double> all = comm::all_gather(pipeline, mine);
   schedule::CostModel costs;
   for (int s = 0; s < schedule.p * v; ++s) {
     const double* c = &all[3 * (static_cast<std::size_t>(schedule::stage_rank(s, schedule.p)) * v +

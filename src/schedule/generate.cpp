@@ -87,7 +87,7 @@ const std::vector<std::string>& schedule_names() {
 Schedule generate(const ScheduleSpec& spec) {
   const Generator& generator = find_generator(spec.name);
   check_spec(spec);
-  Schedule schedule{spec.name, spec.p, spec.v, spec.m, {}};
+  Schedule schedule{spec.name, spec.p, spec.v, spec.m, {}, Placement::looped(spec.p, spec.v)};
   schedule.ranks.reserve(static_cast<std::size_t>(spec.p));
   for (int rank = 0; rank < spec.p; ++rank) generator.rank_actions(spec, rank, schedule.ranks.emplace_back());
   return schedule;
@@ -96,7 +96,7 @@ Schedule generate(const ScheduleSpec& spec) {
 Schedule generate_lowered(const ScheduleSpec& spec) {
   const Generator& generator = find_generator(spec.name);
   check_spec(spec);
-  Schedule schedule{spec.name, spec.p, spec.v, spec.m, {}};
+  Schedule schedule{spec.name, spec.p, spec.v, spec.m, {}, Placement::looped(spec.p, spec.v)};
   schedule.ranks.reserve(static_cast<std::size_t>(spec.p));
   bool training = false;
   std::vector<Action> compute;  // reused: only the lowered lists take new memory

@@ -1,7 +1,7 @@
 #pragma once
 // The MPI process grid (DESIGN.md §4): world = p · d ranks, one communicator
-// per pipeline (p ranks, rank = pipeline stage) and one per data-parallel
-// group (d ranks holding the same stage). World rank = replica · p + stage, so
+// per pipeline (p ranks; a rank's pipeline rank holds its model chunks) and one per data-parallel
+// group (d ranks of the same pipeline rank). World rank = replica · p + pipeline rank, so
 // the ranks of one pipeline are neighbours, usually on the same node.
 
 #include <mpi.h>
@@ -18,9 +18,9 @@ class ProcessGrid {
   ProcessGrid(const ProcessGrid&) = delete;
   ProcessGrid& operator=(const ProcessGrid&) = delete;
 
-  int stages() const { return stages_; }
+  int pipeline_size() const { return stages_; }
   int replicas() const { return replicas_; }
-  int stage() const { return stage_; }      // rank in the pipeline communicator
+  int pipeline_rank() const { return pipeline_rank_; }  // rank in the pipeline communicator
   int replica() const { return replica_; }  // rank in the data-parallel communicator
   int world_rank() const { return world_rank_; }
 
@@ -38,7 +38,7 @@ class ProcessGrid {
   int stages_;
   int replicas_;
   int world_rank_ = 0;
-  int stage_ = 0;
+  int pipeline_rank_ = 0;
   int replica_ = 0;
 };
 

@@ -6,26 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/model/layer.hpp"
 
 namespace kpipe::model {
 
-enum class OptimizerKind { sgd, adamw };
-
-struct OptimizerSpec {
-  OptimizerKind kind = OptimizerKind::adamw;
-  double lr = 1e-3;
-  double momentum = 0.9;      // SGD
-  double weight_decay = 0.0;  // SGD: L2 term; AdamW: decoupled decay
-  double beta1 = 0.9;         // AdamW
-  double beta2 = 0.999;       // AdamW
-  double epsilon = 1e-8;      // AdamW
-  double grad_clip = 0.0;     // global L2 norm limit; 0 disables clipping
-
-  // train.* keys of the deck.
-  static OptimizerSpec from_deck(const config::Deck& deck);
-};
+// The optimizer a run asks for: train.* of the typed run configuration.
+using config::OptimizerKind;
+using OptimizerSpec = config::OptimizerConfig;
 
 template <class Scalar>
 class Optimizer {

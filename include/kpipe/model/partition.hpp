@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/model/spec.hpp"
 
 namespace kpipe::model {
@@ -24,7 +24,7 @@ struct LayerRange {
 // layers are input errors that print the numbers.
 std::vector<LayerRange> partition_layers(const ModelSpec& model, int stages, const std::vector<int>& counts = {});
 
-// The partition of a deck: p * v stages, pipeline.partition when given.
-std::vector<LayerRange> partition_layers(const config::Deck& deck);
+// The partition of a run: p * v stages, pipeline.partition when given.
+std::vector<LayerRange> partition_layers(const config::RunConfig& config);
 
 }  // namespace kpipe::model

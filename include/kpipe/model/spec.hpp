@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 
 namespace kpipe::model {
 
-enum class ModelKind { mlp, residual_mlp };
-enum class LossKind { cross_entropy, mse };
+using config::LossKind;
+using config::ModelKind;
 
 // The partition unit. An mlp has one linear_activation layer per hidden width
 // and a linear output layer; a residual_mlp has a linear input projection,
@@ -36,8 +36,8 @@ struct ModelSpec {
   LossKind loss = LossKind::cross_entropy;
   std::uint64_t seed = 0;
 
-  // model.* keys of the deck.
-  static ModelSpec from_deck(const config::Deck& deck);
+  // The model of a run configuration.
+  static ModelSpec from_config(const config::ModelConfig& config);
 
   // Global layer L is layers()[L]. Throws an input error for an invalid model
   // (a residual_mlp without hidden widths or with unequal ones).

@@ -13,12 +13,12 @@
 
 #include <cstdint>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/model/loss.hpp"
 
 namespace kpipe::model {
 
-enum class Task { classification, regression };
+using config::Task;
 
 struct DataSpec {
   Task task = Task::classification;
@@ -26,8 +26,6 @@ struct DataSpec {
   int input_dim = 0;
   int output_dim = 0;  // classes or target values
 
-  // data.* and the model dimensions of the deck.
-  static DataSpec from_deck(const config::Deck& deck);
 };
 
 template <class Scalar>

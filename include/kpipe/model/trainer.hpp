@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/stage.hpp"
@@ -27,7 +27,8 @@ struct TrainerSpec {
   std::vector<LayerRange> stages;  // the partition into p * v stages; empty means one stage
   StageOptions stage;
 
-  static TrainerSpec from_deck(const config::Deck& deck);
+  // The sequential reference of a run configuration.
+  static TrainerSpec from_config(const config::RunConfig& config);
 };
 
 template <class Scalar>

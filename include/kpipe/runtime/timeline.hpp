@@ -3,11 +3,10 @@
 // imply, and per-stage costs for the simulator, so that a run can be compared
 // with its prediction (DESIGN.md §2, "profiler").
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <vector>
 
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/schedule/schedule.hpp"
 #include "kpipe/schedule/simulate.hpp"
 
@@ -29,13 +28,13 @@ struct MeasuredBubble {
 // The bubble of one step of the pipeline `comm` ran, measured the way the
 // simulator counts it: compute actions are busy, everything else is idle.
 MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
-                              MPI_Comm pipeline);
+                              comm::Communicator pipeline);
 
 // Mean measured seconds of F, B and W of every model stage over the timings of
 // several steps, gathered over the pipeline: the costs the simulator needs to
 // predict this run. LOSS counts into the last stage's F; a BW is split evenly
 // into B and W, which the simulator adds back together.
 schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
-                                   const std::vector<std::vector<ActionTiming>>& steps, MPI_Comm pipeline);
+                                   const std::vector<std::vector<ActionTiming>>& steps, comm::Communicator pipeline);
 
 }  // namespace kpipe::runtime

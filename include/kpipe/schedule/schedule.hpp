@@ -23,12 +23,30 @@ struct ScheduleSpec {
   int m = 1;  // microbatches per step
 };
 
+// Which model stage each rank's chunk holds (looped: chunk c of rank r is stage c·p + r).
+struct StagePlace {
+  int rank;
+  int chunk;
+};
+class Placement {
+ public:
+  static Placement looped(int p, int v) { return Placement(p, v); }
+  int stage(int rank, int chunk) const { return chunk * p_ + rank; }
+  StagePlace place(int stage) const { return {stage % p_, stage / p_}; }
+
+ private:
+  Placement(int p, int v) : p_(p), v_(v) {}
+  int p_ = 1;
+  int v_ = 1;
+};
+
 struct Schedule {
   std::string name;
   int p = 1;
   int v = 1;
   int m = 1;
   std::vector<std::vector<Action>> ranks;  // ranks[r]: rank r's actions in execution order
+  Placement placement = Placement::looped(1, 1);
 
   std::size_t action_count() const;
   // True when any rank runs a backward pass; a forward-only schedule is for inference.
@@ -41,10 +59,6 @@ constexpr int stage_chunk(int stage, int p) { return stage / p; }
 
 // Where model stage s ± 1 of (rank, chunk) lives: the neighbours in the
 // placement, without the division of stage_rank() (they sit in hot loops).
-struct StagePlace {
-  int rank;
-  int chunk;
-};
 constexpr StagePlace next_stage(int rank, int chunk, int p) {
   return rank + 1 < p ? StagePlace{rank + 1, chunk} : StagePlace{0, chunk + 1};
 }

@@ -20,17 +20,17 @@ TEST_CASE("the grid splits the world into pipelines and data-parallel groups", "
     if (size % stages != 0) continue;
     const ProcessGrid grid(MPI_COMM_WORLD, stages, size / stages);
     // Independent truth: world rank = replica * p + stage.
-    CHECK(grid.replica() * stages + grid.stage() == grid.world_rank());
+    CHECK(grid.replica() * stages + grid.pipeline_rank() == grid.world_rank());
     int pipeline_size = 0, pipeline_rank = 0, data_size = 0;
     MPI_Comm_size(grid.pipeline(), &pipeline_size);
     MPI_Comm_rank(grid.pipeline(), &pipeline_rank);
     MPI_Comm_size(grid.data(), &data_size);
     CHECK(pipeline_size == stages);
-    CHECK(pipeline_rank == grid.stage());
+    CHECK(pipeline_rank == grid.pipeline_rank());
     CHECK(data_size == size / stages);
     // Every member of my data-parallel group holds my stage.
     int min_stage = 0, max_stage = 0;
-    const int stage = grid.stage();
+    const int stage = grid.pipeline_rank();
     MPI_Allreduce(&stage, &min_stage, 1, MPI_INT, MPI_MIN, grid.data());
     MPI_Allreduce(&stage, &max_stage, 1, MPI_INT, MPI_MAX, grid.data());
     CHECK(min_stage == stage);

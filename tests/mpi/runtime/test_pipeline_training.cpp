@@ -9,7 +9,7 @@
 #include <map>
 
 #include "catch.hpp"
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
@@ -28,15 +28,15 @@ int world_size() {
 
 // A small model with enough layers for p · v = 8 model stages, m = 8
 // microbatches per replica, and clipping tight enough to act every step.
-config::Deck deck_for(int p, int d, const std::string& schedule, const std::string& recompute) {
-  const int v = schedule == "interleaved" ? 2 : 1;
+config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& recompute) {
+  const int v = schedule == "interleaved" || schedule == "zb-v" ? 2 : 1;
   const std::string text = fmt::format(
       "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16, 16, 16]\nmodel.output_dim = 5\n"
       "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\ntrain.grad_clip = 0.05\n"
       "pipeline.stages = {}\npipeline.data_parallel = {}\npipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\n"
       "pipeline.recompute = \"{}\"\nruntime.watchdog_seconds = 60\n",
       32 * d, steps, p, d, schedule, v, recompute);
-  return config::parse_deck(text, "test.toml");
+  return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
 std::map<std::string, std::vector<float>> by_name(const std::vector<model::Parameter<float>>& parameters) {
@@ -52,16 +52,16 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
   for (const int p : {2, 4}) {
     for (const int d : {1, 2}) {
       if (p * d != size) continue;
-      for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1"}) {
+      for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"}) {
         for (const std::string recompute : {"none", "full"}) {
-          const config::Deck deck = deck_for(p, d, schedule, recompute);
-          runtime::Pipeline<float> pipeline(deck, MPI_COMM_WORLD, runtime::Mode::train);
-          const int rank = pipeline.grid().stage();
+          const config::RunConfig config = config_for(p, d, schedule, recompute);
+          runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+          const int rank = pipeline.grid().pipeline_rank();
           int peak_stashed = 0;
           for (int step = 0; step < steps; ++step) {
             peak_stashed = std::max(peak_stashed, pipeline.run_step(step).peak_stashed);
           }
-          model::SequentialTrainer<float> reference(model::TrainerSpec::from_deck(deck));
+          model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config));
           for (int step = 0; step < steps; ++step) reference.step();
 
           INFO(fmt::format("{} p={} d={} recompute={} stage {} replica {}", schedule, p, d, recompute, rank,

@@ -3,7 +3,7 @@
 
 #include "catch.hpp"
 #include "kpipe/config/deck.hpp"
-#include "kpipe/config/shape.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/partition.hpp"
 
@@ -28,8 +28,9 @@ TEST_CASE("the model's layers are the ones config counts", "[model][spec]") {
                              std::string("model.kind = \"residual_mlp\"\nmodel.hidden = [8, 8]\n"),
                              std::string("model.kind = \"residual_mlp\"\nmodel.hidden = [32]\nmodel.input_dim = 3\n"));
   const auto deck = config::parse_deck(text + "pipeline.stages = 1\n", "deck.toml");
-  const auto spec = ModelSpec::from_deck(deck);
-  CHECK(spec.layer_count() == config::model_layer_count(deck));
+  const config::RunConfig config = config::run_config(deck);
+  const auto spec = ModelSpec::from_config(config.model);
+  CHECK(spec.layer_count() == config.layers);
   const auto layers = spec.layers();
   CHECK(layers.front().input_dim == spec.input_dim);
   CHECK(layers.back().output_dim == spec.output_dim);
@@ -81,10 +82,10 @@ TEST_CASE("an explicit partition is used as given and checked", "[model][partiti
         "5 model stages cannot split a model of 4 layers; use between 1 and 4 stages");
 }
 
-TEST_CASE("a deck's partition covers p * v stages", "[model][partition]") {
+TEST_CASE("a run's partition covers p * v stages", "[model][partition]") {
   const auto deck = config::parse_deck(
       "model.hidden = [16, 16, 16, 16, 16, 16, 16]\npipeline.stages = 2\npipeline.virtual_stages = 2\n"
       "pipeline.schedule = \"interleaved\"\npipeline.partition = [1, 3, 2, 2]\n",
       "deck.toml");
-  CHECK(partition_layers(deck) == std::vector<LayerRange>{{0, 1}, {1, 3}, {4, 2}, {6, 2}});
+  CHECK(partition_layers(config::run_config(deck)) == std::vector<LayerRange>{{0, 1}, {1, 3}, {4, 2}, {6, 2}});
 }

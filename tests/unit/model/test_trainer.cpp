@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/trainer.hpp"
 
@@ -15,7 +15,7 @@ using namespace kpipe::model;
 namespace {
 
 TrainerSpec from_text(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  return TrainerSpec::from_deck(config::parse_deck(text, "deck.toml", overrides));
+  return TrainerSpec::from_config(config::run_config(config::parse_deck(text, "deck.toml", overrides)));
 }
 
 // Bitwise equality, NaN included.

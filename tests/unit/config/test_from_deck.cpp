@@ -1,12 +1,12 @@
 #include "catch.hpp"
-#include "kpipe/config/shape.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 
 using namespace kpipe;
 
 namespace {
-config::PipelineShape shape_of(const std::string& text, std::vector<std::string>* warnings = nullptr) {
-  return config::pipeline_shape(config::parse_deck(text, "deck.toml"), warnings);
+config::RunConfig shape_of(const std::string& text, std::vector<std::string>* warnings = nullptr) {
+  return config::run_config(config::parse_deck(text, "deck.toml"), warnings);
 }
 std::string error_of(const std::string& text) {
   try {
@@ -21,8 +21,8 @@ std::string error_of(const std::string& text) {
 TEST_CASE("m = B / (b * d) and world size p * d", "[config]") {
   const auto s = shape_of("train.global_batch = 512\ntrain.microbatch_size = 8\npipeline.data_parallel = 4\n"
                           "pipeline.stages = 2\n");
-  CHECK(s.microbatches == 16);
-  CHECK(s.world_size() == 8);
+  CHECK(s.pipeline.microbatches == 16);
+  CHECK(s.pipeline.world_size() == 8);
   CHECK(s.layers == 5);
 }
 
@@ -63,4 +63,29 @@ TEST_CASE("GPipe with m < 4p warns but is valid", "[config]") {
   warnings.clear();
   shape_of("pipeline.schedule = \"gpipe\"\n", &warnings);  // m = 16
   CHECK(warnings.empty());
+}
+
+TEST_CASE("every deck value arrives typed in the run configuration", "[config]") {
+  const auto c = shape_of(
+      "model.kind = \"residual_mlp\"\nmodel.hidden = [8, 8]\nmodel.activation = \"tanh\"\nmodel.loss = \"mse\"\n"
+      "data.task = \"regression\"\ndata.seed = 7\ntrain.optimizer = \"sgd\"\ntrain.lr = 0.25\ntrain.grad_clip = 2.0\n"
+      "train.steps = 3\npipeline.recompute = \"full\"\npipeline.partition = [2, 2]\ncompute.gemm = \"portable\"\n"
+      "sim.cost_forward = 2.5\nsim.max_in_flight = 4\nruntime.watchdog_seconds = 9\n");
+  CHECK(c.model.kind == config::ModelKind::residual_mlp);
+  CHECK(c.model.hidden == std::vector<int>{8, 8});
+  CHECK(c.model.activation == config::ActivationKind::tanh);
+  CHECK(c.model.loss == config::LossKind::mse);
+  CHECK(c.data.task == config::Task::regression);
+  CHECK(c.data.seed == 7);
+  CHECK(c.optimizer.kind == config::OptimizerKind::sgd);
+  CHECK(c.optimizer.lr == 0.25);
+  CHECK(c.optimizer.grad_clip == 2.0);
+  CHECK(c.train.steps == 3);
+  CHECK(c.pipeline.recompute == config::Recompute::full);
+  CHECK(c.pipeline.partition == std::vector<int>{2, 2});
+  CHECK(c.compute.gemm == config::GemmKind::portable);
+  CHECK(c.sim.cost_forward == 2.5);
+  CHECK(c.sim.max_in_flight == 4);
+  CHECK(c.runtime.watchdog_seconds == 9.0);
+  CHECK(c.layers == 4);
 }

@@ -1,8 +1,8 @@
 #pragma once
-// The schedule and cost model a deck asks for, in one place, so that
-// `kpipe plan` and the runtime read a deck the same way.
+// The schedule and cost model a run asks for, in one place, so that
+// `kpipe plan` and the runtime read a run configuration the same way.
 //
-// Deck costs (sim.cost_*) are per pipeline stage, i.e. for the share of the
+// Costs (sim.cost_*) are per pipeline stage, i.e. for the share of the
 // model one rank holds; with v chunks per rank each model stage costs 1/v of
 // it, so schedules with different v compare at equal model size. Bytes per
 // transfer approximate a boundary tensor as microbatch_size × (widest of
@@ -11,14 +11,14 @@
 #include <optional>
 #include <string>
 
-#include "kpipe/config/deck.hpp"
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/schedule/schedule.hpp"
 #include "kpipe/schedule/simulate.hpp"
 #include "kpipe/schedule/validate.hpp"
 
 namespace kpipe::schedule {
 
-struct DeckPlan {
+struct RunPlan {
   ScheduleSpec spec;
   CostModel costs;
   std::string schedule_file;  // pipeline.schedule_file; empty: generate spec.name
@@ -31,14 +31,14 @@ struct DeckPlan {
   bool validate = true;
 };
 
-// Validates the deck as a whole (config::pipeline_shape) and reads the plan from it.
-DeckPlan plan_from_deck(const config::Deck& deck);
+// The plan of a (validated) run configuration.
+RunPlan run_plan(const config::RunConfig& config);
 
 // The lowered, validated schedule of the plan: generated, or read from the
 // schedule file (which must match the deck's p, v and m). With
 // Checks::per_rank a generated schedule skips the cross-rank run, for callers
 // that simulate it next; a schedule file always gets every check, so that
 // problems point at its lines.
-Schedule make_schedule(const DeckPlan& plan, Checks checks = Checks::all);
+Schedule make_schedule(const RunPlan& plan, Checks checks = Checks::all);
 
 }  // namespace kpipe::schedule

@@ -1,10 +1,9 @@
-#include "kpipe/schedule/from_deck.hpp"
+#include "kpipe/schedule/run_plan.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "kpipe/config/shape.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/lower.hpp"
@@ -15,11 +14,10 @@ namespace kpipe::schedule {
 namespace {
 
 // The boundary tensor of one microbatch, taken as wide as the widest layer.
-std::int64_t bytes_per_transfer(const config::Deck& deck) {
-  const auto& hidden = deck.integers("model.hidden");
-  const std::int64_t width =
-      hidden.empty() ? deck.integer("model.input_dim") : *std::max_element(hidden.begin(), hidden.end());
-  return deck.integer("train.microbatch_size") * width * static_cast<std::int64_t>(sizeof(float));
+std::int64_t bytes_per_transfer(const config::RunConfig& config) {
+  const auto& hidden = config.model.hidden;
+  const std::int64_t width = hidden.empty() ? config.model.input_dim : *std::max_element(hidden.begin(), hidden.end());
+  return config.train.microbatch_size * width * static_cast<std::int64_t>(sizeof(float));
 }
 
 void check_matches(const ScheduleFile& file, const ScheduleSpec& spec) {
@@ -36,25 +34,25 @@ void check_matches(const ScheduleFile& file, const ScheduleSpec& spec) {
 
 }  // namespace
 
-DeckPlan plan_from_deck(const config::Deck& deck) {
-  const config::PipelineShape shape = config::pipeline_shape(deck);
-  DeckPlan plan;
+RunPlan run_plan(const config::RunConfig& config) {
+  const config::PipelineConfig& shape = config.pipeline;
+  RunPlan plan;
   plan.spec = {shape.schedule, shape.stages, shape.virtual_stages, shape.microbatches};
   plan.data_parallel = shape.data_parallel;
-  plan.schedule_file = deck.string("pipeline.schedule_file");
-  plan.validate = deck.boolean("pipeline.validate_schedule");
+  plan.schedule_file = shape.schedule_file;
+  plan.validate = shape.validate_schedule;
   const double per_chunk = 1.0 / shape.virtual_stages;
-  plan.costs.forward = deck.real("sim.cost_forward") * per_chunk;
-  plan.costs.backward_input = deck.real("sim.cost_backward_input") * per_chunk;
-  plan.costs.backward_weight = deck.real("sim.cost_backward_weight") * per_chunk;
-  plan.costs.comm_latency = deck.real("sim.comm_latency");
-  plan.costs.comm_bandwidth = deck.real("sim.comm_bandwidth");
-  plan.costs.bytes_per_transfer = bytes_per_transfer(deck);
-  plan.costs.max_in_flight = static_cast<int>(deck.integer("sim.max_in_flight"));
+  plan.costs.forward = config.sim.cost_forward * per_chunk;
+  plan.costs.backward_input = config.sim.cost_backward_input * per_chunk;
+  plan.costs.backward_weight = config.sim.cost_backward_weight * per_chunk;
+  plan.costs.comm_latency = config.sim.comm_latency;
+  plan.costs.comm_bandwidth = config.sim.comm_bandwidth;
+  plan.costs.bytes_per_transfer = bytes_per_transfer(config);
+  plan.costs.max_in_flight = config.sim.max_in_flight;
   return plan;
 }
 
-Schedule make_schedule(const DeckPlan& plan, Checks checks) {
+Schedule make_schedule(const RunPlan& plan, Checks checks) {
   if (plan.schedule_file.empty()) {
     Schedule schedule = generate_lowered(plan.spec);
     validate(schedule, checks);

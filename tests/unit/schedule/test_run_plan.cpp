@@ -1,6 +1,6 @@
 #include "catch.hpp"
-#include "kpipe/config/deck.hpp"
-#include "kpipe/schedule/from_deck.hpp"
+#include "kpipe/config/from_deck.hpp"
+#include "kpipe/schedule/run_plan.hpp"
 #include "schedule_test_support.hpp"
 
 using namespace kpipe;
@@ -9,14 +9,14 @@ using namespace kpipe::schedule::testing;
 
 namespace {
 
-DeckPlan plan_of(const std::string& text) { return plan_from_deck(config::parse_deck(text, "deck.toml")); }
+RunPlan plan_of(const std::string& text) { return run_plan(config::run_config(config::parse_deck(text, "deck.toml"))); }
 
 const std::string data = KPIPE_SCHEDULE_DATA_DIR;
 
 }  // namespace
 
 TEST_CASE("a deck gives the schedule spec and per-chunk costs", "[schedule][deck]") {
-  const DeckPlan plan = plan_of(
+  const RunPlan plan = plan_of(
       "model.hidden = [32, 96, 64, 64, 64, 64, 64, 64]\ntrain.global_batch = 64\ntrain.microbatch_size = 8\n"
       "pipeline.stages = 4\npipeline.schedule = \"interleaved\"\npipeline.virtual_stages = 2\n"
       "sim.cost_forward = 2.0\nsim.cost_backward_input = 4.0\nsim.cost_backward_weight = 3.0\n"
@@ -36,7 +36,7 @@ TEST_CASE("a deck gives the schedule spec and per-chunk costs", "[schedule][deck
 }
 
 TEST_CASE("without hidden layers the transfer is as wide as the input", "[schedule][deck]") {
-  const DeckPlan plan = plan_of("model.hidden = []\nmodel.input_dim = 10\npipeline.stages = 1\n");
+  const RunPlan plan = plan_of("model.hidden = []\nmodel.input_dim = 10\npipeline.stages = 1\n");
   CHECK(plan.costs.bytes_per_transfer == 16 * 10 * 4);
 }
 

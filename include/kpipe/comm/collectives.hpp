@@ -1,0 +1,36 @@
+#pragma once
+// The small collectives the runtime and the command line need, over a
+// communicator of the process grid. They keep MPI inside comm: everything
+// above it speaks in std::vector and doubles (DESIGN.md §2).
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace kpipe::comm {
+
+// A communicator of the process grid (world, pipeline or data-parallel group).
+using Communicator = MPI_Comm;
+
+Communicator world();
+int rank_of(Communicator comm);
+int size_of(Communicator comm);
+void barrier(Communicator comm);
+// Seconds on a clock every rank reads alike (MPI_Wtime).
+double wall_time();
+
+double sum(Communicator comm, double value);
+double max(Communicator comm, double value);
+std::vector<std::int64_t> sum(Communicator comm, const std::vector<std::int64_t>& values);
+
+// Every rank's `mine`, rank after rank; every rank must give the same count.
+std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine);
+std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine);
+// The same with a count of its own per rank; `counts` (optional) gets them.
+std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
+                                       std::vector<int>* counts = nullptr);
+// Every rank's `mine` on rank 0, rank after rank (equal counts); empty elsewhere.
+std::vector<double> gather_to_root(Communicator comm, const std::vector<double>& mine);
+
+}  // namespace kpipe::comm

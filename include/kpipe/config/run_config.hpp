@@ -1,0 +1,107 @@
+#pragma once
+// The typed run configuration (DESIGN.md §2): built once from a deck by
+// config::run_config() and validated once there, every cross-key rule
+// included. Model, schedule and runtime take these plain structs and never see
+// a Deck, so they can be built and tested without one. Every choice is an
+// enum converted in one place; the schedule stays a name, because the schedule
+// registry, not this header, knows which schedules exist.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kpipe::config {
+
+enum class ModelKind { mlp, residual_mlp };
+enum class ActivationKind { gelu, relu, tanh };
+enum class LossKind { cross_entropy, mse };
+enum class OptimizerKind { sgd, adamw };
+enum class Task { classification, regression };
+enum class GemmKind { vendor, portable };
+enum class Recompute { none, full };
+
+// model.*
+struct ModelConfig {
+  ModelKind kind = ModelKind::mlp;
+  int input_dim = 0;
+  std::vector<int> hidden;
+  int output_dim = 0;
+  ActivationKind activation = ActivationKind::gelu;
+  LossKind loss = LossKind::cross_entropy;
+  std::uint64_t seed = 0;
+};
+
+// train.* keys of the optimizer.
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::adamw;
+  double lr = 1e-3;
+  double momentum = 0.9;      // SGD
+  double weight_decay = 0.0;  // SGD: L2 term; AdamW: decoupled decay
+  double beta1 = 0.9;         // AdamW
+  double beta2 = 0.999;       // AdamW
+  double epsilon = 1e-8;      // AdamW
+  double grad_clip = 0.0;     // global L2 norm limit; 0 disables clipping
+};
+
+// train.* keys of the batch and the run length.
+struct TrainConfig {
+  int global_batch = 1;     // B
+  int microbatch_size = 1;  // b
+  int steps = 0;
+};
+
+// data.*
+struct DataConfig {
+  Task task = Task::classification;
+  std::uint64_t seed = 0;
+};
+
+// pipeline.*, with the derived microbatch count m = B / (b·d).
+struct PipelineConfig {
+  int stages = 1;          // p: pipeline ranks
+  int virtual_stages = 1;  // v: model chunks per rank
+  int data_parallel = 1;   // d
+  int microbatches = 1;    // m
+  std::string schedule = "1f1b";
+  std::vector<int> partition;  // layers per model stage; empty balances by FLOPs
+  Recompute recompute = Recompute::none;
+  std::string schedule_file;  // empty: generate `schedule`
+  bool validate_schedule = true;
+
+  int world_size() const { return stages * data_parallel; }
+  int model_stages() const { return stages * virtual_stages; }
+};
+
+// compute.*
+struct ComputeConfig {
+  GemmKind gemm = GemmKind::vendor;
+};
+
+// sim.*: the simulator's cost model, per pipeline rank's share of the model.
+struct SimConfig {
+  double cost_forward = 1.0;
+  double cost_backward_input = 1.0;
+  double cost_backward_weight = 1.0;
+  double comm_latency = 0.0;
+  double comm_bandwidth = 0.0;  // bytes per time unit; 0: transfers cost only latency
+  int max_in_flight = 0;        // 0: unlimited
+};
+
+// runtime.*
+struct RuntimeConfig {
+  double watchdog_seconds = 120.0;
+};
+
+struct RunConfig {
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  TrainConfig train;
+  DataConfig data;
+  PipelineConfig pipeline;
+  ComputeConfig compute;
+  SimConfig sim;
+  RuntimeConfig runtime;
+  int layers = 1;  // partitionable layers of the model (model_layer_count)
+};
+
+}  // namespace kpipe::config

@@ -1,0 +1,42 @@
+#pragma once
+// The end of a training step before the optimizer: data-parallel gradient
+// sums across replicas, then global-norm clipping with the norm summed in
+// global layer order on every rank, so that all ranks (and the sequential
+// reference) agree on the clip factor bitwise.
+
+#include <memory>
+#include <vector>
+
+#include "kpipe/comm/gradient_reducer.hpp"
+#include "kpipe/comm/process_grid.hpp"
+#include "kpipe/model/stage.hpp"
+#include "kpipe/schedule/schedule.hpp"
+
+namespace kpipe::runtime {
+
+template <class Scalar>
+class GradientSync {
+ public:
+  // `chunks[c]` is the model stage the schedule's placement puts at (this rank, c).
+  GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
+               const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks, double grad_clip,
+               bool stage_through_host);
+
+  // Sums the gradients of every replica of this rank's chunks, in place.
+  void reduce();
+  // Scales every gradient so the whole model's L2 norm is at most grad_clip (> 0 only).
+  void clip();
+
+ private:
+  std::vector<model::Parameter<Scalar>> parameters() const;
+  // The squared norm of every gradient of the whole model, in global layer order.
+  std::vector<double> squared_norms_in_layer_order() const;
+
+  const comm::ProcessGrid& grid_;
+  const schedule::Schedule& schedule_;
+  const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks_;
+  double grad_clip_;
+  comm::GradientReducer<Scalar> reducer_;
+};
+
+}  // namespace kpipe::runtime

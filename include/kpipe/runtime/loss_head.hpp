@@ -1,0 +1,52 @@
+#pragma once
+// What the last model stage does with its output: in training the scaled loss
+// and its gradient (checked for NaN/Inf at once), in inference the loss and
+// the classification accuracy, summed over a step.
+
+#include <cstdint>
+
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/data_feed.hpp"
+#include "kpipe/comm/buffer_pool.hpp"
+
+namespace kpipe::runtime {
+
+// What a forward-only step measured at the last model stage.
+struct Evaluation {
+  double loss = 0.0;         // Σ scaled losses, as in training
+  std::int64_t correct = 0;  // classification: samples whose argmax is the label
+  std::int64_t samples = 0;
+
+  Evaluation& operator+=(const Evaluation& other) {
+    loss += other.loss;
+    correct += other.correct;
+    samples += other.samples;
+    return *this;
+  }
+};
+
+template <class Scalar>
+class LossHead {
+ public:
+  LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed);
+
+  // Returns the scaled loss of Y and writes its gradient to dY.
+  double loss(int step, int mb, const kernels::Matrix<Scalar>& Y, const kernels::Matrix<Scalar>& dY);
+  // Adds Y's loss and accuracy to this step's evaluation.
+  void evaluate(int step, int mb, const kernels::Matrix<Scalar>& Y);
+
+  const Evaluation& evaluation() const { return evaluation_; }
+  void start_step() { evaluation_ = {}; }
+
+ private:
+  model::LossKind kind_;
+  Scalar scale_;  // 1 / B: the same scale as the sequential reference, so results agree bitwise
+  int replica_;
+  int data_parallel_;
+  DataFeed<Scalar>& feed_;
+  Evaluation evaluation_;
+  // Evaluation's loss kernel also writes dY, which nobody reads.
+  comm::BufferPool<kernels::Matrix<Scalar>> scratch_{"kpipe::runtime::evaluation_scratch"};
+};
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,79 @@
+#include "kpipe/comm/collectives.hpp"
+
+#include <numeric>
+
+namespace kpipe::comm {
+
+Communicator world() { return MPI_COMM_WORLD; }
+
+int rank_of(Communicator comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+int size_of(Communicator comm) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+void barrier(Communicator comm) { MPI_Barrier(comm); }
+
+double wall_time() { return MPI_Wtime(); }
+
+double sum(Communicator comm, double value) {
+  double total = 0.0;
+  MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, comm);
+  return total;
+}
+
+double max(Communicator comm, double value) {
+  double largest = 0.0;
+  MPI_Allreduce(&value, &largest, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return largest;
+}
+
+std::vector<std::int64_t> sum(Communicator comm, const std::vector<std::int64_t>& values) {
+  std::vector<std::int64_t> totals(values.size());
+  MPI_Allreduce(values.data(), totals.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, comm);
+  return totals;
+}
+
+namespace {
+
+template <class T>
+std::vector<T> gather_equal(Communicator comm, const std::vector<T>& mine, MPI_Datatype type) {
+  const int count = static_cast<int>(mine.size());
+  std::vector<T> all(static_cast<std::size_t>(count) * size_of(comm));
+  MPI_Allgather(mine.data(), count, type, all.data(), count, type, comm);
+  return all;
+}
+
+}  // namespace
+
+std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) { return gather_equal(comm, mine, MPI_INT); }
+
+std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine) {
+  return gather_equal(comm, mine, MPI_DOUBLE);
+}
+
+std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine, std::vector<int>* counts) {
+  const std::vector<int> sizes = all_gather(comm, std::vector<int>{static_cast<int>(mine.size())});
+  std::vector<int> offsets(sizes.size(), 0);
+  std::partial_sum(sizes.begin(), sizes.end() - 1, offsets.begin() + 1);
+  std::vector<double> all(static_cast<std::size_t>(offsets.back() + sizes.back()));
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), sizes.data(), offsets.data(),
+                 MPI_DOUBLE, comm);
+  if (counts) *counts = sizes;
+  return all;
+}
+
+std::vector<double> gather_to_root(Communicator comm, const std::vector<double>& mine) {
+  const int count = static_cast<int>(mine.size());
+  std::vector<double> all(rank_of(comm) == 0 ? static_cast<std::size_t>(count) * size_of(comm) : 0);
+  MPI_Gather(mine.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE, 0, comm);
+  return all;
+}
+
+}  // namespace kpipe::comm

@@ -1,0 +1,216 @@
+#include "kpipe/config/from_deck.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <numeric>
+#include <initializer_list>
+#include <utility>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/strings.hpp"
+
+namespace kpipe::config {
+
+namespace {
+
+// A choice key as its enum. The schema already restricts the text to these
+// names; a name missing here is a schema/table mismatch, reported, never
+// mapped to some default.
+template <class Enum>
+Enum choice(const Deck& deck, const char* key, std::initializer_list<std::pair<const char*, Enum>> names) {
+  const std::string& value = deck.string(key);
+  for (const auto& [name, e] : names) {
+    if (value == name) return e;
+  }
+  std::vector<std::string> known;
+  for (const auto& entry : names) known.emplace_back(entry.first);
+  throw input_error(fmt::format("{}: unknown value; choose {}", deck.describe(key), join_choices(known)));
+}
+
+// The divisor of n closest to b (ties go to the smaller one).
+std::int64_t nearest_divisor(std::int64_t n, std::int64_t b) {
+  std::int64_t best = 1;
+  for (std::int64_t k = 1; k * k <= n; ++k) {
+    if (n % k != 0) continue;
+    for (const std::int64_t candidate : {k, n / k}) {
+      const auto better = std::llabs(candidate - b) < std::llabs(best - b) ||
+                          (std::llabs(candidate - b) == std::llabs(best - b) && candidate < best);
+      if (better) best = candidate;
+    }
+  }
+  return best;
+}
+
+int microbatch_count(const Deck& deck) {
+  const std::int64_t B = deck.integer("train.global_batch");
+  const std::int64_t b = deck.integer("train.microbatch_size");
+  const std::int64_t d = deck.integer("pipeline.data_parallel");
+  if (B % d != 0) {
+    throw input_error(fmt::format("train.global_batch = {} is not divisible by pipeline.data_parallel = {}; "
+                                  "set train.global_batch to a multiple of {} (e.g. {})",
+                                  B, d, d, (B / d + 1) * d));
+  }
+  if (B % (b * d) != 0) {
+    throw input_error(fmt::format("m = B / (b * d) = {} / ({} * {}) is not an integer; the nearest valid "
+                                  "train.microbatch_size is {}",
+                                  B, b, d, nearest_divisor(B / d, b)));
+  }
+  return static_cast<int>(B / (b * d));
+}
+
+int model_layer_count(const Deck& deck) {
+  const auto& hidden = deck.integers("model.hidden");
+  const int blocks = static_cast<int>(hidden.size());
+  if (deck.string("model.kind") == "mlp") return blocks + 1;
+  if (hidden.empty()) {
+    throw input_error(fmt::format("{}: a residual_mlp needs at least one hidden width", deck.describe("model.hidden")));
+  }
+  for (const auto width : hidden) {
+    if (width != hidden.front()) {
+      throw input_error(fmt::format("{}: residual_mlp blocks add their input to their output, so every hidden width "
+                                    "must be the same (e.g. [{}, {}])",
+                                    deck.describe("model.hidden"), hidden.front(), hidden.front()));
+    }
+  }
+  return blocks + 2;
+}
+
+std::vector<int> ints(const IntegerList& list) { return {list.begin(), list.end()}; }
+
+ModelConfig model_config(const Deck& deck) {
+  ModelConfig model;
+  model.kind = choice<ModelKind>(deck, "model.kind", {{"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp}});
+  model.input_dim = static_cast<int>(deck.integer("model.input_dim"));
+  model.hidden = ints(deck.integers("model.hidden"));
+  model.output_dim = static_cast<int>(deck.integer("model.output_dim"));
+  model.activation =
+      choice<ActivationKind>(deck, "model.activation",
+             {{"gelu", ActivationKind::gelu}, {"relu", ActivationKind::relu}, {"tanh", ActivationKind::tanh}});
+  model.loss = choice<LossKind>(deck, "model.loss", {{"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse}});
+  model.seed = static_cast<std::uint64_t>(deck.integer("model.seed"));
+  return model;
+}
+
+OptimizerConfig optimizer_config(const Deck& deck) {
+  OptimizerConfig optimizer;
+  optimizer.kind = choice<OptimizerKind>(deck, "train.optimizer", {{"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKind::adamw}});
+  optimizer.lr = deck.real("train.lr");
+  optimizer.momentum = deck.real("train.momentum");
+  optimizer.weight_decay = deck.real("train.weight_decay");
+  optimizer.beta1 = deck.real("train.beta1");
+  optimizer.beta2 = deck.real("train.beta2");
+  optimizer.epsilon = deck.real("train.epsilon");
+  optimizer.grad_clip = deck.real("train.grad_clip");
+  return optimizer;
+}
+
+PipelineConfig pipeline_config(const Deck& deck) {
+  PipelineConfig pipeline;
+  pipeline.stages = static_cast<int>(deck.integer("pipeline.stages"));
+  pipeline.virtual_stages = static_cast<int>(deck.integer("pipeline.virtual_stages"));
+  pipeline.data_parallel = static_cast<int>(deck.integer("pipeline.data_parallel"));
+  pipeline.microbatches = microbatch_count(deck);
+  pipeline.schedule = deck.string("pipeline.schedule");
+  pipeline.partition = ints(deck.integers("pipeline.partition"));
+  pipeline.recompute = choice<Recompute>(deck, "pipeline.recompute", {{"none", Recompute::none}, {"full", Recompute::full}});
+  pipeline.schedule_file = deck.string("pipeline.schedule_file");
+  pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
+  return pipeline;
+}
+
+SimConfig sim_config(const Deck& deck) {
+  SimConfig sim;
+  sim.cost_forward = deck.real("sim.cost_forward");
+  sim.cost_backward_input = deck.real("sim.cost_backward_input");
+  sim.cost_backward_weight = deck.real("sim.cost_backward_weight");
+  sim.comm_latency = deck.real("sim.comm_latency");
+  sim.comm_bandwidth = deck.real("sim.comm_bandwidth");
+  sim.max_in_flight = static_cast<int>(deck.integer("sim.max_in_flight"));
+  return sim;
+}
+
+void check_schedule(const Deck& deck, const RunConfig& config) {
+  const PipelineConfig& shape = config.pipeline;
+  const bool interleaved = shape.schedule == "interleaved";
+  if (shape.virtual_stages > 1 && !interleaved) {
+    throw input_error(fmt::format("{} needs pipeline.schedule = \"interleaved\", but the schedule is \"{}\"; "
+                                  "set pipeline.virtual_stages = 1 or use the interleaved schedule",
+                                  deck.describe("pipeline.virtual_stages"), shape.schedule));
+  }
+  if (interleaved && shape.virtual_stages < 2) {
+    throw input_error(fmt::format("the interleaved schedule needs pipeline.virtual_stages >= 2 model chunks per rank, "
+                                  "but {}",
+                                  deck.describe("pipeline.virtual_stages")));
+  }
+  if (interleaved && shape.microbatches < shape.stages) {
+    throw input_error(fmt::format("the interleaved schedule needs m >= p, but m = {} microbatches < p = {} stages; "
+                                  "raise train.global_batch to at least {} or lower train.microbatch_size",
+                                  shape.microbatches, shape.stages,
+                                  shape.stages * config.train.microbatch_size * shape.data_parallel));
+  }
+}
+
+void check_partition(const Deck& deck, const RunConfig& config) {
+  const std::vector<int>& partition = config.pipeline.partition;
+  if (partition.empty()) return;
+  const int stages = config.pipeline.model_stages();
+  if (static_cast<int>(partition.size()) != stages) {
+    throw input_error(fmt::format("{} has {} entries, but p * v = {} * {} = {} model stages need one entry each",
+                                  deck.describe("pipeline.partition"), partition.size(), config.pipeline.stages,
+                                  config.pipeline.virtual_stages, stages));
+  }
+  const auto total = std::accumulate(partition.begin(), partition.end(), std::int64_t{0});
+  if (total != config.layers) {
+    throw input_error(fmt::format("{} sums to {} layers, but the model has {}; the entries must add up to {}",
+                                  deck.describe("pipeline.partition"), total, config.layers, config.layers));
+  }
+}
+
+// Every rule that involves more than one key.
+void check_cross_keys(const Deck& deck, const RunConfig& config) {
+  check_schedule(deck, config);
+  const PipelineConfig& shape = config.pipeline;
+  if (shape.model_stages() > config.layers) {
+    throw input_error(fmt::format("p * v = {} * {} = {} model stages, but the model has only {} layers; use at most {} "
+                                  "stages or add widths to model.hidden",
+                                  shape.stages, shape.virtual_stages, shape.model_stages(), config.layers,
+                                  config.layers / shape.virtual_stages));
+  }
+  if ((config.data.task == Task::classification) != (config.model.loss == LossKind::cross_entropy)) {
+    throw input_error(fmt::format("{} does not fit {}; classification uses \"cross_entropy\", regression \"mse\"",
+                                  deck.describe("model.loss"), deck.describe("data.task")));
+  }
+  check_partition(deck, config);
+}
+
+}  // namespace
+
+RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
+  RunConfig config;
+  config.train.global_batch = static_cast<int>(deck.integer("train.global_batch"));
+  config.train.microbatch_size = static_cast<int>(deck.integer("train.microbatch_size"));
+  config.train.steps = static_cast<int>(deck.integer("train.steps"));
+  config.layers = model_layer_count(deck);
+  config.pipeline = pipeline_config(deck);
+  config.model = model_config(deck);
+  config.optimizer = optimizer_config(deck);
+  config.data.task =
+      choice<Task>(deck, "data.task", {{"classification", Task::classification}, {"regression", Task::regression}});
+  config.data.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));
+  config.compute.gemm = choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
+  config.sim = sim_config(deck);
+  config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
+  check_cross_keys(deck, config);
+
+  const PipelineConfig& shape = config.pipeline;
+  if (warnings && shape.schedule == "gpipe" && shape.microbatches < 4 * shape.stages) {
+    warnings->push_back(fmt::format("GPipe with m = {} < 4p = {} microbatches leaves a large bubble ({:.0f}% of the "
+                                    "step idle); use more microbatches or 1f1b",
+                                    shape.microbatches, 4 * shape.stages,
+                                    100.0 * (shape.stages - 1) / (shape.microbatches + shape.stages - 1)));
+  }
+  return config;
+}
+
+}  // namespace kpipe::config

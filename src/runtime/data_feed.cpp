@@ -1,0 +1,31 @@
+#include "kpipe/runtime/data_feed.hpp"
+
+namespace kpipe::runtime {
+
+template <class Scalar>
+DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica)
+    : replica_offset_(static_cast<std::int64_t>(replica) * (spec.global_batch / spec.data_parallel)),
+      microbatch_size_(spec.microbatch_size),
+      data_(spec.data),
+      targets_(model::make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {}
+
+template <class Scalar>
+std::int64_t DataFeed<Scalar>::first_sample(int mb) const {
+  return replica_offset_ + static_cast<std::int64_t>(mb) * microbatch_size_;
+}
+
+template <class Scalar>
+void DataFeed<Scalar>::inputs(int step, int mb, const kernels::Matrix<Scalar>& X) const {
+  data_.fill_inputs(step, first_sample(mb), X);
+}
+
+template <class Scalar>
+const model::Targets<Scalar>& DataFeed<Scalar>::targets(int step, int mb) {
+  data_.fill_targets(step, first_sample(mb), targets_);
+  return targets_;
+}
+
+template class DataFeed<float>;
+template class DataFeed<double>;
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,80 @@
+#include "kpipe/runtime/gradient_sync.hpp"
+
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/model/optimizer.hpp"
+
+namespace kpipe::runtime {
+
+namespace {
+
+// Receive/send buffers of all data-parallel gradients fit in buckets of this size.
+constexpr std::size_t gradient_bucket_bytes = 16u << 20;
+
+}  // namespace
+
+template <class Scalar>
+GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
+                                   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks,
+                                   double grad_clip, bool stage_through_host)
+    : grid_(grid),
+      schedule_(schedule),
+      chunks_(chunks),
+      grad_clip_(grad_clip),
+      reducer_(grid.data(), gradient_bucket_bytes, stage_through_host) {}
+
+template <class Scalar>
+std::vector<model::Parameter<Scalar>> GradientSync<Scalar>::parameters() const {
+  std::vector<model::Parameter<Scalar>> all;
+  for (const auto& chunk : chunks_) {
+    const auto own = chunk->parameters();
+    all.insert(all.end(), own.begin(), own.end());
+  }
+  return all;
+}
+
+template <class Scalar>
+void GradientSync<Scalar>::reduce() {
+  if (grid_.replicas() == 1) return;
+  std::vector<typename comm::GradientReducer<Scalar>::Flat> grads;
+  for (const auto& p : parameters()) grads.push_back(comm::flat<Scalar>(p.grad));
+  reducer_.sum(grads);
+}
+
+template <class Scalar>
+void GradientSync<Scalar>::clip() {
+  if (grad_clip_ <= 0) return;
+  model::clip_gradients(parameters(), model::global_norm(squared_norms_in_layer_order()), grad_clip_);
+}
+
+template <class Scalar>
+std::vector<double> GradientSync<Scalar>::squared_norms_in_layer_order() const {
+  const int v = schedule_.v;
+  std::vector<int> counts;  // per chunk: how many norms
+  std::vector<double> norms;
+  for (const auto& chunk : chunks_) {
+    const auto own = model::gradient_squared_norms(chunk->parameters());
+    counts.push_back(static_cast<int>(own.size()));
+    norms.insert(norms.end(), own.begin(), own.end());
+  }
+  const std::vector<int> all_counts = comm::all_gather(grid_.pipeline(), counts);  // [rank · v + chunk]
+  std::vector<int> rank_counts;
+  const std::vector<double> by_rank = comm::all_gather_varying(grid_.pipeline(), norms, &rank_counts);
+  std::vector<std::size_t> rank_offsets(rank_counts.size(), 0);
+  for (std::size_t r = 1; r < rank_counts.size(); ++r) rank_offsets[r] = rank_offsets[r - 1] + rank_counts[r - 1];
+  // Reorder the rank-major (rank, chunk) segments into model-stage order.
+  std::vector<double> ordered;
+  ordered.reserve(by_rank.size());
+  for (int s = 0; s < schedule_.p * v; ++s) {
+    const schedule::StagePlace place = schedule_.placement.place(s);
+    std::size_t offset = rank_offsets[place.rank];
+    for (int c = 0; c < place.chunk; ++c) offset += all_counts[place.rank * v + c];
+    const auto first = by_rank.begin() + static_cast<std::ptrdiff_t>(offset);
+    ordered.insert(ordered.end(), first, first + all_counts[place.rank * v + place.chunk]);
+  }
+  return ordered;
+}
+
+template class GradientSync<float>;
+template class GradientSync<double>;
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,36 @@
+#include "kpipe/runtime/loss_head.hpp"
+
+#include "kpipe/kernels/accuracy.hpp"
+
+namespace kpipe::runtime {
+
+template <class Scalar>
+LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed)
+    : kind_(spec.model.loss),
+      scale_(static_cast<Scalar>(1.0 / spec.global_batch)),
+      replica_(replica),
+      data_parallel_(spec.data_parallel),
+      feed_(feed) {}
+
+template <class Scalar>
+double LossHead<Scalar>::loss(int step, int mb, const kernels::Matrix<Scalar>& Y, const kernels::Matrix<Scalar>& dY) {
+  const double value = model::loss_and_gradient(kind_, Y, feed_.targets(step, mb), scale_, dY);
+  model::require_finite_loss(value, step, mb, replica_, data_parallel_);
+  return value;
+}
+
+template <class Scalar>
+void LossHead<Scalar>::evaluate(int step, int mb, const kernels::Matrix<Scalar>& Y) {
+  const auto& targets = feed_.targets(step, mb);
+  const kernels::Matrix<Scalar> dY = scratch_.take(Y.extent_int(0), Y.extent_int(1));
+  evaluation_.loss += model::loss_and_gradient(kind_, Y, targets, scale_, dY);
+  if (kind_ == model::LossKind::cross_entropy) {
+    evaluation_.correct += kernels::count_correct<Scalar>(kernels::ExecutionSpace(), Y, targets.labels);
+  }
+  evaluation_.samples += Y.extent(0);
+}
+
+template class LossHead<float>;
+template class LossHead<double>;
+
+}  // namespace kpipe::runtime
