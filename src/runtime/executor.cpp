@@ -102,7 +102,7 @@ StepResult Executor<Scalar>::run_step(int step) {
 
 template <class Scalar>
 void Executor<Scalar>::execute(const Action& action, std::size_t index, int step, Slots& slots, StepResult& result) {
-  const std::size_t key = static_cast<std::size_t>(action.microbatch) * schedule_.v + action.chunk;
+  const std::size_t key = slot_key(action.microbatch, action.chunk);
   const int mb = action.microbatch;
   const auto waiting_for = [&](const char* what) {
     return fmt::format("at action {} ({}) for the {} of microbatch {} chunk {} from rank {}", index,
@@ -126,6 +126,8 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       }
       if (is_last_stage(action.chunk) && !training_) {
         io_.outputs(step, mb, Y);
+      } else if (const int next = local_neighbour(action.chunk, +1); next >= 0) {
+        slots.input[slot_key(mb, next)] = Y;  // the next stage is ours too (ZB-V's turn): no message
       } else {
         slots.output[key] = Y;
       }
@@ -162,7 +164,10 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       if (!is_first_stage(action.chunk)) dX = activations_.take(microbatch_size_, stage.input_dim());
       if (action.kind == ActionKind::backward) stage.backward(mb, dY, dX);
       else stage.backward_input(mb, dY, dX);
-      if (dX.data() != nullptr) slots.grad_input[key] = dX;
+      if (dX.data() != nullptr) {
+        const int previous = local_neighbour(action.chunk, -1);
+        (previous >= 0 ? slots.grad_output[slot_key(mb, previous)] : slots.grad_input[key]) = dX;
+      }
       break;
     }
     case ActionKind::backward_weight:

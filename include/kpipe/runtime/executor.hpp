@@ -46,7 +46,7 @@ struct StepResult {
 template <class Scalar>
 class Executor {
  public:
-  // `chunks[c]` is model stage c·p + rank. The transport must run over the
+  // `chunks[c]` is model stage schedule.placement.stage(rank, c). The transport must run over the
   // pipeline communicator of `grid`.
   Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
            std::vector<model::Stage<Scalar>*> chunks, int microbatch_size, comm::Transport<Scalar>& transport,
@@ -66,7 +66,18 @@ class Executor {
   // Keeps receive_window() receives posted, in list order.
   void post_receives_ahead();
   comm::Message message_of(const schedule::Action& action) const;
-  int stage_of(int chunk) const { return schedule::model_stage(rank_, chunk, schedule_.p); }
+  int stage_of(int chunk) const { return schedule_.placement.stage(rank_, chunk); }
+  std::size_t slot_key(int microbatch, int chunk) const {
+    return static_cast<std::size_t>(microbatch) * schedule_.v + chunk;
+  }
+  // The chunk of this rank that holds model stage stage_of(chunk) + step
+  // (step = ±1), or -1 when that stage is on another rank or does not exist.
+  int local_neighbour(int chunk, int step) const {
+    const int stage = stage_of(chunk) + step;
+    if (stage < 0 || stage >= schedule_.p * schedule_.v) return -1;
+    const schedule::StagePlace place = schedule_.placement.place(stage);
+    return place.rank == rank_ ? place.chunk : -1;
+  }
   bool is_first_stage(int chunk) const { return stage_of(chunk) == 0; }
   bool is_last_stage(int chunk) const { return stage_of(chunk) == schedule_.p * schedule_.v - 1; }
 

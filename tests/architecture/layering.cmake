@@ -1,0 +1,45 @@
+# The module rules of DESIGN.md §2 that a compiler cannot see:
+#  * model, schedule, kernels and runtime take typed config structs: none of
+#    their headers or sources includes the deck header or names config::Deck;
+#  * MPI lives in comm: no MPI_ identifier or <mpi.h> outside src/comm and
+#    include/kpipe/comm.
+# Usage: cmake -DROOT=<tree with src/ and include/> -P layering.cmake
+# Fails (non-zero exit) listing every offending file:line.
+if(NOT ROOT)
+  message(FATAL_ERROR "layering.cmake needs -DROOT=<source tree>")
+endif()
+
+set(violations "")
+set(count 0)
+
+# Source lines may hold ';', which CMake lists would split: one string, one line per hit.
+function(scan files regex rule)
+  foreach(file IN LISTS files)
+    file(STRINGS "${file}" lines REGEX "${regex}")
+    list(LENGTH lines hits)
+    if(hits GREATER 0)
+      file(RELATIVE_PATH relative "${ROOT}" "${file}")
+      math(EXPR count "${count} + ${hits}")
+      string(APPEND violations "\n  ${relative}: ${rule} (${hits} line(s))")
+    endif()
+  endforeach()
+  set(violations "${violations}" PARENT_SCOPE)
+  set(count "${count}" PARENT_SCOPE)
+endfunction()
+
+set(typed_modules model schedule kernels runtime)
+foreach(module IN LISTS typed_modules)
+  file(GLOB_RECURSE files "${ROOT}/src/${module}/*.hpp" "${ROOT}/src/${module}/*.cpp"
+       "${ROOT}/include/kpipe/${module}/*.hpp")
+  scan("${files}" "kpipe/config/deck\\.hpp|config::Deck" "${module} must take typed config structs, not the deck")
+endforeach()
+
+file(GLOB_RECURSE sources "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/src/*.in" "${ROOT}/include/*.hpp"
+     "${ROOT}/include/*.in")
+list(FILTER sources EXCLUDE REGEX "^${ROOT}/(src/comm|include/kpipe/comm)/")
+scan("${sources}" "MPI_[A-Za-z]|<mpi\\.h>" "MPI belongs in comm")
+
+if(count GREATER 0)
+  message(FATAL_ERROR "${count} layering violation(s):${violations}")
+endif()
+message(STATUS "layering: model, schedule, kernels and runtime never see the deck; MPI stays in comm")

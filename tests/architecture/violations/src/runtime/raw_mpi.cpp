@@ -1,0 +1,3 @@
+// Planted violations for tests/architecture: MPI outside comm.
+#include <mpi.h>
+double now() { return MPI_Wtime(); }
