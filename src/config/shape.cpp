@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/schedule/registry.hpp"
 
 namespace kpipe::config {
 
@@ -87,23 +88,10 @@ PipelineShape pipeline_shape(const Deck& deck, std::vector<std::string>* warning
   shape.layers = model_layer_count(deck);
   shape.microbatches = microbatch_count(deck);
 
-  const bool interleaved = shape.schedule == "interleaved";
-  if (shape.virtual_stages > 1 && !interleaved) {
-    throw input_error(fmt::format("{} needs pipeline.schedule = \"interleaved\", but the schedule is \"{}\"; "
-                                  "set pipeline.virtual_stages = 1 or use the interleaved schedule",
-                                  deck.describe("pipeline.virtual_stages"), shape.schedule));
-  }
-  if (interleaved && shape.virtual_stages < 2) {
-    throw input_error(fmt::format("the interleaved schedule needs pipeline.virtual_stages >= 2 model chunks per rank, "
-                                  "but {}",
-                                  deck.describe("pipeline.virtual_stages")));
-  }
-  if (interleaved && shape.microbatches < shape.stages) {
-    throw input_error(fmt::format("the interleaved schedule needs m >= p, but m = {} microbatches < p = {} stages; "
-                                  "raise train.global_batch to at least {} or lower train.microbatch_size",
-                                  shape.microbatches, shape.stages,
-                                  shape.stages * shape.microbatch_size * shape.data_parallel));
-  }
+  // The schedule's own rules (registry.hpp), in deck keys.
+  schedule::ShapeCheck check{shape.stages,          shape.virtual_stages, shape.microbatches,
+                             shape.microbatch_size, shape.data_parallel,  deck.describe("pipeline.virtual_stages")};
+  schedule::check_shape(shape.schedule, check);
   if (shape.model_stages() > shape.layers) {
     throw input_error(fmt::format("p * v = {} * {} = {} model stages, but the model has only {} layers; use at most {} "
                                   "stages or add widths to model.hidden",

@@ -40,7 +40,7 @@ std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::Tra
                                                                 const schedule::Schedule& schedule, int rank) {
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
-    const int stage = schedule::model_stage(rank, chunk, schedule.p);
+    const int stage = schedule.placement.stage(rank, chunk);
     chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), spec.stage));
   }
   return chunks;
@@ -170,7 +170,7 @@ std::vector<double> Pipeline<Scalar>::squared_norms_in_layer_order() const {
   // Reorder rank-major (rank, chunk) segments into model-stage order s = c·p + r.
   std::vector<double> ordered;
   for (int s = 0; s < p * v; ++s) {
-    const int r = schedule::stage_rank(s, p), c = schedule::stage_chunk(s, p);
+    const auto [r, c] = schedule_.placement.place(s);
     int offset = rank_offsets[r];
     for (int k = 0; k < c; ++k) offset += all_counts[r * v + k];
     ordered.insert(ordered.end(), by_rank.begin() + offset, by_rank.begin() + offset + all_counts[r * v + c]);

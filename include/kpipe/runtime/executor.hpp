@@ -66,7 +66,7 @@ class Executor {
   // Keeps receive_window() receives posted, in list order.
   void post_receives_ahead();
   comm::Message message_of(const schedule::Action& action) const;
-  int stage_of(int chunk) const { return schedule::model_stage(rank_, chunk, schedule_.p); }
+  int stage_of(int chunk) const { return schedule_.placement.stage(rank_, chunk); }
   bool is_first_stage(int chunk) const { return stage_of(chunk) == 0; }
   bool is_last_stage(int chunk) const { return stage_of(chunk) == schedule_.p * schedule_.v - 1; }
 
