@@ -43,8 +43,8 @@ class Placement {
 
   int p_ = 1;
   int v_ = 1;
-  std::vector<int> stages_{0};                  // per rank·v + chunk
-  std::vector<StagePlace> places_{{0, 0}};      // per model stage
+  std::vector<int> stages_{0};              // per rank·v + chunk
+  std::vector<StagePlace> places_{{0, 0}};  // per model stage
 };
 
 }  // namespace kpipe::schedule
