@@ -9,6 +9,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/strings.hpp"
+#include "kpipe/schedule/registry.hpp"
 
 namespace kpipe::config {
 
@@ -130,25 +131,16 @@ SimConfig sim_config(const Deck& deck) {
   return sim;
 }
 
+// The schedule's own rules on (p, v, m), from the registry, in deck keys.
 void check_schedule(const Deck& deck, const RunConfig& config) {
   const PipelineConfig& shape = config.pipeline;
-  const bool interleaved = shape.schedule == "interleaved";
-  if (shape.virtual_stages > 1 && !interleaved) {
-    throw input_error(fmt::format("{} needs pipeline.schedule = \"interleaved\", but the schedule is \"{}\"; "
-                                  "set pipeline.virtual_stages = 1 or use the interleaved schedule",
-                                  deck.describe("pipeline.virtual_stages"), shape.schedule));
-  }
-  if (interleaved && shape.virtual_stages < 2) {
-    throw input_error(fmt::format("the interleaved schedule needs pipeline.virtual_stages >= 2 model chunks per rank, "
-                                  "but {}",
-                                  deck.describe("pipeline.virtual_stages")));
-  }
-  if (interleaved && shape.microbatches < shape.stages) {
-    throw input_error(fmt::format("the interleaved schedule needs m >= p, but m = {} microbatches < p = {} stages; "
-                                  "raise train.global_batch to at least {} or lower train.microbatch_size",
-                                  shape.microbatches, shape.stages,
-                                  shape.stages * config.train.microbatch_size * shape.data_parallel));
-  }
+  schedule::ShapeCheck check{shape.stages,
+                             shape.virtual_stages,
+                             shape.microbatches,
+                             config.train.microbatch_size,
+                             shape.data_parallel,
+                             deck.describe("pipeline.virtual_stages")};
+  schedule::check_shape(shape.schedule, check);
 }
 
 void check_partition(const Deck& deck, const RunConfig& config) {

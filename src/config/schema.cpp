@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kpipe/core/strings.hpp"
+#include "kpipe/schedule/registry.hpp"
 
 namespace kpipe::config {
 
@@ -64,9 +65,9 @@ std::vector<KeySpec> build_schema() {
       integer("data.seed", 42, 0, int_max, "Seed of the synthetic data"),
       // pipeline
       integer("pipeline.stages", 2, 1, 4096, "Pipeline ranks (p)"),
-      choice("pipeline.schedule", "1f1b", {"gpipe", "1f1b", "interleaved", "zb-h1", "forward"},
-             "Pipeline schedule"),
-      integer("pipeline.virtual_stages", 1, 1, 64, "Model chunks per pipeline rank (v); > 1 needs the interleaved schedule"),
+      choice("pipeline.schedule", "1f1b", schedule::schedule_names(), "Pipeline schedule (docs/schedules.md)"),
+      integer("pipeline.virtual_stages", 1, 1, 64,
+              "Model chunks per pipeline rank (v); > 1 needs the interleaved schedule, zb-v needs 2"),
       integer("pipeline.data_parallel", 1, 1, 65536, "Data-parallel replicas (d); world size is p * d"),
       integers("pipeline.partition", {}, 1,
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),

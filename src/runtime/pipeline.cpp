@@ -4,6 +4,7 @@
 
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
 
 namespace kpipe::runtime {
@@ -12,14 +13,13 @@ namespace {
 
 schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Communicator world) {
   schedule::RunPlan plan = schedule::run_plan(config);
-  if (mode == Mode::train && plan.spec.name == "forward" /*MERGE: registry*/) {
+  if (mode == Mode::train && !schedule::find_schedule(plan.spec.name).trains) {
     throw input_error(fmt::format("pipeline.schedule = \"{}\" runs inference only; use kpipe infer, or train with "
                                   "one of the training schedules",
                                   plan.spec.name));
   }
   if (mode == Mode::infer) {
     plan.spec.name = "forward";
-    plan.spec.v = 1;
     plan.schedule_file.clear();
   }
   if (!plan.schedule_file.empty()) {

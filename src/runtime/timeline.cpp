@@ -62,8 +62,8 @@ schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
   const std::vector<double> all = comm::all_gather(pipeline, mine);
   schedule::CostModel costs;
   for (int s = 0; s < schedule.p * v; ++s) {
-    const double* c = &all[3 * (static_cast<std::size_t>(schedule::stage_rank(s, schedule.p)) * v +
-                                schedule::stage_chunk(s, schedule.p))];
+    const schedule::StagePlace place = schedule.placement.place(s);
+    const double* c = &all[3 * (static_cast<std::size_t>(place.rank) * v + place.chunk)];
     costs.stages.push_back({c[0], c[1], c[2]});
   }
   return costs;

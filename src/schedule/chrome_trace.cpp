@@ -35,7 +35,7 @@ void write_chrome_trace(std::ostream& out, const Schedule& schedule, const Simul
                      ",\n{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{},\"dur\":{},"
                      "\"args\":{{\"microbatch\":{},\"chunk\":{},\"stage\":{}}}}}",
                      describe(a), is_compute(a.kind) ? name(a.kind) : "wait", r, start * microseconds_per_unit,
-                     duration * microseconds_per_unit, a.microbatch, a.chunk, model_stage(r, a.chunk, schedule.p));
+                     duration * microseconds_per_unit, a.microbatch, a.chunk, schedule.placement.stage(r, a.chunk));
       if (buffer.size() > (1 << 20)) {
         out << buffer;
         buffer.clear();

@@ -56,7 +56,7 @@ std::optional<Problem> Execution<Message>::stall_problem() const {
     if (is_send(wait.kind)) {
       return Problem{r, static_cast<std::int64_t>(next_[r]),
                      fmt::format("rank {}, action {} ({}): model stage {} has no {} stage to send to", r, next_[r],
-                                 describe(wait), model_stage(r, wait.chunk, schedule_.p),
+                                 describe(wait), schedule_.placement.stage(r, wait.chunk),
                                  wait.kind == ActionKind::send_act ? "next" : "previous")};
     }
     const StagePlace sender = other_end(schedule_, r, wait);

@@ -20,10 +20,13 @@
 namespace kpipe::schedule::detail {
 
 // The other end of a message action of `rank`: where its model stage's
-// next (activations sent, gradients received) or previous stage lives.
+// next (activations sent, gradients received) or previous stage lives;
+// chunk -1 past the first or the last stage.
 inline StagePlace other_end(const Schedule& s, int rank, const Action& message) {
   const bool towards_next = message.kind == ActionKind::send_act || message.kind == ActionKind::recv_grad;
-  return towards_next ? next_stage(rank, message.chunk, s.p) : previous_stage(rank, message.chunk, s.p);
+  const int other = s.placement.stage(rank, message.chunk) + (towards_next ? 1 : -1);
+  if (other < 0 || other >= s.placement.stage_count()) return {rank, -1};
+  return s.placement.place(other);
 }
 
 // Message is what a send leaves for its receive: the arrival time for the

@@ -1,19 +1,39 @@
 #pragma once
-// The generators behind generate(): each appends one rank's compute actions,
-// in execution order, to `out`. Adding a schedule means adding one of these
-// and one line in generate.cpp's table.
+// What the schedule files share: their ScheduleInfo entry points (listed in
+// registry.cpp) and the building blocks of their generators and checks.
 
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
-#include "kpipe/schedule/schedule.hpp"
+#include "kpipe/schedule/registry.hpp"
 
 namespace kpipe::schedule::detail {
 
-void gpipe(const ScheduleSpec& spec, int rank, std::vector<Action>& out);
-void one_f_one_b(const ScheduleSpec& spec, int rank, std::vector<Action>& out);
-void interleaved(const ScheduleSpec& spec, int rank, std::vector<Action>& out);
-void zb_h1(const ScheduleSpec& spec, int rank, std::vector<Action>& out);
-void forward_only(const ScheduleSpec& spec, int rank, std::vector<Action>& out);
+const ScheduleInfo& gpipe_info();
+const ScheduleInfo& one_f_one_b_info();
+const ScheduleInfo& interleaved_info();
+const ScheduleInfo& zb_h1_info();
+const ScheduleInfo& zb_h2_info();
+const ScheduleInfo& zb_v_info();
+const ScheduleInfo& forward_only_info();
+
+// A generator that computes each rank on its own from the spec.
+template <void (*rank_actions)(const ScheduleSpec&, int, std::vector<Action>&)>
+RankGenerator per_rank(const ScheduleSpec& spec) {
+  return [spec](int rank, std::vector<Action>& out) { rank_actions(spec, rank, out); };
+}
+
+inline Placement looped_placement(int p, int v) { return Placement::looped(p, v); }
+
+// The check of schedules with one model chunk per rank.
+std::optional<std::string> one_chunk_per_rank(const ShapeCheck& shape, std::string_view schedule);
+// The advice when m < p: the smallest B that gives m = p.
+std::string too_few_microbatches(std::string_view schedule, const ShapeCheck& shape);
+
+// A bubble given as idle/useful, with the matching idle/total.
+TheoreticalBubble bubble_from_ratio(double idle_over_useful, std::string formula);
 
 // Megatron's one-forward-one-backward order over `count` (virtual)
 // microbatches: `warmup` forwards, then one forward and one backward in turn,
@@ -28,5 +48,17 @@ void append_one_f_one_b(std::vector<Action>& out, int count, int warmup, Forward
   }
   for (int k = count - warmup; k < count; ++k) out.push_back(backward_at(k));
 }
+
+// The split-backward planner behind zb-h2 and zb-v: plans every rank at
+// once, with F = B = W = 1 and free messages, by list scheduling. A rank
+// that is free runs, in this order of preference, the B it can start (the
+// oldest microbatch; the gradient chain is the critical path), an F while it
+// holds fewer than stash_limit[rank] stashed (microbatch, chunk) activations,
+// or its oldest pending W; W's fill every gap. Per chunk, F's, B's and W's run
+// in ascending microbatch order. A chunk holding an earlier model stage than
+// another chunk of the same rank leaves one stash slot per later chunk free,
+// so that a microbatch on its way through the rank's later stages never waits
+// for memory (no deadlock).
+RankGenerator zero_bubble_planner(const ScheduleSpec& spec, const Placement& placement, std::vector<int> stash_limit);
 
 }  // namespace kpipe::schedule::detail

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -32,8 +34,6 @@ std::vector<std::pair<int, int>> virtual_order(int m, int v, int g) {
   return order;
 }
 
-}  // namespace
-
 // Interleaved 1F1B (Narayanan et al., Megatron's virtual pipeline). Rank r
 // holds chunks 0..v-1 (model stages r, r+p, ...). Its warm-up is Megatron's
 // 2·(p-r-1) + (v-1)·g forwards: long enough that the first backward of the
@@ -46,6 +46,31 @@ void interleaved(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
   append_one_f_one_b(
       out, count, warmup, [&](int k) { return compute_action(ActionKind::forward, order[k].first, order[k].second); },
       [&](int k) { return compute_action(ActionKind::backward, order[k].first, spec.v - 1 - order[k].second); });
+}
+
+std::optional<std::string> check(const ShapeCheck& shape) {
+  if (shape.v < 2) {
+    return fmt::format("the interleaved schedule needs pipeline.virtual_stages >= 2 model chunks per rank, but {}",
+                       shape.describe_virtual_stages());
+  }
+  if (shape.m < shape.p) return too_few_microbatches("interleaved", shape);
+  return std::nullopt;
+}
+
+// DESIGN.md §1: v chunks per rank cut the fill and drain to 1/v.
+std::optional<TheoreticalBubble> bubble(int p, int v, int m, const StageCosts& /*costs*/) {
+  return bubble_from_ratio((p - 1.0) / (static_cast<double>(v) * m), "(p-1)/(v*m)");
+}
+
+}  // namespace
+
+const ScheduleInfo& interleaved_info() {
+  static const ScheduleInfo info{
+      "interleaved",    "Megatron's virtual pipeline: v >= 2 chunks per rank, rank r holds stages r, r+p, ...",
+      true,             per_rank<interleaved>,
+      check,            looped_placement,
+      bubble};
+  return info;
 }
 
 }  // namespace detail

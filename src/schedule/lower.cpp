@@ -11,73 +11,83 @@ namespace kpipe::schedule {
 
 namespace {
 
-class RankLowering {
+// The lowered list of one rank as the passes build it, with the origin of
+// every action when the caller wants them.
+class RankOutput {
  public:
-  RankLowering(const Schedule& shape, int rank, std::size_t compute, bool training, std::vector<std::int32_t>* origins)
-      : p_(shape.p),
-        v_(shape.v),
-        last_stage_(shape.p * shape.v - 1),
-        rank_(rank),
-        training_(training),
-        origins_(origins) {
+  RankOutput(std::size_t compute, std::vector<std::int32_t>* origins) : origins_(origins) {
     // At most a receive before and a send or LOSS after each action, plus two step actions.
-    out_.reserve(3 * compute + 2);
+    actions_.reserve(3 * compute + 2);
     if (origins_) origins_->reserve(3 * compute + 2);
   }
-
-  std::vector<Action> run(const std::vector<Action>& compute) {
-    for (std::size_t i = 0; i < compute.size(); ++i) lower_action(compute[i], static_cast<std::int32_t>(i));
-    if (training_) {
-      add(step_action(ActionKind::reduce_grads), -1);
-      add(step_action(ActionKind::optimizer_step), -1);
-    }
-    return std::move(out_);
-  }
-
- private:
   void add(const Action& action, std::int32_t origin) {
-    out_.push_back(action);
+    actions_.push_back(action);
     if (origins_) origins_->push_back(origin);
   }
-  // A message with the neighbouring stage at `other`; the tag names the sending chunk.
-  Action message(ActionKind kind, const Action& at, StagePlace other, bool sending) const {
-    const Direction direction =
-        (kind == ActionKind::send_act || kind == ActionKind::recv_act) ? Direction::activation : Direction::gradient;
-    return message_action(kind, at.microbatch, at.chunk, other.rank,
-                          message_tag(at.microbatch, sending ? at.chunk : other.chunk, v_, direction));
-  }
+  std::vector<Action> take() { return std::move(actions_); }
 
-  void lower_action(const Action& a, std::int32_t origin) {
-    const int stage = model_stage(rank_, a.chunk, p_);
-    const StagePlace previous = previous_stage(rank_, a.chunk, p_);
-    const StagePlace next = next_stage(rank_, a.chunk, p_);
-    const bool receive_from_previous = stage > 0 && previous.rank != rank_;
-    const bool send_to_next = stage < last_stage_ && next.rank != rank_;
+ private:
+  std::vector<Action> actions_;
+  std::vector<std::int32_t>* origins_;
+};
+
+struct PassInput {
+  const Schedule& shape;
+  int rank;
+  const std::vector<Action>& compute;
+  bool training;
+};
+
+// A message with the neighbouring stage at `other`; the tag names the sending chunk.
+Action message(const Schedule& shape, ActionKind kind, const Action& at, StagePlace other, bool sending) {
+  const Direction direction =
+      (kind == ActionKind::send_act || kind == ActionKind::recv_act) ? Direction::activation : Direction::gradient;
+  return message_action(kind, at.microbatch, at.chunk, other.rank,
+                        message_tag(at.microbatch, sending ? at.chunk : other.chunk, shape.v, direction));
+}
+
+// Stage boundaries, from the placement: the messages to and from neighbouring
+// stages on other ranks (none where the neighbour is on this rank, as at the
+// turn of ZB-V's V), and LOSS after the last stage's F.
+void boundary_pass(const PassInput& in, RankOutput& out) {
+  const Placement& placement = in.shape.placement;
+  const int last = placement.stage_count() - 1;
+  for (std::size_t i = 0; i < in.compute.size(); ++i) {
+    const Action& a = in.compute[i];
+    const auto origin = static_cast<std::int32_t>(i);
+    const int stage = placement.stage(in.rank, a.chunk);
+    const StagePlace previous = stage > 0 ? placement.place(stage - 1) : StagePlace{in.rank, -1};
+    const StagePlace next = stage < last ? placement.place(stage + 1) : StagePlace{in.rank, -1};
+    const bool previous_elsewhere = previous.rank != in.rank;
+    const bool next_elsewhere = next.rank != in.rank;
     switch (a.kind) {
       case ActionKind::forward:
-        if (receive_from_previous) add(message(ActionKind::recv_act, a, previous, false), origin);
-        add(a, origin);
-        if (stage == last_stage_ && training_) add(compute_action(ActionKind::loss, a.microbatch, a.chunk), origin);
-        if (send_to_next) add(message(ActionKind::send_act, a, next, true), origin);
+        if (previous_elsewhere) out.add(message(in.shape, ActionKind::recv_act, a, previous, false), origin);
+        out.add(a, origin);
+        if (stage == last && in.training) out.add(compute_action(ActionKind::loss, a.microbatch, a.chunk), origin);
+        if (next_elsewhere) out.add(message(in.shape, ActionKind::send_act, a, next, true), origin);
         break;
       case ActionKind::backward_input:
       case ActionKind::backward:
-        if (send_to_next) add(message(ActionKind::recv_grad, a, next, false), origin);
-        add(a, origin);
-        if (receive_from_previous) add(message(ActionKind::send_grad, a, previous, true), origin);
+        if (next_elsewhere) out.add(message(in.shape, ActionKind::recv_grad, a, next, false), origin);
+        out.add(a, origin);
+        if (previous_elsewhere) out.add(message(in.shape, ActionKind::send_grad, a, previous, true), origin);
         break;
-      default: add(a, origin);
+      default: out.add(a, origin);
     }
   }
+}
 
-  int p_;
-  int v_;
-  int last_stage_;
-  int rank_;
-  bool training_;
-  std::vector<std::int32_t>* origins_;
-  std::vector<Action> out_;
-};
+// The end of a training step on every rank: the data-parallel gradient
+// reduction, then the weight update.
+void step_pass(const PassInput& in, RankOutput& out) {
+  if (!in.training) return;
+  out.add(step_action(ActionKind::reduce_grads), -1);
+  out.add(step_action(ActionKind::optimizer_step), -1);
+}
+
+// In order; each appends to what the ones before it wrote.
+constexpr void (*passes[])(const PassInput&, RankOutput&) = {boundary_pass, step_pass};
 
 }  // namespace
 
@@ -85,7 +95,10 @@ namespace detail {
 
 std::vector<Action> lower_rank(const Schedule& shape, int rank, const std::vector<Action>& compute, bool training,
                                std::vector<std::int32_t>* origins) {
-  return RankLowering(shape, rank, compute.size(), training, origins).run(compute);
+  RankOutput out(compute.size(), origins);
+  const PassInput in{shape, rank, compute, training};
+  for (const auto pass : passes) pass(in, out);
+  return out.take();
 }
 
 }  // namespace detail

@@ -86,7 +86,7 @@ class ComputeTimes {
     for (int r = 0; r < schedule.p; ++r) {
       for (int c = 0; c < schedule.v; ++c) {
         for (int k = 0; k < kinds; ++k) {
-          times_[index(r, c, k)] = costs.compute_time(static_cast<ActionKind>(k), model_stage(r, c, schedule.p));
+          times_[index(r, c, k)] = costs.compute_time(static_cast<ActionKind>(k), schedule.placement.stage(r, c));
         }
       }
     }

@@ -14,6 +14,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/lower.hpp"
+#include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/validate.hpp"
 
 namespace kpipe::schedule {
@@ -139,7 +140,7 @@ class Parser {
     s.p = static_cast<int>(field("p", values[1], 1, 4096, "p must be 1 to 4096 pipeline ranks"));
     s.v = static_cast<int>(field("v", values[2], 1, 64, "v must be 1 to 64 chunks per rank"));
     s.m = static_cast<int>(field("m", values[3], 1, 1 << 30, "m must be 1 to 2^30 microbatches"));
-    s.placement = Placement::looped(s.p, s.v);
+    s.placement = placement_of(s.name, s.p, s.v);
     s.ranks.assign(static_cast<std::size_t>(s.p), {});
     file_.lines.assign(static_cast<std::size_t>(s.p), {});
     rank_lines_.assign(static_cast<std::size_t>(s.p), 0);

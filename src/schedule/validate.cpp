@@ -139,10 +139,12 @@ bool RankCheck::check_fields(std::size_t i, const Action& a) {
   if (a.chunk < 0 || a.chunk >= s_.v) {
     return fail_at(i, fmt::format("chunk {} is out of range 0..{} (v = {})", a.chunk, s_.v - 1, s_.v));
   }
-  const int stage = model_stage(rank_, a.chunk, s_.p);
-  if (a.kind == ActionKind::loss && stage != s_.p * s_.v - 1) {
+  const int stage = s_.placement.stage(rank_, a.chunk);
+  const int last = s_.placement.stage_count() - 1;
+  if (a.kind == ActionKind::loss && stage != last) {
+    const StagePlace place = s_.placement.place(last);
     return fail_at(i, fmt::format("only the last model stage ({} = rank {}, chunk {}) computes the loss, not stage {}",
-                                  s_.p * s_.v - 1, s_.p - 1, s_.v - 1, stage));
+                                  last, place.rank, place.chunk, stage));
   }
   return !is_communication(a.kind) || check_message(i, a);
 }
@@ -150,7 +152,7 @@ bool RankCheck::check_fields(std::size_t i, const Action& a) {
 // Peers and tags are what the placement says, so each message has one sender
 // and one receiver, and the executor can match them without searching.
 bool RankCheck::check_message(std::size_t i, const Action& a) {
-  const int stage = model_stage(rank_, a.chunk, s_.p);
+  const int stage = s_.placement.stage(rank_, a.chunk);
   const bool towards_next = a.kind == ActionKind::send_act || a.kind == ActionKind::recv_grad;
   const int other = towards_next ? stage + 1 : stage - 1;
   if (other < 0 || other >= s_.p * s_.v) {
@@ -187,19 +189,25 @@ bool RankCheck::need(std::size_t i, const Need& what) {
 bool RankCheck::check_dependencies(std::size_t i, const Action& a) {
   const int j = a.microbatch;
   const int c = a.chunk;
-  const int stage = model_stage(rank_, c, s_.p);
-  const int last = s_.p * s_.v - 1;
+  const Placement& placement = s_.placement;
+  const int stage = placement.stage(rank_, c);
+  const int last = placement.stage_count() - 1;
+  // A neighbouring stage on this rank hands its data over without a message.
   switch (a.kind) {
-    case ActionKind::forward:
+    case ActionKind::forward: {
       if (stage == 0) return true;
-      if (previous_stage(rank_, c, s_.p).rank == rank_) return need(i, {ActionKind::forward, j, c - 1, false});
+      const StagePlace previous = placement.place(stage - 1);
+      if (previous.rank == rank_) return need(i, {ActionKind::forward, j, previous.chunk, false});
       return need(i, {ActionKind::recv_act, j, c, false});
+    }
     case ActionKind::backward_input:
-    case ActionKind::backward:
+    case ActionKind::backward: {
       if (!need(i, {ActionKind::forward, j, c, false})) return false;
       if (stage == last) return need(i, {ActionKind::loss, j, c, false});
-      if (next_stage(rank_, c, s_.p).rank == rank_) return need(i, {ActionKind::backward, j, c + 1, true});
+      const StagePlace next = placement.place(stage + 1);
+      if (next.rank == rank_) return need(i, {ActionKind::backward, j, next.chunk, true});
       return need(i, {ActionKind::recv_grad, j, c, false});
+    }
     case ActionKind::backward_weight: return need(i, {ActionKind::backward_input, j, c, false});
     case ActionKind::send_act:
     case ActionKind::loss: return need(i, {ActionKind::forward, j, c, false});
@@ -272,6 +280,11 @@ std::optional<Problem> find_problem(const Schedule& schedule, Checks checks) {
     return Problem{-1, -1,
                    fmt::format("p = {}, v = {}, m = {} with {} rank lists; a schedule needs p, v, m >= 1 and p lists",
                                schedule.p, schedule.v, schedule.m, schedule.ranks.size())};
+  }
+  if (schedule.placement.p() != schedule.p || schedule.placement.v() != schedule.v) {
+    return Problem{-1, -1,
+                   fmt::format("the stage placement is for p = {}, v = {}, but the schedule has p = {}, v = {}",
+                               schedule.placement.p(), schedule.placement.v(), schedule.p, schedule.v)};
   }
   RankCheck rank_check(schedule, schedule.training());
   for (int rank = 0; rank < schedule.p; ++rank) {

@@ -4,6 +4,8 @@
 
 namespace kpipe::schedule::detail {
 
+namespace {
+
 // ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism"): 1F1B's order with the
 // backward split into B (input gradient) and W (weight gradient). B is what
 // the previous stage waits for, W is not, so rank r defers its first r W's:
@@ -27,6 +29,25 @@ void zb_h1(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
     }
   }
   while (next_weight < spec.m) out.push_back(compute_action(ActionKind::backward_weight, next_weight++, 0));
+}
+
+std::optional<std::string> check(const ShapeCheck& shape) { return one_chunk_per_rank(shape, "zb-h1"); }
+
+// W's fill the drain, leaving (p-1)(tF + tB - tW) idle per rank (Qi et al.; for m >= p).
+std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCosts& c) {
+  const double f = c.forward, b = c.backward_input, w = c.backward_weight;
+  return bubble_from_ratio((p - 1) * std::max(f + b - w, 0.0) / (m * (f + b + w)), "(p-1)(tF+tB-tW)/(m(tF+tB+tW))");
+}
+
+}  // namespace
+
+const ScheduleInfo& zb_h1_info() {
+  static const ScheduleInfo info{
+      "zb-h1",          "1F1B with split backward, W's deferred into the bubbles (Qi et al. ZB-H1); 1F1B's memory",
+      true,             per_rank<zb_h1>,
+      check,            looped_placement,
+      bubble};
+  return info;
 }
 
 }  // namespace kpipe::schedule::detail

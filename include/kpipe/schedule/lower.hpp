@@ -1,12 +1,13 @@
 #pragma once
 // Lowering: turns a generated (compute-only) schedule into the one the
-// executor runs. From the stage placement it inserts
+// executor runs, in passes over each rank. The boundary pass inserts, from
+// the schedule's stage placement,
 //   RECV_ACT  before an F whose previous model stage is on another rank,
 //   SEND_ACT  after  an F whose next model stage is on another rank,
 //   RECV_GRAD before a B/BW whose next model stage is on another rank,
 //   SEND_GRAD after  a B/BW whose previous model stage is on another rank,
-// and, for training, LOSS after the last model stage's F and REDUCE_GRADS,
-// OPTIMIZER_STEP at the end of every rank. A receive marks where the rank
+// and, for training, LOSS after the last model stage's F; the step pass adds
+// REDUCE_GRADS, OPTIMIZER_STEP at the end of every rank of a training schedule. A receive marks where the rank
 // waits for the message; the executor may post it earlier.
 
 #include <cstdint>

@@ -16,7 +16,9 @@
 // Compute and LOSS lines take mb= and chunk=; communication lines also peer=
 // and tag=; REDUCE_GRADS and OPTIMIZER_STEP take nothing. A file with compute
 // actions only is lowered by kpipe; a file with any other action is taken as
-// the complete, lowered schedule.
+// the complete, lowered schedule. The name picks the stage placement: a
+// registered schedule's (zb-v's V), looped (chunk c of rank r is stage c·p + r)
+// for any other name.
 
 #include <cstdint>
 #include <iosfwd>

@@ -1,0 +1,69 @@
+#pragma once
+// The schedule registry (DESIGN.md §2): every schedule is one source file in
+// src/schedule that describes itself in a ScheduleInfo (name, generator,
+// constraints on (p, v, m), placement, theoretical bubble), listed once in
+// registry.cpp. Generation, lowering, the bubble report and the deck's
+// cross-key rules ask the registry; nothing else compares schedule names.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kpipe/schedule/placement.hpp"
+#include "kpipe/schedule/schedule.hpp"
+#include "kpipe/schedule/simulate.hpp"
+
+namespace kpipe::schedule {
+
+// What a constraint check sees. Users read its message, so it speaks in deck
+// keys: the deck's B, b and d (the advice on train.global_batch needs them)
+// and how the deck wrote pipeline.virtual_stages.
+struct ShapeCheck {
+  int p = 1;
+  int v = 1;
+  int m = 1;
+  int microbatch_size = 1;  // train.microbatch_size (b)
+  int data_parallel = 1;    // pipeline.data_parallel (d); B = m·b·d
+  // e.g. "pipeline.virtual_stages = 2 (run.toml:3)"; empty: "pipeline.virtual_stages = <v>"
+  std::string virtual_stages_source;
+
+  // The ShapeCheck of a spec that did not come from a deck (b = d = 1).
+  static ShapeCheck of(const ScheduleSpec& spec) { return {spec.p, spec.v, spec.m, 1, 1, {}}; }
+  std::string describe_virtual_stages() const;
+};
+
+// Appends one rank's compute actions (F, B, W, BW), in execution order, to `out`.
+using RankGenerator = std::function<void(int rank, std::vector<Action>& out)>;
+
+struct ScheduleInfo {
+  std::string_view name;     // pipeline.schedule
+  std::string_view summary;  // one line, for docs and `kpipe deck --doc`
+  bool trains;               // false: inference only (forward)
+  // Prepares the generator of a spec that passed `check`; generators that plan
+  // all ranks at once do it here, once.
+  RankGenerator (*generator)(const ScheduleSpec& spec);
+  // Why the shape cannot be scheduled, in deck keys, or nullopt.
+  std::optional<std::string> (*check)(const ShapeCheck& shape);
+  Placement (*placement)(int p, int v);
+  // The textbook bubble for these costs of one model stage, or nullopt.
+  std::optional<TheoreticalBubble> (*bubble)(int p, int v, int m, const StageCosts& costs);
+};
+
+// The registered schedule `name`; an input error with a did-you-mean suggestion otherwise.
+const ScheduleInfo& find_schedule(std::string_view name);
+// The registered schedule `name`, or nullptr (hand-written schedule files have their own names).
+const ScheduleInfo* registered_schedule(std::string_view name);
+// Every registered name, in the registry's order.
+const std::vector<std::string>& schedule_names();
+
+// An input error with the schedule's constraint message when `spec` (or, with
+// the deck's numbers, `shape`) cannot be scheduled.
+void check_shape(const ScheduleSpec& spec);
+void check_shape(std::string_view name, const ShapeCheck& shape);
+
+// The placement a schedule named `name` uses: the registered one, looped for unknown names.
+Placement placement_of(std::string_view name, int p, int v);
+
+}  // namespace kpipe::schedule

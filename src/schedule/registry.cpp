@@ -1,0 +1,88 @@
+#include "kpipe/schedule/registry.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "generators.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/strings.hpp"
+
+namespace kpipe::schedule {
+
+namespace {
+
+// The one list of schedules. Explicit calls, not self-registering objects:
+// a static library drops object files nothing refers to.
+const std::array<const ScheduleInfo*, 7>& registry() {
+  static const std::array<const ScheduleInfo*, 7> list = {
+      &detail::gpipe_info(), &detail::one_f_one_b_info(), &detail::interleaved_info(), &detail::zb_h1_info(),
+      &detail::zb_h2_info(), &detail::zb_v_info(),        &detail::forward_only_info(),
+  };
+  return list;
+}
+
+}  // namespace
+
+std::string ShapeCheck::describe_virtual_stages() const {
+  return virtual_stages_source.empty() ? fmt::format("pipeline.virtual_stages = {}", v) : virtual_stages_source;
+}
+
+const ScheduleInfo* registered_schedule(std::string_view name) {
+  for (const ScheduleInfo* info : registry()) {
+    if (info->name == name) return info;
+  }
+  return nullptr;
+}
+
+const ScheduleInfo& find_schedule(std::string_view name) {
+  if (const ScheduleInfo* info = registered_schedule(name)) return *info;
+  const std::string suggestion = nearest_match(name, schedule_names());
+  throw input_error(fmt::format("unknown schedule '{}'{}; choose {}", name,
+                                suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                                join_choices(schedule_names())));
+}
+
+const std::vector<std::string>& schedule_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (const ScheduleInfo* info : registry()) list.emplace_back(info->name);
+    return list;
+  }();
+  return names;
+}
+
+void check_shape(std::string_view name, const ShapeCheck& shape) {
+  if (auto problem = find_schedule(name).check(shape)) throw input_error(*problem);
+}
+
+void check_shape(const ScheduleSpec& spec) { check_shape(spec.name, ShapeCheck::of(spec)); }
+
+Placement placement_of(std::string_view name, int p, int v) {
+  const ScheduleInfo* info = registered_schedule(name);
+  return info ? info->placement(p, v) : Placement::looped(p, v);
+}
+
+namespace detail {
+
+std::optional<std::string> one_chunk_per_rank(const ShapeCheck& shape, std::string_view schedule) {
+  if (shape.v == 1) return std::nullopt;
+  return fmt::format("{} needs pipeline.schedule = \"interleaved\" (or \"zb-v\" for 2 chunks), but the schedule is "
+                     "\"{}\"; set pipeline.virtual_stages = 1 or use the interleaved schedule",
+                     shape.describe_virtual_stages(), schedule);
+}
+
+std::string too_few_microbatches(std::string_view schedule, const ShapeCheck& shape) {
+  return fmt::format("the {} schedule needs m >= p, but m = {} microbatches < p = {} stages; raise "
+                     "train.global_batch to at least {} or lower train.microbatch_size",
+                     schedule, shape.m, shape.p,
+                     static_cast<long long>(shape.p) * shape.microbatch_size * shape.data_parallel);
+}
+
+TheoreticalBubble bubble_from_ratio(double idle_over_useful, std::string formula) {
+  return {{idle_over_useful, idle_over_useful / (1.0 + idle_over_useful)}, std::move(formula)};
+}
+
+}  // namespace detail
+
+}  // namespace kpipe::schedule

@@ -1,0 +1,50 @@
+#include <fmt/format.h>
+
+#include "generators.hpp"
+
+namespace kpipe::schedule::detail {
+
+namespace {
+
+// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory"): two
+// chunks per rank in a V, rank r holding model stages r and 2p-1-r, so the
+// first and the last stage are both on rank 0 and the turn at stage p-1 -> p
+// stays on rank p-1. Each rank may stash 2p (microbatch, chunk) activations,
+// each half a pipeline stage: 1F1B's peak of p full-stage microbatches.
+// The planner fills the warm-up with F's of both chunks and the gaps with W's.
+RankGenerator generator(const ScheduleSpec& spec) {
+  return zero_bubble_planner(spec, Placement::v_shape(spec.p), std::vector<int>(static_cast<std::size_t>(spec.p), 2 * spec.p));
+}
+
+std::optional<std::string> check(const ShapeCheck& shape) {
+  if (shape.v != 2) {
+    return fmt::format("the zb-v schedule places two model chunks per rank in a V; set pipeline.virtual_stages = 2 "
+                       "(now {})",
+                       shape.describe_virtual_stages());
+  }
+  return std::nullopt;
+}
+
+// A V lets no stage wait on a rank that is idle at the turn, but the last
+// rank still starts (p-1) forwards of a model stage late; the costs are those
+// of one model stage (half a pipeline stage).
+std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCosts& c) {
+  return bubble_from_ratio((p - 1) * c.forward / (2.0 * m * (c.forward + c.backward_input + c.backward_weight)),
+                           "(p-1)tF/(2m(tF+tB+tW))");
+}
+
+// A schedule file named zb-v with another v is read with looped placement; its check refuses it elsewhere.
+Placement placement(int p, int v) { return v == 2 ? Placement::v_shape(p) : Placement::looped(p, v); }
+
+}  // namespace
+
+const ScheduleInfo& zb_v_info() {
+  static const ScheduleInfo info{
+      "zb-v",      "split backward over two chunks per rank in a V (Qi et al. ZB-V): near-zero bubble, 1F1B's memory",
+      true,        generator,
+      check,       placement,
+      bubble};
+  return info;
+}
+
+}  // namespace kpipe::schedule::detail

@@ -1,0 +1,117 @@
+#include <algorithm>
+#include <map>
+
+#include "catch.hpp"
+#include "kpipe/schedule/validate.hpp"
+#include "schedule_test_support.hpp"
+
+using namespace kpipe::schedule;
+using namespace kpipe::schedule::testing;
+
+namespace {
+
+// Idle time inside each rank's working window, from its first compute action
+// to its last, over the busy time: what the paper's parallelogram drives to
+// zero. The rest of kpipe's bubble is the window's offset (rank r starts r
+// forwards late), which only overlapping steps could hide.
+double idle_inside_windows(const Schedule& s, const SimulationResult& result) {
+  double idle = 0.0;
+  for (int r = 0; r < s.p; ++r) {
+    double first = -1.0, last = 0.0;
+    for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
+      if (!is_compute(s.ranks[r][i].kind)) continue;
+      if (first < 0.0) first = result.start(r, i);
+      last = result.end[r][i];
+    }
+    idle += last - first - result.ranks[r].busy;
+  }
+  return idle / result.total_busy;
+}
+
+}  // namespace
+
+TEST_CASE("zb-h2 and zb-v: valid, one F, B and W per microbatch and stage, W ascending", "[schedule][zero-bubble]") {
+  for (const std::string name : {"zb-h2", "zb-v"}) {
+    const int v = name == "zb-v" ? 2 : 1;
+    for (const int p : {1, 2, 3, 4, 8}) {
+      for (const int m : {1, 2, 3, p, 2 * p, 8, 16}) {
+        CAPTURE(name, p, m);
+        const Schedule s = lowered(name, p, m, v);
+        REQUIRE(find_problem(s) == std::nullopt);
+        for (int r = 0; r < p; ++r) {
+          std::map<std::pair<int, int>, int> count[3];  // F, B, W per (microbatch, chunk)
+          std::vector<int> last_weight(v, -1);
+          for (const Action& a : compute_actions(s, r)) {
+            REQUIRE(a.kind != ActionKind::backward);
+            ++count[static_cast<int>(a.kind)][{a.microbatch, a.chunk}];
+            if (a.kind == ActionKind::backward_weight) {
+              CHECK(a.microbatch == last_weight[a.chunk] + 1);
+              last_weight[a.chunk] = a.microbatch;
+            }
+          }
+          for (const auto& per_kind : count) {
+            CHECK(per_kind.size() == static_cast<std::size_t>(m * v));
+            for (const auto& [key, n] : per_kind) CHECK(n == 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Tolerance: with F = B = W = 1 every simulated time is a small integer, so
+// "zero" is exact; the margin only absorbs the division by the busy time.
+TEST_CASE("zb-h2 at F = B = W, m >= 2p: no gap inside any rank's window, twice 1F1B's stash", "[schedule][zero-bubble]") {
+  const CostModel costs = unit_forward_input_weight();
+  for (const int p : {2, 4, 8}) {
+    for (const int m : {2 * p, 8, 16, 32}) {
+      if (m < 2 * p) continue;
+      CAPTURE(p, m);
+      const Schedule s = lowered("zb-h2", p, m);
+      const SimulationResult zb = simulate(s, costs);
+      const SimulationResult one_f_one_b = simulate(lowered("1f1b", p, m), costs);
+      CHECK(idle_inside_windows(s, zb) == Approx(0.0).margin(1e-12));
+      // What is left is the unavoidable start offset: rank p-1 waits p-1 forwards,
+      // and every rank ends that much after its start. A third of 1F1B's (p-1)/m.
+      CHECK(zb.bubble().idle_over_useful == Approx((p - 1) / (3.0 * m)));
+      CHECK(zb.bubble().idle_over_useful == Approx(one_f_one_b.bubble().idle_over_useful / 3));
+      CHECK(zb.bubble().idle_over_useful == Approx(theoretical_bubble(s, costs)->bubble.idle_over_useful));
+      CHECK(zb.ranks[0].peak_stashed > one_f_one_b.ranks[0].peak_stashed);  // 1F1B: p - r
+      CHECK(zb.ranks[0].peak_stashed <= 2 * p);
+      for (int r = 0; r < p; ++r) CHECK(zb.ranks[r].peak_stashed <= 2 * (p - r) - 1);
+    }
+  }
+}
+
+TEST_CASE("zb-v at F = B = W, m >= 2p: no gap inside any window, 1F1B's peak activation memory",
+          "[schedule][zero-bubble]") {
+  const CostModel costs = unit_forward_input_weight();  // per model stage: half a pipeline stage
+  for (const int p : {2, 4, 8}) {
+    for (const int m : {2 * p, 8, 16, 32}) {
+      if (m < 2 * p) continue;
+      CAPTURE(p, m);
+      const Schedule s = lowered("zb-v", p, m, 2);
+      const SimulationResult zb = simulate(s, costs);
+      CHECK(idle_inside_windows(s, zb) == Approx(0.0).margin(1e-12));
+      // The start offset is p-1 forwards of half a stage: half of ZB-H1's and ZB-H2's bubble.
+      CHECK(zb.bubble().idle_over_useful == Approx((p - 1) / (6.0 * m)));
+      CHECK(zb.bubble().idle_over_useful == Approx(theoretical_bubble(s, costs)->bubble.idle_over_useful));
+      // Stashed (microbatch, chunk) pairs, each half a stage's activations: at most p stages' worth, 1F1B's peak.
+      for (int r = 0; r < p; ++r) CHECK(zb.ranks[r].peak_stashed <= 2 * p);
+      CHECK(zb.ranks[0].peak_stashed == 2 * p);
+    }
+  }
+}
+
+TEST_CASE("zb-v's turn at rank p-1 is a hand-over, not a message", "[schedule][zero-bubble]") {
+  const Schedule s = lowered("zb-v", 3, 4, 2);
+  for (const Action& a : s.ranks[2]) {
+    if (is_communication(a.kind)) CHECK(a.peer == 1);  // never to itself
+  }
+  // Both ends of the V are on rank 0: it computes the loss and talks to rank 1 only.
+  CHECK(std::count_if(s.ranks[0].begin(), s.ranks[0].end(), [](const Action& a) { return a.kind == ActionKind::loss; }) ==
+        4);
+  for (const Action& a : s.ranks[0]) {
+    if (is_communication(a.kind)) CHECK(a.peer == 1);
+  }
+}
