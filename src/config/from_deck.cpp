@@ -131,16 +131,16 @@ SimConfig sim_config(const Deck& deck) {
   return sim;
 }
 
-// The schedule's own rules on (p, v, m), from the registry, in deck keys.
-void check_schedule(const Deck& deck, const RunConfig& config) {
+// The shape the schedule registry judges, in deck keys.
+schedule::ShapeCheck shape_check(const Deck& deck, const RunConfig& config) {
   const PipelineConfig& shape = config.pipeline;
-  schedule::ShapeCheck check{shape.stages,
-                             shape.virtual_stages,
-                             shape.microbatches,
-                             config.train.microbatch_size,
-                             shape.data_parallel,
-                             deck.describe("pipeline.virtual_stages")};
-  schedule::check_shape(shape.schedule, check);
+  return {shape.stages,         shape.virtual_stages, shape.microbatches, config.train.microbatch_size,
+          shape.data_parallel, deck.describe("pipeline.virtual_stages")};
+}
+
+// The schedule's own rules on (p, v, m).
+void check_shape(const Deck& deck, const RunConfig& config) {
+  schedule::check_shape(config.pipeline.schedule, shape_check(deck, config));
 }
 
 void check_partition(const Deck& deck, const RunConfig& config) {
@@ -161,7 +161,7 @@ void check_partition(const Deck& deck, const RunConfig& config) {
 
 // Every rule that involves more than one key.
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
-  check_schedule(deck, config);
+  check_shape(deck, config);
   const PipelineConfig& shape = config.pipeline;
   if (shape.model_stages() > config.layers) {
     throw input_error(fmt::format("p * v = {} * {} = {} model stages, but the model has only {} layers; use at most {} "
@@ -195,12 +195,10 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   check_cross_keys(deck, config);
 
-  const PipelineConfig& shape = config.pipeline;
-  if (warnings && shape.schedule == "gpipe" && shape.microbatches < 4 * shape.stages) {
-    warnings->push_back(fmt::format("GPipe with m = {} < 4p = {} microbatches leaves a large bubble ({:.0f}% of the "
-                                    "step idle); use more microbatches or 1f1b",
-                                    shape.microbatches, 4 * shape.stages,
-                                    100.0 * (shape.stages - 1) / (shape.microbatches + shape.stages - 1)));
+  if (warnings) {
+    if (auto advice = schedule::shape_advice(config.pipeline.schedule, shape_check(deck, config))) {
+      warnings->push_back(std::move(*advice));
+    }
   }
   return config;
 }

@@ -56,6 +56,11 @@ void check_shape(std::string_view name, const ShapeCheck& shape) {
   if (auto problem = find_schedule(name).check(shape)) throw input_error(*problem);
 }
 
+std::optional<std::string> shape_advice(std::string_view name, const ShapeCheck& shape) {
+  const ScheduleInfo& info = find_schedule(name);
+  return info.advice ? info.advice(shape) : std::nullopt;
+}
+
 void check_shape(const ScheduleSpec& spec) { check_shape(spec.name, ShapeCheck::of(spec)); }
 
 Placement placement_of(std::string_view name, int p, int v) {

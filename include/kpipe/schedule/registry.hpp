@@ -49,6 +49,8 @@ struct ScheduleInfo {
   Placement (*placement)(int p, int v);
   // The textbook bubble for these costs of one model stage, or nullopt.
   std::optional<TheoreticalBubble> (*bubble)(int p, int v, int m, const StageCosts& costs);
+  // Advice on a valid but poor shape (a warning, not an error), or nullopt; may be null.
+  std::optional<std::string> (*advice)(const ShapeCheck& shape) = nullptr;
 };
 
 // The registered schedule `name`; an input error with a did-you-mean suggestion otherwise.
@@ -62,6 +64,8 @@ const std::vector<std::string>& schedule_names();
 // the deck's numbers, `shape`) cannot be scheduled.
 void check_shape(const ScheduleSpec& spec);
 void check_shape(std::string_view name, const ShapeCheck& shape);
+// The schedule's advice on a shape that passed check_shape, if it has any.
+std::optional<std::string> shape_advice(std::string_view name, const ShapeCheck& shape);
 
 // The placement a schedule named `name` uses: the registered one, looped for unknown names.
 Placement placement_of(std::string_view name, int p, int v);
