@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/session.hpp"
 #include "kpipe/core/error.hpp"
 
@@ -29,11 +30,14 @@ class Environment {
 
 // Errors during the steps of a run may strike one rank only; the others would
 // wait for it forever. The failing rank reports "kpipe: error: rank R: ..."
-// and ends the whole job with the error's exit code.
+// and ends the whole job with the error's exit code — unless every rank has
+// agreed on the error (comm::AgreedError), which then ends the job cleanly.
 template <class Work>
 auto abort_on_error(Work&& work) {
   try {
     return work();
+  } catch (const comm::AgreedError&) {
+    throw;
   } catch (const Error& e) {
     comm::abort_job(e, e.exit_code());
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
@@ -27,6 +28,14 @@ std::string duration(double seconds) {
   return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
 }
 
+// Set-up runs on every rank on its own (allocations, the rank's stages) and
+// may fail on one rank only; all ranks agree on it before the first step.
+std::unique_ptr<Pipeline> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
+  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
+  return comm::collectively(comm::world(), watchdog, "set-up",
+                            [&] { return std::make_unique<Pipeline>(config, comm::world(), mode); });
+}
+
 void print_setup(const Pipeline& pipeline, const char* what) {
   const auto& s = pipeline.schedule();
   const auto& spec = pipeline.spec();
@@ -41,7 +50,8 @@ void print_setup(const Pipeline& pipeline, const char* what) {
 int run_command(const Environment& /*env*/, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
-  Pipeline pipeline(loaded.config, comm::world(), runtime::Mode::train);
+  const auto owned = build_pipeline(loaded.config, runtime::Mode::train);
+  Pipeline& pipeline = *owned;
   print_setup(pipeline, "training");
   const int steps = loaded.config.train.steps;
   const double samples_per_step = pipeline.spec().global_batch;
@@ -68,7 +78,8 @@ int run_command(const Environment& /*env*/, const RunOptions& options) {
 int infer_command(const Environment& /*env*/, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
-  Pipeline pipeline(loaded.config, comm::world(), runtime::Mode::infer);
+  const auto owned = build_pipeline(loaded.config, runtime::Mode::infer);
+  Pipeline& pipeline = *owned;
   print_setup(pipeline, "inference");
   log::info("weights: initialised from model.seed = {} (this version cannot load checkpoints yet)",
             loaded.config.model.seed);

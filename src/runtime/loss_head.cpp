@@ -1,5 +1,6 @@
 #include "kpipe/runtime/loss_head.hpp"
 
+#include "kpipe/core/error.hpp"
 #include "kpipe/kernels/accuracy.hpp"
 
 namespace kpipe::runtime {
@@ -15,7 +16,13 @@ LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed
 template <class Scalar>
 double LossHead<Scalar>::loss(int step, int mb, const kernels::Matrix<Scalar>& Y, const kernels::Matrix<Scalar>& dY) {
   const double value = model::loss_and_gradient(kind_, Y, feed_.targets(step, mb), scale_, dY);
-  model::require_finite_loss(value, step, mb, replica_, data_parallel_);
+  if (!failure_) {
+    try {
+      model::require_finite_loss(value, step, mb, replica_, data_parallel_);
+    } catch (const Error&) {
+      failure_ = std::current_exception();
+    }
+  }
   return value;
 }
 

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/fault.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
 
@@ -65,7 +67,9 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters())
                                      : nullptr),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(),
-                step_hooks()) {}
+                step_hooks()) {
+  fault::inject(fault::Phase::setup, grid_.world_rank());
+}
 
 template <class Scalar>
 std::vector<model::Parameter<Scalar>> Pipeline<Scalar>::parameters() const {
@@ -92,6 +96,7 @@ template <class Scalar>
 StepHooks Pipeline<Scalar>::step_hooks() {
   return {[this] { gradient_sync_.reduce(); },
           [this] {
+            comm::agree(grid_.world(), watchdog_, fmt::format("step {}", step_), loss_head_.failure());
             gradient_sync_.clip();
             optimizer_->step();
           }};
@@ -99,6 +104,8 @@ StepHooks Pipeline<Scalar>::step_hooks() {
 
 template <class Scalar>
 StepResult Pipeline<Scalar>::run_step(int step) {
+  step_ = step;
+  fault::inject(fault::Phase::step, grid_.world_rank(), step);
   loss_head_.start_step();
   for (auto& chunk : chunks_) chunk->zero_grad();
   return executor_.run_step(step);

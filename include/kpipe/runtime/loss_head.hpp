@@ -4,6 +4,7 @@
 // the classification accuracy, summed over a step.
 
 #include <cstdint>
+#include <exception>
 
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/data_feed.hpp"
@@ -30,13 +31,21 @@ class LossHead {
  public:
   LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed);
 
-  // Returns the scaled loss of Y and writes its gradient to dY.
+  // Returns the scaled loss of Y and writes its gradient to dY. A NaN or Inf
+  // loss does not stop the step here (the other ranks are mid-step and would
+  // wait for this one): it is kept as the step's failure, which the ranks
+  // agree on before the optimizer step, so no update ever uses it.
   double loss(int step, int mb, const kernels::Matrix<Scalar>& Y, const kernels::Matrix<Scalar>& dY);
   // Adds Y's loss and accuracy to this step's evaluation.
   void evaluate(int step, int mb, const kernels::Matrix<Scalar>& Y);
 
   const Evaluation& evaluation() const { return evaluation_; }
-  void start_step() { evaluation_ = {}; }
+  // The first non-finite loss of this step on this rank, or nullptr.
+  std::exception_ptr failure() const { return failure_; }
+  void start_step() {
+    evaluation_ = {};
+    failure_ = nullptr;
+  }
 
  private:
   model::LossKind kind_;
@@ -45,6 +54,7 @@ class LossHead {
   int data_parallel_;
   DataFeed<Scalar>& feed_;
   Evaluation evaluation_;
+  std::exception_ptr failure_;
   // Evaluation's loss kernel also writes dY, which nobody reads.
   comm::BufferPool<kernels::Matrix<Scalar>> scratch_{"kpipe::runtime::evaluation_scratch"};
 };

@@ -30,10 +30,13 @@ template <class Scalar>
 class Pipeline {
  public:
   // Builds this rank's part; world size must be p · d (an input error otherwise).
+  // Set-up may fail on one rank only: build it under comm::collectively.
   Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode,
            comm::Staging staging = comm::Staging::automatic);
 
-  // Runs step `step` of the schedule: training steps update the weights.
+  // Runs step `step` of the schedule: training steps update the weights. Every
+  // rank agrees on the step's losses before the update: a NaN or Inf loss on
+  // any rank throws comm::AgreedError on every rank, and no weight changes.
   StepResult run_step(int step);
 
   const comm::ProcessGrid& grid() const { return grid_; }
@@ -64,6 +67,7 @@ class Pipeline {
   GradientSync<Scalar> gradient_sync_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
   Executor<Scalar> executor_;
+  int step_ = 0;  // the step in flight, for messages
 };
 
 // Training: the global mean loss of a step, the same on every rank.

@@ -1,0 +1,20 @@
+#pragma once
+// Fault injection for tests (test-only; documented in docs/runtime.md): the
+// environment variable KPIPE_FAULT=RANK:PHASE[:STEP] makes world rank RANK
+// throw a runtime error when it reaches PHASE ("setup", "step" — at step STEP,
+// default 0 — or "checkpoint"), so tests can prove that a failure on any rank
+// in any phase ends the whole job with one line naming that rank. Unset, it
+// costs one getenv at start-up.
+
+#include <string_view>
+
+namespace kpipe::fault {
+
+// The phases a fault can be injected in.
+enum class Phase { setup, step, checkpoint };
+
+// Throws kpipe::runtime_error when KPIPE_FAULT names this rank, phase and
+// step; an unparsable KPIPE_FAULT is an input error that shows the format.
+void inject(Phase phase, int world_rank, int step = 0);
+
+}  // namespace kpipe::fault

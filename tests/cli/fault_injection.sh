@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Every rank in turn fails in every phase (KPIPE_FAULT, test-only): the job
+# must end within 10 s with exit code 1 and exactly one "kpipe: error:" line
+# naming that rank, and leave no kpipe process or shared-memory segment behind.
+# Usage: fault_injection.sh MPIEXEC KPIPE RANKS DECK (run with pipeline.stages = RANKS)
+set -uo pipefail
+mpiexec=$1 kpipe=$2 ranks=$3 deck=$4
+shm_before=$(ls /dev/shm 2>/dev/null | sort)
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+for phase in setup step:1; do
+  for ((rank = 0; rank < ranks; ++rank)); do
+    err=$(mktemp)
+    start=$(date +%s%N)
+    KPIPE_FAULT="$rank:$phase" timeout 30 "$mpiexec" -n "$ranks" "$kpipe" run "$deck" pipeline.stages="$ranks" train.steps=3 >/dev/null 2>"$err"
+    code=$?
+    milliseconds=$((($(date +%s%N) - start) / 1000000))
+    lines=$(grep -c "kpipe: error:" "$err")
+    case="rank $rank, phase $phase"
+    [ "$code" -ne 0 ] && [ "$code" -ne 124 ] || fail "$case: exit code $code"
+    [ "$lines" -eq 1 ] || fail "$case: $lines kpipe error lines: $(cat "$err")"
+    grep -q "kpipe: error: rank $rank: injected fault" "$err" || fail "$case: the error does not name rank $rank: $(cat "$err")"
+    ((milliseconds < 10000)) || fail "$case: took $milliseconds ms"
+    sleep 0.5  # mpirun reaps its children asynchronously
+    pgrep -f "$kpipe run $deck" >/dev/null && { fail "$case: kpipe processes left"; pkill -9 -f "$kpipe run $deck"; }
+    echo "$case: exit $code in ${milliseconds} ms: $(grep "kpipe: error:" "$err")"
+    rm -f "$err"
+  done
+done
+
+shm_after=$(ls /dev/shm 2>/dev/null | sort)
+left=$(comm -13 <(echo "$shm_before") <(echo "$shm_after"))
+[ -z "$left" ] || fail "shared-memory segments left behind: $left"
+echo "$failures failures"
+[ "$failures" -eq 0 ]
