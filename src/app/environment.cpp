@@ -11,7 +11,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
-#include "kpipe/kernels/compat.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::app {
 
@@ -37,8 +37,8 @@ Environment::~Environment() {
 }
 
 std::string Environment::describe() const {
-  return fmt::format("Kokkos {} {} (concurrency {}), MPI {} rank{}", compat::kokkos_version(),
-                     Kokkos::DefaultExecutionSpace::name(), compat::concurrency(), size_, size_ == 1 ? "" : "s");
+  return fmt::format("Kokkos {} {} (concurrency {}), MPI {} rank{}", tensor::compat::kokkos_version(),
+                     Kokkos::DefaultExecutionSpace::name(), tensor::compat::concurrency(), size_, size_ == 1 ? "" : "s");
 }
 
 void abort_job(const std::exception& error, int exit_code) {

@@ -37,11 +37,12 @@ schedule::DeckPlan plan_for(const config::Deck& deck, Mode mode, MPI_Comm world)
 
 template <class Scalar>
 std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::TrainerSpec& spec,
-                                                                const schedule::Schedule& schedule, int rank) {
+                                                                const schedule::Schedule& schedule, int rank,
+                                                                tensor::ExecContext& exec) {
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule::model_stage(rank, chunk, schedule.p);
-    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), spec.stage));
+    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), spec.stage, exec));
   }
   return chunks;
 }
@@ -64,10 +65,10 @@ Pipeline<Scalar>::Pipeline(const config::Deck& deck, MPI_Comm world, Mode mode, 
       watchdog_(deck.real("runtime.watchdog_seconds"), grid_.world_rank()),
       transport_(grid_.pipeline(), watchdog_, staging),
       reducer_(grid_.data(), gradient_bucket_bytes, transport_.staged()),
-      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.stage())),
-      data_(spec_.data),
+      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.stage(), exec_)),
+      data_(spec_.data, exec_),
       targets_(model::make_targets<Scalar>(spec_.model.loss, spec_.microbatch_size, spec_.model.output_dim)),
-      optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters())
+      optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(),
                 step_hooks()) {}
@@ -109,7 +110,7 @@ double Pipeline<Scalar>::loss(int step, int mb, const Matrix<Scalar>& Y, const M
   // The same scale and data as the sequential reference, so the results agree bitwise.
   const auto scale = static_cast<Scalar>(1.0 / spec_.global_batch);
   data_.fill_targets(step, first_sample(mb), targets_);
-  const double value = model::loss_and_gradient(spec_.model.loss, Y, targets_, scale, dY);
+  const double value = model::loss_and_gradient(exec_, spec_.model.loss, Y, targets_, scale, dY);
   model::require_finite_loss(value, step, mb, grid_.replica(), spec_.data_parallel);
   return value;
 }
@@ -120,9 +121,9 @@ void Pipeline<Scalar>::evaluate(int step, int mb, const Matrix<Scalar>& Y) {
   data_.fill_targets(step, first_sample(mb), targets_);
   // The loss kernel also writes dY, which evaluation does not need: a pooled scratch buffer.
   const Matrix<Scalar> dY = scratch_.take(Y.extent_int(0), Y.extent_int(1));
-  evaluation_.loss += model::loss_and_gradient(spec_.model.loss, Y, targets_, scale, dY);
+  evaluation_.loss += model::loss_and_gradient(exec_, spec_.model.loss, Y, targets_, scale, dY);
   if (spec_.model.loss == model::LossKind::cross_entropy) {
-    evaluation_.correct += kernels::count_correct<Scalar>(kernels::ExecutionSpace(), Y, targets_.labels);
+    evaluation_.correct += kernels::count_correct<Scalar>(exec_.space(), Y, targets_.labels);
   }
   evaluation_.samples += Y.extent(0);
 }
@@ -141,7 +142,8 @@ void Pipeline<Scalar>::optimizer_step() {
   if (spec_.optimizer.grad_clip > 0) {
     // Every rank adds the same per-parameter norms in global layer order, as the
     // sequential reference does, so all ranks agree on the clip factor bitwise.
-    model::clip_gradients(params, model::global_norm(squared_norms_in_layer_order()), spec_.optimizer.grad_clip);
+    model::clip_gradients(exec_, params, model::global_norm(squared_norms_in_layer_order()),
+                          spec_.optimizer.grad_clip);
   }
   optimizer_->step();
 }
@@ -153,7 +155,7 @@ std::vector<double> Pipeline<Scalar>::squared_norms_in_layer_order() const {
   std::vector<int> counts;
   std::vector<double> norms;
   for (const auto& chunk : chunks_) {
-    const auto own = model::gradient_squared_norms(chunk->parameters());
+    const auto own = model::gradient_squared_norms(exec_, chunk->parameters());
     counts.push_back(static_cast<int>(own.size()));
     norms.insert(norms.end(), own.begin(), own.end());
   }

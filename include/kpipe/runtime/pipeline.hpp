@@ -71,12 +71,13 @@ class Pipeline {
   comm::Watchdog watchdog_;
   comm::Transport<Scalar> transport_;
   comm::GradientReducer<Scalar> reducer_;
+  tensor::ExecContext exec_;  // the instance and pool of every chunk, the data and the optimizer
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   model::SyntheticData<Scalar> data_;
   model::Targets<Scalar> targets_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;
   Evaluation evaluation_;
-  comm::BufferPool<Matrix<Scalar>> scratch_{"kpipe::runtime::evaluation_scratch"};
+  tensor::BufferPool<Matrix<Scalar>> scratch_{"kpipe::runtime::evaluation_scratch"};
   Executor<Scalar> executor_;
 };
 
