@@ -31,13 +31,21 @@ std::string stage_name(LayerRange layers) { return fmt::format("stage of layers 
 }  // namespace
 
 template <class Scalar>
-Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options, tensor::ExecContext& exec,
-                     Collectives* collectives)
+Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options, tensor::ExecContext& exec)
     : layers_(layers),
       options_(options),
       exec_(exec),
-      serial_(collectives ? nullptr : std::make_unique<SerialCollectives>(exec)),
-      env_{exec, collectives ? *collectives : *serial_},
+      serial_(std::make_unique<SerialCollectives>(exec)),
+      env_{exec, *serial_},
+      body_(build_body<Scalar>(model, layers, options.gemm, env_)) {}
+
+template <class Scalar>
+Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options, Collectives& collectives,
+                     tensor::ExecContext& exec)
+    : layers_(layers),
+      options_(options),
+      exec_(exec),
+      env_{exec, collectives},
       body_(build_body<Scalar>(model, layers, options.gemm, env_)) {}
 
 namespace {

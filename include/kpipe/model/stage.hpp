@@ -36,10 +36,11 @@ struct StageOptions {
 template <class Scalar>
 class Stage {
  public:
-  // `exec` and `collectives` must outlive the stage; without collectives the
-  // stage uses serial ones (a tensor-parallel group of one rank).
-  Stage(const ModelSpec& model, LayerRange layers, StageOptions options, tensor::ExecContext& exec,
-        Collectives* collectives = nullptr);
+  // `exec` (and `collectives`) must outlive the stage. Without collectives the
+  // layers get serial ones: a tensor-parallel group of one rank.
+  Stage(const ModelSpec& model, LayerRange layers, StageOptions options, tensor::ExecContext& exec);
+  Stage(const ModelSpec& model, LayerRange layers, StageOptions options, Collectives& collectives,
+        tensor::ExecContext& exec);
 
   LayerRange layers() const { return layers_; }
   int input_dim() const { return body_->input_dim(); }
@@ -84,7 +85,7 @@ class Stage {
   LayerRange layers_;
   StageOptions options_;
   tensor::ExecContext& exec_;
-  std::unique_ptr<SerialCollectives> serial_;  // only when no collectives were given
+  std::unique_ptr<SerialCollectives> serial_;  // only when no collectives were given (stable across moves)
   LayerEnvironment env_;
   std::unique_ptr<Layer<Scalar>> body_;
   std::map<int, Stashed> stash_;
