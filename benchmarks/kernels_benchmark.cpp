@@ -21,6 +21,7 @@
 namespace {
 
 using namespace kpipe::kernels;
+using namespace kpipe::tensor;
 
 Matrix<float> random_matrix(int rows, int cols, std::uint64_t stream) {
   auto m = uninitialized_matrix<float>("kpipe::benchmark::matrix", rows, cols);

@@ -32,7 +32,8 @@ double median(std::vector<double> values) {
 
 // Seconds per step of the sequential reference, on world rank 0 alone.
 std::vector<double> sequential_steps(const config::RunConfig& config, int steps) {
-  model::SequentialTrainer<float> trainer(model::TrainerSpec::from_config(config));
+  tensor::ExecContext exec;
+  model::SequentialTrainer<float> trainer(model::TrainerSpec::from_config(config), exec);
   trainer.step();  // warm-up: allocations, first touch
   std::vector<double> seconds;
   for (int i = 0; i < steps; ++i) {

@@ -14,7 +14,8 @@ void BM_sequential_step(benchmark::State& state) {
   const auto deck =
       config::parse_deck(config::read_deck_file(KPIPE_QUICKSTART_DECK), KPIPE_QUICKSTART_DECK, {path});
   const auto spec = model::TrainerSpec::from_config(config::run_config(deck));
-  model::SequentialTrainer<float> trainer(spec);
+  tensor::ExecContext exec;
+  model::SequentialTrainer<float> trainer(spec, exec);
   trainer.step();  // first-touch allocations out of the measurement
   for (auto _ : state) trainer.step();
   state.SetLabel(path);

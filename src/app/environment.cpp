@@ -9,7 +9,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
-#include "kpipe/kernels/compat.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::app {
 
@@ -29,8 +29,8 @@ Environment::Environment(int& argc, char**& argv) : mpi_(argc, argv) {
 Environment::~Environment() { Kokkos::finalize(); }
 
 std::string Environment::describe() const {
-  return fmt::format("Kokkos {} {} (concurrency {}), MPI {} rank{}", compat::kokkos_version(),
-                     Kokkos::DefaultExecutionSpace::name(), compat::concurrency(), size(), size() == 1 ? "" : "s");
+  return fmt::format("Kokkos {} {} (concurrency {}), MPI {} rank{}", tensor::compat::kokkos_version(),
+                     Kokkos::DefaultExecutionSpace::name(), tensor::compat::concurrency(), size(), size() == 1 ? "" : "s");
 }
 
 }  // namespace kpipe::app

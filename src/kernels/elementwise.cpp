@@ -8,9 +8,15 @@
 
 namespace kpipe::kernels {
 
+namespace detail {
+void throw_not_contiguous(const std::string& label) {
+  throw input_error(fmt::format("matrix \"{}\" is a strided view; elementwise kernels need contiguous rows", label));
+}
+}  // namespace detail
+
 namespace {
 
-using Range = Kokkos::RangePolicy<ExecutionSpace>;
+using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
 
 // One struct per activation, so the kernels are compiled once per function
 // with no branch inside the loop. fast_math keeps the loops free of libm calls
@@ -50,7 +56,8 @@ struct Tanh {
 };
 
 template <class F, class Scalar>
-void forward_kernel(const ExecutionSpace& space, const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y) {
+void forward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                    const tensor::Matrix<Scalar>& Y) {
   const auto x = detail::flat(X);
   const auto y = detail::flat(Y);
   Kokkos::parallel_for(
@@ -59,8 +66,8 @@ void forward_kernel(const ExecutionSpace& space, const ConstMatrix<Scalar>& X, c
 }
 
 template <class F, class Scalar>
-void backward_kernel(const ExecutionSpace& space, const ConstMatrix<Scalar>& X, const ConstMatrix<Scalar>& dY,
-                     const Matrix<Scalar>& dX) {
+void backward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                     const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX) {
   const auto x = detail::flat(X);
   const auto dy = detail::flat(dY);
   const auto dx = detail::flat(dX);
@@ -90,25 +97,26 @@ Activation parse_activation(std::string_view name) {
 }
 
 template <class Scalar>
-void activation_forward(const ExecutionSpace& space, Activation f, const ConstMatrix<identity_t<Scalar>>& X,
-                        const Matrix<Scalar>& Y) {
-  require_shape("activation output", Y, X.extent(0), X.extent(1));
+void activation_forward(const tensor::ExecutionSpace& space, Activation f,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y) {
+  tensor::require_shape("activation output", Y, X.extent(0), X.extent(1));
   with_activation(f, [&](auto op) { forward_kernel<decltype(op), Scalar>(space, X, Y); });
 }
 
 template <class Scalar>
-void activation_backward(const ExecutionSpace& space, Activation f, const ConstMatrix<identity_t<Scalar>>& X,
-                         const ConstMatrix<identity_t<Scalar>>& dY, const Matrix<Scalar>& dX) {
-  require_shape("activation output gradient", dY, X.extent(0), X.extent(1));
-  require_shape("activation input gradient", dX, X.extent(0), X.extent(1));
+void activation_backward(const tensor::ExecutionSpace& space, Activation f,
+                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
+                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dX) {
+  tensor::require_shape("activation output gradient", dY, X.extent(0), X.extent(1));
+  tensor::require_shape("activation input gradient", dX, X.extent(0), X.extent(1));
   with_activation(f, [&](auto op) { backward_kernel<decltype(op), Scalar>(space, X, dY, dX); });
 }
 
 template <class Scalar>
-void add(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& A,
-         const ConstMatrix<identity_t<Scalar>>& B, const Matrix<Scalar>& C) {
-  require_shape("second summand", B, A.extent(0), A.extent(1));
-  require_shape("sum", C, A.extent(0), A.extent(1));
+void add(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
+         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, const tensor::Matrix<Scalar>& C) {
+  tensor::require_shape("second summand", B, A.extent(0), A.extent(1));
+  tensor::require_shape("sum", C, A.extent(0), A.extent(1));
   const auto a = detail::flat(A);
   const auto b = detail::flat(B);
   const auto c = detail::flat(C);
@@ -117,19 +125,21 @@ void add(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& A,
 }
 
 template <class Scalar>
-void add_row(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& row, const Matrix<Scalar>& Y) {
-  require_shape("bias", row, 1, Y.extent(1));
+void add_row(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& row,
+             const tensor::Matrix<Scalar>& Y) {
+  tensor::require_shape("bias", row, 1, Y.extent(1));
   const std::int64_t rows = static_cast<std::int64_t>(Y.extent(0));
   const std::int64_t cols = static_cast<std::int64_t>(Y.extent(1));
   Kokkos::parallel_for(
-      "kpipe::kernels::add_row", Kokkos::MDRangePolicy<ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, cols}),
+      "kpipe::kernels::add_row",
+      Kokkos::MDRangePolicy<tensor::ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, cols}),
       KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { Y(i, j) += row(0, j); });
 }
 
 template <class Scalar>
-void add_column_sums(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& X,
-                     const Matrix<Scalar>& sums) {
-  require_shape("column sums", sums, 1, X.extent(1));
+void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
+                     const tensor::Matrix<Scalar>& sums) {
+  tensor::require_shape("column sums", sums, 1, X.extent(1));
   const int rows = static_cast<int>(X.extent(0));
   // One thread per column: neighbouring threads read neighbouring memory, and
   // each sum runs over the rows in order.
@@ -142,14 +152,14 @@ void add_column_sums(const ExecutionSpace& space, const ConstMatrix<identity_t<S
 }
 
 template <class Scalar>
-void scale(const ExecutionSpace& space, identity_t<Scalar> factor, const Matrix<Scalar>& X) {
+void scale(const tensor::ExecutionSpace& space, tensor::identity_t<Scalar> factor, const tensor::Matrix<Scalar>& X) {
   const auto x = detail::flat(X);
   Kokkos::parallel_for(
       "kpipe::kernels::scale", Range(space, 0, x.extent(0)), KOKKOS_LAMBDA(std::int64_t e) { x(e) *= factor; });
 }
 
 template <class Scalar>
-double squared_norm(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& X) {
+double squared_norm(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X) {
   const auto x = detail::flat(X);
   double sum = 0;
   Kokkos::parallel_reduce(
@@ -162,17 +172,20 @@ double squared_norm(const ExecutionSpace& space, const ConstMatrix<identity_t<Sc
   return sum;
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                  \
-  template void activation_forward<Scalar>(const ExecutionSpace&, Activation, const ConstMatrix<Scalar>&,          \
-                                           const Matrix<Scalar>&);                                                 \
-  template void activation_backward<Scalar>(const ExecutionSpace&, Activation, const ConstMatrix<Scalar>&,         \
-                                            const ConstMatrix<Scalar>&, const Matrix<Scalar>&);                    \
-  template void add<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&, const ConstMatrix<Scalar>&,         \
-                            const Matrix<Scalar>&);                                                                \
-  template void add_row<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&, const Matrix<Scalar>&);         \
-  template void add_column_sums<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&, const Matrix<Scalar>&); \
-  template void scale<Scalar>(const ExecutionSpace&, Scalar, const Matrix<Scalar>&);                               \
-  template double squared_norm<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&);
+#define KPIPE_INSTANTIATE(Scalar)                                                                                   \
+  template void activation_forward<Scalar>(const tensor::ExecutionSpace&, Activation,                               \
+                                           const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);      \
+  template void activation_backward<Scalar>(const tensor::ExecutionSpace&, Activation,                              \
+                                            const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
+                                            const tensor::Matrix<Scalar>&);                                         \
+  template void add<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,                      \
+                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);                     \
+  template void add_row<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,                  \
+                                const tensor::Matrix<Scalar>&);                                                     \
+  template void add_column_sums<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,          \
+                                        const tensor::Matrix<Scalar>&);                                             \
+  template void scale<Scalar>(const tensor::ExecutionSpace&, Scalar, const tensor::Matrix<Scalar>&);                \
+  template double squared_norm<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

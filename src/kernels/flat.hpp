@@ -4,14 +4,14 @@
 
 #include <string>
 
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels::detail {
 
 [[noreturn]] void throw_not_contiguous(const std::string& label);
 
 template <class Scalar>
-using Flat = Kokkos::View<Scalar*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Flat = Kokkos::View<Scalar*, tensor::MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 template <class Scalar, class... Properties>
 Flat<Scalar> flat(const Kokkos::View<Scalar**, Properties...>& matrix) {

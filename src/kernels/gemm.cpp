@@ -17,10 +17,10 @@ enum class Vendor { none, cblas, cublas };
 // Which vendor BLAS can read the default memory space, decided at compile time.
 constexpr Vendor default_vendor() {
 #if defined(KOKKOS_ENABLE_CUDA)
-  if (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) return Vendor::cublas;
+  if (std::is_same_v<tensor::ExecutionSpace, Kokkos::Cuda>) return Vendor::cublas;
 #endif
 #if defined(KPIPE_HAVE_CBLAS)
-  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible) return Vendor::cblas;
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible) return Vendor::cblas;
 #endif
   return Vendor::none;
 }
@@ -40,8 +40,9 @@ int leading_dimension(const View& x) {
 }
 
 template <class Scalar>
-detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, Scalar alpha, const ConstMatrix<Scalar>& A,
-                                      const ConstMatrix<Scalar>& B, Scalar beta, const Matrix<Scalar>& C) {
+detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, Scalar alpha, const tensor::ConstMatrix<Scalar>& A,
+                                      const tensor::ConstMatrix<Scalar>& B, Scalar beta,
+                                      const tensor::Matrix<Scalar>& C) {
   const int m = static_cast<int>(C.extent(0));
   const int n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(op_shape(A, trans_a).second);
@@ -67,14 +68,15 @@ std::string vendor_gemm_library() {
 }
 
 template <class Scalar>
-void gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, identity_t<Scalar> alpha,
-          const ConstMatrix<identity_t<Scalar>>& A, const ConstMatrix<identity_t<Scalar>>& B,
-          identity_t<Scalar> beta, const Matrix<Scalar>& C, GemmPath path) {
+void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
+          const tensor::Matrix<Scalar>& C, GemmPath path) {
   const auto [m, k] = op_shape(A, trans_a);
   const auto [k_b, n] = op_shape(B, trans_b);
   if (k_b != k || C.extent(0) != m || C.extent(1) != n) {
-    throw input_error(fmt::format("gemm shapes do not fit: {} is {}x{}, {} is {}x{}, C is {}", op_name("A", trans_a),
-                                  m, k, op_name("B", trans_b), k_b, n, shape_string(C)));
+    throw input_error(fmt::format("gemm shapes do not fit: {} is {}x{}, {} is {}x{}, C is {}", op_name("A", trans_a), m,
+                                  k, op_name("B", trans_b), k_b, n, tensor::shape_string(C)));
   }
   if (m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
@@ -91,9 +93,9 @@ void gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, identity_t<
   }
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                            \
-  template void gemm<Scalar>(const ExecutionSpace&, Trans, Trans, Scalar, const ConstMatrix<Scalar>&,        \
-                             const ConstMatrix<Scalar>&, Scalar, const Matrix<Scalar>&, GemmPath);
+#define KPIPE_INSTANTIATE(Scalar)                                                                                     \
+  template void gemm<Scalar>(const tensor::ExecutionSpace&, Trans, Trans, Scalar, const tensor::ConstMatrix<Scalar>&, \
+                             const tensor::ConstMatrix<Scalar>&, Scalar, const tensor::Matrix<Scalar>&, GemmPath);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

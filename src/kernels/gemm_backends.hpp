@@ -31,11 +31,12 @@ void cblas_gemm(const GemmOperands<Scalar>& op);
 
 // cuBLAS on the space's stream, for CudaSpace (gemm_cublas.cpp, with KOKKOS_ENABLE_CUDA).
 template <class Scalar>
-void cublas_gemm(const ExecutionSpace& space, const GemmOperands<Scalar>& op);
+void cublas_gemm(const tensor::ExecutionSpace& space, const GemmOperands<Scalar>& op);
 
 // The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend.
 template <class Scalar>
-void portable_gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha, const ConstMatrix<Scalar>& A,
-                   const ConstMatrix<Scalar>& B, Scalar beta, const Matrix<Scalar>& C);
+void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
+                   const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& B, Scalar beta,
+                   const tensor::Matrix<Scalar>& C);
 
 }  // namespace kpipe::kernels::detail

@@ -37,7 +37,7 @@ cublasOperation_t cublas_trans(Trans trans) { return trans == Trans::no ? CUBLAS
 }  // namespace
 
 template <class Scalar>
-void cublas_gemm(const ExecutionSpace& space, const GemmOperands<Scalar>& op) {
+void cublas_gemm(const tensor::ExecutionSpace& space, const GemmOperands<Scalar>& op) {
   const cublasHandle_t h = handle();
   check(cublasSetStream(h, space.cuda_stream()), "cublasSetStream");
   const auto ta = cublas_trans(op.trans_a);
@@ -51,7 +51,7 @@ void cublas_gemm(const ExecutionSpace& space, const GemmOperands<Scalar>& op) {
   }
 }
 
-template void cublas_gemm<float>(const ExecutionSpace&, const GemmOperands<float>&);
-template void cublas_gemm<double>(const ExecutionSpace&, const GemmOperands<double>&);
+template void cublas_gemm<float>(const tensor::ExecutionSpace&, const GemmOperands<float>&);
+template void cublas_gemm<double>(const tensor::ExecutionSpace&, const GemmOperands<double>&);
 
 }  // namespace kpipe::kernels::detail

@@ -6,7 +6,7 @@
 // sums its K products in ascending order, so the result does not depend on the
 // team size or on how teams are scheduled.
 #include "gemm_backends.hpp"
-#include "kpipe/kernels/compat.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels::detail {
 
@@ -23,10 +23,10 @@ struct Tiling {
 
 // Host threads each take a whole tile; a GPU team has one thread per micro tile.
 constexpr int team_size() {
-  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible ? 1 : Tiling::micro_tiles;
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible ? 1 : Tiling::micro_tiles;
 }
 
-using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
 using Member = Policy::member_type;
 
 // Copies the Rows x Cols block of `source` at (row0, col0) into `tile`, as is
@@ -34,8 +34,8 @@ using Member = Policy::member_type;
 // copies whole source rows, so the inner loop reads contiguous memory.
 template <bool Transposed, int Rows, int Cols, class Tile, class Source>
 KOKKOS_INLINE_FUNCTION void copy_block(const Member& team, const Source& source, int row0, int col0, const Tile& tile) {
-  const int valid_rows = compat::min(Rows, static_cast<int>(source.extent(0)) - row0);
-  const int valid_cols = compat::max(0, compat::min(Cols, static_cast<int>(source.extent(1)) - col0));
+  const int valid_rows = tensor::compat::min(Rows, static_cast<int>(source.extent(0)) - row0);
+  const int valid_cols = tensor::compat::max(0, tensor::compat::min(Cols, static_cast<int>(source.extent(1)) - col0));
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Rows), [&](int r) {
     const int filled = r < valid_rows ? valid_cols : 0;
     for (int c = 0; c < filled; ++c) (Transposed ? tile(c, r) : tile(r, c)) = source(row0 + r, col0 + c);
@@ -70,10 +70,10 @@ KOKKOS_INLINE_FUNCTION void update_micro_tile(const ATile& a_tile, const BTile& 
 
 // The kernel for one combination of transpositions.
 template <class Scalar, bool TransA, bool TransB>
-void tiled_gemm(const ExecutionSpace& space, Scalar alpha, const ConstMatrix<Scalar>& A, const ConstMatrix<Scalar>& B,
-                Scalar beta, const Matrix<Scalar>& C) {
+void tiled_gemm(const tensor::ExecutionSpace& space, Scalar alpha, const tensor::ConstMatrix<Scalar>& A,
+                const tensor::ConstMatrix<Scalar>& B, Scalar beta, const tensor::Matrix<Scalar>& C) {
   using T = Tiling;
-  using Scratch = typename ExecutionSpace::scratch_memory_space;
+  using Scratch = typename tensor::ExecutionSpace::scratch_memory_space;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
   // a_tile(kk, i) = op(A)(row0 + i, k0 + kk), b_tile(kk, j) = op(B)(k0 + kk, col0 + j).
   using ATile = Kokkos::View<Scalar[T::tile_k][T::tile_m], Kokkos::LayoutRight, Scratch, Unmanaged>;
@@ -119,8 +119,8 @@ void tiled_gemm(const ExecutionSpace& space, Scalar alpha, const ConstMatrix<Sca
                                [&](int t) { update_micro_tile(a_tile, b_tile, c_tile, t); });
         }
         team.team_barrier();
-        const int rows = compat::min(T::tile_m, m - row0);
-        const int cols = compat::min(T::tile_n, n - col0);
+        const int rows = tensor::compat::min(T::tile_m, m - row0);
+        const int cols = tensor::compat::min(T::tile_n, n - col0);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int i) {
           for (int j = 0; j < cols; ++j) {
             const Scalar product = alpha * c_tile(i, j);
@@ -134,8 +134,9 @@ void tiled_gemm(const ExecutionSpace& space, Scalar alpha, const ConstMatrix<Sca
 }  // namespace
 
 template <class Scalar>
-void portable_gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha, const ConstMatrix<Scalar>& A,
-                   const ConstMatrix<Scalar>& B, Scalar beta, const Matrix<Scalar>& C) {
+void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
+                   const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& B, Scalar beta,
+                   const tensor::Matrix<Scalar>& C) {
   const bool a_t = trans_a == Trans::yes;
   const bool b_t = trans_b == Trans::yes;
   if (!a_t && !b_t) tiled_gemm<Scalar, false, false>(space, alpha, A, B, beta, C);
@@ -144,9 +145,11 @@ void portable_gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, Sc
   if (a_t && b_t) tiled_gemm<Scalar, true, true>(space, alpha, A, B, beta, C);
 }
 
-template void portable_gemm<float>(const ExecutionSpace&, Trans, Trans, float, const ConstMatrix<float>&,
-                                   const ConstMatrix<float>&, float, const Matrix<float>&);
-template void portable_gemm<double>(const ExecutionSpace&, Trans, Trans, double, const ConstMatrix<double>&,
-                                    const ConstMatrix<double>&, double, const Matrix<double>&);
+template void portable_gemm<float>(const tensor::ExecutionSpace&, Trans, Trans, float,
+                                   const tensor::ConstMatrix<float>&, const tensor::ConstMatrix<float>&, float,
+                                   const tensor::Matrix<float>&);
+template void portable_gemm<double>(const tensor::ExecutionSpace&, Trans, Trans, double,
+                                    const tensor::ConstMatrix<double>&, const tensor::ConstMatrix<double>&, double,
+                                    const tensor::Matrix<double>&);
 
 }  // namespace kpipe::kernels::detail

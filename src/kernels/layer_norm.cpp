@@ -1,27 +1,28 @@
 #include "kpipe/kernels/layer_norm.hpp"
 
-#include "kpipe/kernels/compat.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels {
 
 namespace {
 // One team per row; its threads share the row's reductions.
-using Policy = Kokkos::TeamPolicy<ExecutionSpace>;
+using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
 using Member = Policy::member_type;
 }  // namespace
 
 template <class Scalar>
-void layer_norm_forward(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& X,
-                        const ConstMatrix<identity_t<Scalar>>& gamma, const ConstMatrix<identity_t<Scalar>>& beta,
-                        identity_t<Scalar> epsilon, const Matrix<Scalar>& Y, const Matrix<Scalar>& xhat,
-                        const Matrix<Scalar>& rstd) {
+void layer_norm_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& gamma,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& beta, tensor::identity_t<Scalar> epsilon,
+                        const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& xhat,
+                        const tensor::Matrix<Scalar>& rstd) {
   const int rows = static_cast<int>(X.extent(0));
   const int n = static_cast<int>(X.extent(1));
-  require_shape("layer norm gamma", gamma, 1, n);
-  require_shape("layer norm beta", beta, 1, n);
-  require_shape("layer norm output", Y, rows, n);
-  require_shape("layer norm xhat", xhat, rows, n);
-  require_shape("layer norm rstd", rstd, rows, 1);
+  tensor::require_shape("layer norm gamma", gamma, 1, n);
+  tensor::require_shape("layer norm beta", beta, 1, n);
+  tensor::require_shape("layer norm output", Y, rows, n);
+  tensor::require_shape("layer norm xhat", xhat, rows, n);
+  tensor::require_shape("layer norm rstd", rstd, rows, 1);
   Kokkos::parallel_for(
       "kpipe::kernels::layer_norm_forward", Policy(space, rows, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
         const int i = team.league_rank();
@@ -38,7 +39,7 @@ void layer_norm_forward(const ExecutionSpace& space, const ConstMatrix<identity_
               partial += centred * centred;
             },
             squares);
-        const Scalar r = Scalar(1) / compat::math::sqrt(squares / n + epsilon);
+        const Scalar r = Scalar(1) / tensor::compat::math::sqrt(squares / n + epsilon);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int j) {
           const Scalar normalised = (X(i, j) - mean) * r;
           xhat(i, j) = normalised;
@@ -49,15 +50,18 @@ void layer_norm_forward(const ExecutionSpace& space, const ConstMatrix<identity_
 }
 
 template <class Scalar>
-void layer_norm_backward_input(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& dY,
-                               const ConstMatrix<identity_t<Scalar>>& xhat, const ConstMatrix<identity_t<Scalar>>& rstd,
-                               const ConstMatrix<identity_t<Scalar>>& gamma, const Matrix<Scalar>& dX) {
+void layer_norm_backward_input(const tensor::ExecutionSpace& space,
+                               const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
+                               const tensor::ConstMatrix<tensor::identity_t<Scalar>>& xhat,
+                               const tensor::ConstMatrix<tensor::identity_t<Scalar>>& rstd,
+                               const tensor::ConstMatrix<tensor::identity_t<Scalar>>& gamma,
+                               const tensor::Matrix<Scalar>& dX) {
   const int rows = static_cast<int>(xhat.extent(0));
   const int n = static_cast<int>(xhat.extent(1));
-  require_shape("layer norm output gradient", dY, rows, n);
-  require_shape("layer norm rstd", rstd, rows, 1);
-  require_shape("layer norm gamma", gamma, 1, n);
-  require_shape("layer norm input gradient", dX, rows, n);
+  tensor::require_shape("layer norm output gradient", dY, rows, n);
+  tensor::require_shape("layer norm rstd", rstd, rows, 1);
+  tensor::require_shape("layer norm gamma", gamma, 1, n);
+  tensor::require_shape("layer norm input gradient", dX, rows, n);
   Kokkos::parallel_for(
       "kpipe::kernels::layer_norm_backward_input", Policy(space, rows, Kokkos::AUTO),
       KOKKOS_LAMBDA(const Member& team) {
@@ -80,16 +84,17 @@ void layer_norm_backward_input(const ExecutionSpace& space, const ConstMatrix<id
 }
 
 template <class Scalar>
-void layer_norm_backward_weight(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& dY,
-                                const ConstMatrix<identity_t<Scalar>>& xhat, const Matrix<Scalar>& dgamma,
-                                const Matrix<Scalar>& dbeta) {
+void layer_norm_backward_weight(const tensor::ExecutionSpace& space,
+                                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
+                                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& xhat,
+                                const tensor::Matrix<Scalar>& dgamma, const tensor::Matrix<Scalar>& dbeta) {
   const int rows = static_cast<int>(xhat.extent(0));
   const int n = static_cast<int>(xhat.extent(1));
-  require_shape("layer norm output gradient", dY, rows, n);
-  require_shape("layer norm gamma gradient", dgamma, 1, n);
-  require_shape("layer norm beta gradient", dbeta, 1, n);
+  tensor::require_shape("layer norm output gradient", dY, rows, n);
+  tensor::require_shape("layer norm gamma gradient", dgamma, 1, n);
+  tensor::require_shape("layer norm beta gradient", dbeta, 1, n);
   Kokkos::parallel_for(
-      "kpipe::kernels::layer_norm_backward_weight", Kokkos::RangePolicy<ExecutionSpace>(space, 0, n),
+      "kpipe::kernels::layer_norm_backward_weight", Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, n),
       KOKKOS_LAMBDA(int j) {
         Scalar sum_gamma = 0;
         Scalar sum_beta = 0;
@@ -102,16 +107,17 @@ void layer_norm_backward_weight(const ExecutionSpace& space, const ConstMatrix<i
       });
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                    \
-  template void layer_norm_forward<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&,                        \
-                                           const ConstMatrix<Scalar>&, const ConstMatrix<Scalar>&, Scalar,           \
-                                           const Matrix<Scalar>&, const Matrix<Scalar>&, const Matrix<Scalar>&);     \
-  template void layer_norm_backward_input<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&,                 \
-                                                  const ConstMatrix<Scalar>&, const ConstMatrix<Scalar>&,            \
-                                                  const ConstMatrix<Scalar>&, const Matrix<Scalar>&);                \
-  template void layer_norm_backward_weight<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&,                \
-                                                   const ConstMatrix<Scalar>&, const Matrix<Scalar>&,                \
-                                                   const Matrix<Scalar>&);
+#define KPIPE_INSTANTIATE(Scalar)                                                                                     \
+  template void layer_norm_forward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,         \
+                                           const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,    \
+                                           Scalar, const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&,      \
+                                           const tensor::Matrix<Scalar>&);                                            \
+  template void layer_norm_backward_input<Scalar>(                                                                    \
+      const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,          \
+      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);         \
+  template void layer_norm_backward_weight<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&, \
+                                                   const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&, \
+                                                   const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -3,24 +3,26 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
-#include "kpipe/kernels/compat.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels {
 
 namespace {
-using Range = Kokkos::RangePolicy<ExecutionSpace>;
+using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
 }  // namespace
 
 template <class Scalar>
-double softmax_cross_entropy(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& logits,
-                             const ConstLabels& labels, identity_t<Scalar> scale, const Matrix<Scalar>& dlogits) {
+double softmax_cross_entropy(const tensor::ExecutionSpace& space,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                             const tensor::ConstLabels& labels, tensor::identity_t<Scalar> scale,
+                             const tensor::Matrix<Scalar>& dlogits) {
   const int rows = static_cast<int>(logits.extent(0));
   const int classes = static_cast<int>(logits.extent(1));
   if (labels.extent(0) != logits.extent(0)) {
-    throw input_error(fmt::format("{} labels for {} logits; give one label per row", labels.extent(0),
-                                  shape_string(logits)));
+    throw input_error(
+        fmt::format("{} labels for {} logits; give one label per row", labels.extent(0), tensor::shape_string(logits)));
   }
-  require_shape("logit gradient", dlogits, rows, classes);
+  tensor::require_shape("logit gradient", dlogits, rows, classes);
   double loss = 0;
   Kokkos::parallel_reduce(
       "kpipe::kernels::softmax_cross_entropy", Range(space, 0, rows),
@@ -28,28 +30,29 @@ double softmax_cross_entropy(const ExecutionSpace& space, const ConstMatrix<iden
         Scalar max = logits(i, 0);
         for (int j = 1; j < classes; ++j) max = logits(i, j) > max ? logits(i, j) : max;
         Scalar sum = 0;
-        for (int j = 0; j < classes; ++j) sum += compat::math::exp(logits(i, j) - max);
-        const Scalar log_sum = max + compat::math::log(sum);
+        for (int j = 0; j < classes; ++j) sum += tensor::compat::math::exp(logits(i, j) - max);
+        const Scalar log_sum = max + tensor::compat::math::log(sum);
         const int label = labels(i);
         const bool valid = label >= 0 && label < classes;
         for (int j = 0; j < classes; ++j) {
-          const Scalar p = compat::math::exp(logits(i, j) - log_sum);
+          const Scalar p = tensor::compat::math::exp(logits(i, j) - log_sum);
           dlogits(i, j) = scale * (j == label ? p - Scalar(1) : p);
         }
-        partial += valid ? static_cast<double>(scale * (log_sum - logits(i, label))) : compat::quiet_nan<double>();
+        partial +=
+            valid ? static_cast<double>(scale * (log_sum - logits(i, label))) : tensor::compat::quiet_nan<double>();
       },
       loss);
   return loss;
 }
 
 template <class Scalar>
-double mean_squared_error(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& Y,
-                          const ConstMatrix<identity_t<Scalar>>& targets, identity_t<Scalar> scale,
-                          const Matrix<Scalar>& dY) {
+double mean_squared_error(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Y,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& targets,
+                          tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dY) {
   const int rows = static_cast<int>(Y.extent(0));
   const int outputs = static_cast<int>(Y.extent(1));
-  require_shape("regression targets", targets, rows, outputs);
-  require_shape("output gradient", dY, rows, outputs);
+  tensor::require_shape("regression targets", targets, rows, outputs);
+  tensor::require_shape("output gradient", dY, rows, outputs);
   double loss = 0;
   Kokkos::parallel_reduce(
       "kpipe::kernels::mean_squared_error", Range(space, 0, rows),
@@ -66,11 +69,12 @@ double mean_squared_error(const ExecutionSpace& space, const ConstMatrix<identit
   return loss;
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                \
-  template double softmax_cross_entropy<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&,               \
-                                                const ConstLabels&, Scalar, const Matrix<Scalar>&);              \
-  template double mean_squared_error<Scalar>(const ExecutionSpace&, const ConstMatrix<Scalar>&,                  \
-                                             const ConstMatrix<Scalar>&, Scalar, const Matrix<Scalar>&);
+#define KPIPE_INSTANTIATE(Scalar)                                                                                   \
+  template double softmax_cross_entropy<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,  \
+                                                const tensor::ConstLabels&, Scalar, const tensor::Matrix<Scalar>&); \
+  template double mean_squared_error<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,     \
+                                             const tensor::ConstMatrix<Scalar>&, Scalar,                            \
+                                             const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -9,18 +9,18 @@ namespace kpipe::kernels {
 
 namespace {
 
-using Range = Kokkos::RangePolicy<ExecutionSpace>;
+using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
 
 template <class Scalar, class View>
-void require_same_shape(const char* what, const View& view, const Matrix<Scalar>& w) {
-  require_shape(what, view, w.extent(0), w.extent(1));
+void require_same_shape(const char* what, const View& view, const tensor::Matrix<Scalar>& w) {
+  tensor::require_shape(what, view, w.extent(0), w.extent(1));
 }
 
 }  // namespace
 
 template <class Scalar>
-void sgd_update(const ExecutionSpace& space, const SgdCoefficients& c, const Matrix<Scalar>& w,
-                const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& velocity) {
+void sgd_update(const tensor::ExecutionSpace& space, const SgdCoefficients& c, const tensor::Matrix<Scalar>& w,
+                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& g, const tensor::Matrix<Scalar>& velocity) {
   require_same_shape("SGD gradient", g, w);
   require_same_shape("SGD momentum buffer", velocity, w);
   const auto w_ = detail::flat(w);
@@ -39,8 +39,9 @@ void sgd_update(const ExecutionSpace& space, const SgdCoefficients& c, const Mat
 }
 
 template <class Scalar>
-void adamw_update(const ExecutionSpace& space, const AdamWCoefficients& c, const Matrix<Scalar>& w,
-                  const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& m, const Matrix<Scalar>& v) {
+void adamw_update(const tensor::ExecutionSpace& space, const AdamWCoefficients& c, const tensor::Matrix<Scalar>& w,
+                  const tensor::ConstMatrix<tensor::identity_t<Scalar>>& g, const tensor::Matrix<Scalar>& m,
+                  const tensor::Matrix<Scalar>& v) {
   require_same_shape("AdamW gradient", g, w);
   require_same_shape("AdamW first moment", m, w);
   require_same_shape("AdamW second moment", v, w);
@@ -70,11 +71,13 @@ void adamw_update(const ExecutionSpace& space, const AdamWCoefficients& c, const
       });
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                  \
-  template void sgd_update<Scalar>(const ExecutionSpace&, const SgdCoefficients&, const Matrix<Scalar>&,           \
-                                   const ConstMatrix<Scalar>&, const Matrix<Scalar>&);                             \
-  template void adamw_update<Scalar>(const ExecutionSpace&, const AdamWCoefficients&, const Matrix<Scalar>&,       \
-                                     const ConstMatrix<Scalar>&, const Matrix<Scalar>&, const Matrix<Scalar>&);
+#define KPIPE_INSTANTIATE(Scalar)                                                                       \
+  template void sgd_update<Scalar>(const tensor::ExecutionSpace&, const SgdCoefficients&,               \
+                                   const tensor::Matrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,   \
+                                   const tensor::Matrix<Scalar>&);                                      \
+  template void adamw_update<Scalar>(const tensor::ExecutionSpace&, const AdamWCoefficients&,           \
+                                     const tensor::Matrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
+                                     const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -1,44 +1,65 @@
 #include "kpipe/kernels/layer_norm.hpp"
-#include "kpipe/model/layers.hpp"
+#include "kpipe/model/layer_kinds.hpp"
 
 namespace kpipe::model {
 
-using kernels::ExecutionSpace;
+using tensor::TensorSpec;
 
 namespace {
 constexpr double epsilon = 1e-5;
 }  // namespace
 
 template <class Scalar>
-LayerNorm<Scalar>::LayerNorm(int dim, const std::string& name)
-    : gamma_{name + ".gamma", kernels::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".gamma", 1, dim),
-             kernels::zero_matrix<Scalar>("kpipe::model::" + name + ".gamma.grad", 1, dim)},
-      beta_{name + ".beta", kernels::zero_matrix<Scalar>("kpipe::model::" + name + ".beta", 1, dim),
-            kernels::zero_matrix<Scalar>("kpipe::model::" + name + ".beta.grad", 1, dim)} {
-  Kokkos::deep_copy(gamma_.value, Scalar(1));
+LayerNorm<Scalar>::LayerNorm(int dim, const std::string& name, LayerEnvironment env)
+    : env_(env),
+      gamma_{name + ".gamma", tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".gamma", 1, dim),
+             tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".gamma.grad", 1, dim)},
+      beta_{name + ".beta", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta", 1, dim),
+            tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta.grad", 1, dim)} {
+  Kokkos::deep_copy(env_.exec.space(), gamma_.value, Scalar(1));
 }
 
 template <class Scalar>
-void LayerNorm<Scalar>::forward(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y, Context<Scalar>* ctx) const {
+std::vector<TensorDecl> LayerNorm<Scalar>::saved(int rows) const {
+  return {{"xhat", TensorSpec::matrix<Scalar>(rows, input_dim())}, {"rstd", TensorSpec::matrix<Scalar>(rows, 1)}};
+}
+
+template <class Scalar>
+void LayerNorm<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  const auto region = env_.exec.region("kpipe::model::layer_norm::forward");
+  const auto X = inputs.at(0).matrix<Scalar>();
   const int rows = static_cast<int>(X.extent(0));
-  const auto xhat = kernels::uninitialized_matrix<Scalar>("kpipe::model::layer_norm_xhat", rows, input_dim());
-  const auto rstd = kernels::uninitialized_matrix<Scalar>("kpipe::model::layer_norm_rstd", rows, 1);
-  kernels::layer_norm_forward(ExecutionSpace(), X, gamma_.value, beta_.value, Scalar(epsilon), Y, xhat, rstd);
-  if (ctx) ctx->saved = {xhat, rstd};
+  auto& pool = env_.exec.pool();
+  const auto xhat = pool.take<Scalar>("kpipe::model::layer_norm_xhat", rows, input_dim());
+  const auto rstd = pool.take<Scalar>("kpipe::model::layer_norm_rstd", rows, 1);
+  kernels::layer_norm_forward(env_.exec.space(), X, gamma_.value, beta_.value, Scalar(epsilon),
+                              outputs.at(0).matrix<Scalar>(), xhat, rstd);
+  if (ctx) {
+    ctx->save("xhat", xhat);
+    ctx->save("rstd", rstd);
+  }
 }
 
 template <class Scalar>
-void LayerNorm<Scalar>::backward_input(const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX,
-                                       Context<Scalar>& ctx) const {
-  const auto xhat = ctx.saved.at(0);
-  if (dX.size() != 0) kernels::layer_norm_backward_input(ExecutionSpace(), dY, xhat, ctx.saved.at(1), gamma_.value, dX);
-  ctx.saved = {xhat, dY};
+void LayerNorm<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                       Context& ctx) const {
+  const auto region = env_.exec.region("kpipe::model::layer_norm::backward_input");
+  const auto dX = input_grads.at(0).matrix<Scalar>();
+  if (dX.size() != 0) {
+    kernels::layer_norm_backward_input(env_.exec.space(), output_grads.at(0).matrix<Scalar>(),
+                                       ctx.saved("xhat").matrix<Scalar>(), ctx.saved("rstd").matrix<Scalar>(),
+                                       gamma_.value, dX);
+  }
+  ctx.drop("rstd");
+  ctx.save("dy", output_grads.at(0));
 }
 
 template <class Scalar>
-void LayerNorm<Scalar>::backward_weight(Context<Scalar>& ctx) {
-  kernels::layer_norm_backward_weight(ExecutionSpace(), ctx.saved.at(1), ctx.saved.at(0), gamma_.grad, beta_.grad);
-  ctx.saved.clear();
+void LayerNorm<Scalar>::backward_weight(Context& ctx) {
+  const auto region = env_.exec.region("kpipe::model::layer_norm::backward_weight");
+  kernels::layer_norm_backward_weight(env_.exec.space(), ctx.saved("dy").matrix<Scalar>(),
+                                      ctx.saved("xhat").matrix<Scalar>(), gamma_.grad, beta_.grad);
+  ctx.clear();
 }
 
 template class LayerNorm<float>;

@@ -1,46 +1,63 @@
 #include <cmath>
 
 #include "kpipe/kernels/random.hpp"
-#include "kpipe/model/layers.hpp"
+#include "kpipe/model/layer_kinds.hpp"
 
 namespace kpipe::model {
 
-using kernels::ExecutionSpace;
 using kernels::Trans;
+using tensor::TensorSpec;
 
 template <class Scalar>
-Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, kernels::GemmPath gemm)
-    : weight_{name + ".weight", kernels::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", input, output),
-              kernels::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", input, output)},
-      bias_{name + ".bias", kernels::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, output),
-            kernels::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, output)},
+Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, kernels::GemmPath gemm,
+                       LayerEnvironment env)
+    : env_(env),
+      weight_{name + ".weight",
+              tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", input, output),
+              tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", input, output)},
+      bias_{name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, output),
+            tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, output)},
       gemm_(gemm) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(input));
-  kernels::fill_uniform(ExecutionSpace(), init_key, -bound, bound, weight_.value);
+  kernels::fill_uniform(env_.exec.space(), init_key, -bound, bound, weight_.value);
 }
 
 template <class Scalar>
-void Linear<Scalar>::forward(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y, Context<Scalar>* ctx) const {
-  kernels::gemm(ExecutionSpace(), Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
-  kernels::add_row(ExecutionSpace(), bias_.value, Y);
-  if (ctx) ctx->saved = {X};
+std::vector<TensorDecl> Linear<Scalar>::saved(int rows) const {
+  return {{"x", TensorSpec::matrix<Scalar>(rows, input_dim())}};
 }
 
 template <class Scalar>
-void Linear<Scalar>::backward_input(const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX,
-                                    Context<Scalar>& ctx) const {
-  if (dX.size() != 0) kernels::gemm(ExecutionSpace(), Trans::no, Trans::yes, 1, dY, weight_.value, 0, dX, gemm_);
-  ctx.saved = {ctx.saved.at(0), dY};
+void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  const auto region = env_.exec.region("kpipe::model::linear::forward");
+  const auto& space = env_.exec.space();
+  const auto Y = outputs.at(0).matrix<Scalar>();
+  kernels::gemm(space, Trans::no, Trans::no, 1, inputs.at(0).matrix<Scalar>(), weight_.value, 0, Y, gemm_);
+  kernels::add_row(space, bias_.value, Y);
+  if (ctx) ctx->save("x", inputs.at(0));
 }
 
 template <class Scalar>
-void Linear<Scalar>::backward_weight(Context<Scalar>& ctx) {
-  const auto& X = ctx.saved.at(0);
-  const auto& dY = ctx.saved.at(1);
+void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                    Context& ctx) const {
+  const auto region = env_.exec.region("kpipe::model::linear::backward_input");
+  const auto dX = input_grads.at(0).matrix<Scalar>();
+  if (dX.size() != 0) {
+    kernels::gemm(env_.exec.space(), Trans::no, Trans::yes, 1, output_grads.at(0).matrix<Scalar>(), weight_.value, 0,
+                  dX, gemm_);
+  }
+  ctx.save("dy", output_grads.at(0));
+}
+
+template <class Scalar>
+void Linear<Scalar>::backward_weight(Context& ctx) {
+  const auto region = env_.exec.region("kpipe::model::linear::backward_weight");
+  const auto X = ctx.saved("x").matrix<Scalar>();
+  const auto dY = ctx.saved("dy").matrix<Scalar>();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.
-  kernels::gemm(ExecutionSpace(), Trans::yes, Trans::no, 1, X, dY, 1, weight_.grad, gemm_);
-  kernels::add_column_sums(ExecutionSpace(), dY, bias_.grad);
-  ctx.saved.clear();
+  kernels::gemm(env_.exec.space(), Trans::yes, Trans::no, 1, X, dY, 1, weight_.grad, gemm_);
+  kernels::add_column_sums(env_.exec.space(), dY, bias_.grad);
+  ctx.clear();
 }
 
 template class Linear<float>;

@@ -13,18 +13,19 @@ template <class Scalar>
 Targets<Scalar> make_targets(LossKind loss, int rows, int outputs) {
   Targets<Scalar> targets;
   if (loss == LossKind::cross_entropy) {
-    targets.labels = kernels::Labels(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpipe::model::labels"), rows);
+    targets.labels = tensor::Labels(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpipe::model::labels"), rows);
   } else {
-    targets.values = kernels::uninitialized_matrix<Scalar>("kpipe::model::targets", rows, outputs);
+    targets.values = tensor::uninitialized_matrix<Scalar>("kpipe::model::targets", rows, outputs);
   }
   return targets;
 }
 
 template <class Scalar>
-double loss_and_gradient(LossKind loss, const kernels::ConstMatrix<kernels::identity_t<Scalar>>& Y,
-                         const Targets<Scalar>& targets, kernels::identity_t<Scalar> scale,
-                         const kernels::Matrix<Scalar>& dY) {
-  const kernels::ExecutionSpace space;
+double loss_and_gradient(const tensor::ExecContext& exec, LossKind loss,
+                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Y, const Targets<Scalar>& targets,
+                         tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dY) {
+  const auto region = exec.region("kpipe::model::loss");
+  const auto& space = exec.space();
   return loss == LossKind::cross_entropy ? kernels::softmax_cross_entropy(space, Y, targets.labels, scale, dY)
                                          : kernels::mean_squared_error(space, Y, targets.values, scale, dY);
 }
@@ -38,10 +39,10 @@ void require_finite_loss(double loss, std::int64_t step, int microbatch, int rep
                                   loss, step, where));
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                              \
-  template Targets<Scalar> make_targets<Scalar>(LossKind, int, int);                                           \
-  template double loss_and_gradient<Scalar>(LossKind, const kernels::ConstMatrix<Scalar>&,                      \
-                                            const Targets<Scalar>&, Scalar, const kernels::Matrix<Scalar>&);
+#define KPIPE_INSTANTIATE(Scalar)                                                                                     \
+  template Targets<Scalar> make_targets<Scalar>(LossKind, int, int);                                                  \
+  template double loss_and_gradient<Scalar>(const tensor::ExecContext&, LossKind, const tensor::ConstMatrix<Scalar>&, \
+                                            const Targets<Scalar>&, Scalar, const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

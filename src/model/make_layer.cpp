@@ -1,13 +1,14 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
-#include "kpipe/model/layers.hpp"
-#include "streams.hpp"
+#include "kpipe/model/layer_kinds.hpp"
+#include "random_streams.hpp"
 
 namespace kpipe::model {
 
 template <class Scalar>
-std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, kernels::GemmPath gemm) {
+std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, kernels::GemmPath gemm,
+                                          LayerEnvironment env) {
   const auto layers = model.layers();
   if (index < 0 || index >= static_cast<int>(layers.size())) {
     throw input_error(fmt::format("layer {} does not exist; the model has layers 0 to {}", index, layers.size() - 1));
@@ -19,22 +20,24 @@ std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, ker
   std::vector<std::unique_ptr<Layer<Scalar>>> parts;
   switch (spec.kind) {
     case LayerKind::linear:
-      return std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm);
+      return std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm, env);
     case LayerKind::linear_activation:
-      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm));
-      parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim));
-      return std::make_unique<Sequential<Scalar>>(std::move(parts));
+      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm, env));
+      parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim, env));
+      return std::make_unique<Sequential<Scalar>>(std::move(parts), env);
     case LayerKind::residual_block:
-      parts.push_back(std::make_unique<LayerNorm<Scalar>>(spec.input_dim, name + ".norm"));
-      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name + ".fc1", key(0), gemm));
-      parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim));
-      parts.push_back(std::make_unique<Linear<Scalar>>(spec.output_dim, spec.output_dim, name + ".fc2", key(1), gemm));
-      return std::make_unique<Residual<Scalar>>(std::make_unique<Sequential<Scalar>>(std::move(parts)));
+      parts.push_back(std::make_unique<LayerNorm<Scalar>>(spec.input_dim, name + ".norm", env));
+      parts.push_back(
+          std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name + ".fc1", key(0), gemm, env));
+      parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim, env));
+      parts.push_back(
+          std::make_unique<Linear<Scalar>>(spec.output_dim, spec.output_dim, name + ".fc2", key(1), gemm, env));
+      return std::make_unique<Residual<Scalar>>(std::make_unique<Sequential<Scalar>>(std::move(parts), env), env);
   }
   throw input_error(fmt::format("layer {} has an unknown kind", index));
 }
 
-template std::unique_ptr<Layer<float>> make_layer<float>(const ModelSpec&, int, kernels::GemmPath);
-template std::unique_ptr<Layer<double>> make_layer<double>(const ModelSpec&, int, kernels::GemmPath);
+template std::unique_ptr<Layer<float>> make_layer<float>(const ModelSpec&, int, kernels::GemmPath, LayerEnvironment);
+template std::unique_ptr<Layer<double>> make_layer<double>(const ModelSpec&, int, kernels::GemmPath, LayerEnvironment);
 
 }  // namespace kpipe::model

@@ -7,14 +7,14 @@
 
 namespace kpipe::model {
 
-using kernels::ExecutionSpace;
 
 template <class Scalar>
-Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters)
-    : spec_(spec), parameters_(std::move(parameters)) {
+Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters,
+                             tensor::ExecContext& exec)
+    : spec_(spec), exec_(exec), parameters_(std::move(parameters)) {
   const auto zeros_like = [](const Parameter<Scalar>& p, const char* what) {
-    return kernels::zero_matrix<Scalar>("kpipe::model::" + p.name + "." + what, static_cast<int>(p.value.extent(0)),
-                                        static_cast<int>(p.value.extent(1)));
+    return tensor::zero_matrix<Scalar>("kpipe::model::" + p.name + "." + what, static_cast<int>(p.value.extent(0)),
+                                       static_cast<int>(p.value.extent(1)));
   };
   for (const auto& p : parameters_) {
     if (spec_.kind == OptimizerKind::sgd) {
@@ -29,7 +29,8 @@ Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Sc
 template <class Scalar>
 void Optimizer<Scalar>::step() {
   ++steps_;
-  const ExecutionSpace space;
+  const auto region = exec_.region("kpipe::model::optimizer_step");
+  const auto& space = exec_.space();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const auto& p = parameters_[i];
     if (spec_.kind == OptimizerKind::sgd) {
@@ -58,9 +59,10 @@ std::vector<typename Optimizer<Scalar>::State> Optimizer<Scalar>::state() const 
 }
 
 template <class Scalar>
-std::vector<double> gradient_squared_norms(const std::vector<Parameter<Scalar>>& parameters) {
+std::vector<double> gradient_squared_norms(const tensor::ExecContext& exec,
+                                           const std::vector<Parameter<Scalar>>& parameters) {
   std::vector<double> norms;
-  for (const auto& p : parameters) norms.push_back(kernels::squared_norm<Scalar>(ExecutionSpace(), p.grad));
+  for (const auto& p : parameters) norms.push_back(kernels::squared_norm<Scalar>(exec.space(), p.grad));
   return norms;
 }
 
@@ -71,17 +73,20 @@ double global_norm(const std::vector<double>& squared_norms) {
 }
 
 template <class Scalar>
-double clip_gradients(const std::vector<Parameter<Scalar>>& parameters, double norm, double max_norm) {
+double clip_gradients(const tensor::ExecContext& exec, const std::vector<Parameter<Scalar>>& parameters, double norm,
+                      double max_norm) {
   if (norm <= max_norm) return 1.0;
   const double factor = max_norm / (norm + 1e-6);
-  for (const auto& p : parameters) kernels::scale(ExecutionSpace(), static_cast<Scalar>(factor), p.grad);
+  for (const auto& p : parameters) kernels::scale(exec.space(), static_cast<Scalar>(factor), p.grad);
   return factor;
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                       \
-  template class Optimizer<Scalar>;                                                                     \
-  template std::vector<double> gradient_squared_norms<Scalar>(const std::vector<Parameter<Scalar>>&);   \
-  template double clip_gradients<Scalar>(const std::vector<Parameter<Scalar>>&, double, double);
+#define KPIPE_INSTANTIATE(Scalar)                                                                                   \
+  template class Optimizer<Scalar>;                                                                                 \
+  template std::vector<double> gradient_squared_norms<Scalar>(const tensor::ExecContext&,                           \
+                                                              const std::vector<Parameter<Scalar>>&);               \
+  template double clip_gradients<Scalar>(const tensor::ExecContext&, const std::vector<Parameter<Scalar>>&, double, \
+                                         double);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

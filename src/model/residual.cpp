@@ -1,38 +1,42 @@
-#include "kpipe/model/layers.hpp"
+#include "kpipe/model/layer_kinds.hpp"
 
 namespace kpipe::model {
 
-using kernels::ExecutionSpace;
+template <class Scalar>
+Residual<Scalar>::Residual(std::unique_ptr<Layer<Scalar>> branch, LayerEnvironment env)
+    : env_(env), branch_(std::move(branch)) {}
 
 template <class Scalar>
-Residual<Scalar>::Residual(std::unique_ptr<Layer<Scalar>> branch) : branch_(std::move(branch)) {}
-
-template <class Scalar>
-void Residual<Scalar>::forward(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y, Context<Scalar>* ctx) const {
-  const auto branch = kernels::uninitialized_matrix<Scalar>("kpipe::model::residual_branch", static_cast<int>(X.extent(0)),
-                                                            output_dim());
+void Residual<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  const auto region = env_.exec.region("kpipe::model::residual::forward");
+  const auto X = inputs.at(0).matrix<Scalar>();
+  // Nothing saves the branch output, so the buffer is free again on return.
+  const auto branch = env_.exec.pool().take<Scalar>("kpipe::model::residual_branch", X.extent_int(0), output_dim());
   if (ctx) ctx->children.assign(1, {});
-  branch_->forward(X, branch, ctx ? &ctx->children[0] : nullptr);
-  kernels::add(ExecutionSpace(), X, branch, Y);
+  branch_->forward(inputs, {branch}, ctx ? &ctx->children[0] : nullptr);
+  kernels::add(env_.exec.space(), X, branch, outputs.at(0).matrix<Scalar>());
 }
 
 template <class Scalar>
-void Residual<Scalar>::backward_input(const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX,
-                                      Context<Scalar>& ctx) const {
+void Residual<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                      Context& ctx) const {
+  const auto region = env_.exec.region("kpipe::model::residual::backward_input");
   // The branch still runs without dX: its weights need their gradients.
+  const auto dX = input_grads.at(0).matrix<Scalar>();
   const bool wanted = dX.size() != 0;
+  const auto dY = output_grads.at(0).matrix<Scalar>();
   const auto branch_gradient =
-      wanted ? kernels::uninitialized_matrix<Scalar>("kpipe::model::residual_branch_grad",
-                                                     static_cast<int>(dY.extent(0)), input_dim())
-             : Matrix<Scalar>();
-  branch_->backward_input(dY, branch_gradient, ctx.children.at(0));
-  if (wanted) kernels::add(ExecutionSpace(), dY, branch_gradient, dX);
+      wanted ? env_.exec.pool().take<Scalar>("kpipe::model::residual_branch_grad", dY.extent_int(0), input_dim())
+             : tensor::Matrix<Scalar>();
+  branch_->backward_input(output_grads, {wanted ? tensor::Tensor(branch_gradient) : tensor::Tensor()},
+                          ctx.children.at(0));
+  if (wanted) kernels::add(env_.exec.space(), dY, branch_gradient, dX);
 }
 
 template <class Scalar>
-void Residual<Scalar>::backward_weight(Context<Scalar>& ctx) {
+void Residual<Scalar>::backward_weight(Context& ctx) {
   branch_->backward_weight(ctx.children.at(0));
-  ctx.children.clear();
+  ctx.clear();
 }
 
 template class Residual<float>;

@@ -1,45 +1,46 @@
-#include "kpipe/model/layers.hpp"
+#include "kpipe/model/layer_kinds.hpp"
 
 namespace kpipe::model {
 
 template <class Scalar>
-Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers) : layers_(std::move(layers)) {}
+Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env)
+    : env_(env), layers_(std::move(layers)) {}
 
 template <class Scalar>
-void Sequential<Scalar>::forward(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y, Context<Scalar>* ctx) const {
-  const int rows = static_cast<int>(X.extent(0));
+void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  const int rows = static_cast<int>(inputs.at(0).spec().extent(0));
   if (ctx) ctx->children.assign(layers_.size(), {});
-  ConstMatrix<Scalar> input = X;
+  tensor::Tensor input = inputs.at(0);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    // Fresh intermediates per call: a later microbatch must not overwrite what
-    // an earlier one's context still holds.
-    const auto output = i + 1 == layers_.size()
-                            ? Y
-                            : kernels::uninitialized_matrix<Scalar>("kpipe::model::activation", rows,
-                                                                    layers_[i]->output_dim());
-    layers_[i]->forward(input, output, ctx ? &ctx->children[i] : nullptr);
+    // A pooled intermediate per call: a buffer some microbatch's context
+    // still saves is not free, so a later microbatch gets another one.
+    const tensor::Tensor output =
+        i + 1 == layers_.size()
+            ? outputs.at(0)
+            : tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::activation", rows, layers_[i]->output_dim()));
+    layers_[i]->forward({input}, {output}, ctx ? &ctx->children[i] : nullptr);
     input = output;
   }
 }
 
 template <class Scalar>
-void Sequential<Scalar>::backward_input(const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX,
-                                        Context<Scalar>& ctx) const {
-  const int rows = static_cast<int>(dY.extent(0));
-  ConstMatrix<Scalar> gradient = dY;
+void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                        Context& ctx) const {
+  const int rows = static_cast<int>(output_grads.at(0).spec().extent(0));
+  tensor::Tensor gradient = output_grads.at(0);
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    const auto input_gradient = i == 0 ? dX
-                                       : kernels::uninitialized_matrix<Scalar>("kpipe::model::activation_grad", rows,
-                                                                               layers_[i]->input_dim());
-    layers_[i]->backward_input(gradient, input_gradient, ctx.children.at(i));
+    const tensor::Tensor input_gradient = i == 0 ? input_grads.at(0)
+                                                 : tensor::Tensor(env_.exec.pool().take<Scalar>(
+                                                       "kpipe::model::activation_grad", rows, layers_[i]->input_dim()));
+    layers_[i]->backward_input({gradient}, {input_gradient}, ctx.children.at(i));
     gradient = input_gradient;
   }
 }
 
 template <class Scalar>
-void Sequential<Scalar>::backward_weight(Context<Scalar>& ctx) {
+void Sequential<Scalar>::backward_weight(Context& ctx) {
   for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->backward_weight(ctx.children.at(i));
-  ctx.children.clear();
+  ctx.clear();
 }
 
 template <class Scalar>

@@ -5,22 +5,25 @@
 #include <algorithm>
 
 #include "kpipe/core/error.hpp"
-#include "kpipe/model/layers.hpp"
+#include "kpipe/model/layer_kinds.hpp"
 
 namespace kpipe::model {
 
 namespace {
 
 template <class Scalar>
-std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange layers, kernels::GemmPath gemm) {
+std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange layers, kernels::GemmPath gemm,
+                                          LayerEnvironment env) {
   const int total = model.layer_count();
   if (layers.count < 1 || layers.first < 0 || layers.end() > total) {
     throw input_error(fmt::format("a stage of layers [{}, {}) does not fit a model of {} layers", layers.first,
                                   layers.end(), total));
   }
   std::vector<std::unique_ptr<Layer<Scalar>>> body;
-  for (int index = layers.first; index < layers.end(); ++index) body.push_back(make_layer<Scalar>(model, index, gemm));
-  return std::make_unique<Sequential<Scalar>>(std::move(body));
+  for (int index = layers.first; index < layers.end(); ++index) {
+    body.push_back(make_layer<Scalar>(model, index, gemm, env));
+  }
+  return std::make_unique<Sequential<Scalar>>(std::move(body), env);
 }
 
 std::string stage_name(LayerRange layers) { return fmt::format("stage of layers [{}, {})", layers.first, layers.end()); }
@@ -28,77 +31,107 @@ std::string stage_name(LayerRange layers) { return fmt::format("stage of layers 
 }  // namespace
 
 template <class Scalar>
-Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options)
-    : layers_(layers), options_(options), body_(build_body<Scalar>(model, layers, options.gemm)) {}
+Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options, tensor::ExecContext& exec)
+    : layers_(layers),
+      options_(options),
+      exec_(exec),
+      serial_(std::make_unique<SerialCollectives>(exec)),
+      env_{exec, *serial_},
+      body_(build_body<Scalar>(model, layers, options.gemm, env_)) {}
 
 template <class Scalar>
-void Stage<Scalar>::forward(int mb, const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y) {
+Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options, Collectives& collectives,
+                     tensor::ExecContext& exec)
+    : layers_(layers),
+      options_(options),
+      exec_(exec),
+      env_{exec, collectives},
+      body_(build_body<Scalar>(model, layers, options.gemm, env_)) {}
+
+namespace {
+// A pooled copy of `source` for the stash, queued on the context's instance.
+template <class Scalar>
+tensor::Matrix<Scalar> pooled_copy(tensor::ExecContext& exec, const char* label,
+                                   const tensor::ConstMatrix<Scalar>& source) {
+  const auto copy = exec.pool().take<Scalar>(label, source.extent_int(0), source.extent_int(1));
+  Kokkos::deep_copy(exec.space(), copy, source);
+  return copy;
+}
+}  // namespace
+
+template <class Scalar>
+void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) {
+  const auto region = exec_.region("kpipe::F");
   if (stash_.count(mb) != 0) {
     throw runtime_error(fmt::format("{}: forward of microbatch {} while it is still stashed; run its backward first",
                                     stage_name(layers_), mb));
   }
   const int rows = static_cast<int>(X.extent(0));
-  kernels::require_shape("stage input", X, rows, input_dim());
-  kernels::require_shape("stage output", Y, rows, output_dim());
+  tensor::require_shape("stage input", X, rows, input_dim());
+  tensor::require_shape("stage output", Y, rows, output_dim());
   Stashed entry;
   entry.rows = rows;
   // Our own copy: the layers keep references to their inputs until W.
-  const auto input = kernels::clone<Scalar>("kpipe::model::stage_input", X);
+  const tensor::Tensor input = pooled_copy<Scalar>(exec_, "kpipe::model::stage_input", X);
   if (options_.recompute) {
-    body_->forward(input, Y, nullptr);
+    body_->forward({input}, {Y}, nullptr);
     entry.input = input;
   } else {
-    body_->forward(input, Y, &entry.context);
+    body_->forward({input}, {Y}, &entry.context);
   }
   stash_.emplace(mb, std::move(entry));
   update_peaks();
 }
 
 template <class Scalar>
-void Stage<Scalar>::backward_input(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX) {
+void Stage<Scalar>::backward_input(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX) {
+  const auto region = exec_.region("kpipe::B");
   // W runs later, and the layers read dY then: keep a copy the caller cannot overwrite.
-  run_backward_input(mb, kernels::clone<Scalar>("kpipe::model::stage_output_grad", dY), dX);
+  run_backward_input(mb, pooled_copy<Scalar>(exec_, "kpipe::model::stage_output_grad", dY), dX);
 }
 
 template <class Scalar>
-void Stage<Scalar>::backward(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX) {
+void Stage<Scalar>::backward(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX) {
+  const auto region = exec_.region("kpipe::BW");
   run_backward_input(mb, dY, dX);
-  backward_weight(mb);
+  body_->backward_weight(stashed(mb, true, "backward").context);
+  stash_.erase(mb);
 }
 
 template <class Scalar>
-void Stage<Scalar>::run_backward_input(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX) {
+void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX) {
   Stashed& entry = stashed(mb, false, "backward_input");
-  kernels::require_shape("stage output gradient", dY, entry.rows, output_dim());
-  if (dX.size() != 0) kernels::require_shape("stage input gradient", dX, entry.rows, input_dim());
+  tensor::require_shape("stage output gradient", dY.matrix<Scalar>(), entry.rows, output_dim());
+  if (dX.size() != 0) tensor::require_shape("stage input gradient", dX, entry.rows, input_dim());
   if (options_.recompute) {
-    const auto output = kernels::uninitialized_matrix<Scalar>("kpipe::model::recomputed_output", entry.rows,
-                                                              output_dim());
-    body_->forward(entry.input, output, &entry.context);
+    const auto output = exec_.pool().take<Scalar>("kpipe::model::recomputed_output", entry.rows, output_dim());
+    body_->forward({entry.input}, {output}, &entry.context);
     entry.input = {};
     update_peaks();
   }
-  body_->backward_input(dY, dX, entry.context);
+  body_->backward_input({dY}, {dX.size() != 0 ? tensor::Tensor(dX) : tensor::Tensor()}, entry.context);
   entry.input_gradient_done = true;
   update_peaks();
 }
 
 template <class Scalar>
 void Stage<Scalar>::backward_weight(int mb) {
+  const auto region = exec_.region("kpipe::W");
   body_->backward_weight(stashed(mb, true, "backward_weight").context);
   stash_.erase(mb);
 }
 
 template <class Scalar>
-void Stage<Scalar>::forward_no_grad(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y) const {
-  kernels::require_shape("stage input", X, X.extent(0), input_dim());
-  kernels::require_shape("stage output", Y, X.extent(0), output_dim());
-  body_->forward(X, Y, nullptr);
+void Stage<Scalar>::forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) const {
+  const auto region = exec_.region("kpipe::F");
+  tensor::require_shape("stage input", X, X.extent(0), input_dim());
+  tensor::require_shape("stage output", Y, X.extent(0), output_dim());
+  body_->forward({X}, {Y}, nullptr);
 }
 
 template <class Scalar>
 void Stage<Scalar>::zero_grad() {
-  for (const auto& p : parameters()) Kokkos::deep_copy(p.grad, Scalar(0));
+  for (const auto& p : parameters()) Kokkos::deep_copy(exec_.space(), p.grad, Scalar(0));
 }
 
 template <class Scalar>
@@ -110,7 +143,7 @@ int Stage<Scalar>::stashed_microbatches() const {
 template <class Scalar>
 std::size_t Stage<Scalar>::stashed_bytes() const {
   std::size_t total = 0;
-  for (const auto& [mb, entry] : stash_) total += kernels::bytes(entry.input) + entry.context.bytes();
+  for (const auto& [mb, entry] : stash_) total += entry.input.bytes() + entry.context.bytes();
   return total;
 }
 

@@ -2,14 +2,13 @@
 
 #include <cmath>
 
-#include "kpipe/kernels/compat.hpp"
 #include "kpipe/kernels/random.hpp"
-#include "streams.hpp"
+#include "kpipe/tensor/compat.hpp"
+#include "random_streams.hpp"
 
 namespace kpipe::model {
 
-using kernels::ExecutionSpace;
-using Range = Kokkos::RangePolicy<ExecutionSpace>;
+using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
 
 namespace {
 
@@ -18,29 +17,28 @@ enum TeacherTensor : std::uint64_t { centres, hidden, output, classes };
 // out(i, c) = f(sum_k in(i, k) * weights(k, c)), summed in ascending k by one
 // thread, so every rank computes bitwise the same teacher outputs.
 template <class Scalar>
-void dense(const kernels::ConstMatrix<Scalar>& in, const kernels::ConstMatrix<Scalar>& weights, bool apply_tanh,
-           const kernels::Matrix<Scalar>& out) {
+void dense(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& in,
+           const tensor::ConstMatrix<Scalar>& weights, bool apply_tanh, const tensor::Matrix<Scalar>& out) {
   const std::int64_t cols = static_cast<std::int64_t>(out.extent(1));
   const int depth = static_cast<int>(in.extent(1));
   Kokkos::parallel_for(
-      "kpipe::model::teacher_dense", Range(ExecutionSpace(), 0, out.extent(0) * out.extent(1)),
-      KOKKOS_LAMBDA(std::int64_t e) {
+      "kpipe::model::teacher_dense", Range(space, 0, out.extent(0) * out.extent(1)), KOKKOS_LAMBDA(std::int64_t e) {
         const std::int64_t i = e / cols;
         const std::int64_t c = e % cols;
         Scalar sum = 0;
         for (int k = 0; k < depth; ++k) sum += in(i, k) * weights(k, c);
-        out(i, c) = apply_tanh ? compat::math::tanh(sum) : sum;
+        out(i, c) = apply_tanh ? tensor::compat::math::tanh(sum) : sum;
       });
 }
 
 // labels(i) = argmax_c x_i . centre_c - |centre_c|^2 / 2.
 template <class Scalar>
-void nearest_centre(const kernels::ConstMatrix<Scalar>& X, const kernels::ConstMatrix<Scalar>& centres,
-                    const kernels::Labels& labels) {
+void nearest_centre(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                    const tensor::ConstMatrix<Scalar>& centres, const tensor::Labels& labels) {
   const int classes = static_cast<int>(centres.extent(0));
   const int dim = static_cast<int>(centres.extent(1));
   Kokkos::parallel_for(
-      "kpipe::model::teacher_argmax", Range(ExecutionSpace(), 0, X.extent(0)), KOKKOS_LAMBDA(std::int64_t i) {
+      "kpipe::model::teacher_argmax", Range(space, 0, X.extent(0)), KOKKOS_LAMBDA(std::int64_t i) {
         int best = 0;
         Scalar best_logit = 0;
         for (int c = 0; c < classes; ++c) {
@@ -58,35 +56,35 @@ void nearest_centre(const kernels::ConstMatrix<Scalar>& X, const kernels::ConstM
 }  // namespace
 
 template <class Scalar>
-SyntheticData<Scalar>::SyntheticData(const DataSpec& spec) : spec_(spec) {
-  const ExecutionSpace space;
+SyntheticData<Scalar>::SyntheticData(const DataSpec& spec, tensor::ExecContext& exec) : spec_(spec), exec_(exec) {
+  const auto& space = exec_.space();
   const auto key = [&](TeacherTensor tensor) { return detail::stream(detail::Stream::teacher, spec.seed, tensor); };
   if (spec.task == Task::classification) {
-    centres_ = kernels::uninitialized_matrix<Scalar>("kpipe::model::teacher_centres", spec.output_dim, spec.input_dim);
+    centres_ = tensor::uninitialized_matrix<Scalar>("kpipe::model::teacher_centres", spec.output_dim, spec.input_dim);
     kernels::fill_normal(space, key(centres), 0, 0.0, 1.0, centres_);
     return;
   }
   // Unit-variance pre-activations and outputs for unit-variance inputs.
-  hidden_weights_ = kernels::uninitialized_matrix<Scalar>("kpipe::model::teacher_hidden", spec.input_dim, teacher_width);
-  output_weights_ = kernels::uninitialized_matrix<Scalar>("kpipe::model::teacher_output", teacher_width,
-                                                          spec.output_dim);
+  hidden_weights_ = tensor::uninitialized_matrix<Scalar>("kpipe::model::teacher_hidden", spec.input_dim, teacher_width);
+  output_weights_ =
+      tensor::uninitialized_matrix<Scalar>("kpipe::model::teacher_output", teacher_width, spec.output_dim);
   kernels::fill_normal(space, key(hidden), 0, 0.0, 1.0 / std::sqrt(spec.input_dim), hidden_weights_);
   kernels::fill_normal(space, key(output), 0, 0.0, 1.0 / std::sqrt(teacher_width), output_weights_);
 }
 
 template <class Scalar>
-void SyntheticData<Scalar>::fill_inputs(std::int64_t step, std::int64_t first, const kernels::Matrix<Scalar>& X) const {
-  kernels::require_shape("synthetic inputs", X, X.extent(0), spec_.input_dim);
+void SyntheticData<Scalar>::fill_inputs(std::int64_t step, std::int64_t first, const tensor::Matrix<Scalar>& X) const {
+  const auto region = exec_.region("kpipe::model::synthetic_inputs");
+  tensor::require_shape("synthetic inputs", X, X.extent(0), spec_.input_dim);
   const auto noise_key = detail::stream(detail::Stream::inputs, spec_.seed, static_cast<std::uint64_t>(step));
-  kernels::fill_normal(ExecutionSpace(), noise_key, first, 0.0, 1.0, X);
+  kernels::fill_normal(exec_.space(), noise_key, first, 0.0, 1.0, X);
   if (spec_.task != Task::classification) return;
   const auto class_key = detail::stream(detail::Stream::inputs, spec_.seed, static_cast<std::uint64_t>(step), classes);
   const auto centres = centres_;
   const std::int64_t dim = spec_.input_dim;
   const std::uint64_t count = static_cast<std::uint64_t>(spec_.output_dim);
   Kokkos::parallel_for(
-      "kpipe::model::add_centres", Range(ExecutionSpace(), 0, X.extent(0) * X.extent(1)),
-      KOKKOS_LAMBDA(std::int64_t e) {
+      "kpipe::model::add_centres", Range(exec_.space(), 0, X.extent(0) * X.extent(1)), KOKKOS_LAMBDA(std::int64_t e) {
         const std::int64_t i = e / dim;
         const auto c = static_cast<int>(kernels::random_bits(class_key, static_cast<std::uint64_t>(first + i)) % count);
         X(i, e % dim) += centres(c, e % dim);
@@ -97,17 +95,18 @@ template <class Scalar>
 void SyntheticData<Scalar>::fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const {
   const bool classification = spec_.task == Task::classification;
   const int rows = static_cast<int>(classification ? targets.labels.extent(0) : targets.values.extent(0));
-  const auto X = kernels::uninitialized_matrix<Scalar>("kpipe::model::teacher_inputs", rows, spec_.input_dim);
+  const auto region = exec_.region("kpipe::model::synthetic_targets");
+  const auto X = exec_.pool().template take<Scalar>("kpipe::model::teacher_inputs", rows, spec_.input_dim);
   fill_inputs(step, first, X);
+  const auto& space = exec_.space();
   if (classification) {
-    nearest_centre<Scalar>(X, centres_, targets.labels);
+    nearest_centre<Scalar>(space, X, centres_, targets.labels);
     return;
   }
-  kernels::require_shape("regression targets", targets.values, rows, spec_.output_dim);
-  const auto activations = kernels::uninitialized_matrix<Scalar>("kpipe::model::teacher_hidden_out", rows,
-                                                                 teacher_width);
-  dense<Scalar>(X, hidden_weights_, true, activations);
-  dense<Scalar>(activations, output_weights_, false, targets.values);
+  tensor::require_shape("regression targets", targets.values, rows, spec_.output_dim);
+  const auto activations = exec_.pool().template take<Scalar>("kpipe::model::teacher_hidden_out", rows, teacher_width);
+  dense<Scalar>(space, X, hidden_weights_, true, activations);
+  dense<Scalar>(space, activations, output_weights_, false, targets.values);
 }
 
 template class SyntheticData<float>;

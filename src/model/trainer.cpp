@@ -22,7 +22,7 @@ const TrainerSpec& checked(const TrainerSpec& spec) {
 
 // The stages of the spec, checked to cover the model's layers in order.
 template <class Scalar>
-std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec) {
+std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, tensor::ExecContext& exec) {
   const int layers = spec.model.layer_count();
   const auto ranges = spec.stages.empty() ? std::vector<LayerRange>{{0, layers}} : spec.stages;
   std::vector<Stage<Scalar>> stages;
@@ -32,7 +32,7 @@ std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec) {
       throw input_error(fmt::format("stage [{}, {}) should start at layer {}; stages must cover the layers in order",
                                     range.first, range.end(), next));
     }
-    stages.emplace_back(spec.model, range, spec.stage);
+    stages.emplace_back(spec.model, range, spec.stage, exec);
     next = range.end();
   }
   if (next != layers) {
@@ -69,16 +69,17 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
 }
 
 template <class Scalar>
-SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec)
+SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec)
     : spec_(checked(spec)),
-      stages_(build_stages<Scalar>(spec)),
-      data_(spec.data),
-      optimizer_(spec.optimizer, all_parameters(stages_)) {
+      exec_(exec),
+      stages_(build_stages<Scalar>(spec, exec)),
+      data_(spec.data, exec),
+      optimizer_(spec.optimizer, all_parameters(stages_), exec),
+      targets_(make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {
   if (spec.data_parallel > 1) {
     for (const auto& p : parameters()) {
-      replica_sum_.push_back(kernels::uninitialized_matrix<Scalar>("kpipe::model::replica_grad_sum",
-                                                                   static_cast<int>(p.grad.extent(0)),
-                                                                   static_cast<int>(p.grad.extent(1))));
+      replica_sum_.push_back(tensor::uninitialized_matrix<Scalar>(
+          "kpipe::model::replica_grad_sum", static_cast<int>(p.grad.extent(0)), static_cast<int>(p.grad.extent(1))));
     }
   }
 }
@@ -99,15 +100,16 @@ double SequentialTrainer<Scalar>::step() {
     // all-reduce sum, as a + b == b + a.
     for (std::size_t i = 0; i < replica_sum_.size(); ++i) {
       if (replica == 0) {
-        Kokkos::deep_copy(replica_sum_[i], params[i].grad);
+        Kokkos::deep_copy(exec_.space(), replica_sum_[i], params[i].grad);
       } else {
-        kernels::add(kernels::ExecutionSpace(), replica_sum_[i], params[i].grad, replica_sum_[i]);
+        kernels::add(exec_.space(), replica_sum_[i], params[i].grad, replica_sum_[i]);
       }
     }
   }
-  for (std::size_t i = 0; i < replica_sum_.size(); ++i) Kokkos::deep_copy(params[i].grad, replica_sum_[i]);
+  for (std::size_t i = 0; i < replica_sum_.size(); ++i)
+    Kokkos::deep_copy(exec_.space(), params[i].grad, replica_sum_[i]);
   if (spec_.optimizer.grad_clip > 0) {
-    clip_gradients(params, global_norm(gradient_squared_norms(params)), spec_.optimizer.grad_clip);
+    clip_gradients(exec_, params, global_norm(gradient_squared_norms(exec_, params)), spec_.optimizer.grad_clip);
   }
   optimizer_.step();
   ++steps_;
@@ -119,25 +121,27 @@ double SequentialTrainer<Scalar>::run_replica(int replica) {
   const int b = spec_.microbatch_size;
   const int per_replica = spec_.global_batch / spec_.data_parallel;
   const auto scale = static_cast<Scalar>(1.0 / spec_.global_batch);
-  // Boundary buffers, reused by every microbatch: the stages copy what they keep.
-  const auto X = kernels::uninitialized_matrix<Scalar>("kpipe::model::batch_inputs", b, spec_.model.input_dim);
-  const auto targets = make_targets<Scalar>(spec_.model.loss, b, spec_.model.output_dim);
-  std::vector<kernels::Matrix<Scalar>> outputs, gradients;
+  // Boundary buffers, reused by every microbatch (the stages copy what they
+  // keep) and pooled across steps.
+  auto& pool = exec_.pool();
+  const auto X = pool.take<Scalar>("kpipe::model::trainer_inputs", b, spec_.model.input_dim);
+  std::vector<tensor::Matrix<Scalar>> outputs, gradients;
   for (const auto& stage : stages_) {
-    outputs.push_back(kernels::uninitialized_matrix<Scalar>("kpipe::model::stage_output", b, stage.output_dim()));
-    gradients.push_back(kernels::uninitialized_matrix<Scalar>("kpipe::model::stage_output_grad", b, stage.output_dim()));
+    outputs.push_back(pool.take<Scalar>("kpipe::model::trainer_stage_output", b, stage.output_dim()));
+    gradients.push_back(pool.take<Scalar>("kpipe::model::trainer_stage_output_grad", b, stage.output_dim()));
   }
   double loss = 0;
   for (int mb = 0; mb < per_replica / b; ++mb) {
     const std::int64_t first = static_cast<std::int64_t>(replica) * per_replica + static_cast<std::int64_t>(mb) * b;
     data_.fill_inputs(steps_, first, X);
-    data_.fill_targets(steps_, first, targets);
+    data_.fill_targets(steps_, first, targets_);
     for (std::size_t s = 0; s < stages_.size(); ++s) stages_[s].forward(mb, s == 0 ? X : outputs[s - 1], outputs[s]);
-    const double mb_loss = loss_and_gradient(spec_.model.loss, outputs.back(), targets, scale, gradients.back());
+    const double mb_loss =
+        loss_and_gradient(exec_, spec_.model.loss, outputs.back(), targets_, scale, gradients.back());
     require_finite_loss(mb_loss, steps_, mb, replica, spec_.data_parallel);
     loss += mb_loss;
     for (std::size_t s = stages_.size(); s-- > 0;) {
-      stages_[s].backward(mb, gradients[s], s == 0 ? kernels::Matrix<Scalar>() : gradients[s - 1]);
+      stages_[s].backward(mb, gradients[s], s == 0 ? tensor::Matrix<Scalar>() : gradients[s - 1]);
     }
   }
   return loss;

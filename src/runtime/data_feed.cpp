@@ -3,10 +3,10 @@
 namespace kpipe::runtime {
 
 template <class Scalar>
-DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica)
+DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica, tensor::ExecContext& exec)
     : replica_offset_(static_cast<std::int64_t>(replica) * (spec.global_batch / spec.data_parallel)),
       microbatch_size_(spec.microbatch_size),
-      data_(spec.data),
+      data_(spec.data, exec),
       targets_(model::make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {}
 
 template <class Scalar>
@@ -15,7 +15,7 @@ std::int64_t DataFeed<Scalar>::first_sample(int mb) const {
 }
 
 template <class Scalar>
-void DataFeed<Scalar>::inputs(int step, int mb, const kernels::Matrix<Scalar>& X) const {
+void DataFeed<Scalar>::inputs(int step, int mb, const tensor::Matrix<Scalar>& X) const {
   data_.fill_inputs(step, first_sample(mb), X);
 }
 

@@ -15,12 +15,13 @@ constexpr std::size_t gradient_bucket_bytes = 16u << 20;
 template <class Scalar>
 GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
                                    const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks,
-                                   double grad_clip, bool stage_through_host)
+                                   double grad_clip, bool stage_through_host, tensor::ExecContext& exec)
     : grid_(grid),
       schedule_(schedule),
       chunks_(chunks),
       grad_clip_(grad_clip),
-      reducer_(grid.data(), gradient_bucket_bytes, stage_through_host) {}
+      reducer_(grid.data(), gradient_bucket_bytes, stage_through_host),
+      exec_(exec) {}
 
 template <class Scalar>
 std::vector<model::Parameter<Scalar>> GradientSync<Scalar>::parameters() const {
@@ -43,7 +44,7 @@ void GradientSync<Scalar>::reduce() {
 template <class Scalar>
 void GradientSync<Scalar>::clip() {
   if (grad_clip_ <= 0) return;
-  model::clip_gradients(parameters(), model::global_norm(squared_norms_in_layer_order()), grad_clip_);
+  model::clip_gradients(exec_, parameters(), model::global_norm(squared_norms_in_layer_order()), grad_clip_);
 }
 
 template <class Scalar>
@@ -52,7 +53,7 @@ std::vector<double> GradientSync<Scalar>::squared_norms_in_layer_order() const {
   std::vector<int> counts;  // per chunk: how many norms
   std::vector<double> norms;
   for (const auto& chunk : chunks_) {
-    const auto own = model::gradient_squared_norms(chunk->parameters());
+    const auto own = model::gradient_squared_norms(exec_, chunk->parameters());
     counts.push_back(static_cast<int>(own.size()));
     norms.insert(norms.end(), own.begin(), own.end());
   }

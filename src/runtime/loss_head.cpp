@@ -6,16 +6,18 @@
 namespace kpipe::runtime {
 
 template <class Scalar>
-LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed)
+LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed,
+                           tensor::ExecContext& exec)
     : kind_(spec.model.loss),
       scale_(static_cast<Scalar>(1.0 / spec.global_batch)),
       replica_(replica),
       data_parallel_(spec.data_parallel),
-      feed_(feed) {}
+      feed_(feed),
+      exec_(exec) {}
 
 template <class Scalar>
-double LossHead<Scalar>::loss(int step, int mb, const kernels::Matrix<Scalar>& Y, const kernels::Matrix<Scalar>& dY) {
-  const double value = model::loss_and_gradient(kind_, Y, feed_.targets(step, mb), scale_, dY);
+double LossHead<Scalar>::loss(int step, int mb, const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& dY) {
+  const double value = model::loss_and_gradient(exec_, kind_, Y, feed_.targets(step, mb), scale_, dY);
   if (!failure_) {
     try {
       model::require_finite_loss(value, step, mb, replica_, data_parallel_);
@@ -27,12 +29,12 @@ double LossHead<Scalar>::loss(int step, int mb, const kernels::Matrix<Scalar>& Y
 }
 
 template <class Scalar>
-void LossHead<Scalar>::evaluate(int step, int mb, const kernels::Matrix<Scalar>& Y) {
+void LossHead<Scalar>::evaluate(int step, int mb, const tensor::Matrix<Scalar>& Y) {
   const auto& targets = feed_.targets(step, mb);
-  const kernels::Matrix<Scalar> dY = scratch_.take(Y.extent_int(0), Y.extent_int(1));
-  evaluation_.loss += model::loss_and_gradient(kind_, Y, targets, scale_, dY);
+  const tensor::Matrix<Scalar> dY = scratch_.take(Y.extent_int(0), Y.extent_int(1));
+  evaluation_.loss += model::loss_and_gradient(exec_, kind_, Y, targets, scale_, dY);
   if (kind_ == model::LossKind::cross_entropy) {
-    evaluation_.correct += kernels::count_correct<Scalar>(kernels::ExecutionSpace(), Y, targets.labels);
+    evaluation_.correct += kernels::count_correct<Scalar>(exec_.space(), Y, targets.labels);
   }
   evaluation_.samples += Y.extent(0);
 }

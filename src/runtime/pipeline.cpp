@@ -33,11 +33,12 @@ schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Com
 
 template <class Scalar>
 std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::TrainerSpec& spec,
-                                                                const schedule::Schedule& schedule, int rank) {
+                                                                const schedule::Schedule& schedule, int rank,
+                                                                tensor::ExecContext& exec) {
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
-    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), spec.stage));
+    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), spec.stage, exec));
   }
   return chunks;
 }
@@ -60,11 +61,11 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       schedule_(schedule::make_schedule(plan_)),
       watchdog_(config.runtime.watchdog_seconds, grid_.world_rank()),
       transport_(grid_.pipeline(), watchdog_, staging),
-      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank())),
-      feed_(spec_, grid_.replica()),
-      loss_head_(spec_, grid_.replica(), feed_),
-      gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged()),
-      optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters())
+      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), exec_)),
+      feed_(spec_, grid_.replica(), exec_),
+      loss_head_(spec_, grid_.replica(), feed_, exec_),
+      gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),
+      optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(),
                 step_hooks()) {

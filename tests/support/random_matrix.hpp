@@ -5,14 +5,14 @@
 #include <cstdint>
 
 #include "kpipe/kernels/random.hpp"
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::test {
 
 template <class Scalar = double>
-kernels::Matrix<Scalar> random_matrix(int rows, int cols, std::uint64_t stream, double low = -1, double high = 1) {
-  auto m = kernels::uninitialized_matrix<Scalar>("test::random", rows, cols);
-  kernels::fill_uniform(kernels::ExecutionSpace(), kernels::stream_key(2024, stream), low, high, m);
+tensor::Matrix<Scalar> random_matrix(int rows, int cols, std::uint64_t stream, double low = -1, double high = 1) {
+  auto m = tensor::uninitialized_matrix<Scalar>("test::random", rows, cols);
+  kernels::fill_uniform(tensor::ExecutionSpace(), kernels::stream_key(2024, stream), low, high, m);
   return m;
 }
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kpipe/comm/buffer_pool.hpp"
 #include "kpipe/comm/watchdog.hpp"
+#include "kpipe/tensor/buffer_pool.hpp"
 
 namespace kpipe::comm {
 
@@ -84,8 +84,8 @@ class Transport {
   bool staged_;
   std::vector<Pending> receives_;
   std::vector<Pending> sends_;
-  BufferPool<Matrix> buffers_{"kpipe::comm::receive_buffer"};
-  BufferPool<HostMatrix> staging_buffers_{"kpipe::comm::staging_buffer"};
+  tensor::BufferPool<Matrix> buffers_{"kpipe::comm::receive_buffer"};
+  tensor::BufferPool<HostMatrix> staging_buffers_{"kpipe::comm::staging_buffer"};
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t messages_sent_ = 0;
   int peak_posted_ = 0;

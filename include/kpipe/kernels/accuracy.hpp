@@ -4,12 +4,13 @@
 
 #include <cstdint>
 
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
 template <class Scalar>
-std::int64_t count_correct(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& logits,
-                           const ConstLabels& labels);
+std::int64_t count_correct(const tensor::ExecutionSpace& space,
+                           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                           const tensor::ConstLabels& labels);
 
 }  // namespace kpipe::kernels

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kpipe/kernels/compat.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels::fast_math {
 
@@ -33,7 +33,7 @@ KOKKOS_INLINE_FUNCTION std::int32_t to_bits(float x) {
 KOKKOS_INLINE_FUNCTION float clamp_magnitude(float x, float limit) {
   const std::int32_t bits = to_bits(x);
   const std::int32_t magnitude = bits & 0x7fffffff;
-  const std::int32_t clamped = magnitude > 0x7f800000 ? magnitude : compat::min(magnitude, to_bits(limit));
+  const std::int32_t clamped = magnitude > 0x7f800000 ? magnitude : tensor::compat::min(magnitude, to_bits(limit));
   return from_bits((bits & static_cast<std::int32_t>(0x80000000u)) | clamped);
 }
 
@@ -108,9 +108,9 @@ KOKKOS_INLINE_FUNCTION float sqrt(float v) {
   return s + 0.5f * y * (v - s * s);
 }
 
-KOKKOS_INLINE_FUNCTION double erf(double x) { return compat::math::erf(x); }
-KOKKOS_INLINE_FUNCTION double tanh(double x) { return compat::math::tanh(x); }
-KOKKOS_INLINE_FUNCTION double exp(double x) { return compat::math::exp(x); }
-KOKKOS_INLINE_FUNCTION double sqrt(double x) { return compat::math::sqrt(x); }
+KOKKOS_INLINE_FUNCTION double erf(double x) { return tensor::compat::math::erf(x); }
+KOKKOS_INLINE_FUNCTION double tanh(double x) { return tensor::compat::math::tanh(x); }
+KOKKOS_INLINE_FUNCTION double exp(double x) { return tensor::compat::math::exp(x); }
+KOKKOS_INLINE_FUNCTION double sqrt(double x) { return tensor::compat::math::sqrt(x); }
 
 }  // namespace kpipe::kernels::fast_math

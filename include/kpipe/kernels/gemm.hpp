@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
@@ -27,8 +27,9 @@ std::string vendor_gemm_library();
 // same inputs give bitwise the same C, which the reproducibility of training
 // rests on. Mismatched shapes are an input error that prints all three.
 template <class Scalar>
-void gemm(const ExecutionSpace& space, Trans trans_a, Trans trans_b, identity_t<Scalar> alpha,
-          const ConstMatrix<identity_t<Scalar>>& A, const ConstMatrix<identity_t<Scalar>>& B,
-          identity_t<Scalar> beta, const Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
+void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
+          const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
 
 }  // namespace kpipe::kernels

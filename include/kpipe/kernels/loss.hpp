@@ -4,7 +4,7 @@
 // scale = 1 / global_batch, the microbatch gradients of a whole step add up to
 // the gradient of the mean loss.
 
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
@@ -12,13 +12,15 @@ namespace kpipe::kernels {
 // log-sum-exp shifted by the row maximum so that no exponential overflows.
 // A label outside [0, classes) makes the loss NaN instead of reading past the row.
 template <class Scalar>
-double softmax_cross_entropy(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& logits,
-                             const ConstLabels& labels, identity_t<Scalar> scale, const Matrix<Scalar>& dlogits);
+double softmax_cross_entropy(const tensor::ExecutionSpace& space,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                             const tensor::ConstLabels& labels, tensor::identity_t<Scalar> scale,
+                             const tensor::Matrix<Scalar>& dlogits);
 
 // Mean squared error per sample, mean((y - t)^2) over the outputs.
 template <class Scalar>
-double mean_squared_error(const ExecutionSpace& space, const ConstMatrix<identity_t<Scalar>>& Y,
-                          const ConstMatrix<identity_t<Scalar>>& targets, identity_t<Scalar> scale,
-                          const Matrix<Scalar>& dY);
+double mean_squared_error(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Y,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& targets,
+                          tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dY);
 
 }  // namespace kpipe::kernels

@@ -3,7 +3,7 @@
 // hyperparameters carry over. State matrices have the parameter's shape and
 // start at zero.
 
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
@@ -15,8 +15,8 @@ struct SgdCoefficients {
 
 // g' = g + weight_decay * w; velocity = momentum * velocity + g'; w -= lr * velocity.
 template <class Scalar>
-void sgd_update(const ExecutionSpace& space, const SgdCoefficients& c, const Matrix<Scalar>& w,
-                const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& velocity);
+void sgd_update(const tensor::ExecutionSpace& space, const SgdCoefficients& c, const tensor::Matrix<Scalar>& w,
+                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& g, const tensor::Matrix<Scalar>& velocity);
 
 struct AdamWCoefficients {
   double lr = 0;
@@ -30,7 +30,8 @@ struct AdamWCoefficients {
 // w *= 1 - lr * wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 // w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + epsilon).
 template <class Scalar>
-void adamw_update(const ExecutionSpace& space, const AdamWCoefficients& c, const Matrix<Scalar>& w,
-                  const ConstMatrix<identity_t<Scalar>>& g, const Matrix<Scalar>& m, const Matrix<Scalar>& v);
+void adamw_update(const tensor::ExecutionSpace& space, const AdamWCoefficients& c, const tensor::Matrix<Scalar>& w,
+                  const tensor::ConstMatrix<tensor::identity_t<Scalar>>& g, const tensor::Matrix<Scalar>& m,
+                  const tensor::Matrix<Scalar>& v);
 
 }  // namespace kpipe::kernels

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
@@ -36,13 +36,14 @@ KOKKOS_INLINE_FUNCTION double uniform01(std::uint64_t key, std::uint64_t counter
 // Fill with independent uniform values in [low, high); element (i, j) is number
 // i * cols + j of the stream.
 template <class Scalar>
-void fill_uniform(const ExecutionSpace& space, std::uint64_t key, double low, double high, const Matrix<Scalar>& out);
+void fill_uniform(const tensor::ExecutionSpace& space, std::uint64_t key, double low, double high,
+                  const tensor::Matrix<Scalar>& out);
 
 // Fill with independent normal values (Box-Muller on counters 2c and 2c + 1);
 // element (i, j) is number `first_row * cols + i * cols + j` of the stream, so
 // a block of rows is the same wherever it is generated.
 template <class Scalar>
-void fill_normal(const ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean, double stddev,
-                 const Matrix<Scalar>& out);
+void fill_normal(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean,
+                 double stddev, const tensor::Matrix<Scalar>& out);
 
 }  // namespace kpipe::kernels

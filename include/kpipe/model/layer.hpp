@@ -1,44 +1,82 @@
 #pragma once
-// The layer interface. A layer is a host-side object whose methods launch
-// Kokkos kernels; what a microbatch needs between its forward (F), input
-// gradient (B) and weight gradient (W) lives in a Context the caller owns, so
-// one layer serves any number of microbatches in flight (DESIGN.md §1, §3).
+// The layer contract (v2). A layer is a host-side object whose methods launch
+// Kokkos kernels on the execution-space instance of the tensor::ExecContext it
+// was built with. It declares its named inputs, outputs and saved tensors as
+// TensorSpecs for a microbatch of `rows` samples, takes lists of type-erased
+// tensors, and keeps what a microbatch needs between its forward (F), input
+// gradient (B) and weight gradient (W) in a Context the caller owns, by name,
+// so one layer serves any number of microbatches in flight (DESIGN.md §1, §3).
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/model/collectives.hpp"
+#include "kpipe/tensor/exec_context.hpp"
+#include "kpipe/tensor/matrix.hpp"
+#include "kpipe/tensor/tensor.hpp"
 
 namespace kpipe::model {
 
-template <class Scalar>
-using Matrix = kernels::Matrix<Scalar>;
-template <class Scalar>
-using ConstMatrix = kernels::ConstMatrix<Scalar>;
+// Which part of a parameter this rank holds. Tensor parallelism (Megatron)
+// splits a column-parallel Linear's weight and bias along axis 1 and a
+// row-parallel one's weight along axis 0 into `count` equal shards, shard
+// `index` on tensor-parallel rank `index`; checkpoints then write each shard
+// into its slice of the global tensor, and global-norm clipping counts a
+// full parameter once per group but every shard. count == 1 is the whole
+// parameter, what every layer holds today.
+struct Shard {
+  int axis = 0;
+  int index = 0;
+  int count = 1;
+
+  bool full() const { return count == 1; }
+  static Shard whole() { return {}; }
+  static Shard along(int axis, int index, int count) { return {axis, index, count}; }
+};
 
 // A trainable matrix and its gradient buffer (same shape). Biases and norm
 // scales are 1 x n rows. Names start with the global layer, "layer3.weight".
 template <class Scalar>
 struct Parameter {
   std::string name;
-  Matrix<Scalar> value;
-  Matrix<Scalar> grad;
+  tensor::Matrix<Scalar> value;
+  tensor::Matrix<Scalar> grad;
+  Shard shard = Shard::whole();
 };
 
-// What one layer keeps for one microbatch, like autograd's saved tensors.
-// Composite layers keep one child context per sub-layer.
-template <class Scalar>
-struct Context {
-  std::vector<ConstMatrix<Scalar>> saved;
+// A named tensor a layer declares: "x" rows x 64 float32.
+struct TensorDecl {
+  std::string name;
+  tensor::TensorSpec spec;
+
+  friend bool operator==(const TensorDecl& a, const TensorDecl& b) { return a.name == b.name && a.spec == b.spec; }
+};
+
+// What one layer keeps for one microbatch, like autograd's saved tensors, by
+// name. Composite layers keep one child context per sub-layer. A saved tensor
+// holds its buffer: a pooled buffer is free again once the context drops it.
+class Context {
+ public:
+  // Saves `tensor` as `name`, replacing an earlier tensor of that name.
+  void save(const std::string& name, tensor::Tensor tensor);
+  // Throws a runtime error naming the tensor and what is saved when absent.
+  const tensor::Tensor& saved(const std::string& name) const;
+  bool has(const std::string& name) const;
+  // Drops one saved tensor (a no-op when absent).
+  void drop(const std::string& name);
+  // Drops every saved tensor and child context.
+  void clear();
+  // Names and specs of the tensors saved here (children not included).
+  std::vector<TensorDecl> saved_specs() const;
+
   std::vector<Context> children;
 
-  std::size_t bytes() const {
-    std::size_t total = 0;
-    for (const auto& m : saved) total += kernels::bytes(m);
-    for (const auto& child : children) total += child.bytes();
-    return total;
-  }
+  std::size_t bytes() const;
+
+ private:
+  std::vector<std::pair<std::string, tensor::Tensor>> saved_;
 };
 
 template <class Scalar>
@@ -46,22 +84,44 @@ class Layer {
  public:
   virtual ~Layer() = default;
 
+  // "linear", "activation", "layer_norm", "sequential", "residual": names its
+  // profiling regions, "kpipe::model::<kind>::forward".
+  virtual const char* kind() const = 0;
   virtual int input_dim() const = 0;
   virtual int output_dim() const = 0;
 
-  // Y = f(X) for a rows x input_dim X. With a context, keeps there what
-  // backward_input needs; with nullptr (inference, recomputation) keeps nothing.
-  virtual void forward(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y, Context<Scalar>* ctx) const = 0;
+  // The tensors of a microbatch of `rows` samples: inputs and outputs of
+  // forward (and, in the same order, the gradients of backward_input), and
+  // what forward saves for the backward passes.
+  virtual std::vector<TensorDecl> inputs(int rows) const {
+    return {{"x", tensor::TensorSpec::matrix<Scalar>(rows, input_dim())}};
+  }
+  virtual std::vector<TensorDecl> outputs(int rows) const {
+    return {{"y", tensor::TensorSpec::matrix<Scalar>(rows, output_dim())}};
+  }
+  virtual std::vector<TensorDecl> saved(int rows) const = 0;
 
-  // B: dX from dY, leaving in ctx only what backward_weight needs. dY must
-  // stay unchanged until backward_weight. An empty dX (no gradient wanted,
-  // the first stage's input) skips computing it.
-  virtual void backward_input(const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX, Context<Scalar>& ctx) const = 0;
+  // F: outputs from inputs. With a context, saves there what backward_input
+  // needs; with nullptr (inference, recomputation) saves nothing.
+  virtual void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const = 0;
+
+  // B: input gradients from output gradients, leaving in ctx only what
+  // backward_weight needs. The output gradients must stay unchanged until
+  // backward_weight. An empty input gradient (no gradient wanted, the first
+  // stage's input) skips computing it.
+  virtual void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const = 0;
 
   // W: grad = grad + dW of this microbatch for every parameter; empties ctx.
-  virtual void backward_weight(Context<Scalar>& ctx) = 0;
+  virtual void backward_weight(Context& ctx) = 0;
 
   virtual std::vector<Parameter<Scalar>> parameters() const { return {}; }
+};
+
+// What layers are built with: the instance and pool they run on, and the
+// collectives of their tensor-parallel group (serial in the reference).
+struct LayerEnvironment {
+  tensor::ExecContext& exec;
+  Collectives& collectives;
 };
 
 // Every parameter of `parameters`, flattened row-major one after the other,
@@ -70,7 +130,7 @@ template <class Scalar>
 std::vector<Scalar> parameters_to_host(const std::vector<Parameter<Scalar>>& parameters) {
   std::vector<Scalar> values;
   for (const auto& p : parameters) {
-    const auto host = kernels::to_host<Scalar>(p.value);
+    const auto host = tensor::to_host<Scalar>(p.value);
     values.insert(values.end(), host.begin(), host.end());
   }
   return values;

@@ -6,8 +6,9 @@
 
 #include <cstdint>
 
-#include "kpipe/kernels/tensor.hpp"
 #include "kpipe/model/spec.hpp"
+#include "kpipe/tensor/exec_context.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::model {
 
@@ -15,19 +16,20 @@ namespace kpipe::model {
 // values per sample for MSE. Only the member the loss needs is allocated.
 template <class Scalar>
 struct Targets {
-  kernels::Labels labels;
-  kernels::Matrix<Scalar> values;
+  tensor::Labels labels;
+  tensor::Matrix<Scalar> values;
 };
 
 template <class Scalar>
 Targets<Scalar> make_targets(LossKind loss, int rows, int outputs);
 
-// Returns scale * sum of the per-sample losses of Y and writes dY. The host
-// waits for the value, which lets callers check it for NaN or Inf at once.
+// Returns scale * sum of the per-sample losses of Y and writes dY, on the
+// context's instance. The host waits for the value, which lets callers check
+// it for NaN or Inf at once.
 template <class Scalar>
-double loss_and_gradient(LossKind loss, const kernels::ConstMatrix<kernels::identity_t<Scalar>>& Y,
-                         const Targets<Scalar>& targets, kernels::identity_t<Scalar> scale,
-                         const kernels::Matrix<Scalar>& dY);
+double loss_and_gradient(const tensor::ExecContext& exec, LossKind loss,
+                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Y, const Targets<Scalar>& targets,
+                         tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dY);
 
 // Throws a runtime error naming the step and the microbatch (and the replica
 // when d > 1) if `loss` is NaN or Inf. Callers check before the optimizer

@@ -18,7 +18,8 @@ using OptimizerSpec = config::OptimizerConfig;
 template <class Scalar>
 class Optimizer {
  public:
-  Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters);
+  // Allocates all state here, once; step() allocates nothing.
+  Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters, tensor::ExecContext& exec);
 
   // One update of every parameter from its gradient.
   void step();
@@ -30,15 +31,16 @@ class Optimizer {
   // "<parameter>.exp_avg" and "<parameter>.exp_avg_sq" (AdamW), as in PyTorch.
   struct State {
     std::string name;
-    Matrix<Scalar> value;
+    tensor::Matrix<Scalar> value;
   };
   std::vector<State> state() const;
 
  private:
   OptimizerSpec spec_;
+  tensor::ExecContext& exec_;
   std::vector<Parameter<Scalar>> parameters_;
-  std::vector<Matrix<Scalar>> first_;   // SGD momentum buffer or AdamW exp_avg
-  std::vector<Matrix<Scalar>> second_;  // AdamW exp_avg_sq
+  std::vector<tensor::Matrix<Scalar>> first_;   // SGD momentum buffer or AdamW exp_avg
+  std::vector<tensor::Matrix<Scalar>> second_;  // AdamW exp_avg_sq
   int steps_ = 0;
 };
 
@@ -46,7 +48,8 @@ class Optimizer {
 // hold different stages exchange these lists, not partial sums, so that every
 // rank adds the same numbers in the same order.
 template <class Scalar>
-std::vector<double> gradient_squared_norms(const std::vector<Parameter<Scalar>>& parameters);
+std::vector<double> gradient_squared_norms(const tensor::ExecContext& exec,
+                                           const std::vector<Parameter<Scalar>>& parameters);
 
 // The square root of the squared norms added in the order given.
 double global_norm(const std::vector<double>& squared_norms);
@@ -54,6 +57,7 @@ double global_norm(const std::vector<double>& squared_norms);
 // torch.nn.utils.clip_grad_norm_: when norm > max_norm, multiplies every
 // gradient by max_norm / (norm + 1e-6). Returns the factor (1 when unclipped).
 template <class Scalar>
-double clip_gradients(const std::vector<Parameter<Scalar>>& parameters, double norm, double max_norm);
+double clip_gradients(const tensor::ExecContext& exec, const std::vector<Parameter<Scalar>>& parameters, double norm,
+                      double max_norm);
 
 }  // namespace kpipe::model

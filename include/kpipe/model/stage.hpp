@@ -7,6 +7,11 @@
 // Buffers: the stage keeps its own copies of what it stashes, so a caller may
 // reuse X, Y, dY and dX as soon as a call returns. Y and dX are written, never
 // kept. Rows are samples; X is rows x input_dim(), Y rows x output_dim().
+// Copies and intermediates come from the ExecContext's pool and go back when
+// the microbatch's W (or BW) releases them: after the first step a stage
+// allocates nothing. Every kernel runs on the context's instance; each action
+// is a profiling region named as in the schedule IR: "kpipe::F", "kpipe::B",
+// "kpipe::W", "kpipe::BW".
 
 #include <cstddef>
 #include <map>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "kpipe/kernels/gemm.hpp"
+#include "kpipe/model/collectives.hpp"
 #include "kpipe/model/layer.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
@@ -30,24 +36,28 @@ struct StageOptions {
 template <class Scalar>
 class Stage {
  public:
-  Stage(const ModelSpec& model, LayerRange layers, StageOptions options = {});
+  // `exec` (and `collectives`) must outlive the stage. Without collectives the
+  // layers get serial ones: a tensor-parallel group of one rank.
+  Stage(const ModelSpec& model, LayerRange layers, StageOptions options, tensor::ExecContext& exec);
+  Stage(const ModelSpec& model, LayerRange layers, StageOptions options, Collectives& collectives,
+        tensor::ExecContext& exec);
 
   LayerRange layers() const { return layers_; }
   int input_dim() const { return body_->input_dim(); }
   int output_dim() const { return body_->output_dim(); }
 
   // F: Y from X, stashing what B and W of microbatch `mb` need.
-  void forward(int mb, const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y);
+  void forward(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y);
   // B: dX from dY; keeps what W needs and frees the rest. An empty dX (the
   // first stage) skips the input gradient.
-  void backward_input(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX);
+  void backward_input(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX);
   // W: adds the weight gradients of `mb` to the gradient buffers and frees
   // the microbatch. Bitwise reproducibility needs W in ascending mb order.
   void backward_weight(int mb);
   // BW: B then W.
-  void backward(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX);
+  void backward(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX);
   // Inference: Y from X, nothing stashed.
-  void forward_no_grad(const ConstMatrix<Scalar>& X, const Matrix<Scalar>& Y) const;
+  void forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) const;
 
   void zero_grad();
   // Parameters in global layer order, named "layer<global index>.<...>".
@@ -63,17 +73,20 @@ class Stage {
  private:
   struct Stashed {
     int rows = 0;
-    ConstMatrix<Scalar> input;  // the stage input, kept only with recompute
-    Context<Scalar> context;
+    tensor::Tensor input;  // the stage input, kept only with recompute
+    Context context;
     bool input_gradient_done = false;
   };
 
   Stashed& stashed(int mb, bool input_gradient_done, const char* action);
-  void run_backward_input(int mb, const ConstMatrix<Scalar>& dY, const Matrix<Scalar>& dX);
+  void run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX);
   void update_peaks();
 
   LayerRange layers_;
   StageOptions options_;
+  tensor::ExecContext& exec_;
+  std::unique_ptr<SerialCollectives> serial_;  // only when no collectives were given (stable across moves)
+  LayerEnvironment env_;
   std::unique_ptr<Layer<Scalar>> body_;
   std::map<int, Stashed> stash_;
   int peak_microbatches_ = 0;

@@ -33,19 +33,22 @@ class SyntheticData {
  public:
   static constexpr int teacher_width = 64;
 
-  explicit SyntheticData(const DataSpec& spec);
+  // `exec` must outlive the data: generation runs on its instance, and the
+  // teacher's temporaries come from its pool.
+  SyntheticData(const DataSpec& spec, tensor::ExecContext& exec);
 
   // Inputs of samples [first, first + X.extent(0)) of step `step`.
-  void fill_inputs(std::int64_t step, std::int64_t first, const kernels::Matrix<Scalar>& X) const;
+  void fill_inputs(std::int64_t step, std::int64_t first, const tensor::Matrix<Scalar>& X) const;
   // Targets of the same samples (labels or values, by the task). Computes the
   // inputs itself, so the last stage needs no copy of them.
   void fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const;
 
  private:
   DataSpec spec_;
-  kernels::Matrix<Scalar> centres_;         // classification: output_dim x input_dim
-  kernels::Matrix<Scalar> hidden_weights_;  // regression: input_dim x teacher_width
-  kernels::Matrix<Scalar> output_weights_;  // regression: teacher_width x output_dim
+  tensor::ExecContext& exec_;
+  tensor::Matrix<Scalar> centres_;         // classification: output_dim x input_dim
+  tensor::Matrix<Scalar> hidden_weights_;  // regression: input_dim x teacher_width
+  tensor::Matrix<Scalar> output_weights_;  // regression: teacher_width x output_dim
 };
 
 }  // namespace kpipe::model

@@ -34,7 +34,10 @@ struct TrainerSpec {
 template <class Scalar>
 class SequentialTrainer {
  public:
-  explicit SequentialTrainer(const TrainerSpec& spec);
+  // `exec` must outlive the trainer: every kernel runs on its instance and
+  // every per-step temporary comes from its pool, so steps after the first
+  // allocate nothing.
+  SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec);
 
   // One optimizer step on the next global batch; returns its mean loss. A NaN
   // or Inf loss throws a runtime error naming step and microbatch before the
@@ -53,10 +56,12 @@ class SequentialTrainer {
   double run_replica(int replica);
 
   TrainerSpec spec_;
+  tensor::ExecContext& exec_;
   std::vector<Stage<Scalar>> stages_;
   SyntheticData<Scalar> data_;
   Optimizer<Scalar> optimizer_;
-  std::vector<kernels::Matrix<Scalar>> replica_sum_;  // d > 1: sum of the replicas' gradients
+  Targets<Scalar> targets_;                          // of one microbatch, refilled for each
+  std::vector<tensor::Matrix<Scalar>> replica_sum_;  // d > 1: sum of the replicas' gradients
   std::int64_t steps_ = 0;
 };
 

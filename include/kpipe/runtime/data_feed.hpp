@@ -15,9 +15,9 @@ namespace kpipe::runtime {
 template <class Scalar>
 class DataFeed {
  public:
-  DataFeed(const model::TrainerSpec& spec, int replica);
+  DataFeed(const model::TrainerSpec& spec, int replica, tensor::ExecContext& exec);
 
-  void inputs(int step, int mb, const kernels::Matrix<Scalar>& X) const;
+  void inputs(int step, int mb, const tensor::Matrix<Scalar>& X) const;
   // The targets of microbatch mb, valid until the next call.
   const model::Targets<Scalar>& targets(int step, int mb);
 

@@ -7,12 +7,12 @@
 #include <functional>
 #include <vector>
 
-#include "kpipe/comm/buffer_pool.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/comm/transport.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/schedule.hpp"
+#include "kpipe/tensor/buffer_pool.hpp"
 
 namespace kpipe::runtime {
 
@@ -93,7 +93,7 @@ class Executor {
   std::size_t next_receive_ = 0;              // first entry of receive_indices_ not yet posted
   int receive_window_ = 1;
   bool training_;
-  comm::BufferPool<Matrix<Scalar>> activations_;
+  tensor::BufferPool<Matrix<Scalar>> activations_;
 };
 
 }  // namespace kpipe::runtime

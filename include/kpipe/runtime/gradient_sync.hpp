@@ -20,7 +20,7 @@ class GradientSync {
   // `chunks[c]` is the model stage the schedule's placement puts at (this rank, c).
   GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
                const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks, double grad_clip,
-               bool stage_through_host);
+               bool stage_through_host, tensor::ExecContext& exec);
 
   // Sums the gradients of every replica of this rank's chunks, in place.
   void reduce();
@@ -37,6 +37,7 @@ class GradientSync {
   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks_;
   double grad_clip_;
   comm::GradientReducer<Scalar> reducer_;
+  tensor::ExecContext& exec_;
 };
 
 }  // namespace kpipe::runtime

@@ -8,7 +8,7 @@
 
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/data_feed.hpp"
-#include "kpipe/comm/buffer_pool.hpp"
+#include "kpipe/tensor/buffer_pool.hpp"
 
 namespace kpipe::runtime {
 
@@ -29,15 +29,15 @@ struct Evaluation {
 template <class Scalar>
 class LossHead {
  public:
-  LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed);
+  LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed, tensor::ExecContext& exec);
 
   // Returns the scaled loss of Y and writes its gradient to dY. A NaN or Inf
   // loss does not stop the step here (the other ranks are mid-step and would
   // wait for this one): it is kept as the step's failure, which the ranks
   // agree on before the optimizer step, so no update ever uses it.
-  double loss(int step, int mb, const kernels::Matrix<Scalar>& Y, const kernels::Matrix<Scalar>& dY);
+  double loss(int step, int mb, const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& dY);
   // Adds Y's loss and accuracy to this step's evaluation.
-  void evaluate(int step, int mb, const kernels::Matrix<Scalar>& Y);
+  void evaluate(int step, int mb, const tensor::Matrix<Scalar>& Y);
 
   const Evaluation& evaluation() const { return evaluation_; }
   // The first non-finite loss of this step on this rank, or nullptr.
@@ -53,10 +53,11 @@ class LossHead {
   int replica_;
   int data_parallel_;
   DataFeed<Scalar>& feed_;
+  tensor::ExecContext& exec_;
   Evaluation evaluation_;
   std::exception_ptr failure_;
   // Evaluation's loss kernel also writes dY, which nobody reads.
-  comm::BufferPool<kernels::Matrix<Scalar>> scratch_{"kpipe::runtime::evaluation_scratch"};
+  tensor::BufferPool<tensor::Matrix<Scalar>> scratch_{"kpipe::runtime::evaluation_scratch"};
 };
 
 }  // namespace kpipe::runtime

@@ -61,6 +61,7 @@ class Pipeline {
   schedule::Schedule schedule_;
   comm::Watchdog watchdog_;
   comm::Transport<Scalar> transport_;
+  tensor::ExecContext exec_;  // the instance and pool of every chunk, the data, the loss and the optimizer
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   DataFeed<Scalar> feed_;
   LossHead<Scalar> loss_head_;

@@ -61,7 +61,8 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
           for (int step = 0; step < steps; ++step) {
             peak_stashed = std::max(peak_stashed, pipeline.run_step(step).peak_stashed);
           }
-          model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config));
+          tensor::ExecContext exec;
+          model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
           for (int step = 0; step < steps; ++step) reference.step();
 
           INFO(fmt::format("{} p={} d={} recompute={} stage {} replica {}", schedule, p, d, recompute, rank,

@@ -2,6 +2,7 @@
 #include "kpipe/kernels/accuracy.hpp"
 
 using namespace kpipe::kernels;
+using namespace kpipe::tensor;
 
 TEST_CASE("count_correct counts rows whose argmax is the label", "[kernels]") {
   // Row i's largest logit is at column (i * 3) % 4; ties go to the first column.

@@ -13,6 +13,7 @@
 #include "kpipe/kernels/fast_math.hpp"
 
 using namespace kpipe::kernels;
+using namespace kpipe::tensor;
 
 namespace {
 

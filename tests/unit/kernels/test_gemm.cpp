@@ -12,6 +12,7 @@
 #include "kpipe/kernels/random.hpp"
 
 using namespace kpipe::kernels;
+using namespace kpipe::tensor;
 using kpipe::test::random_matrix;
 
 namespace {

@@ -8,6 +8,7 @@
 #include "kpipe/kernels/random.hpp"
 
 using namespace kpipe::kernels;
+using namespace kpipe::tensor;
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include "kpipe/kernels/random.hpp"
 
 using namespace kpipe::kernels;
+using namespace kpipe::tensor;
 
 namespace {
 

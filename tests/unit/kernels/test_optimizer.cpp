@@ -6,6 +6,7 @@
 #include "kpipe/kernels/optimizer.hpp"
 
 using namespace kpipe::kernels;
+using namespace kpipe::tensor;
 
 namespace {
 Matrix<double> device(const std::vector<double>& values) {

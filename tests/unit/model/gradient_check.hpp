@@ -7,18 +7,18 @@
 #include <functional>
 #include <vector>
 
-#include "random_matrix.hpp"
 #include "kpipe/kernels/random.hpp"
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
+#include "random_matrix.hpp"
 
 namespace kpipe::test {
 
-using kernels::Matrix;
+using tensor::Matrix;
 
 // d f / d tensor(i, j) for every element, by (f(t + h) - f(t - h)) / 2h.
 inline std::vector<double> numeric_gradient(const Matrix<double>& tensor, const std::function<double()>& f,
                                             double h = 1e-5) {
-  const auto values = kernels::to_host<double>(tensor);
+  const auto values = tensor::to_host<double>(tensor);
   const std::size_t cols = tensor.extent(1);
   std::vector<double> gradient;
   for (std::size_t e = 0; e < values.size(); ++e) {
@@ -45,8 +45,8 @@ inline double relative_error(const std::vector<double>& analytic, const std::vec
 
 // sum(Y * R): a scalar whose gradient with respect to Y is R.
 inline double weighted_sum(const Matrix<double>& Y, const Matrix<double>& R) {
-  const auto y = kernels::to_host<double>(Y);
-  const auto r = kernels::to_host<double>(R);
+  const auto y = tensor::to_host<double>(Y);
+  const auto r = tensor::to_host<double>(R);
   double sum = 0;
   for (std::size_t e = 0; e < y.size(); ++e) sum += y[e] * r[e];
   return sum;

@@ -31,7 +31,7 @@ ModelSpec residual_model() {
 std::vector<double> gradients(const Stage<double>& stage) {
   std::vector<double> all;
   for (const auto& p : stage.parameters()) {
-    const auto g = kernels::to_host<double>(p.grad);
+    const auto g = tensor::to_host<double>(p.grad);
     all.insert(all.end(), g.begin(), g.end());
   }
   return all;
@@ -47,18 +47,18 @@ struct Run {
 // gradients accumulate in ascending microbatch order either way, which is
 // what makes the two bitwise equal.
 Run run(Stage<double>& stage, bool split) {
-  std::vector<Matrix<double>> X, dY;
+  std::vector<tensor::Matrix<double>> X, dY;
   for (int mb = 0; mb < microbatches; ++mb) {
     X.push_back(random_matrix(rows, stage.input_dim(), 10 + mb));
     dY.push_back(random_matrix(rows, stage.output_dim(), 20 + mb));
   }
-  auto Y = kernels::uninitialized_matrix<double>("test::y", rows, stage.output_dim());
+  auto Y = tensor::uninitialized_matrix<double>("test::y", rows, stage.output_dim());
   Run result;
   result.input_grads.resize(microbatches);
   stage.zero_grad();
   for (int mb = 0; mb < microbatches; ++mb) stage.forward(mb, X[mb], Y);
   for (int mb = 0; mb < microbatches; ++mb) {
-    auto dX = kernels::uninitialized_matrix<double>("test::dx", rows, stage.input_dim());
+    auto dX = tensor::uninitialized_matrix<double>("test::dx", rows, stage.input_dim());
     if (split) {
       stage.backward_input(mb, dY[mb], dX);
       // The caller may reuse its buffer at once; the stage kept a copy.
@@ -66,7 +66,7 @@ Run run(Stage<double>& stage, bool split) {
     } else {
       stage.backward(mb, dY[mb], dX);
     }
-    result.input_grads[mb] = kernels::to_host<double>(dX);
+    result.input_grads[mb] = tensor::to_host<double>(dX);
   }
   if (split) {
     CHECK(stage.stashed_microbatches() == 0);
@@ -91,10 +91,11 @@ std::string runtime_error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("B then W and recomputation give bitwise the gradients of BW", "[model][stage]") {
+  tensor::ExecContext exec;
   const auto spec = residual_model();
-  Stage<double> plain(spec, {1, 3});
-  Stage<double> split(spec, {1, 3});
-  Stage<double> recompute(spec, {1, 3}, {kernels::GemmPath::vendor, true});
+  Stage<double> plain(spec, {1, 3}, {}, exec);
+  Stage<double> split(spec, {1, 3}, {}, exec);
+  Stage<double> recompute(spec, {1, 3}, {kernels::GemmPath::vendor, true}, exec);
   const auto reference = run(plain, false);
   const auto b_then_w = run(split, true);
   const auto recomputed = run(recompute, true);
@@ -106,11 +107,12 @@ TEST_CASE("B then W and recomputation give bitwise the gradients of BW", "[model
 }
 
 TEST_CASE("stash accounting counts microbatches and bytes, and recompute keeps only inputs", "[model][stage]") {
+  tensor::ExecContext exec;
   const auto spec = residual_model();
   const bool recompute = GENERATE(false, true);
-  Stage<float> stage(spec, {0, 5}, {kernels::GemmPath::vendor, recompute});
-  const auto X = kernels::zero_matrix<float>("test::x", rows, spec.input_dim);
-  auto Y = kernels::uninitialized_matrix<float>("test::y", rows, spec.output_dim);
+  Stage<float> stage(spec, {0, 5}, {kernels::GemmPath::vendor, recompute}, exec);
+  const auto X = tensor::zero_matrix<float>("test::x", rows, spec.input_dim);
+  auto Y = tensor::uninitialized_matrix<float>("test::y", rows, spec.output_dim);
   for (int mb = 0; mb < microbatches; ++mb) stage.forward(mb, X, Y);
   CHECK(stage.stashed_microbatches() == microbatches);
   const std::size_t input_bytes = rows * spec.input_dim * sizeof(float);
@@ -119,8 +121,8 @@ TEST_CASE("stash accounting counts microbatches and bytes, and recompute keeps o
   } else {
     CHECK(stage.stashed_bytes() > 10 * microbatches * input_bytes);
   }
-  const auto dY = kernels::zero_matrix<float>("test::dy", rows, spec.output_dim);
-  for (int mb = 0; mb < microbatches; ++mb) stage.backward(mb, dY, Matrix<float>());
+  const auto dY = tensor::zero_matrix<float>("test::dy", rows, spec.output_dim);
+  for (int mb = 0; mb < microbatches; ++mb) stage.backward(mb, dY, tensor::Matrix<float>());
   CHECK(stage.stashed_microbatches() == 0);
   CHECK(stage.stashed_bytes() == 0);
   CHECK(stage.peak_stashed_microbatches() == microbatches);
@@ -128,24 +130,26 @@ TEST_CASE("stash accounting counts microbatches and bytes, and recompute keeps o
 }
 
 TEST_CASE("weights depend on the seed and the global layer only", "[model][stage]") {
+  tensor::ExecContext exec;
   auto spec = residual_model();
-  Stage<float> whole(spec, {0, 5});
-  Stage<float> tail(spec, {3, 2});
+  Stage<float> whole(spec, {0, 5}, {}, exec);
+  Stage<float> tail(spec, {3, 2}, {}, exec);
   const auto all = whole.parameters();
   const auto part = tail.parameters();
   REQUIRE(part.front().name == "layer3.norm.gamma");
   const auto offset = all.size() - part.size();
   for (std::size_t i = 0; i < part.size(); ++i) {
     CHECK(all[offset + i].name == part[i].name);
-    CHECK(kernels::to_host<float>(all[offset + i].value) == kernels::to_host<float>(part[i].value));
+    CHECK(tensor::to_host<float>(all[offset + i].value) == tensor::to_host<float>(part[i].value));
   }
   spec.seed += 1;
-  Stage<float> reseeded(spec, {3, 2});
-  CHECK(kernels::to_host<float>(reseeded.parameters()[2].value) != kernels::to_host<float>(part[2].value));
+  Stage<float> reseeded(spec, {3, 2}, {}, exec);
+  CHECK(tensor::to_host<float>(reseeded.parameters()[2].value) != tensor::to_host<float>(part[2].value));
 }
 
 TEST_CASE("parameters are named by global layer", "[model][stage]") {
-  Stage<float> stage(residual_model(), {3, 2});
+  tensor::ExecContext exec;
+  Stage<float> stage(residual_model(), {3, 2}, {}, exec);
   std::vector<std::string> names;
   for (const auto& p : stage.parameters()) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"layer3.norm.gamma", "layer3.norm.beta", "layer3.fc1.weight",
@@ -154,20 +158,21 @@ TEST_CASE("parameters are named by global layer", "[model][stage]") {
 }
 
 TEST_CASE("actions out of order and wrong shapes are reported", "[model][stage]") {
+  tensor::ExecContext exec;
   const auto spec = residual_model();
-  Stage<float> stage(spec, {0, 2});
-  const auto X = kernels::zero_matrix<float>("test::x", rows, spec.input_dim);
-  auto Y = kernels::uninitialized_matrix<float>("test::y", rows, 8);
-  auto dX = kernels::uninitialized_matrix<float>("test::dx", rows, spec.input_dim);
+  Stage<float> stage(spec, {0, 2}, {}, exec);
+  const auto X = tensor::zero_matrix<float>("test::x", rows, spec.input_dim);
+  auto Y = tensor::uninitialized_matrix<float>("test::y", rows, 8);
+  auto dX = tensor::uninitialized_matrix<float>("test::dx", rows, spec.input_dim);
   CHECK(runtime_error_of([&] { stage.backward_weight(0); }) ==
         "stage of layers [0, 2): backward_weight of microbatch 0 before its backward_input, or twice; each microbatch "
         "runs F, B, W once, in that order");
   stage.forward(0, X, Y);
   CHECK(runtime_error_of([&] { stage.forward(0, X, Y); }) ==
         "stage of layers [0, 2): forward of microbatch 0 while it is still stashed; run its backward first");
-  CHECK_THROWS_WITH(stage.forward(1, X, kernels::zero_matrix<float>("test::wrong", rows, 5)),
+  CHECK_THROWS_WITH(stage.forward(1, X, tensor::zero_matrix<float>("test::wrong", rows, 5)),
                     "stage output is 4x5 but must be 4x8");
-  CHECK_THROWS_WITH(stage.backward_input(0, kernels::zero_matrix<float>("test::wrong", 3, 8), dX),
+  CHECK_THROWS_WITH(stage.backward_input(0, tensor::zero_matrix<float>("test::wrong", 3, 8), dX),
                     "stage output gradient is 3x8 but must be 4x8");
   stage.backward_input(0, Y, dX);
   CHECK(runtime_error_of([&] { stage.backward_input(0, Y, dX); }) ==

@@ -21,9 +21,9 @@ DataSpec spec(Task task) {
 
 template <class Scalar>
 std::vector<Scalar> inputs(const SyntheticData<Scalar>& data, std::int64_t step, std::int64_t first, int rows) {
-  auto X = kernels::uninitialized_matrix<Scalar>("test::x", rows, 6);
+  auto X = tensor::uninitialized_matrix<Scalar>("test::x", rows, 6);
   data.fill_inputs(step, first, X);
-  return kernels::to_host<Scalar>(X);
+  return tensor::to_host<Scalar>(X);
 }
 
 std::vector<int> labels(const SyntheticData<float>& data, std::int64_t step, std::int64_t first, int rows) {
@@ -36,7 +36,8 @@ std::vector<int> labels(const SyntheticData<float>& data, std::int64_t step, std
 }  // namespace
 
 TEST_CASE("a sample is the same whichever block generates it", "[model][synthetic]") {
-  const SyntheticData<float> data(spec(Task::classification));
+  tensor::ExecContext exec;
+  const SyntheticData<float> data(spec(Task::classification), exec);
   const auto all = inputs(data, 3, 0, 64);
   const auto tail = inputs(data, 3, 40, 24);
   CHECK(std::vector<float>(all.begin() + 40 * 6, all.end()) == tail);
@@ -44,23 +45,25 @@ TEST_CASE("a sample is the same whichever block generates it", "[model][syntheti
   const auto all_labels = labels(data, 3, 0, 64);
   CHECK(std::vector<int>(all_labels.begin() + 40, all_labels.end()) == labels(data, 3, 40, 24));
   // A second generator with the same seed is the same generator.
-  CHECK(inputs(SyntheticData<float>(spec(Task::classification)), 3, 40, 24) == tail);
+  CHECK(inputs(SyntheticData<float>(spec(Task::classification), exec), 3, 40, 24) == tail);
 }
 
 TEST_CASE("classification labels use every class", "[model][synthetic]") {
-  const SyntheticData<float> data(spec(Task::classification));
+  tensor::ExecContext exec;
+  const SyntheticData<float> data(spec(Task::classification), exec);
   const auto l = labels(data, 0, 0, 256);
   const std::set<int> seen(l.begin(), l.end());
   CHECK(seen == std::set<int>{0, 1, 2, 3});
 }
 
 TEST_CASE("regression targets are the same for any block and vary with the input", "[model][synthetic]") {
-  const SyntheticData<double> data(spec(Task::regression));
+  tensor::ExecContext exec;
+  const SyntheticData<double> data(spec(Task::regression), exec);
   auto all = make_targets<double>(LossKind::mse, 32, 4);
   auto tail = make_targets<double>(LossKind::mse, 8, 4);
   data.fill_targets(1, 0, all);
   data.fill_targets(1, 24, tail);
-  const auto a = kernels::to_host<double>(all.values);
-  CHECK(std::vector<double>(a.begin() + 24 * 4, a.end()) == kernels::to_host<double>(tail.values));
+  const auto a = tensor::to_host<double>(all.values);
+  CHECK(std::vector<double>(a.begin() + 24 * 4, a.end()) == tensor::to_host<double>(tail.values));
   CHECK(std::set<double>(a.begin(), a.end()).size() == a.size());
 }

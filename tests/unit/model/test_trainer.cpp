@@ -26,7 +26,8 @@ bool bitwise_equal(const std::vector<Scalar>& a, const std::vector<Scalar>& b) {
 
 template <class Scalar>
 std::vector<Scalar> train(const TrainerSpec& spec, int steps) {
-  SequentialTrainer<Scalar> trainer(spec);
+  tensor::ExecContext exec;
+  SequentialTrainer<Scalar> trainer(spec, exec);
   for (int s = 0; s < steps; ++s) trainer.step();
   return trainer.weights();
 }
@@ -39,10 +40,11 @@ const std::string six_layers =
 }  // namespace
 
 TEST_CASE("the trainer drives the classification loss down 10x in 200 steps", "[model][trainer]") {
+  tensor::ExecContext exec;
   const auto spec = from_text(
       "model.kind = \"mlp\"\nmodel.input_dim = 64\nmodel.hidden = [64, 64, 64, 64]\nmodel.output_dim = 10\n"
       "train.global_batch = 64\ntrain.microbatch_size = 16\npipeline.stages = 2\n");
-  SequentialTrainer<float> trainer(spec);
+  SequentialTrainer<float> trainer(spec, exec);
   const double first = trainer.step();
   double last = first;
   for (int s = 1; s < 200; ++s) last = trainer.step();
@@ -103,9 +105,10 @@ TEST_CASE("data-parallel replicas see disjoint shards and are summed", "[model][
 }
 
 TEST_CASE("a NaN loss stops the step and names step and microbatch", "[model][trainer]") {
+  tensor::ExecContext exec;
   auto spec = from_text(six_layers, {"train.optimizer=sgd", "train.grad_clip=0"});
   spec.optimizer.lr = 1e30;
-  SequentialTrainer<float> trainer(spec);
+  SequentialTrainer<float> trainer(spec, exec);
   trainer.step();
   const auto last_good = trainer.weights();
   try {
@@ -122,8 +125,9 @@ TEST_CASE("a NaN loss stops the step and names step and microbatch", "[model][tr
 }
 
 TEST_CASE("a batch that does not split into microbatches is an input error", "[model][trainer]") {
+  tensor::ExecContext exec;
   auto spec = from_text(six_layers);
   spec.microbatch_size = 5;
-  CHECK_THROWS_WITH(SequentialTrainer<float>(spec),
+  CHECK_THROWS_WITH(SequentialTrainer<float>(spec, exec),
                     "global batch 32 must split into data_parallel 1 replicas of whole microbatches of 5 samples");
 }

@@ -3,11 +3,14 @@
 // so the rest of kpipe is written against a single API.
 
 #include <Kokkos_Core.hpp>
+#if KOKKOS_VERSION >= 40100
+#include <Kokkos_Profiling_ScopedRegion.hpp>
+#endif
 
 #include <limits>
 #include <string>
 
-namespace kpipe::compat {
+namespace kpipe::tensor::compat {
 
 // Kokkos 4 made concurrency() an instance member; 3.x has it static.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
@@ -24,6 +27,34 @@ inline std::string kokkos_version() {
   return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
          std::to_string(KOKKOS_VERSION % 100);
 }
+
+// Fences one execution-space instance (on CUDA: one stream), never the device.
+// Named fences arrived in 3.6; the name shows up in Kokkos Tools.
+template <class ExecutionSpace>
+void fence(const ExecutionSpace& space, const std::string& name) {
+#if KOKKOS_VERSION >= 30600
+  space.fence(name);
+#else
+  (void)name;
+  space.fence();
+#endif
+}
+
+// A profiling region for the lifetime of the object (Kokkos Tools, Nsight
+// through the NVTX connector). Kokkos has its own since 4.1 (ArborX switches
+// at the same version); before that, push/popRegion in RAII form. Neither can
+// be copied or moved: return one as a prvalue and bind it to a named local.
+#if KOKKOS_VERSION >= 40100
+using ScopedRegion = Kokkos::Profiling::ScopedRegion;
+#else
+class [[nodiscard]] ScopedRegion {
+ public:
+  explicit ScopedRegion(const std::string& name) { Kokkos::Profiling::pushRegion(name); }
+  ~ScopedRegion() { Kokkos::Profiling::popRegion(); }
+  ScopedRegion(const ScopedRegion&) = delete;
+  ScopedRegion& operator=(const ScopedRegion&) = delete;
+};
+#endif
 
 // Math functions moved from Kokkos::Experimental to Kokkos in 3.7.
 #if KOKKOS_VERSION >= 30700
@@ -52,4 +83,4 @@ KOKKOS_INLINE_FUNCTION constexpr T quiet_nan() {
 #endif
 }
 
-}  // namespace kpipe::compat
+}  // namespace kpipe::tensor::compat

@@ -1,18 +1,14 @@
-#include "kpipe/kernels/tensor.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 #include <fmt/format.h>
 
-#include "flat.hpp"
 #include "kpipe/core/error.hpp"
 
-namespace kpipe::kernels {
+namespace kpipe::tensor {
 
 namespace detail {
 void throw_shape_mismatch(const char* what, const std::string& actual, std::size_t rows, std::size_t cols) {
   throw input_error(fmt::format("{} is {} but must be {}x{}", what, actual, rows, cols));
-}
-void throw_not_contiguous(const std::string& label) {
-  throw input_error(fmt::format("matrix \"{}\" is a strided view; elementwise kernels need contiguous rows", label));
 }
 }  // namespace detail
 
@@ -40,11 +36,11 @@ void from_host(const std::vector<identity_t<Scalar>>& values, const Matrix<Scala
   Kokkos::deep_copy(matrix, mirror);
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                        \
-  template std::vector<Scalar> to_host<Scalar>(const ConstMatrix<Scalar>&);              \
+#define KPIPE_INSTANTIATE(Scalar)                                           \
+  template std::vector<Scalar> to_host<Scalar>(const ConstMatrix<Scalar>&); \
   template void from_host<Scalar>(const std::vector<Scalar>&, const Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE
 
-}  // namespace kpipe::kernels
+}  // namespace kpipe::tensor

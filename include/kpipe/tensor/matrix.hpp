@@ -1,8 +1,9 @@
 #pragma once
-// kpipe's tensors are plain Kokkos Views (DESIGN.md §3): 2-D row-major
-// matrices with one row per sample, in the default execution space's memory.
-// LayoutRight is explicit because these buffers cross MPI and HDF5, and CUDA's
-// default layout would be LayoutLeft. Host copies exist only for I/O and tests.
+// kpipe's typed tensors are plain Kokkos Views (DESIGN.md §3) in the default
+// execution space's memory; Matrix (rank 2, one row per sample) is the one
+// every module uses. LayoutRight is explicit because these buffers cross MPI
+// and HDF5, and CUDA's default layout would be LayoutLeft. Host copies exist
+// only for I/O and tests.
 
 #include <Kokkos_Core.hpp>
 
@@ -10,11 +11,27 @@
 #include <string>
 #include <vector>
 
-namespace kpipe::kernels {
+namespace kpipe::tensor {
 
 using ExecutionSpace = Kokkos::DefaultExecutionSpace;
 using MemorySpace = ExecutionSpace::memory_space;
 
+namespace detail {
+template <class Scalar, int Rank>
+struct add_pointers {
+  using type = typename add_pointers<Scalar, Rank - 1>::type*;
+};
+template <class Scalar>
+struct add_pointers<Scalar, 0> {
+  using type = Scalar;
+};
+}  // namespace detail
+
+// A row-major device View of rank Rank: View<float, 3> is Kokkos::View<float***, ...>.
+template <class Scalar, int Rank>
+using View = Kokkos::View<typename detail::add_pointers<Scalar, Rank>::type, Kokkos::LayoutRight, MemorySpace>;
+
+// Spelled out, not View<Scalar, 2>, so that Scalar deduces from a Matrix argument.
 template <class Scalar>
 using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace>;
 template <class Scalar>
@@ -50,8 +67,8 @@ Matrix<Scalar> zero_matrix(const std::string& label, int rows, int cols) {
 // A new matrix with the contents of `source`.
 template <class Scalar>
 Matrix<Scalar> clone(const std::string& label, const ConstMatrix<identity_t<Scalar>>& source) {
-  auto copy = uninitialized_matrix<Scalar>(label, static_cast<int>(source.extent(0)),
-                                           static_cast<int>(source.extent(1)));
+  auto copy =
+      uninitialized_matrix<Scalar>(label, static_cast<int>(source.extent(0)), static_cast<int>(source.extent(1)));
   Kokkos::deep_copy(copy, source);
   return copy;
 }
@@ -69,8 +86,7 @@ std::string shape_string(const View& view) {
 }
 
 namespace detail {
-[[noreturn]] void throw_shape_mismatch(const char* what, const std::string& actual, std::size_t rows,
-                                       std::size_t cols);
+[[noreturn]] void throw_shape_mismatch(const char* what, const std::string& actual, std::size_t rows, std::size_t cols);
 }
 
 // Throws an input error naming `what` and both shapes unless `matrix` is rows x cols.
@@ -87,4 +103,4 @@ std::vector<Scalar> to_host(const ConstMatrix<identity_t<Scalar>>& matrix);
 template <class Scalar>
 void from_host(const std::vector<identity_t<Scalar>>& values, const Matrix<Scalar>& matrix);
 
-}  // namespace kpipe::kernels
+}  // namespace kpipe::tensor

@@ -1,0 +1,134 @@
+#pragma once
+// The kinds of layer kpipe builds models from: Linear, activations,
+// LayerNorm, and the composites Sequential and Residual. Each owns its
+// parameters and launches kernels from the kernels module on its
+// environment's execution-space instance; none holds per-microbatch state.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/model/layer.hpp"
+#include "kpipe/model/spec.hpp"
+
+namespace kpipe::model {
+
+// Y = X W + b with W input x output (so the GEMMs need no transposition on the
+// forward pass) and b a 1 x output row. W is uniform in +-1/sqrt(input) from
+// the counter-based stream `init_key`, b is zero. Saves "x" in F, "x" and
+// "dy" from B to W.
+template <class Scalar>
+class Linear final : public Layer<Scalar> {
+ public:
+  Linear(int input, int output, const std::string& name, std::uint64_t init_key, kernels::GemmPath gemm,
+         LayerEnvironment env);
+
+  const char* kind() const override { return "linear"; }
+  int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
+  int output_dim() const override { return static_cast<int>(weight_.value.extent(1)); }
+  std::vector<TensorDecl> saved(int rows) const override;
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override;
+  std::vector<Parameter<Scalar>> parameters() const override { return {weight_, bias_}; }
+
+ private:
+  LayerEnvironment env_;
+  Parameter<Scalar> weight_;
+  Parameter<Scalar> bias_;
+  kernels::GemmPath gemm_;
+};
+
+// Y = f(X) elementwise. Saves "x" in F; nothing after B.
+template <class Scalar>
+class ActivationLayer final : public Layer<Scalar> {
+ public:
+  ActivationLayer(kernels::Activation f, int dim, LayerEnvironment env) : env_(env), f_(f), dim_(dim) {}
+
+  const char* kind() const override { return "activation"; }
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  std::vector<TensorDecl> saved(int rows) const override;
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override { ctx.clear(); }
+
+ private:
+  LayerEnvironment env_;
+  kernels::Activation f_;
+  int dim_;
+};
+
+// Layer normalisation over features with epsilon 1e-5; gamma starts at one,
+// beta at zero. Saves "xhat" and "rstd" in F, "xhat" and "dy" from B to W.
+template <class Scalar>
+class LayerNorm final : public Layer<Scalar> {
+ public:
+  LayerNorm(int dim, const std::string& name, LayerEnvironment env);
+
+  const char* kind() const override { return "layer_norm"; }
+  int input_dim() const override { return static_cast<int>(gamma_.value.extent(1)); }
+  int output_dim() const override { return input_dim(); }
+  std::vector<TensorDecl> saved(int rows) const override;
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override;
+  std::vector<Parameter<Scalar>> parameters() const override { return {gamma_, beta_}; }
+
+ private:
+  LayerEnvironment env_;
+  Parameter<Scalar> gamma_;
+  Parameter<Scalar> beta_;
+};
+
+// Layers applied one after the other; the intermediates come from the pool.
+// Saves nothing itself: one child context per layer.
+template <class Scalar>
+class Sequential final : public Layer<Scalar> {
+ public:
+  Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env);
+
+  const char* kind() const override { return "sequential"; }
+  int input_dim() const override { return layers_.front()->input_dim(); }
+  int output_dim() const override { return layers_.back()->output_dim(); }
+  std::vector<TensorDecl> saved(int) const override { return {}; }
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override;
+  std::vector<Parameter<Scalar>> parameters() const override;
+
+ private:
+  LayerEnvironment env_;
+  std::vector<std::unique_ptr<Layer<Scalar>>> layers_;
+};
+
+// Y = X + branch(X). Saves nothing itself: one child context, the branch's.
+template <class Scalar>
+class Residual final : public Layer<Scalar> {
+ public:
+  Residual(std::unique_ptr<Layer<Scalar>> branch, LayerEnvironment env);
+
+  const char* kind() const override { return "residual"; }
+  int input_dim() const override { return branch_->input_dim(); }
+  int output_dim() const override { return branch_->output_dim(); }
+  std::vector<TensorDecl> saved(int) const override { return {}; }
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override;
+  std::vector<Parameter<Scalar>> parameters() const override { return branch_->parameters(); }
+
+ private:
+  LayerEnvironment env_;
+  std::unique_ptr<Layer<Scalar>> branch_;
+};
+
+// Global layer `index` of `model`, initialised from (model.seed, index) only,
+// so every partition builds the same weights.
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, kernels::GemmPath gemm,
+                                          LayerEnvironment env);
+
+}  // namespace kpipe::model

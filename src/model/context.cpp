@@ -1,0 +1,70 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/model/collectives.hpp"
+#include "kpipe/model/layer.hpp"
+
+namespace kpipe::model {
+
+void Context::save(const std::string& name, tensor::Tensor tensor) {
+  for (auto& entry : saved_) {
+    if (entry.first == name) {
+      entry.second = std::move(tensor);
+      return;
+    }
+  }
+  saved_.emplace_back(name, std::move(tensor));
+}
+
+const tensor::Tensor& Context::saved(const std::string& name) const {
+  for (const auto& entry : saved_) {
+    if (entry.first == name) return entry.second;
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : saved_) names.push_back(entry.first);
+  throw runtime_error(
+      fmt::format("no saved tensor \"{}\" in this layer's context; it holds [{}]", name, fmt::join(names, ", ")));
+}
+
+bool Context::has(const std::string& name) const {
+  return std::any_of(saved_.begin(), saved_.end(), [&](const auto& entry) { return entry.first == name; });
+}
+
+void Context::drop(const std::string& name) {
+  saved_.erase(std::remove_if(saved_.begin(), saved_.end(), [&](const auto& entry) { return entry.first == name; }),
+               saved_.end());
+}
+
+void Context::clear() {
+  saved_.clear();
+  children.clear();
+}
+
+std::vector<TensorDecl> Context::saved_specs() const {
+  std::vector<TensorDecl> specs;
+  for (const auto& entry : saved_) specs.push_back({entry.first, entry.second.spec()});
+  return specs;
+}
+
+std::size_t Context::bytes() const {
+  std::size_t total = 0;
+  for (const auto& entry : saved_) total += entry.second.bytes();
+  for (const auto& child : children) total += child.bytes();
+  return total;
+}
+
+void SerialCollectives::all_gather(Group, const tensor::Tensor& local, const tensor::Tensor& gathered) {
+  if (local.spec() != gathered.spec()) {
+    throw runtime_error(fmt::format("all_gather of {} into {}: with one rank both must be the same shape",
+                                    local.spec().to_string(), gathered.spec().to_string()));
+  }
+  using Bytes = Kokkos::View<unsigned char*, tensor::MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const auto count = local.spec().bytes();
+  Kokkos::deep_copy(exec_.space(), Bytes(static_cast<unsigned char*>(gathered.data()), count),
+                    Bytes(static_cast<unsigned char*>(local.data()), count));
+}
+
+}  // namespace kpipe::model

@@ -1,0 +1,33 @@
+#include "kpipe/tensor/exec_context.hpp"
+
+namespace kpipe::tensor {
+
+namespace {
+template <class Pools>
+void tally(const Pools& pools, std::size_t& buffers, std::size_t& bytes) {
+  for (const auto& entry : pools) {
+    buffers += entry.second.size();
+    bytes += entry.second.bytes();
+  }
+}
+}  // namespace
+
+std::size_t Workspace::buffers() const {
+  std::size_t buffers = 0, bytes = 0;
+  tally(float_pools_, buffers, bytes);
+  tally(double_pools_, buffers, bytes);
+  return buffers;
+}
+
+std::size_t Workspace::bytes() const {
+  std::size_t buffers = 0, bytes = 0;
+  tally(float_pools_, buffers, bytes);
+  tally(double_pools_, buffers, bytes);
+  return bytes;
+}
+
+ExecContext::ExecContext() : space_() {}
+
+ExecContext::ExecContext(const ExecutionSpace& space) : space_(space) {}
+
+}  // namespace kpipe::tensor
