@@ -33,8 +33,12 @@ bool mpi_reaches_device_memory() {
 }
 
 template <class Scalar>
-Transport<Scalar>::Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging)
-    : comm_(comm), watchdog_(watchdog), staged_(staging == Staging::host || !mpi_reaches_device_memory()) {}
+Transport<Scalar>::Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging,
+                             const tensor::ExecutionSpace& space)
+    : comm_(comm),
+      watchdog_(watchdog),
+      space_(space),
+      staged_(staging == Staging::host || !mpi_reaches_device_memory()) {}
 
 template <class Scalar>
 Transport<Scalar>::~Transport() {
@@ -90,7 +94,12 @@ typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Mes
                                     message.rows, message.cols));
   }
   wait(pending, what);
-  if (staged_) Kokkos::deep_copy(pending.data, pending.staging);
+  if (staged_) {
+    // Ordered before every later kernel on the instance; the fence lets the
+    // host buffer go back to the pool.
+    Kokkos::deep_copy(space_, pending.data, pending.staging);
+    space_.fence();
+  }
   return pending.data;
 }
 
@@ -100,11 +109,11 @@ void Transport<Scalar>::send(const Message& message, const Matrix& data) {
   const Scalar* source = data.data();
   if (staged_) {
     pending.staging = staging_buffers_.take(message.rows, message.cols);
-    Kokkos::deep_copy(pending.staging, data);
+    Kokkos::deep_copy(space_, pending.staging, data);
     source = pending.staging.data();
-  } else {
-    Kokkos::fence();  // kernels writing `data` may still run asynchronously
   }
+  // Kernels writing `data` may still run on the instance; only they are waited for.
+  space_.fence();
   MPI_Isend(source, message.rows * message.cols, mpi_type<Scalar>(), message.peer, message.tag, comm_,
             &pending.request);
   bytes_sent_ += static_cast<std::uint64_t>(message.rows) * message.cols * sizeof(Scalar);

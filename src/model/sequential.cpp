@@ -45,12 +45,7 @@ void Sequential<Scalar>::backward_weight(Context& ctx) {
 
 template <class Scalar>
 std::vector<Parameter<Scalar>> Sequential<Scalar>::parameters() const {
-  std::vector<Parameter<Scalar>> all;
-  for (const auto& layer : layers_) {
-    const auto own = layer->parameters();
-    all.insert(all.end(), own.begin(), own.end());
-  }
-  return all;
+  return parameters_of(layers_);
 }
 
 template class Sequential<float>;

@@ -41,16 +41,6 @@ std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, tensor::ExecCon
   return stages;
 }
 
-template <class Scalar>
-std::vector<Parameter<Scalar>> all_parameters(const std::vector<Stage<Scalar>>& stages) {
-  std::vector<Parameter<Scalar>> all;
-  for (const auto& stage : stages) {
-    const auto own = stage.parameters();
-    all.insert(all.end(), own.begin(), own.end());
-  }
-  return all;
-}
-
 }  // namespace
 
 TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
@@ -74,7 +64,7 @@ SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::Ex
       exec_(exec),
       stages_(build_stages<Scalar>(spec, exec)),
       data_(spec.data, exec),
-      optimizer_(spec.optimizer, all_parameters(stages_), exec),
+      optimizer_(spec.optimizer, parameters_of(stages_), exec),
       targets_(make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {
   if (spec.data_parallel > 1) {
     for (const auto& p : parameters()) {
@@ -86,7 +76,7 @@ SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::Ex
 
 template <class Scalar>
 std::vector<Parameter<Scalar>> SequentialTrainer<Scalar>::parameters() const {
-  return all_parameters(stages_);
+  return parameters_of(stages_);
 }
 
 template <class Scalar>

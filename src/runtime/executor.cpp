@@ -22,16 +22,6 @@ struct Executor<Scalar>::Slots {
 
 namespace {
 
-// Peak number of microbatches stashed on one rank (held between F and B/BW).
-int peak_stash(const std::vector<Action>& actions) {
-  int stashed = 0, peak = 0;
-  for (const auto& a : actions) {
-    if (a.kind == ActionKind::forward) peak = std::max(peak, ++stashed);
-    if (schedule::releases_stash(a.kind)) --stashed;
-  }
-  return peak;
-}
-
 // Takes the tensor out of a slot, failing loudly if the schedule never filled it.
 template <class View>
 View take(View& slot, const Action& action, const char* what) {
@@ -48,7 +38,8 @@ View take(View& slot, const Action& action, const char* what) {
 template <class Scalar>
 Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
                            std::vector<model::Stage<Scalar>*> chunks, int microbatch_size,
-                           comm::Transport<Scalar>& transport, MicrobatchIO<Scalar> io, StepHooks hooks)
+                           comm::Transport<Scalar>& transport, MicrobatchIO<Scalar> io, StepHooks hooks,
+                           tensor::ExecContext& exec)
     : schedule_(schedule),
       actions_(schedule.ranks.at(grid.pipeline_rank())),
       rank_(grid.pipeline_rank()),
@@ -58,20 +49,22 @@ Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::Proce
       io_(std::move(io)),
       hooks_(std::move(hooks)),
       training_(schedule.training()),
+      exec_(exec),
       activations_("kpipe::runtime::activation") {
+  for (int k = 0; k < schedule::action_kind_count; ++k) {
+    region_names_.push_back("kpipe::" + std::string(schedule::name(static_cast<ActionKind>(k))));
+  }
   for (std::size_t i = 0; i < actions_.size(); ++i) {
     if (schedule::is_receive(actions_[i].kind)) receive_indices_.push_back(i);
   }
-  receive_window_ = peak_stash(actions_) + 1;
+  receive_window_ = schedule::peak_stash(actions_).peak + 1;
 }
 
 template <class Scalar>
 comm::Message Executor<Scalar>::message_of(const Action& action) const {
   const model::Stage<Scalar>& stage = *chunks_[action.chunk];
-  // Activations cross a stage's input (receive) or output (send) boundary;
-  // gradients the other way round.
-  const bool at_input = action.kind == ActionKind::recv_act || action.kind == ActionKind::send_grad;
-  return {action.peer, action.tag, microbatch_size_, at_input ? stage.input_dim() : stage.output_dim()};
+  const bool at_output = schedule::towards_next_stage(action.kind);
+  return {action.peer, action.tag, microbatch_size_, at_output ? stage.output_dim() : stage.input_dim()};
 }
 
 template <class Scalar>
@@ -92,8 +85,17 @@ StepResult Executor<Scalar>::run_step(int step) {
   for (std::size_t i = 0; i < actions_.size(); ++i) {
     post_receives_ahead();
     const double start = comm::wall_time() - step_start;
-    execute(actions_[i], i, step, slots, result);
-    if (schedule::is_compute(actions_[i].kind) || actions_[i].kind == ActionKind::loss) Kokkos::fence();
+    {
+      // Named like the IR's actions, so Kokkos Tools and Nsight show the schedule.
+      const auto region = exec_.region(region_names_[static_cast<std::size_t>(actions_[i].kind)]);
+      execute(actions_[i], i, step, slots, result);
+    }
+    // Host backends finish a kernel before returning, so the clock alone times
+    // it; a device queues kernels on the instance, which is waited for here
+    // only so that the measured timeline means the same on every backend.
+    if (!host_synchronous && (schedule::is_compute(actions_[i].kind) || actions_[i].kind == ActionKind::loss)) {
+      exec_.fence("kpipe::runtime::action_timing");
+    }
     result.timings.push_back({static_cast<std::int32_t>(i), start, comm::wall_time() - step_start});
   }
   transport_.complete_sends(fmt::format("at the end of step {}", step));

@@ -24,27 +24,17 @@ GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule
       exec_(exec) {}
 
 template <class Scalar>
-std::vector<model::Parameter<Scalar>> GradientSync<Scalar>::parameters() const {
-  std::vector<model::Parameter<Scalar>> all;
-  for (const auto& chunk : chunks_) {
-    const auto own = chunk->parameters();
-    all.insert(all.end(), own.begin(), own.end());
-  }
-  return all;
-}
-
-template <class Scalar>
 void GradientSync<Scalar>::reduce() {
   if (grid_.replicas() == 1) return;
   std::vector<typename comm::GradientReducer<Scalar>::Flat> grads;
-  for (const auto& p : parameters()) grads.push_back(comm::flat<Scalar>(p.grad));
+  for (const auto& p : model::parameters_of(chunks_)) grads.push_back(comm::flat<Scalar>(p.grad));
   reducer_.sum(grads);
 }
 
 template <class Scalar>
 void GradientSync<Scalar>::clip() {
   if (grad_clip_ <= 0) return;
-  model::clip_gradients(exec_, parameters(), model::global_norm(squared_norms_in_layer_order()), grad_clip_);
+  model::clip_gradients(exec_, model::parameters_of(chunks_), model::global_norm(squared_norms_in_layer_order()), grad_clip_);
 }
 
 template <class Scalar>

@@ -60,7 +60,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       grid_(world, plan_.spec.p, plan_.data_parallel),
       schedule_(schedule::make_schedule(plan_)),
       watchdog_(config.runtime.watchdog_seconds, grid_.world_rank()),
-      transport_(grid_.pipeline(), watchdog_, staging),
+      transport_(grid_.pipeline(), watchdog_, staging, exec_.space()),
       chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), exec_)),
       feed_(spec_, grid_.replica(), exec_),
       loss_head_(spec_, grid_.replica(), feed_, exec_),
@@ -68,18 +68,13 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(),
-                step_hooks()) {
+                step_hooks(), exec_) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
 }
 
 template <class Scalar>
 std::vector<model::Parameter<Scalar>> Pipeline<Scalar>::parameters() const {
-  std::vector<model::Parameter<Scalar>> all;
-  for (const auto& chunk : chunks_) {
-    const auto own = chunk->parameters();
-    all.insert(all.end(), own.begin(), own.end());
-  }
-  return all;
+  return model::parameters_of(chunks_);
 }
 
 template <class Scalar>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace kpipe::schedule {
@@ -30,6 +31,20 @@ std::string describe(const Action& action) {
                        action.peer, action.tag);
   }
   return fmt::format("{} mb={} chunk={}", name(action.kind), action.microbatch, action.chunk);
+}
+
+StashPeak peak_stash(const std::vector<Action>& actions, int limit) {
+  StashPeak result{0, actions.size()};
+  int stashed = 0;
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i].kind == ActionKind::forward) {
+      result.peak = std::max(result.peak, ++stashed);
+      if (limit > 0 && stashed > limit && result.first_over_limit == actions.size()) result.first_over_limit = i;
+    } else if (releases_stash(actions[i].kind)) {
+      --stashed;
+    }
+  }
+  return result;
 }
 
 }  // namespace kpipe::schedule

@@ -110,7 +110,7 @@ std::optional<Problem> Execution<Message>::unreceived_problem() const {
       if (!is_send(a.kind)) continue;
       const StagePlace to = other_end(schedule_, r, a);
       if (messages_[slot(a.kind, to.rank, a.microbatch, to.chunk)] < 0) continue;
-      const ActionKind receive = a.kind == ActionKind::send_act ? ActionKind::recv_act : ActionKind::recv_grad;
+      const ActionKind receive = matching_receive(a.kind);
       return Problem{r, static_cast<std::int64_t>(i),
                      fmt::format("rank {}, action {} ({}): no matching receive; rank {} has no {} mb={} chunk={}", r, i,
                                  describe(a), to.rank, name(receive), a.microbatch, to.chunk)};

@@ -23,7 +23,7 @@ namespace kpipe::schedule::detail {
 // next (activations sent, gradients received) or previous stage lives;
 // chunk -1 past the first or the last stage.
 inline StagePlace other_end(const Schedule& s, int rank, const Action& message) {
-  const bool towards_next = message.kind == ActionKind::send_act || message.kind == ActionKind::recv_grad;
+  const bool towards_next = towards_next_stage(message.kind);
   const int other = s.placement.stage(rank, message.chunk) + (towards_next ? 1 : -1);
   if (other < 0 || other >= s.placement.stage_count()) return {rank, -1};
   return s.placement.place(other);

@@ -40,8 +40,7 @@ struct PassInput {
 
 // A message with the neighbouring stage at `other`; the tag names the sending chunk.
 Action message(const Schedule& shape, ActionKind kind, const Action& at, StagePlace other, bool sending) {
-  const Direction direction =
-      (kind == ActionKind::send_act || kind == ActionKind::recv_act) ? Direction::activation : Direction::gradient;
+  const Direction direction = direction_of(kind);
   return message_action(kind, at.microbatch, at.chunk, other.rank,
                         message_tag(at.microbatch, sending ? at.chunk : other.chunk, shape.v, direction));
 }

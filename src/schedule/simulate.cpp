@@ -54,27 +54,17 @@ void check_costs(const CostModel& costs, const Schedule& schedule) {
   }
 }
 
-// Stashes depend on the order of a rank's list only, not on time: +1 at F,
-// -1 at B or BW.
 int peak_stashed(const Schedule& schedule, int rank, const CostModel& costs) {
-  int stashed = 0;
-  int peak = 0;
   const auto& actions = schedule.ranks[rank];
-  for (std::size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i].kind == ActionKind::forward) {
-      peak = std::max(peak, ++stashed);
-      if (costs.max_in_flight > 0 && stashed > costs.max_in_flight) {
-        throw input_error(
-            fmt::format("rank {}, action {} ({}) would hold {} stashed microbatches, more than the "
-                        "limit of {} (sim.max_in_flight); raise the limit or use a schedule with "
-                        "fewer microbatches in flight (1f1b holds at most p - r)",
-                        rank, i, describe(actions[i]), stashed, costs.max_in_flight));
-      }
-    } else if (releases_stash(actions[i].kind)) {
-      --stashed;
-    }
+  const StashPeak stash = peak_stash(actions, costs.max_in_flight);
+  if (stash.first_over_limit < actions.size()) {
+    const std::size_t i = stash.first_over_limit;
+    throw input_error(fmt::format("rank {}, action {} ({}) would hold {} stashed microbatches, more than the "
+                                  "limit of {} (sim.max_in_flight); raise the limit or use a schedule with "
+                                  "fewer microbatches in flight (1f1b holds at most p - r)",
+                                  rank, i, describe(actions[i]), costs.max_in_flight + 1, costs.max_in_flight));
   }
-  return peak;
+  return stash.peak;
 }
 
 // The time of F, B, W and BW per (rank, chunk), so that the event loop does no

@@ -153,7 +153,7 @@ bool RankCheck::check_fields(std::size_t i, const Action& a) {
 // and one receiver, and the executor can match them without searching.
 bool RankCheck::check_message(std::size_t i, const Action& a) {
   const int stage = s_.placement.stage(rank_, a.chunk);
-  const bool towards_next = a.kind == ActionKind::send_act || a.kind == ActionKind::recv_grad;
+  const bool towards_next = towards_next_stage(a.kind);
   const int other = towards_next ? stage + 1 : stage - 1;
   if (other < 0 || other >= s_.p * s_.v) {
     return fail_at(i, fmt::format("model stage {} is the {} stage; there is no {} stage to exchange with", stage,
@@ -166,8 +166,7 @@ bool RankCheck::check_message(std::size_t i, const Action& a) {
   if (a.peer != place.rank) {
     return fail_at(i, fmt::format("peer should be rank {}, which holds model stage {}", place.rank, other));
   }
-  const Direction direction =
-      (a.kind == ActionKind::send_act || a.kind == ActionKind::recv_act) ? Direction::activation : Direction::gradient;
+  const Direction direction = direction_of(a.kind);
   const int tag = message_tag(a.microbatch, is_send(a.kind) ? a.chunk : place.chunk, s_.v, direction);
   if (a.tag != tag) {
     return fail_at(

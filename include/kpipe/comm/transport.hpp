@@ -15,6 +15,7 @@
 
 #include "kpipe/comm/watchdog.hpp"
 #include "kpipe/tensor/buffer_pool.hpp"
+#include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::comm {
 
@@ -38,11 +39,14 @@ bool mpi_reaches_device_memory();
 template <class Scalar>
 class Transport {
  public:
-  using MemorySpace = Kokkos::DefaultExecutionSpace::memory_space;
-  using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace>;
+  using Matrix = tensor::Matrix<Scalar>;
   using HostMatrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace>;
 
-  Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging = Staging::automatic);
+  // `space` is the execution-space instance (a CUDA stream) whose kernels
+  // write the data this transport sends: a send waits for that instance
+  // only, never for the whole device.
+  Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging = Staging::automatic,
+            const tensor::ExecutionSpace& space = tensor::ExecutionSpace());
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -81,6 +85,7 @@ class Transport {
 
   MPI_Comm comm_;
   const Watchdog& watchdog_;
+  tensor::ExecutionSpace space_;
   bool staged_;
   std::vector<Pending> receives_;
   std::vector<Pending> sends_;

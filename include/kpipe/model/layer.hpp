@@ -8,6 +8,8 @@
 // so one layer serves any number of microbatches in flight (DESIGN.md §1, §3).
 
 #include <cstddef>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,6 +125,33 @@ struct LayerEnvironment {
   tensor::ExecContext& exec;
   Collectives& collectives;
 };
+
+namespace detail {
+template <class T>
+const T& owner(const T& object) {
+  return object;
+}
+template <class T>
+const T& owner(const std::unique_ptr<T>& pointer) {
+  return *pointer;
+}
+template <class T>
+const T& owner(T* pointer) {
+  return *pointer;
+}
+}  // namespace detail
+
+// Every parameter of `owners` (layers or stages, held by value or pointer),
+// one owner after the other: global layer order when the owners are in it.
+template <class Owners>
+auto parameters_of(const Owners& owners) {
+  decltype(detail::owner(*std::begin(owners)).parameters()) all;
+  for (const auto& owner : owners) {
+    const auto own = detail::owner(owner).parameters();
+    all.insert(all.end(), own.begin(), own.end());
+  }
+  return all;
+}
 
 // Every parameter of `parameters`, flattened row-major one after the other,
 // copied to the host: for bitwise comparisons and I/O.

@@ -5,6 +5,8 @@
 // schedule that passes the validator runs, hand-written ones included.
 
 #include <functional>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kpipe/comm/process_grid.hpp"
@@ -12,12 +14,13 @@
 #include "kpipe/model/stage.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/schedule.hpp"
+#include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/buffer_pool.hpp"
 
 namespace kpipe::runtime {
 
 template <class Scalar>
-using Matrix = typename comm::Transport<Scalar>::Matrix;
+using Matrix = tensor::Matrix<Scalar>;
 
 // Where microbatches enter and leave the pipeline: inputs for the first model
 // stage, and the loss with its gradient at the last one.
@@ -50,7 +53,7 @@ class Executor {
   // pipeline communicator of `grid`.
   Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
            std::vector<model::Stage<Scalar>*> chunks, int microbatch_size, comm::Transport<Scalar>& transport,
-           MicrobatchIO<Scalar> io, StepHooks hooks);
+           MicrobatchIO<Scalar> io, StepHooks hooks, tensor::ExecContext& exec);
 
   StepResult run_step(int step);
 
@@ -93,7 +96,11 @@ class Executor {
   std::size_t next_receive_ = 0;              // first entry of receive_indices_ not yet posted
   int receive_window_ = 1;
   bool training_;
+  tensor::ExecContext& exec_;  // the chunks' instance: compute is enqueued there, never fenced globally
+  std::vector<std::string> region_names_;  // "kpipe::F", ... per ActionKind
   tensor::BufferPool<Matrix<Scalar>> activations_;
+  static constexpr bool host_synchronous =
+      std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 };
 
 }  // namespace kpipe::runtime

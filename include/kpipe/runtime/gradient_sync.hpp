@@ -28,7 +28,6 @@ class GradientSync {
   void clip();
 
  private:
-  std::vector<model::Parameter<Scalar>> parameters() const;
   // The squared norm of every gradient of the whole model, in global layer order.
   std::vector<double> squared_norms_in_layer_order() const;
 

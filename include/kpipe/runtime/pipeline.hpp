@@ -60,8 +60,9 @@ class Pipeline {
   comm::ProcessGrid grid_;
   schedule::Schedule schedule_;
   comm::Watchdog watchdog_;
+  // The instance and pool of every chunk, the data, the loss, the optimizer and the transport's sends.
+  tensor::ExecContext exec_;
   comm::Transport<Scalar> transport_;
-  tensor::ExecContext exec_;  // the instance and pool of every chunk, the data, the loss and the optimizer
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   DataFeed<Scalar> feed_;
   LossHead<Scalar> loss_head_;

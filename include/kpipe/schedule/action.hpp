@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kpipe::schedule {
 
@@ -59,6 +60,31 @@ constexpr bool is_send(ActionKind k) { return k == ActionKind::send_act || k == 
 constexpr bool is_receive(ActionKind k) { return k == ActionKind::recv_act || k == ActionKind::recv_grad; }
 constexpr bool is_communication(ActionKind k) { return is_send(k) || is_receive(k); }
 constexpr bool is_step_level(ActionKind k) { return k == ActionKind::reduce_grads || k == ActionKind::optimizer_step; }
+
+// What a message carries: activations flow to the next model stage, gradients
+// to the previous one.
+enum class Direction { activation = 0, gradient = 1 };
+constexpr Direction direction_of(ActionKind k) {
+  return k == ActionKind::send_act || k == ActionKind::recv_act ? Direction::activation : Direction::gradient;
+}
+// True when the peer of a message action holds the next model stage (a sent
+// activation, a received gradient); false when it holds the previous one. The
+// tensor then crosses this stage's output boundary, else its input boundary.
+constexpr bool towards_next_stage(ActionKind k) { return k == ActionKind::send_act || k == ActionKind::recv_grad; }
+// The receive that matches a send.
+constexpr ActionKind matching_receive(ActionKind send) {
+  return send == ActionKind::send_act ? ActionKind::recv_act : ActionKind::recv_grad;
+}
+
+// The most microbatches a rank's action list holds between F and B/BW; it
+// depends on the order of the list only, not on time. With limit > 0,
+// first_over_limit is the index of the first F that holds more than `limit`
+// (actions.size() when none does).
+struct StashPeak {
+  int peak = 0;
+  std::size_t first_over_limit = 0;
+};
+StashPeak peak_stash(const std::vector<Action>& actions, int limit = 0);
 
 // "F", "SEND_ACT", ...; and back, nullopt for an unknown name.
 std::string_view name(ActionKind kind);

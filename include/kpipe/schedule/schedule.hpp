@@ -35,7 +35,6 @@ struct Schedule {
 // Message tags are unique per (microbatch, sending chunk, direction), so the
 // executor can post every receive early and match it unambiguously:
 // tag = 2·(microbatch·v + sending chunk) + direction.
-enum class Direction { activation = 0, gradient = 1 };
 constexpr int message_tag(int microbatch, int sending_chunk, int v, Direction direction) {
   return 2 * (microbatch * v + sending_chunk) + static_cast<int>(direction);
 }
