@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/registry.hpp"
 
@@ -81,10 +82,10 @@ std::vector<KeySpec> build_schema() {
       choice("compute.gemm", "vendor", {"vendor", "portable"},
              "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available, or the portable Kokkos kernel"),
       // simulator
-      real("sim.cost_forward", 1.0, 0.0, std::nullopt, true, "Simulated time of one F per stage (arbitrary units)"),
-      real("sim.cost_backward_input", 1.0, 0.0, std::nullopt, true, "Simulated time of one B (input gradient)"),
-      real("sim.cost_backward_weight", 1.0, 0.0, std::nullopt, true, "Simulated time of one W (weight gradient); BW = B + W"),
-      real("sim.comm_latency", 0.0, 0.0, std::nullopt, false, "Simulated latency of one transfer"),
+      real("sim.cost_forward", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one F per stage (arbitrary units)"),
+      real("sim.cost_backward_input", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one B (input gradient)"),
+      real("sim.cost_backward_weight", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one W (weight gradient); BW = B + W"),
+      real("sim.comm_latency", 0.0, 0.0, limits::sim_cost, false, "Simulated latency of one transfer"),
       real("sim.comm_bandwidth", 0.0, 0.0, std::nullopt, false, "Simulated bytes per time unit; 0 means transfers cost only latency"),
       integer("sim.max_in_flight", 0, 0, int_max, "Limit on stashed microbatches per rank in the simulator; 0 is unlimited"),
       // runtime
