@@ -41,6 +41,13 @@ inline constexpr std::size_t override_bytes = 64 * 1024;
 inline constexpr double plan_actions = 250e6;
 inline constexpr double actions_per_microbatch_and_chunk = 6.0;
 
+// A schedule file needs one F per (rank, chunk, microbatch) of its header.
+// A hand-broken file may miss a few, and the validator names the first one
+// with its line; a file missing more than this many has a wrong header (m =
+// 2^30 over a few lines) and is refused before anything is allocated per
+// microbatch, so memory follows the file's size, not the header's claim.
+inline constexpr std::int64_t schedule_missing_forwards = 4096;
+
 // The SVG timeline is for figures: beyond this many boxes no viewer shows
 // them and the file runs to gigabytes; --trace (Perfetto) takes any plan.
 inline constexpr std::size_t svg_compute_actions = 100000;
