@@ -56,3 +56,11 @@ TEST_CASE("an unreadable input file says why", "[core]") {
         "deck '" + dir + "/bin.toml' is not a UTF-8 text file (byte 0x1b at offset 4); pass a text deck");
   CHECK(error_of("/dev/null") == "cannot read deck '/dev/null': it is a device, pipe or socket, not a regular file");
 }
+
+TEST_CASE("a file without read permission says so", "[core]") {
+  if (::geteuid() == 0) return;  // root reads any file: nothing to check
+  const Scratch scratch;
+  const std::string path = scratch.write("secret.toml", "x = 1\n");
+  std::filesystem::permissions(path, std::filesystem::perms::none);
+  CHECK(error_of(path) == "cannot open deck '" + path + "': permission denied; check the file's permissions");
+}
