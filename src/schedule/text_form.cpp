@@ -89,12 +89,12 @@ class Parser {
 
   // Names reach SVG, JSON and terminals; letters, digits, '.', '_' and '-' need no escaping anywhere.
   void check_name(std::string_view name) const {
-    const bool plain = name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    const bool plain = name.size() <= limits::schedule_name_bytes && std::all_of(name.begin(), name.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
     });
     if (!plain) {
-      fail(fmt::format("name='{}': a schedule name is 1 to 64 letters, digits, '.', '_' or '-', e.g. name=my-1f1b",
-                       printable(name.substr(0, 80))));
+      fail(fmt::format("name='{}': a schedule name is 1 to {} letters, digits, '.', '_' or '-', e.g. name=my-1f1b",
+                       printable(name.substr(0, 80)), limits::schedule_name_bytes));
     }
   }
 
@@ -169,9 +169,11 @@ class Parser {
     Schedule& s = file_.schedule;
     check_name(values[0]);
     s.name = std::string(values[0]);
-    s.p = static_cast<int>(field("p", values[1], 1, 4096, "p must be 1 to 4096 pipeline ranks"));
-    s.v = static_cast<int>(field("v", values[2], 1, 64, "v must be 1 to 64 chunks per rank"));
-    s.m = static_cast<int>(field("m", values[3], 1, 1 << 30, "m must be 1 to 2^30 microbatches"));
+    s.p = static_cast<int>(field("p", values[1], 1, limits::pipeline_ranks,
+                                 fmt::format("p must be 1 to {} pipeline ranks", limits::pipeline_ranks)));
+    s.v = static_cast<int>(field("v", values[2], 1, limits::chunks_per_rank,
+                                 fmt::format("v must be 1 to {} chunks per rank", limits::chunks_per_rank)));
+    s.m = static_cast<int>(field("m", values[3], 1, limits::microbatches, "m must be 1 to 2^30 microbatches"));
     const double plan_actions = limits::actions_per_microbatch_and_chunk * s.p * s.v * s.m;
     if (plan_actions > limits::plan_actions) {
       fail(fmt::format("p = {}, v = {}, m = {} make a plan of about {:.0f} million actions; kpipe plans at most "

@@ -9,6 +9,20 @@
 
 namespace kpipe::limits {
 
+// The ranges of individual deck keys live in the schema registry
+// (config/schema.cpp), which documents them; the ones below are also what a
+// schedule file's header may say, so both read them from here.
+
+// Pipeline ranks (p) and model chunks per rank (v): far beyond any machine
+// or any published schedule, and within what an Action's peer and chunk hold.
+inline constexpr int pipeline_ranks = 4096;
+inline constexpr int chunks_per_rank = 64;
+// Microbatches per step (m): a global batch of 2^30 samples.
+inline constexpr int microbatches = 1 << 30;
+
+// A schedule name reaches SVG, JSON and terminals: short and plain.
+inline constexpr std::size_t schedule_name_bytes = 64;
+
 // A deck is a page of TOML; the largest shipped deck is under 2 KB.
 inline constexpr std::size_t deck_bytes = std::size_t{1} << 20;
 

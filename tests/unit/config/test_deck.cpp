@@ -130,7 +130,9 @@ TEST_CASE("line numbers are right in a deck of many keys and tables", "[config]"
   CHECK(error_of(text).rfind("deck.toml:25: unknown key 'train.stepz'", 0) == 0);
 }
 
-TEST_CASE("an override may not hold control characters", "[config]") {
+TEST_CASE("an override may not hold control characters, nor be longer than a deck line needs", "[config]") {
+  CHECK(error_of("model.kind = \"mlp\"", {"model.hidden=[" + std::string(70000, '1') + "]"})
+            .find("an override of 70015 bytes; overrides are at most 65536 bytes") != std::string::npos);
   CHECK(error_of("model.kind = \"mlp\"", {"model.kind=mlp\nmodel.bogus=1"}) ==
         "command line 'model.kind=mlp\\nmodel.bogus=1': an override cannot hold control characters (\\n at offset "
         "14); write it on one line without tabs or escapes");
