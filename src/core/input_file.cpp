@@ -66,21 +66,22 @@ std::string read_input_file(const std::string& path, const InputFile& kind) {
                                    printable(path), size, kind.what, kind.max_bytes));
   };
   if (static_cast<std::uintmax_t>(info.st_size) > kind.max_bytes) throw too_large(info.st_size);
-  // Read at most one byte past the limit: the file may grow while it is read.
-  std::string text(kind.max_bytes + 1, '\0');
+  // Stop once past the limit: the file may grow while it is read.
+  std::string text;
+  text.reserve(static_cast<std::size_t>(info.st_size) + 1);
+  char chunk[1 << 16];
   std::size_t length = 0;
-  while (length < text.size()) {
-    const ssize_t got = ::read(file.fd, text.data() + length, text.size() - length);
+  while (length <= kind.max_bytes) {
+    const ssize_t got = ::read(file.fd, chunk, sizeof chunk);
     if (got == 0) break;
     if (got < 0) {
       if (errno == EINTR) continue;
       throw input_error(fmt::format("cannot read {} '{}': {}", kind.what, printable(path), std::strerror(errno)));
     }
+    text.append(chunk, static_cast<std::size_t>(got));
     length += static_cast<std::size_t>(got);
   }
   if (length > kind.max_bytes) throw too_large(length);
-  text.resize(length);
-  text.shrink_to_fit();
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   if (const auto at = first_non_text_byte(text); at != std::string::npos) {
     throw input_error(fmt::format("{} '{}' is not a UTF-8 text file (byte 0x{:02x} at offset {}); pass a text {}",
