@@ -4,6 +4,7 @@
 #include "kpipe/config/schema.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/strings.hpp"
 
 namespace kpipe::app {
 
@@ -16,7 +17,7 @@ int deck_command(const Environment& /*env*/, const DeckOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   const auto& s = loaded.config.pipeline;
   log::info("{}: valid deck: {} schedule, p = {}, v = {}, d = {} (world size {}), m = {} microbatches of {}, {} layers",
-            options.deck.path, s.schedule, s.stages, s.virtual_stages, s.data_parallel, s.world_size(),
+            printable(options.deck.path), s.schedule, s.stages, s.virtual_stages, s.data_parallel, s.world_size(),
             s.microbatches, loaded.config.train.microbatch_size, loaded.config.layers);
   if (options.resolved) log::info("{}", loaded.deck.resolved_toml());
   return 0;

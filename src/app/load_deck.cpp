@@ -3,6 +3,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/log.hpp"
+#include "output_file.hpp"
 
 namespace kpipe::app {
 
@@ -13,6 +14,8 @@ LoadedDeck load_deck(const DeckArguments& arguments) {
   std::vector<std::string> warnings;
   config::RunConfig config = config::run_config(deck, &warnings);
   for (const auto& warning : warnings) log::warning("{}", warning);
+  protect_input(arguments.path);
+  protect_input(config.pipeline.schedule_file);
   return {std::move(deck), std::move(config)};
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "environment.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/strings.hpp"
 #include "kpipe/core/version.hpp"
 
 // Inside kpipe::app rather than `using namespace kpipe`: nvcc's generated code
@@ -38,6 +40,23 @@ std::vector<std::string> without_kokkos_flags(int argc, char** argv) {
 void add_deck_arguments(CLI::App& command, app::DeckArguments& deck, bool required = true) {
   command.add_option("DECK", deck.path, "Input deck (TOML)")->required(required);
   command.add_option("overrides", deck.overrides, "Deck overrides, key=value (e.g. pipeline.schedule=gpipe)");
+}
+
+// CLI11 answers a mistyped command with "A subcommand is required"; name it
+// and the choices instead. A first argument that is neither an option nor a
+// command is that mistake.
+void check_command(const CLI::App& cli, const std::vector<std::string>& args) {
+  std::vector<std::string> names;
+  for (const CLI::App* command : cli.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(command->get_name());
+  }
+  const std::string choose = "choose " + join_choices(names) + " (kpipe --help describes them)";
+  if (args.empty()) throw input_error("no command given; " + choose);
+  const std::string& first = args.front();
+  if (first.rfind('-', 0) == 0 || std::find(names.begin(), names.end(), first) != names.end()) return;
+  const std::string near = nearest_match(first, names);
+  throw input_error(fmt::format("unknown command '{}'{}; {}", first,
+                                near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), choose));
 }
 
 [[noreturn]] void not_built(const std::string& command, const std::string& instead) {
@@ -78,6 +97,7 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   auto* trace = cli.add_subcommand("trace", "Export a profile to Chrome-trace JSON and an SVG timeline");
   trace->add_option("PROFILE", profile, "Profile file (HDF5)")->required();
 
+  check_command(cli, args);
   try {
     std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
     cli.parse(args);

@@ -5,7 +5,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -14,7 +16,9 @@
 #include "commands.hpp"
 #include "output_file.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 #include "kpipe/schedule/render.hpp"
 
@@ -24,11 +28,26 @@ namespace {
 
 int terminal_columns() {
   winsize size{};
-  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    return std::min<int>(size.ws_col, limits::terminal_columns);
+  }
   if (const char* columns = std::getenv("COLUMNS")) {
-    if (const int n = std::atoi(columns); n > 0) return n;
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(columns, &end, 10);
+    if (errno == 0 && end != columns && n > 0) return static_cast<int>(std::min<long>(n, limits::terminal_columns));
   }
   return 120;
+}
+
+// A simulation that overflows (huge costs, a tiny bandwidth) has no meaningful
+// makespan or bubble; say which keys make it so.
+void require_finite(const schedule::SimulationResult& result) {
+  if (std::isfinite(result.makespan)) return;
+  throw input_error(fmt::format(
+      "the simulated makespan is {}: lower sim.cost_forward, sim.cost_backward_input, sim.cost_backward_weight or "
+      "sim.comm_latency, or raise sim.comm_bandwidth (0 ignores bandwidth), so that the times stay finite",
+      result.makespan));
 }
 
 std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
@@ -40,7 +59,7 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
 void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const schedule::Schedule& schedule,
                 const schedule::SimulationResult& result) {
   const auto& s = loaded.config.pipeline;
-  const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + plan.schedule_file;
+  const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + printable(plan.schedule_file);
   log::info("plan: {} schedule ({}), p = {} ranks, v = {} chunk{} per rank, d = {}, m = {} microbatches of {} samples",
             schedule.name, source, schedule.p, schedule.v, schedule.v > 1 ? "s" : "", s.data_parallel, schedule.m,
             loaded.config.train.microbatch_size);
@@ -64,6 +83,10 @@ int plan_command(const Environment& env, const PlanOptions& options) {
   require_writable(options.trace_path, "--trace");
   require_writable(options.json_path, "--json");
   const schedule::RunPlan plan = schedule::run_plan(loaded.config);
+  // A plan too large to draw is refused before it is generated: the SVG holds p·v·m boxes at least.
+  if (!options.svg_path.empty()) {
+    schedule::require_svg_fits(static_cast<double>(plan.spec.p) * plan.spec.v * plan.spec.m);
+  }
   // simulate() makes the validator's cross-rank run as it goes.
   const schedule::Schedule schedule = schedule::make_schedule(plan, schedule::Checks::per_rank);
   // Every action's time is kept only when a timeline will be drawn.
@@ -72,6 +95,7 @@ int plan_command(const Environment& env, const PlanOptions& options) {
   const bool timelines = ascii || !options.svg_path.empty() || !options.trace_path.empty();
   const schedule::SimulationResult result =
       schedule::simulate(schedule, plan.costs, timelines ? schedule::Record::every_action : schedule::Record::summary);
+  require_finite(result);
 
   // The SVG is built before any file is touched: a plan too large to draw is an input error.
   std::string svg;

@@ -3,24 +3,58 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 #include <toml.hpp>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/strings.hpp"
+#include "toml_scan.hpp"
 
 namespace kpipe::config {
 
 namespace {
 
-// A TOML leaf with its dotted key and the place it came from.
+// A TOML leaf with its dotted key and the place it came from; `written` is
+// the value's text as the user wrote it, for messages.
 struct RawEntry {
   std::string key;
   toml::value value;
   std::string origin;
   std::uint_least32_t line = 0;
+  std::string written;
 };
+
+// Line numbers from byte offsets in O(log n). toml11's own location().line()
+// counts the newlines from the start of the text on every call, which made
+// a deck of many keys take time quadratic in its length.
+class LineIndex {
+ public:
+  explicit LineIndex(std::string_view text) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') newlines_.push_back(i);
+    }
+  }
+  std::uint_least32_t line(const toml::value& v) const {
+    const auto* region = dynamic_cast<const toml::detail::region*>(toml::detail::get_region(v));
+    if (region == nullptr) return static_cast<std::uint_least32_t>(v.location().line());
+    const auto offset = static_cast<std::size_t>(region->first() - region->begin());
+    return static_cast<std::uint_least32_t>(
+        1 + (std::lower_bound(newlines_.begin(), newlines_.end(), offset) - newlines_.begin()));
+  }
+
+ private:
+  std::vector<std::size_t> newlines_;
+};
+
+// The value's own text ("1e400"), which the parsed double may not show.
+std::string written_text(const toml::value& v) {
+  const auto* region = toml::detail::get_region(v);
+  return region == nullptr ? std::string() : region->str();
+}
 
 // toml11 reports multi-line, ASCII-art errors; keep the first line without
 // the library's function-name prefix.
@@ -31,17 +65,33 @@ std::string first_line(const std::string& what) {
   return line;
 }
 
-void flatten(const toml::value& node, const std::string& prefix, std::string_view source,
+void flatten(const toml::value& node, const std::string& prefix, std::string_view source, const LineIndex& lines,
              std::vector<RawEntry>& out) {
   for (const auto& [name, child] : node.as_table()) {
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     if (child.is_table()) {
-      flatten(child, key, source, out);
+      flatten(child, key, source, lines, out);
       continue;
     }
-    const auto line = child.location().line();
-    out.push_back({key, child, fmt::format("{}:{}", source, line), line});
+    const auto line = lines.line(child);
+    out.push_back({key, child, fmt::format("{}:{}", source, line), line,
+                   child.is_floating() ? written_text(child) : std::string()});
   }
+}
+
+// A floating-point number as written, or +-inf when the text overflows a
+// double (toml11 then returns the largest double, which would pass a range
+// check that "1e400" must fail).
+double real_value(const RawEntry& raw) {
+  const double parsed = raw.value.as_floating();
+  std::string digits;
+  for (const char c : raw.written) {
+    if (c != '_') digits += c;
+  }
+  if (digits.empty()) return parsed;
+  errno = 0;
+  const double exact = std::strtod(digits.c_str(), nullptr);
+  return errno == ERANGE && std::isinf(exact) ? exact : parsed;
 }
 
 std::string type_of(const toml::value& v) {
@@ -70,7 +120,7 @@ Value convert(const KeySpec& spec, const RawEntry& raw) {
     case ValueType::real:
       if (v.is_integer()) return static_cast<double>(v.as_integer());
       if (!v.is_floating()) wrong_type(spec, raw);
-      return static_cast<double>(v.as_floating());
+      return real_value(raw);
     case ValueType::boolean:
       if (!v.is_boolean()) wrong_type(spec, raw);
       return v.as_boolean();
@@ -100,10 +150,10 @@ bool in_range(const KeySpec& spec, double x) {
   return true;
 }
 
-void check_allowed(const KeySpec& spec, const Value& value, const std::string& origin) {
+void check_allowed(const KeySpec& spec, const Value& value, const std::string& origin, std::string_view written) {
   const auto out_of_range = [&] {
-    return input_error(fmt::format("{}: {} = {} is out of range: must be {}", origin, spec.name, to_toml(value),
-                                   allowed_values(spec)));
+    return input_error(fmt::format("{}: {} = {} is out of range: must be {}", origin, spec.name,
+                                   written.empty() ? to_toml(value) : std::string(written), allowed_values(spec)));
   };
   if (const auto* i = std::get_if<std::int64_t>(&value); i && !in_range(spec, static_cast<double>(*i))) {
     throw out_of_range();
@@ -131,6 +181,7 @@ const KeySpec& known_key(const std::string& key, const std::string& origin) {
 }
 
 toml::value parse_toml(std::string_view text, const std::string& source) {
+  detail::check_toml_shape(text, source);
   std::istringstream stream{std::string(text)};
   try {
     return toml::parse(stream, source);
@@ -139,9 +190,31 @@ toml::value parse_toml(std::string_view text, const std::string& source) {
   }
 }
 
+// Control characters in an override are a mistake (a pasted newline would
+// silently end the value there); nothing in a deck value needs them.
+void check_override_text(const std::string& text, const std::string& origin) {
+  if (text.size() > limits::override_bytes) {
+    throw input_error(fmt::format("{}...: an override of {} bytes; overrides are at most {} bytes, put long values "
+                                  "in the deck",
+                                  origin.substr(0, 60), text.size(), limits::override_bytes));
+  }
+  const auto bad = std::find_if(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (bad != text.end()) {
+    throw input_error(fmt::format("{}: an override cannot hold control characters ({} at offset {}); write it "
+                                  "on one line without tabs or escapes",
+                                  origin, printable(std::string(1, *bad)), bad - text.begin()));
+  }
+}
+
 RawEntry parse_override(const std::string& text) {
   const auto eq = text.find('=');
-  const std::string origin = fmt::format("command line '{}'", text);
+  // Long overrides (a list of thousands of widths) are cut short in messages.
+  const std::string origin =
+      fmt::format("command line '{}{}'", printable(text.substr(0, 200)), text.size() > 200 ? "..." : "");
+  check_override_text(text, origin);
   if (eq == std::string::npos || eq == 0) {
     throw input_error(fmt::format("{}: an override must be key=value, e.g. pipeline.stages=4", origin));
   }
@@ -153,10 +226,11 @@ RawEntry parse_override(const std::string& text) {
   if (spec.type == ValueType::string && (value_text.empty() || value_text.front() != '"')) {
     toml_text = "v = '" + value_text + "'";  // a TOML literal string: no escapes to worry about
   }
+  detail::check_toml_shape(toml_text, origin, false);
   try {
     std::istringstream stream(toml_text);
     const toml::value table = toml::parse(stream, origin);
-    return {key, table.as_table().at("v"), origin, 0};
+    return {key, table.as_table().at("v"), origin, 0, value_text};
   } catch (const toml::exception&) {
     throw input_error(fmt::format("{}: '{}' is not {} (the value of {})", origin, value_text, describe(spec.type), key));
   }
@@ -173,8 +247,8 @@ bool has_content(std::string_view text) {
 
 }  // namespace
 
-void Deck::set(const KeySpec& spec, Value value, std::string origin) {
-  check_allowed(spec, value, origin);
+void Deck::set(const KeySpec& spec, Value value, std::string origin, std::string_view written) {
+  check_allowed(spec, value, origin, written);
   entries_[spec.name] = Entry{std::move(value), std::move(origin)};
 }
 
@@ -223,7 +297,7 @@ Deck parse_deck(std::string_view text, std::string_view source_name, const std::
     throw input_error(fmt::format("{}: the deck sets no keys; start from inputs/quickstart.toml", source));
   }
   std::vector<RawEntry> raw;
-  flatten(parse_toml(text, source), "", source, raw);
+  flatten(parse_toml(text, source), "", source, LineIndex(text), raw);
   // Report the first problem in file order, whatever order the table holds.
   std::stable_sort(raw.begin(), raw.end(), [](const RawEntry& a, const RawEntry& b) { return a.line < b.line; });
 
@@ -232,12 +306,12 @@ Deck parse_deck(std::string_view text, std::string_view source_name, const std::
   for (const auto& spec : schema()) deck.entries_[spec.name] = Deck::Entry{spec.default_value, "default"};
   for (const auto& entry : raw) {
     const KeySpec& spec = known_key(entry.key, entry.origin);
-    deck.set(spec, convert(spec, entry), entry.origin);
+    deck.set(spec, convert(spec, entry), entry.origin, entry.written);
   }
   for (const auto& text_override : overrides) {
     const RawEntry entry = parse_override(text_override);
     const KeySpec& spec = *find_key(entry.key);
-    deck.set(spec, convert(spec, entry), entry.origin);
+    deck.set(spec, convert(spec, entry), entry.origin, entry.written);
   }
   return deck;
 }

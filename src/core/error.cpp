@@ -2,14 +2,17 @@
 
 #include <algorithm>
 
+#include "kpipe/core/strings.hpp"
+
 namespace kpipe {
 
 namespace {
-// Messages are printed as one line; a stray newline from a library would break that.
+// Messages are printed as one line; a stray newline from a library would break
+// that, and a control character quoted from the input would reach the terminal.
 std::string single_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   std::replace(text.begin(), text.end(), '\r', ' ');
-  return text;
+  return printable(text);
 }
 }  // namespace
 

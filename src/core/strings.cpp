@@ -1,6 +1,7 @@
 #include "kpipe/core/strings.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 namespace kpipe {
@@ -40,6 +41,48 @@ std::string join_choices(const std::vector<std::string>& items, std::string_view
     text += items[i];
   }
   return text;
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at text[i] (1 to 4), or 0.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > text.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t n = utf8_length(text, i);
+    if (n > 1 || (n == 1 && c >= 0x20 && c != 0x7f)) {
+      out.append(text.substr(i, n));
+      i += n;
+      continue;
+    }
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    }
+    ++i;
+  }
+  return out;
 }
 
 }  // namespace kpipe

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "kpipe/schedule/render.hpp"
@@ -11,6 +12,11 @@ namespace {
 // Trace timestamps are microseconds; one simulated unit is drawn as 1 ms.
 constexpr double microseconds_per_unit = 1000.0;
 
+// A JSON string literal, quotes included: the schedule name comes from a user's file.
+std::string json_string(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 // Written as a stream of events, so a plan of millions of actions needs no
@@ -19,8 +25,8 @@ constexpr double microseconds_per_unit = 1000.0;
 void write_chrome_trace(std::ostream& out, const Schedule& schedule, const SimulationResult& result) {
   std::string buffer = fmt::format(
       "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,"
-      "\"args\":{{\"name\":\"kpipe plan: {} p={} v={} m={}\"}}}}",
-      schedule.name, schedule.p, schedule.v, schedule.m);
+      "\"args\":{{\"name\":{}}}}}",
+      json_string(fmt::format("kpipe plan: {} p={} v={} m={}", schedule.name, schedule.p, schedule.v, schedule.m)));
   for (int r = 0; r < schedule.p; ++r) {
     fmt::format_to(
         std::back_inserter(buffer),

@@ -3,16 +3,12 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 #include "lowering.hpp"
 
 namespace kpipe::schedule {
 
 namespace {
-
-// A lowered plan holds at most ~6 actions per (rank, chunk, microbatch);
-// beyond this many the plan would not fit in memory (12 bytes per action,
-// plus 8 for its simulated time).
-constexpr double max_plan_actions = 250e6;
 
 // The limits of every schedule, then the schedule's own constraints.
 const ScheduleInfo& checked(const ScheduleSpec& spec) {
@@ -22,16 +18,17 @@ const ScheduleInfo& checked(const ScheduleSpec& spec) {
         fmt::format("a schedule needs p, v and m >= 1, but p = {}, v = {}, m = {}", spec.p, spec.v, spec.m));
   }
   check_shape(spec);
-  const double actions = 6.0 * spec.p * spec.v * spec.m;
+  const double actions = limits::actions_per_microbatch_and_chunk * spec.p * spec.v * spec.m;
   if (spec.v > max_chunks || spec.p > max_ranks) {
     throw input_error(fmt::format("p = {}, v = {}: a schedule holds at most {} ranks and {} chunks per rank", spec.p,
                                   spec.v, max_ranks, max_chunks));
   }
-  if (actions > max_plan_actions) {
+  if (actions > limits::plan_actions) {
     throw input_error(
         fmt::format("p = {}, v = {}, m = {} make a plan of about {:.0f} million actions; kpipe plans "
                     "at most {:.0f} million (p·v·m <= {:.0f} million)",
-                    spec.p, spec.v, spec.m, actions / 1e6, max_plan_actions / 1e6, max_plan_actions / 6e6));
+                    spec.p, spec.v, spec.m, actions / 1e6, limits::plan_actions / 1e6,
+                    limits::plan_actions / limits::actions_per_microbatch_and_chunk / 1e6));
   }
   return info;
 }

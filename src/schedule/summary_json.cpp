@@ -50,7 +50,7 @@ std::string summary_json(const Schedule& schedule, const CostModel& costs, const
       {"bytes_moved", result.bytes_moved},
       {"ranks", ranks},
   };
-  return summary.dump(2) + "\n";
+  return summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace kpipe::schedule

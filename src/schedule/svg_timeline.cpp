@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/schedule/render.hpp"
 #include "report_format.hpp"
 
@@ -52,6 +53,23 @@ std::string hex(const Rgb& c) {
 }
 // Dark text on light boxes, white on dark ones.
 const char* text_colour(const Rgb& c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 150 ? "#111" : "#fff"; }
+
+// The schedule name comes from a user's file: never let it become markup.
+std::string xml_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
 
 std::string legend_label(ActionKind kind) {
   switch (kind) {
@@ -101,7 +119,8 @@ class SvgTimeline {
     const Bubble bubble = r_.bubble();
     const std::string heading = fmt::format("{} schedule: p = {} ranks, v = {} chunk{} per rank, m = {} microbatches",
                                             s_.name, s_.p, s_.v, s_.v > 1 ? "s" : "", s_.m);
-    out_ += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", left, heading);
+    out_ += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", left,
+                        xml_escaped(heading));
     text_right_ = std::max(text_right_, left + title_char_width * static_cast<double>(heading.size()));
     out_ += fmt::format(
         "<text x=\"{}\" y=\"40\" font-size=\"12\" fill=\"#444\">makespan {}, bubble: idle/total {:.1f}%, "
@@ -189,18 +208,21 @@ class SvgTimeline {
 
 }  // namespace
 
+void require_svg_fits(double compute_actions) {
+  if (compute_actions <= static_cast<double>(limits::svg_compute_actions)) return;
+  throw input_error(
+      fmt::format("the SVG timeline would draw {:.0f} boxes; it is meant for plans of at most {} compute "
+                  "actions: use --trace (Perfetto) for this plan, or plan fewer ranks or microbatches",
+                  compute_actions, limits::svg_compute_actions));
+}
+
 void write_svg_timeline(std::ostream& out, const Schedule& schedule, const SimulationResult& result) {
   std::size_t compute = 0;
   for (const auto& actions : schedule.ranks) {
     compute += static_cast<std::size_t>(
         std::count_if(actions.begin(), actions.end(), [](const Action& a) { return is_compute(a.kind); }));
   }
-  if (compute > svg_max_compute_actions) {
-    throw input_error(
-        fmt::format("the SVG timeline would draw {} boxes; it is meant for plans of at most {} compute "
-                    "actions: use --trace (Perfetto) for this plan, or plan fewer ranks or microbatches",
-                    compute, svg_max_compute_actions));
-  }
+  require_svg_fits(static_cast<double>(compute));
   out << SvgTimeline(schedule, result).render();
 }
 

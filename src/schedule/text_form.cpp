@@ -2,16 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <ostream>
 #include <sstream>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/input_file.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/lower.hpp"
 #include "kpipe/schedule/registry.hpp"
@@ -46,7 +47,7 @@ class Parser {
   Parser(std::string_view text, std::string_view source) : text_(text) { file_.source = std::string(source); }
 
   ScheduleFile run() {
-    std::size_t begin = 0;
+    std::size_t begin = text_.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark
     while (begin <= text_.size()) {
       const std::size_t end = std::min(text_.find('\n', begin), text_.size());
       ++line_;
@@ -59,12 +60,42 @@ class Parser {
                       "schedule file",
                       file_.source));
     }
+    require_every_forward();
     return std::move(file_);
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
     throw input_error(fmt::format("{}:{}: {}", file_.source, line_, what));
+  }
+
+  // Every microbatch passes forward through every chunk of every rank, so a
+  // file with far fewer F actions than p·v·m has a wrong header. Checked
+  // before lowering, validation or simulation allocate anything per microbatch;
+  // a few missing ones are left to the validator, which names the line.
+  void require_every_forward() {
+    const Schedule& s = file_.schedule;
+    std::int64_t forwards = 0;
+    for (const auto& actions : s.ranks) {
+      for (const Action& a : actions) forwards += a.kind == ActionKind::forward ? 1 : 0;
+    }
+    const std::int64_t needed = std::int64_t{s.p} * s.v * s.m;
+    if (needed - forwards <= limits::schedule_missing_forwards) return;
+    line_ = header_line_;
+    fail(fmt::format("the header says p·v·m = {}·{}·{} = {} forward passes, but the file has {} F action{}; fix "
+                     "p=, v= or m= in the header, or add the missing F actions",
+                     s.p, s.v, s.m, needed, forwards, forwards == 1 ? "" : "s"));
+  }
+
+  // Names reach SVG, JSON and terminals; letters, digits, '.', '_' and '-' need no escaping anywhere.
+  void check_name(std::string_view name) const {
+    const bool plain = name.size() <= limits::schedule_name_bytes && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+    if (!plain) {
+      fail(fmt::format("name='{}': a schedule name is 1 to {} letters, digits, '.', '_' or '-', e.g. name=my-1f1b",
+                       printable(name.substr(0, 80)), limits::schedule_name_bytes));
+    }
   }
 
   void parse_line(std::string_view line) {
@@ -136,10 +167,20 @@ class Parser {
       }
     }
     Schedule& s = file_.schedule;
+    check_name(values[0]);
     s.name = std::string(values[0]);
-    s.p = static_cast<int>(field("p", values[1], 1, 4096, "p must be 1 to 4096 pipeline ranks"));
-    s.v = static_cast<int>(field("v", values[2], 1, 64, "v must be 1 to 64 chunks per rank"));
-    s.m = static_cast<int>(field("m", values[3], 1, 1 << 30, "m must be 1 to 2^30 microbatches"));
+    s.p = static_cast<int>(field("p", values[1], 1, limits::pipeline_ranks,
+                                 fmt::format("p must be 1 to {} pipeline ranks", limits::pipeline_ranks)));
+    s.v = static_cast<int>(field("v", values[2], 1, limits::chunks_per_rank,
+                                 fmt::format("v must be 1 to {} chunks per rank", limits::chunks_per_rank)));
+    s.m = static_cast<int>(field("m", values[3], 1, limits::microbatches, "m must be 1 to 2^30 microbatches"));
+    const double plan_actions = limits::actions_per_microbatch_and_chunk * s.p * s.v * s.m;
+    if (plan_actions > limits::plan_actions) {
+      fail(fmt::format("p = {}, v = {}, m = {} make a plan of about {:.0f} million actions; kpipe plans at most "
+                       "{:.0f} million (p·v·m <= {:.0f} million)",
+                       s.p, s.v, s.m, plan_actions / 1e6, limits::plan_actions / 1e6,
+                       limits::plan_actions / limits::actions_per_microbatch_and_chunk / 1e6));
+    }
     s.placement = placement_of(s.name, s.p, s.v);
     s.ranks.assign(static_cast<std::size_t>(s.p), {});
     file_.lines.assign(static_cast<std::size_t>(s.p), {});
@@ -231,18 +272,8 @@ ScheduleFile parse_text(std::string_view text, std::string_view source) { return
 ScheduleFile read_schedule_file(const std::string& path) { return parse_text(read_schedule_text(path), path); }
 
 std::string read_schedule_text(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw input_error(
-        fmt::format("cannot open schedule file '{}': {}; pipeline.schedule_file is relative to the "
-                    "working directory",
-                    path, std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(fmt::format("cannot read schedule file '{}'", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_input_file(path, {"schedule file", limits::schedule_file_bytes,
+                                "; pipeline.schedule_file is relative to the working directory"});
 }
 
 Schedule checked_schedule(ScheduleFile file) {

@@ -33,7 +33,8 @@ class Deck {
     Value value;
     std::string origin;
   };
-  void set(const KeySpec& spec, Value value, std::string origin);
+  // `written` is the value as the user wrote it, shown when it is out of range.
+  void set(const KeySpec& spec, Value value, std::string origin, std::string_view written = {});
 
  private:
   friend Deck parse_deck(std::string_view, std::string_view, const std::vector<std::string>&);

@@ -16,4 +16,10 @@ std::string nearest_match(std::string_view word, const std::vector<std::string>&
 // "a, b or c" for lists in messages.
 std::string join_choices(const std::vector<std::string>& items, std::string_view last_separator = " or ");
 
+// User-provided text as it may be shown on a terminal: control characters
+// (ESC, newline, NUL, DEL, ...) and bytes that are not UTF-8 become \n, \t,
+// \r or \xNN escapes, so quoting a file's or argument's content in a message
+// can neither break the one-line error contract nor drive the terminal.
+std::string printable(std::string_view text);
+
 }  // namespace kpipe

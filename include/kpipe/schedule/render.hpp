@@ -25,8 +25,10 @@ std::optional<std::string> ascii_timeline(const Schedule& schedule, const Simula
 // takes at least 3 columns. Lets large plans skip recording every action.
 bool ascii_timeline_can_fit(const Schedule& schedule, int max_columns);
 
-// The largest plan the SVG timeline draws; beyond it an input error suggests --trace.
-inline constexpr std::size_t svg_max_compute_actions = 100000;
+// The SVG timeline draws at most limits::svg_compute_actions boxes; beyond
+// that an input error suggests --trace. require_svg_fits checks a count (or a
+// lower bound, such as p·v·m before the plan is generated) without drawing.
+void require_svg_fits(double compute_actions);
 void write_svg_timeline(std::ostream& out, const Schedule& schedule, const SimulationResult& result);
 
 // Chrome trace-event JSON: one complete event per compute action, one thread

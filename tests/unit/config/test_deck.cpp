@@ -89,3 +89,61 @@ TEST_CASE("the resolved deck parses back to the same values", "[config]") {
   CHECK(again.resolved_toml() == deck.resolved_toml());
   CHECK(again.real("train.lr") == 0.25);
 }
+
+TEST_CASE("deep nesting, long dotted keys, long lists and many keys are refused before parsing", "[config]") {
+  CHECK(error_of("model.hidden = " + std::string(10000, '[') + std::string(10000, ']') + "\n") ==
+        "deck.toml:1: lists and tables nest more than 64 levels deep; a deck needs one level, e.g. model.hidden = "
+        "[256, 256]");
+  std::string tables = "model.kind = \"mlp\"\nmodel.x = ";
+  for (int i = 0; i < 100; ++i) tables += "{a = ";
+  CHECK(error_of(tables + "1" + std::string(100, '}') + "\n").rfind("deck.toml:2: lists and tables nest", 0) == 0);
+  std::string dotted = "model";
+  for (int i = 0; i < 100; ++i) dotted += ".a";
+  CHECK(error_of(dotted + " = 1\n") ==
+        "deck.toml:1: a dotted key of more than 64 parts; deck keys have two, e.g. pipeline.stages");
+  std::string list = "model.kind = \"mlp\"\nmodel.hidden = [1";
+  for (int i = 0; i < 20000; ++i) list += ", 1";
+  CHECK(error_of(list + "]\n").rfind("deck.toml:2: a list with more than 16384 entries", 0) == 0);
+  std::string keys;
+  for (int i = 0; i < 1001; ++i) keys += "k" + std::to_string(i) + " = 1\n";
+  CHECK(error_of(keys).rfind("deck.toml:1001: more than 1000 keys", 0) == 0);
+  CHECK(error_of("model.kind = \"mlp\"", {"model.hidden=" + std::string(70, '[') + std::string(70, ']')}) ==
+        "command line 'model.hidden=" + std::string(70, '[') + std::string(70, ']') +
+            "': lists and tables nest more than 64 levels deep; a deck needs one level, e.g. model.hidden = [256, 256]");
+}
+
+TEST_CASE("brackets, dots and commas in strings and comments are not structure", "[config]") {
+  const std::string brackets(200, '[');
+  CHECK(error_of("model.kind = \"" + brackets + "\"\n").find("model.kind = \"" + brackets + "\" is not valid") !=
+        std::string::npos);
+  CHECK(error_of("model.kind = '''\n" + brackets + "\n'''\n").find("is not valid") != std::string::npos);
+  const auto deck = parse_deck("# " + brackets + " a.b.c.d.e\nmodel.hidden = [8, 8] # ]]]\n", "deck.toml");
+  CHECK(deck.integers("model.hidden") == config::IntegerList{8, 8});
+  CHECK(deck.origin("model.hidden") == "deck.toml:2");
+  CHECK(parse_deck("\"model\".\"kind\" = \"mlp\"\n", "deck.toml").string("model.kind") == "mlp");
+}
+
+TEST_CASE("line numbers are right in a deck of many keys and tables", "[config]") {
+  std::string text = "[model]\nkind = \"mlp\"\n\n[train]\n";
+  for (int i = 0; i < 20; ++i) text += "# filler\n";
+  text += "stepz = 3\n";
+  CHECK(error_of(text).rfind("deck.toml:25: unknown key 'train.stepz'", 0) == 0);
+}
+
+TEST_CASE("an override may not hold control characters, nor be longer than a deck line needs", "[config]") {
+  CHECK(error_of("model.kind = \"mlp\"", {"model.hidden=[" + std::string(70000, '1') + "]"})
+            .find("an override of 70015 bytes; overrides are at most 65536 bytes") != std::string::npos);
+  CHECK(error_of("model.kind = \"mlp\"", {"model.kind=mlp\nmodel.bogus=1"}) ==
+        "command line 'model.kind=mlp\\nmodel.bogus=1': an override cannot hold control characters (\\n at offset "
+        "14); write it on one line without tabs or escapes");
+  CHECK(error_of("model.kind = \"mlp\"", {"pipeline.schedule=gpipe\x1b"}).find("(\\x1b at offset 23)") !=
+        std::string::npos);
+}
+
+TEST_CASE("an out-of-range value is shown as written, and overflow is out of range", "[config]") {
+  CHECK(error_of("train.lr = 1e400\n") == "deck.toml:1: train.lr = 1e400 is out of range: must be > 0 and <= 10");
+  CHECK(error_of("sim.cost_forward = 1e308\n").rfind("deck.toml:1: sim.cost_forward = 1e308 is out of range", 0) == 0);
+  CHECK(error_of("sim.cost_forward = 1_000.5e400\n").find("= 1_000.5e400 is out of range") != std::string::npos);
+  CHECK(error_of("model.kind = \"mlp\"", {"train.lr=1e400"}).find("train.lr = 1e400 is out of range") != std::string::npos);
+  CHECK(parse_deck("sim.cost_forward = 1e9\n", "deck.toml").real("sim.cost_forward") == 1e9);
+}

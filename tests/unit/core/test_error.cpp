@@ -15,3 +15,7 @@ TEST_CASE("error messages are a single line", "[core]") {
   CHECK(std::string(e.what()).find('\r') == std::string::npos);
   CHECK(std::string(e.what()) == "first second  third");
 }
+
+TEST_CASE("error messages carry no control characters to the terminal", "[core]") {
+  CHECK(std::string(input_error("bad token '\x1b[2J'").what()) == "bad token '\\x1b[2J'");
+}

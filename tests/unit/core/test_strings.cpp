@@ -25,3 +25,11 @@ TEST_CASE("join_choices reads as a sentence", "[core]") {
   CHECK(join_choices({"a", "b"}) == "a or b");
   CHECK(join_choices({"a", "b", "c"}, " and ") == "a, b and c");
 }
+
+TEST_CASE("printable escapes control characters and broken UTF-8, and keeps the rest", "[core]") {
+  CHECK(printable("plain text, ünïcode ✓") == "plain text, ünïcode ✓");
+  CHECK(printable("a\nb\tc\rd") == "a\\nb\\tc\\rd");
+  CHECK(printable("\x1b[31mred") == "\\x1b[31mred");
+  CHECK(printable(std::string("nul\0del\x7f", 8)) == "nul\\x00del\\x7f");
+  CHECK(printable("\xff\xc3") == "\\xff\\xc3");
+}

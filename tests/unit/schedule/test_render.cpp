@@ -96,6 +96,29 @@ TEST_CASE("the Chrome trace has one complete event per compute action and one pe
   CHECK(trace["traceEvents"][0]["args"]["name"] == "kpipe plan: 1f1b p=3 v=1 m=4");
 }
 
+TEST_CASE("a schedule name cannot inject markup into the SVG or break the trace JSON", "[schedule][render]") {
+  // The parser refuses such names; the renderers escape them all the same.
+  Schedule s = lowered("1f1b", 2, 2);
+  s.name = "x\"'</text><script>alert(1)</script>&";
+  const SimulationResult r = simulate(s, unit_forward_and_backward());
+  std::ostringstream svg;
+  write_svg_timeline(svg, s, r);
+  CHECK(svg.str().find("<script") == std::string::npos);
+  CHECK(svg.str().find("x&quot;&apos;&lt;/text&gt;&lt;script&gt;alert(1)&lt;/script&gt;&amp; schedule") !=
+        std::string::npos);
+  std::ostringstream trace;
+  write_chrome_trace(trace, s, r);
+  const auto json = nlohmann::json::parse(trace.str());
+  CHECK(json["traceEvents"][0]["args"]["name"] == "kpipe plan: " + s.name + " p=2 v=1 m=2");
+}
+
+TEST_CASE("an SVG too large to draw is refused from a count, before any drawing", "[schedule][render]") {
+  CHECK(error_of([] { require_svg_fits(100000); }).empty());
+  CHECK(error_of([] { require_svg_fits(4096.0 * 10000); }) ==
+        "the SVG timeline would draw 40960000 boxes; it is meant for plans of at most 100000 compute actions: use "
+        "--trace (Perfetto) for this plan, or plan fewer ranks or microbatches");
+}
+
 TEST_CASE("the JSON summary carries both bubbles, labelled, and every rank", "[schedule][render]") {
   const Schedule s = lowered("1f1b", 4, 8);
   const CostModel costs = unit_forward_and_backward();

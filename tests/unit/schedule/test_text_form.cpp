@@ -92,3 +92,30 @@ TEST_CASE("an unreadable schedule file is an input error", "[schedule][text]") {
         "cannot open schedule file 'no/such/schedule.txt': no such file; pipeline.schedule_file is relative to the "
         "working directory");
 }
+
+TEST_CASE("a schedule file is bounded before anything is allocated per microbatch", "[schedule][text]") {
+  CHECK(parse_error("schedule name=x p=1 v=1 m=1073741824\nrank 0\nF mb=0 chunk=0\n") ==
+        "test.txt:1: p = 1, v = 1, m = 1073741824 make a plan of about 6442 million actions; kpipe plans at most 250 "
+        "million (p·v·m <= 42 million)");
+  CHECK(parse_error("# few actions\nschedule name=x p=2 v=1 m=5000\nrank 0\nF mb=0 chunk=0\n") ==
+        "test.txt:2: the header says p·v·m = 2·1·5000 = 10000 forward passes, but the file has 1 F action; fix p=, v= "
+        "or m= in the header, or add the missing F actions");
+  // A few missing forwards are the validator's to name, with their line.
+  CHECK(parse_error("schedule name=x p=2 v=1 m=2000\nrank 0\nF mb=0 chunk=0\n").empty());
+}
+
+TEST_CASE("a schedule name is plain text, safe in SVG, JSON and terminals", "[schedule][text]") {
+  CHECK(parse_error("schedule name=x\"</text><script> p=1 v=1 m=1\n") ==
+        "test.txt:1: name='x\"</text><script>': a schedule name is 1 to 64 letters, digits, '.', '_' or '-', e.g. "
+        "name=my-1f1b");
+  CHECK(parse_error("schedule name=" + std::string(65, 'a') + " p=1 v=1 m=1\n").find("1 to 64 letters") !=
+        std::string::npos);
+  CHECK(parse_text("schedule name=My_1f1b.v2-b p=1 v=1 m=1\nrank 0\nF mb=0 chunk=0\n", "t.txt").schedule.name ==
+        "My_1f1b.v2-b");
+}
+
+TEST_CASE("a UTF-8 byte order mark before the header is accepted", "[schedule][text]") {
+  const ScheduleFile file = parse_text("\xEF\xBB\xBFschedule name=x p=1 v=1 m=1\nrank 0\nF mb=0 chunk=0\n", "t.txt");
+  CHECK(file.schedule.m == 1);
+  CHECK(file.lines[0][0] == 3);
+}

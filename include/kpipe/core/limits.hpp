@@ -1,0 +1,78 @@
+#pragma once
+// Every limit kpipe puts on its inputs, in one place. Bad input must never
+// crash, hang or exhaust memory (DESIGN.md §6): each limit is checked before
+// the work it bounds, and each is far beyond what a real deck, schedule or
+// terminal needs, so only a broken or hostile input meets it.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kpipe::limits {
+
+// The ranges of individual deck keys live in the schema registry
+// (config/schema.cpp), which documents them; the ones below are also what a
+// schedule file's header may say, so both read them from here.
+
+// Pipeline ranks (p) and model chunks per rank (v): far beyond any machine
+// or any published schedule, and within what an Action's peer and chunk hold.
+inline constexpr int pipeline_ranks = 4096;
+inline constexpr int chunks_per_rank = 64;
+// Microbatches per step (m): a global batch of 2^30 samples.
+inline constexpr int microbatches = 1 << 30;
+
+// A schedule name reaches SVG, JSON and terminals: short and plain.
+inline constexpr std::size_t schedule_name_bytes = 64;
+
+// A deck is a page of TOML; the largest shipped deck is under 2 KB.
+inline constexpr std::size_t deck_bytes = std::size_t{1} << 20;
+
+// A schedule file holds one action per line (~20 bytes). 16 MiB is a lowered
+// plan of ~800 thousand actions, e.g. p = 64, m = 1024, which is already far
+// beyond what anyone writes or edits by hand.
+inline constexpr std::size_t schedule_file_bytes = std::size_t{16} << 20;
+
+// Brackets and braces open at once, and the parts of one dotted key. A deck
+// nests at most 2 levels (a list in a key); toml11 parses nesting by
+// recursion, and thousands of levels overflow the stack.
+inline constexpr int toml_nesting_depth = 64;
+inline constexpr int toml_dotted_key_parts = 64;
+
+// Entries of one TOML list. The longest list a valid deck can hold is
+// model.hidden or pipeline.partition with one entry per model stage:
+// pipeline.stages <= 4096 times a few chunks each.
+inline constexpr std::size_t toml_list_entries = 16384;
+
+// Keys (key = value pairs and [table] headers) in one deck. The schema has
+// ~40 keys; toml11 keeps a location per key, so this also bounds the parse.
+inline constexpr std::size_t toml_keys = 1000;
+
+// A command-line override, key=value; the longest real one is a list.
+inline constexpr std::size_t override_bytes = 64 * 1024;
+
+// A generated or read plan holds about 6 actions per (rank, chunk,
+// microbatch); beyond this many it would not fit in memory (12 bytes per
+// action, plus 8 for its simulated time), so p·v·m <= plan_actions / 6.
+inline constexpr double plan_actions = 250e6;
+inline constexpr double actions_per_microbatch_and_chunk = 6.0;
+
+// A schedule file needs one F per (rank, chunk, microbatch) of its header.
+// A hand-broken file may miss a few, and the validator names the first one
+// with its line; a file missing more than this many has a wrong header (m =
+// 2^30 over a few lines) and is refused before anything is allocated per
+// microbatch, so memory follows the file's size, not the header's claim.
+inline constexpr std::int64_t schedule_missing_forwards = 4096;
+
+// The SVG timeline is for figures: beyond this many boxes no viewer shows
+// them and the file runs to gigabytes; --trace (Perfetto) takes any plan.
+inline constexpr std::size_t svg_compute_actions = 100000;
+
+// COLUMNS from the environment is clamped: no terminal is wider, and a huge
+// value would make `plan` print an ASCII timeline of hundreds of megabytes.
+inline constexpr int terminal_columns = 1000;
+
+// Simulated costs (sim.cost_*, sim.comm_latency) in arbitrary units: with at
+// most plan_actions actions of at most this cost the makespan stays finite
+// (and exact to ~1e-7 relative), and no cost ratio anyone studies needs more.
+inline constexpr double sim_cost = 1e9;
+
+}  // namespace kpipe::limits
