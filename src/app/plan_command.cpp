@@ -20,6 +20,9 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/run_plan.hpp"
+#include "kpipe/comm/transport.hpp"
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/schedule/render.hpp"
 
 namespace kpipe::app {
@@ -56,6 +59,26 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
                      100.0 * bubble.idle_over_total);
 }
 
+// The memory estimate `kpipe run` checks before allocating, per pipeline
+// rank (the largest one alone when there are many ranks); "process" is what
+// this kpipe process holds before any model, a stand-in for a run's ranks.
+void print_memory(const config::RunConfig& config, const schedule::Schedule& schedule) {
+  const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
+  const std::int64_t baseline = runtime::resident_bytes();
+  constexpr int listed_ranks = 16;
+  int largest = 0;
+  std::vector<runtime::MemoryEstimate> estimates;
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    estimates.push_back(runtime::estimate_memory(spec, schedule, rank, !comm::mpi_reaches_device_memory(), baseline));
+    if (estimates.back().total() > estimates[largest].total()) largest = rank;
+  }
+  if (schedule.p <= listed_ranks) {
+    for (int rank = 0; rank < schedule.p; ++rank) log::info("memory, rank {}: {}", rank, estimates[rank].describe());
+  } else {
+    log::info("memory, largest (rank {}): {}", largest, estimates[largest].describe());
+  }
+}
+
 void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const schedule::Schedule& schedule,
                 const schedule::SimulationResult& result) {
   const auto& s = loaded.config.pipeline;
@@ -73,6 +96,7 @@ void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const s
   log::info("transfers: {} of {} bytes each (b x widest layer x 4 B), {:.1f} MiB moved", result.transfers,
             plan.costs.bytes_per_transfer, static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
+  print_memory(loaded.config, schedule);
 }
 
 }  // namespace

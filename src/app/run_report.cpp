@@ -52,14 +52,16 @@ void RunReport::finish(double seconds) {
   const std::vector<double> mine = {static_cast<double>(grid.pipeline_rank()), static_cast<double>(grid.replica()),
                           static_cast<double>(peak_stashed_),
                           predicted_ ? static_cast<double>(predicted_->ranks[grid.pipeline_rank()].peak_stashed) : -1.0,
-                          stashed_bytes / (1 << 20), pipeline_.transport().bytes_sent() / double(1 << 20)};
+                          stashed_bytes / (1 << 20), pipeline_.transport().bytes_sent() / double(1 << 20),
+                          pipeline_.memory().total() / double(1 << 20),
+                          runtime::peak_resident_bytes() / double(1 << 20)};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
   if (!log::is_root()) return;
   const int size = comm::size_of(grid.world());
   for (int r = 0; r < size; ++r) {
-    const double* row = &all[6 * static_cast<std::size_t>(r)];
+    const double* row = &all[mine.size() * static_cast<std::size_t>(r)];
     rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),
-                     static_cast<int>(row[3]), row[4], row[5]});
+                     static_cast<int>(row[3]), row[4], row[5], row[6], row[7]});
   }
 }
 
@@ -76,12 +78,12 @@ void RunReport::print() const {
                                predicted_->bubble().idle_over_useful, predicted_->bubble().idle_over_total)
                  : std::string("no simulation (schedule not validated)");
   log::info("bubble:  measured idle/useful {:.3f}, idle/total {:.3f} | {}", useful, total, simulated);
-  log::info("{:>6} {:>7} {:>14} {:>15} {:>14} {:>10}", "stage", "replica", "peak stashed", "predicted peak",
-            "stashed MiB", "sent MiB");
+  log::info("{:>6} {:>7} {:>14} {:>15} {:>14} {:>10} {:>14} {:>13}", "stage", "replica", "peak stashed",
+            "predicted peak", "stashed MiB", "sent MiB", "estimated MiB", "peak RSS MiB");
   for (const auto& row : rows_) {
-    log::info("{:>6} {:>7} {:>14} {:>15} {:>14.2f} {:>10.2f}", row.stage, row.replica, row.peak_stashed,
-              row.predicted_peak_stashed < 0 ? "-" : std::to_string(row.predicted_peak_stashed),
-              row.peak_stashed_mib, row.mib_sent);
+    log::info("{:>6} {:>7} {:>14} {:>15} {:>14.2f} {:>10.2f} {:>14.1f} {:>13.1f}", row.stage, row.replica,
+              row.peak_stashed, row.predicted_peak_stashed < 0 ? "-" : std::to_string(row.predicted_peak_stashed),
+              row.peak_stashed_mib, row.mib_sent, row.estimated_mib, row.peak_resident_mib);
   }
 }
 
@@ -92,7 +94,8 @@ nlohmann::json RunReport::json() const {
                      {"predicted_peak_stashed", row.predicted_peak_stashed < 0
                                                     ? nlohmann::json()
                                                     : nlohmann::json(row.predicted_peak_stashed)},
-                     {"peak_stashed_mib", row.peak_stashed_mib}, {"mib_sent", row.mib_sent}});
+                     {"peak_stashed_mib", row.peak_stashed_mib}, {"mib_sent", row.mib_sent},
+                     {"estimated_memory_mib", row.estimated_mib}, {"peak_resident_mib", row.peak_resident_mib}});
   }
   const auto& s = pipeline_.schedule();
   schedule::Bubble measured{steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; }),

@@ -31,6 +31,7 @@ class RunReport {
   struct RankRow {
     int stage = 0, replica = 0, peak_stashed = 0, predicted_peak_stashed = -1;  // -1: no prediction
     double peak_stashed_mib = 0.0, mib_sent = 0.0;
+    double estimated_mib = 0.0, peak_resident_mib = 0.0;  // the set-up estimate against the measured peak
   };
   nlohmann::json json() const;
 

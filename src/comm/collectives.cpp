@@ -20,6 +20,14 @@ int size_of(Communicator comm) {
 
 void barrier(Communicator comm) { MPI_Barrier(comm); }
 
+int ranks_on_node(Communicator comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_of(comm), MPI_INFO_NULL, &node);
+  const int ranks = size_of(node);
+  MPI_Comm_free(&node);
+  return ranks;
+}
+
 double wall_time() { return MPI_Wtime(); }
 
 double sum(Communicator comm, double value) {

@@ -193,6 +193,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.compute.gemm = choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
   config.sim = sim_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
+  config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");
   check_cross_keys(deck, config);
 
   if (warnings) {

@@ -91,6 +91,9 @@ std::vector<KeySpec> build_schema() {
       // runtime
       real("runtime.watchdog_seconds", 120.0, 0.0, std::nullopt, true,
            "Abort the job when any wait takes longer than this, naming the rank and the message"),
+      real("runtime.memory_limit_mib", 0.0, 0.0, std::nullopt, false,
+           "Memory one rank may use; a run whose estimate exceeds it stops before allocating. 0: the node's "
+           "available memory shared by its ranks"),
   };
 }
 

@@ -43,6 +43,24 @@ std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::Tra
   return chunks;
 }
 
+// The estimate of this rank, refused before any allocation when it exceeds
+// runtime.memory_limit_mib (or the node's available memory shared by its ranks).
+MemoryEstimate checked_memory(const config::RunConfig& config, const model::TrainerSpec& spec,
+                              const schedule::Schedule& schedule, const comm::ProcessGrid& grid, bool staged) {
+  const MemoryEstimate estimate = estimate_memory(spec, schedule, grid.pipeline_rank(), staged, resident_bytes());
+  if (config.runtime.memory_limit_mib > 0) {
+    require_fits(estimate, static_cast<std::int64_t>(config.runtime.memory_limit_mib * (1 << 20)),
+                 fmt::format("runtime.memory_limit_mib = {}", config.runtime.memory_limit_mib));
+  } else {
+    const int ranks = comm::ranks_on_node(grid.world());
+    require_fits(estimate, available_bytes() / ranks,
+                 fmt::format("the node's available memory shared by its {} rank{}; set runtime.memory_limit_mib to "
+                             "override",
+                             ranks, ranks == 1 ? "" : "s"));
+  }
+  return estimate;
+}
+
 template <class Scalar>
 std::vector<model::Stage<Scalar>*> pointers(const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks) {
   std::vector<model::Stage<Scalar>*> raw;
@@ -60,6 +78,8 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       grid_(world, plan_.spec.p, plan_.data_parallel),
       schedule_(schedule::make_schedule(plan_)),
       watchdog_(config.runtime.watchdog_seconds, grid_.world_rank()),
+      memory_(checked_memory(config, spec_, schedule_, grid_,
+                             staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space()),
       chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), exec_)),
       feed_(spec_, grid_.replica(), exec_),

@@ -17,6 +17,8 @@ Communicator world();
 int rank_of(Communicator comm);
 int size_of(Communicator comm);
 void barrier(Communicator comm);
+// How many ranks of `comm` share this rank's node (its shared-memory domain).
+int ranks_on_node(Communicator comm);
 // Seconds on a clock every rank reads alike (MPI_Wtime).
 double wall_time();
 

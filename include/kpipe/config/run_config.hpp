@@ -90,6 +90,7 @@ struct SimConfig {
 // runtime.*
 struct RuntimeConfig {
   double watchdog_seconds = 120.0;
+  double memory_limit_mib = 0.0;  // 0: the node's available memory shared by its ranks
 };
 
 struct RunConfig {

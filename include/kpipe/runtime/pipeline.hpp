@@ -20,6 +20,7 @@
 #include "kpipe/runtime/executor.hpp"
 #include "kpipe/runtime/gradient_sync.hpp"
 #include "kpipe/runtime/loss_head.hpp"
+#include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {
@@ -42,6 +43,8 @@ class Pipeline {
   const comm::ProcessGrid& grid() const { return grid_; }
   const schedule::Schedule& schedule() const { return schedule_; }
   const schedule::RunPlan& plan() const { return plan_; }
+  // This rank's memory estimate, made before the model was allocated.
+  const MemoryEstimate& memory() const { return memory_; }
   const model::TrainerSpec& spec() const { return spec_; }
   const comm::Transport<Scalar>& transport() const { return transport_; }
   // Inference: this rank's evaluation of the last step (see global_evaluation).
@@ -60,6 +63,7 @@ class Pipeline {
   comm::ProcessGrid grid_;
   schedule::Schedule schedule_;
   comm::Watchdog watchdog_;
+  MemoryEstimate memory_;  // checked against the limit before anything below is allocated
   // The instance and pool of every chunk, the data, the loss, the optimizer and the transport's sends.
   tensor::ExecContext exec_;
   comm::Transport<Scalar> transport_;

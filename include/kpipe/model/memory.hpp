@@ -1,0 +1,40 @@
+#pragma once
+// What a model stage needs in memory, from its layer specs alone: nothing is
+// built or allocated, so a run can check that a model fits before it
+// allocates it (`kpipe plan` prints it, `kpipe run` refuses a model that
+// cannot fit). Sizes are in elements; multiply by the scalar's size.
+
+#include <cstdint>
+
+#include "kpipe/model/partition.hpp"
+#include "kpipe/model/spec.hpp"
+
+namespace kpipe::model {
+
+struct StageFootprint {
+  std::int64_t parameters = 0;  // trainable values (weights, biases, norm scales)
+  // Kept from F until B/BW for one microbatch of `rows` samples: the layers'
+  // saved tensors, or with recomputation only the stage's input copy.
+  std::int64_t stash_per_microbatch = 0;
+  // What the layers save in F (the stash without recomputation; with it, what
+  // B rebuilds for a moment before it computes the input gradient).
+  std::int64_t saved_per_microbatch = 0;
+  // Kept from B until W in split-backward schedules: each Linear's input and
+  // output gradient, each LayerNorm's x̂ and output gradient.
+  std::int64_t kept_for_weight_gradient = 0;
+  std::int64_t input_per_microbatch = 0;   // rows × the stage's input width
+  std::int64_t output_per_microbatch = 0;  // rows × the stage's output width
+};
+
+// Trainable values of one layer: a Linear has in·out + out; a residual block
+// a LayerNorm (2·w) and two Linears of w × w.
+std::int64_t layer_parameters(const LayerSpec& layer);
+// What one layer saves for backward, for `rows` samples: a Linear its input,
+// an activation its input, a LayerNorm the normalised input and 1/std.
+std::int64_t layer_saved(const LayerSpec& layer, int rows);
+// What one layer keeps between its input gradient (B) and weight gradient (W).
+std::int64_t layer_kept_for_weight_gradient(const LayerSpec& layer, int rows);
+
+StageFootprint stage_footprint(const ModelSpec& model, LayerRange layers, int rows, bool recompute);
+
+}  // namespace kpipe::model

@@ -1,0 +1,46 @@
+#pragma once
+// How much memory one rank of a run needs, estimated before anything is
+// allocated (issue: reliability): parameters, gradients and optimizer state of
+// the chunks it holds, the peak of stashed activations its action list
+// implies, the boundary buffers in flight, and what the process already uses
+// (libraries, MPI, Kokkos). `kpipe plan` prints it per rank; `kpipe run`
+// refuses a model that does not fit before allocating it.
+
+#include <cstdint>
+#include <string>
+
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/schedule/schedule.hpp"
+
+namespace kpipe::runtime {
+
+struct MemoryEstimate {
+  std::int64_t parameters = 0;       // bytes of the weights of this rank's chunks
+  std::int64_t gradients = 0;        // training: one gradient per weight
+  std::int64_t optimizer_state = 0;  // SGD: momentum; AdamW: two moments
+  std::int64_t activations = 0;      // the peak of what F keeps for B/W, walking the action list
+  std::int64_t buffers = 0;          // boundary tensors in flight: executor slots, receive window, staging
+  std::int64_t baseline = 0;         // resident memory of the process before the model is built
+
+  std::int64_t total() const {
+    return parameters + gradients + optimizer_state + activations + buffers + baseline;
+  }
+  // "123.4 MiB (parameters 1.0, gradients 1.0, ...)" for messages and reports.
+  std::string describe() const;
+};
+
+// The estimate for pipeline rank `rank` of `schedule` (training or inference).
+MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
+                               bool staged, std::int64_t baseline_bytes);
+
+// Resident and peak resident memory of this process (Linux /proc; 0 elsewhere).
+std::int64_t resident_bytes();
+std::int64_t peak_resident_bytes();
+// Memory the OS reports as available on this node (MemAvailable).
+std::int64_t available_bytes();
+
+// Throws an input error naming what the rank needs, what it may use and what
+// to change when `estimate` exceeds `limit_bytes`.
+void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source);
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,120 @@
+#include "kpipe/runtime/memory_estimate.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/model/memory.hpp"
+
+namespace kpipe::runtime {
+
+namespace {
+
+double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+// A "Key:   123 kB" line of a /proc file, in bytes; 0 when absent.
+std::int64_t proc_kib(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    std::istringstream fields(line.substr(key.size() + 1));
+    std::int64_t kib = 0;
+    fields >> kib;
+    return kib * 1024;
+  }
+  return 0;
+}
+
+// Peak bytes held along a rank's action list (bytes per microbatch of each
+// chunk): F adds the stash; B swaps it for what W needs, W releases that, BW
+// releases the stash. With recomputation B and BW first rebuild the layers'
+// saved tensors, for a moment.
+std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
+                              const std::vector<model::StageFootprint>& chunks, bool recompute) {
+  using schedule::ActionKind;
+  std::int64_t held = 0, peak = 0;
+  for (const auto& a : actions) {
+    if (!schedule::is_compute(a.kind)) continue;
+    const model::StageFootprint& c = chunks[a.chunk];
+    if (recompute && schedule::releases_stash(a.kind)) peak = std::max(peak, held + c.saved_per_microbatch);
+    switch (a.kind) {
+      case ActionKind::forward:
+        held += c.stash_per_microbatch;
+        break;
+      case ActionKind::backward_input:
+        held += c.kept_for_weight_gradient - c.stash_per_microbatch;
+        break;
+      case ActionKind::backward_weight:
+        held -= c.kept_for_weight_gradient;
+        break;
+      default:
+        held -= c.stash_per_microbatch;
+    }
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
+}  // namespace
+
+std::string MemoryEstimate::describe() const {
+  return fmt::format("{:.1f} MiB (parameters {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, "
+                     "buffers {:.1f}, process {:.1f})",
+                     mib(total()), mib(parameters), mib(gradients), mib(optimizer_state), mib(activations),
+                     mib(buffers), mib(baseline));
+}
+
+MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
+                               bool staged, std::int64_t baseline_bytes) {
+  constexpr std::int64_t scalar = sizeof(float);
+  const bool training = schedule.training();
+  const bool recompute = spec.stage.recompute;
+  MemoryEstimate estimate;
+  estimate.baseline = baseline_bytes;
+  std::vector<model::StageFootprint> chunks;  // bytes
+  std::int64_t widest_boundary = 0;
+  for (int chunk = 0; chunk < schedule.v; ++chunk) {
+    const int stage = schedule.placement.stage(rank, chunk);
+    const model::StageFootprint footprint =
+        model::stage_footprint(spec.model, spec.stages.at(stage), spec.microbatch_size, recompute);
+    estimate.parameters += footprint.parameters * scalar;
+    chunks.push_back({footprint.parameters * scalar, footprint.stash_per_microbatch * scalar,
+                      footprint.saved_per_microbatch * scalar, footprint.kept_for_weight_gradient * scalar,
+                      footprint.input_per_microbatch * scalar, footprint.output_per_microbatch * scalar});
+    widest_boundary =
+        std::max({widest_boundary, footprint.input_per_microbatch * scalar, footprint.output_per_microbatch * scalar});
+  }
+  // Gradients exist in inference too (every layer owns its buffer), and are never touched there.
+  estimate.gradients = estimate.parameters;
+  if (training) {
+    estimate.optimizer_state = estimate.parameters * (spec.optimizer.kind == config::OptimizerKind::adamw ? 2 : 1);
+    estimate.activations = peak_activations(schedule.ranks.at(rank), chunks, recompute);
+  }
+  // Boundary tensors alive at once: per stashed microbatch its input and output
+  // gradient slots, the receive window (peak stash + 1), and the same again
+  // for host staging when MPI cannot reach device memory.
+  const std::int64_t peak = schedule::peak_stash(schedule.ranks.at(rank)).peak;
+  const std::int64_t in_flight = 2 * (peak + 1) + (peak + 1);
+  estimate.buffers = in_flight * widest_boundary * (staged ? 2 : 1);
+  return estimate;
+}
+
+std::int64_t resident_bytes() { return proc_kib("/proc/self/status", "VmRSS"); }
+std::int64_t peak_resident_bytes() { return proc_kib("/proc/self/status", "VmHWM"); }
+std::int64_t available_bytes() { return proc_kib("/proc/meminfo", "MemAvailable"); }
+
+void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source) {
+  if (limit_bytes <= 0 || estimate.total() <= limit_bytes) return;
+  throw input_error(fmt::format("the model does not fit: this rank needs about {}, but {:.1f} MiB are available to "
+                                "it ({}); use more pipeline stages, a smaller train.microbatch_size, "
+                                "pipeline.recompute = \"full\" or a smaller model",
+                                estimate.describe(), mib(limit_bytes), limit_source));
+}
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,60 @@
+// The footprint a stage is estimated to need, from its layer specs alone,
+// against what a built stage really holds: its parameters' elements and the
+// bytes it stashes for each microbatch in flight.
+#include <string>
+
+#include "catch.hpp"
+#include "gradient_check.hpp"
+#include "kpipe/model/memory.hpp"
+#include "kpipe/model/stage.hpp"
+
+using namespace kpipe;
+using namespace kpipe::model;
+using test::random_matrix;
+
+namespace {
+
+ModelSpec model_of(ModelKind kind) {
+  ModelSpec spec;
+  spec.kind = kind;
+  spec.input_dim = 6;
+  spec.hidden = kind == ModelKind::mlp ? std::vector<int>{12, 7, 9} : std::vector<int>{8, 8, 8};
+  spec.output_dim = 5;
+  spec.seed = 11;
+  return spec;
+}
+
+std::int64_t parameter_elements(const Stage<double>& stage) {
+  std::int64_t total = 0;
+  for (const auto& p : stage.parameters()) total += static_cast<std::int64_t>(p.value.size());
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("a stage's estimated footprint is what the built stage holds", "[model][memory]") {
+  const ModelKind kind = GENERATE(ModelKind::mlp, ModelKind::residual_mlp);
+  const bool recompute = GENERATE(false, true);
+  const ModelSpec model = model_of(kind);
+  const int layers = model.layer_count();
+  constexpr int rows = 4;
+  for (const LayerRange range : {LayerRange{0, layers}, LayerRange{0, 2}, LayerRange{1, layers - 1}}) {
+    INFO("layers [" << range.first << ", " << range.end() << ") recompute " << recompute);
+    tensor::ExecContext exec;
+    Stage<double> stage(model, range, {kernels::GemmPath::vendor, recompute}, exec);
+    const StageFootprint footprint = stage_footprint(model, range, rows, recompute);
+    CHECK(footprint.parameters == parameter_elements(stage));
+    CHECK(footprint.input_per_microbatch == rows * stage.input_dim());
+    CHECK(footprint.output_per_microbatch == rows * stage.output_dim());
+
+    const auto X = random_matrix<double>(rows, stage.input_dim(), 5);
+    const auto Y = tensor::uninitialized_matrix<double>("Y", rows, stage.output_dim());
+    stage.forward(0, X, Y);
+    stage.forward(1, X, Y);
+    CHECK(static_cast<std::int64_t>(stage.stashed_bytes()) == 2 * footprint.stash_per_microbatch * 8);
+    const auto dX = tensor::uninitialized_matrix<double>("dX", rows, stage.input_dim());
+    stage.backward_input(0, random_matrix<double>(rows, stage.output_dim(), 6), dX);
+    CHECK(static_cast<std::int64_t>(stage.stashed_bytes()) ==
+          (footprint.kept_for_weight_gradient + footprint.stash_per_microbatch) * 8);
+  }
+}
