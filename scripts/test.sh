@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build kpipe with its tests and run
 # the whole suite (unit, MPI, CLI, consumer), then the unit and CLI tests again
-# under AddressSanitizer and UndefinedBehaviorSanitizer.
+# under AddressSanitizer and UndefinedBehaviorSanitizer, and the MPI fault tests too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -16,4 +16,4 @@ ctest --test-dir build-test --output-on-failure -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKPIPE_ENABLE_TESTS=ON -DKPIPE_ENABLE_SANITIZERS=ON >/dev/null
 cmake --build build-sanitize -j "$jobs"
-ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -L "unit|cli"
+ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -L "unit|cli|fault"
