@@ -6,12 +6,14 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
+#include "test_models.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/tensor/allocation_counter.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
+using test::residual_model;
 
 namespace {
 
@@ -20,16 +22,6 @@ std::string allocations_of(const tensor::AllocationCounter& counter) {
   std::ostringstream out;
   for (const auto& [label, tally] : counter.by_label()) out << label << " x" << tally.count << "; ";
   return out.str();
-}
-
-ModelSpec residual_model() {
-  ModelSpec spec;
-  spec.kind = ModelKind::residual_mlp;
-  spec.input_dim = 6;
-  spec.hidden = {8, 8, 8};
-  spec.output_dim = 5;
-  spec.seed = 3;
-  return spec;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
+#include "test_models.hpp"
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/stage.hpp"
 
@@ -15,12 +16,11 @@ using test::random_matrix;
 namespace {
 
 ModelSpec model_of(ModelKind kind) {
-  ModelSpec spec;
-  spec.kind = kind;
-  spec.input_dim = 6;
-  spec.hidden = kind == ModelKind::mlp ? std::vector<int>{12, 7, 9} : std::vector<int>{8, 8, 8};
-  spec.output_dim = 5;
-  spec.seed = 11;
+  ModelSpec spec = test::residual_model(11);
+  if (kind == ModelKind::mlp) {
+    spec.kind = kind;
+    spec.hidden = {12, 7, 9};
+  }
   return spec;
 }
 

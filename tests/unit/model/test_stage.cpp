@@ -5,27 +5,19 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
+#include "test_models.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/stage.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
+using test::residual_model;
 using test::random_matrix;
 
 namespace {
 
 constexpr int rows = 4;
 constexpr int microbatches = 3;
-
-ModelSpec residual_model() {
-  ModelSpec spec;
-  spec.kind = ModelKind::residual_mlp;
-  spec.input_dim = 6;
-  spec.hidden = {8, 8, 8};
-  spec.output_dim = 5;
-  spec.seed = 3;
-  return spec;
-}
 
 // All gradients of the stage, flattened, after `run` has driven it.
 std::vector<double> gradients(const Stage<double>& stage) {
