@@ -180,6 +180,29 @@ void write_root_attributes(File& file, const CheckpointInfo& info, const std::st
   file.set_attribute("schedule", info.schedule);
 }
 
+// Creates every dataset (on every rank alike) and writes this rank's; groups
+// and datasets close here, before the file (HDF5 refuses to close a file with
+// open objects under MPI-IO).
+template <class Scalar>
+void write_tensors(File& file, const std::vector<ModelShape>& all, const std::vector<Local<Scalar>>& local,
+                   const std::vector<std::uint64_t>& checksums, int fault_rank) {
+  auto parameter_group = file.create_group("parameters");
+  auto optimizer_group = file.create_group("optimizer");
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto slash = all[i].name.find('/');
+    auto& group = all[i].name.compare(0, slash, "parameters") == 0 ? parameter_group : optimizer_group;
+    auto dataset =
+        group.create_dataset(all[i].name.substr(slash + 1), hdf5::type_of<Scalar>(),
+                             {static_cast<std::uint64_t>(all[i].rows), static_cast<std::uint64_t>(all[i].cols)});
+    const bool writes = local[i].host.data() != nullptr;
+    dataset.write_rows(writes ? local[i].host.data() : static_cast<const Scalar*>(nullptr), 0,
+                       writes ? static_cast<std::uint64_t>(all[i].rows) : 0);
+    dataset.set_attribute(checksum_attribute, checksums[i]);
+    // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
+    if (i == all.size() / 2) fault::inject(fault::Phase::checkpoint, fault_rank);
+  }
+}
+
 }  // namespace
 
 std::uint64_t fnv1a64(const void* data, std::size_t size) {
@@ -253,6 +276,10 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
     std::string pattern = final_name + ".tmp-XXXXXX";
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) throw runtime_error(fmt::format("{}: cannot create: {}", pattern, std::strerror(errno)));
+    // mkstemp makes the file private (0600); a checkpoint gets the umask's usual permissions.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
     ::close(fd);
     temporary = pattern;
     date = utc_now();
@@ -263,21 +290,7 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
   {
     File file = File::create(temporary, comm, File::Exists::truncate);
     write_root_attributes(file, info, date);
-    auto parameter_group = file.create_group("parameters");
-    auto optimizer_group = file.create_group("optimizer");
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      const auto slash = all[i].name.find('/');
-      auto& group = all[i].name.compare(0, slash, "parameters") == 0 ? parameter_group : optimizer_group;
-      auto dataset =
-          group.create_dataset(all[i].name.substr(slash + 1), hdf5::type_of<Scalar>(),
-                               {static_cast<std::uint64_t>(all[i].rows), static_cast<std::uint64_t>(all[i].cols)});
-      const bool writes = mine.count(all[i].name) > 0;
-      dataset.write_rows(writes ? local[i].host.data() : static_cast<const Scalar*>(nullptr), 0,
-                         writes ? static_cast<std::uint64_t>(all[i].rows) : 0);
-      dataset.set_attribute(checksum_attribute, checksums[i]);
-      // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
-      if (i == all.size() / 2) fault::inject(fault::Phase::checkpoint, fault_rank);
-    }
+    write_tensors(file, all, local, checksums, fault_rank);
     file.close();
   }
 
