@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <type_traits>
 #include <utility>
@@ -99,6 +100,10 @@ int Handle::reset() {
 }  // namespace detail
 
 // ---- Object: attributes ----------------------------------------------------
+
+Object::~Object() {
+  if (where_ && where_->parallel && std::uncaught_exceptions() > 0) handle_.release();
+}
 
 std::string Object::child_path(const std::string& name) const {
   return path_ == "/" ? "/" + name : path_ + "/" + name;

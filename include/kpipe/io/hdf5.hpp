@@ -68,6 +68,8 @@ class Handle {
   bool valid() const { return id_ >= 0; }
   // Closes now; returns HDF5's status (negative on failure), 0 when already closed.
   int reset();
+  // Forgets the id without closing it.
+  void release() { id_ = -1; }
 
  private:
   std::int64_t id_ = -1;
@@ -85,6 +87,13 @@ struct Where {
 // Attributes, shared by files (the root group), groups and datasets.
 class Object {
  public:
+  // In a parallel file, closing is collective; an object destroyed by an
+  // exception (one rank failing while the others wait in a collective call)
+  // is therefore left open rather than deadlock the job, which is ending.
+  ~Object();
+  Object(Object&&) noexcept = default;
+  Object& operator=(Object&&) noexcept = default;
+
   // Fixed-length ASCII string attribute; replaces one of the same name.
   void set_attribute(const std::string& name, const std::string& value);
   void set_attribute(const std::string& name, const char* value) { set_attribute(name, std::string(value)); }
