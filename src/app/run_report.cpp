@@ -85,6 +85,10 @@ void RunReport::print() const {
               row.peak_stashed, row.predicted_peak_stashed < 0 ? "-" : std::to_string(row.predicted_peak_stashed),
               row.peak_stashed_mib, row.mib_sent, row.estimated_mib, row.peak_resident_mib);
   }
+  for (const auto& checkpoint : checkpoints_) {
+    log::info("checkpoint: {} ({:.2f} MiB in {:.3f} s)", checkpoint["file"].get<std::string>(),
+              checkpoint["mib"].get<double>(), checkpoint["seconds"].get<double>());
+  }
 }
 
 nlohmann::json RunReport::json() const {
@@ -106,7 +110,15 @@ nlohmann::json RunReport::json() const {
           {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
           {"bubble", {{"measured", to_json(measured)},
                       {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
-          {"ranks", ranks}};
+          {"ranks", ranks}, {"checkpoints", checkpoints_}, {"restarted_from", restart_}};
+}
+
+void RunReport::add_checkpoint(const std::string& file, std::int64_t step, double seconds, double mib) {
+  checkpoints_.push_back({{"file", file}, {"step", step}, {"seconds", seconds}, {"mib", mib}});
+}
+
+void RunReport::restarted_from(const std::string& file, std::int64_t step, double seconds) {
+  restart_ = {{"file", file}, {"step", step}, {"seconds", seconds}};
 }
 
 void RunReport::write_json(const std::string& path, const std::string& command, const std::string& deck) const {

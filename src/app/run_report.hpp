@@ -24,6 +24,11 @@ class RunReport {
   // Collective over the world: gathers the per-rank statistics.
   void finish(double seconds);
 
+  // A checkpoint written after `step` completed steps, and how long it took.
+  void add_checkpoint(const std::string& file, std::int64_t step, double seconds, double mib);
+  // The run continued from this checkpoint.
+  void restarted_from(const std::string& file, std::int64_t step, double seconds);
+
   void print() const;
   void write_json(const std::string& path, const std::string& command, const std::string& deck) const;
 
@@ -44,6 +49,8 @@ class RunReport {
   int peak_stashed_ = 0;
   double seconds_ = 0.0;
   std::vector<RankRow> rows_;  // rank 0 only, after finish()
+  nlohmann::json checkpoints_ = nlohmann::json::array();
+  nlohmann::json restart_;  // null unless restarted
 };
 
 }  // namespace kpipe::app

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -11,6 +12,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
@@ -45,11 +47,31 @@ void print_setup(const Pipeline& pipeline, const char* what) {
             pipeline.transport().staged() ? "staged through host memory" : "direct");
 }
 
+// Loads checkpoint.restart (every rank agrees on a bad file: exit code 2) and
+// returns the next step to run; 0 without a restart.
+int restore(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
+  if (checkpoint.restart.empty()) return 0;
+  const double start = comm::wall_time();
+  const auto step = runtime::load_checkpoint(pipeline, checkpoint.restart);
+  const double seconds = comm::wall_time() - start;
+  log::info("weights: {} after {} steps (read and verified in {:.3f} s)", checkpoint.restart, step, seconds);
+  if (report) report->restarted_from(checkpoint.restart, step, seconds);
+  return static_cast<int>(step);
+}
+
+double mebibytes(const std::string& file) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(file, error);
+  return error ? 0.0 : static_cast<double>(bytes) / (1 << 20);
+}
+
 }  // namespace
 
 int run_command(const Environment& /*env*/, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
+  const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
+  if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");
   const auto owned = build_pipeline(loaded.config, runtime::Mode::train);
   Pipeline& pipeline = *owned;
   print_setup(pipeline, "training");
@@ -57,9 +79,16 @@ int run_command(const Environment& /*env*/, const RunOptions& options) {
   const double samples_per_step = pipeline.spec().global_batch;
 
   RunReport report(pipeline);
+  const int first = restore(pipeline, checkpoint, &report);
+  if (first > steps) {
+    throw input_error(fmt::format("checkpoint.restart = \"{}\" has done {} steps, more than train.steps = {}; "
+                                  "train.steps counts from step 0, so set it above {}",
+                                  checkpoint.restart, first, steps, first));
+  }
+  const runtime::CheckpointRun run{loaded.deck.resolved_toml()};
   comm::barrier(comm::world());
   const double start = comm::wall_time();
-  for (int step = 0; step < steps; ++step) {
+  for (int step = first; step < steps; ++step) {
     const double step_start = comm::wall_time();
     const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
     const double loss = runtime::global_loss(pipeline.grid(), result);
@@ -67,7 +96,15 @@ int run_command(const Environment& /*env*/, const RunOptions& options) {
     const double elapsed = comm::wall_time() - start;
     log::info("step {:>{}}/{}  loss {:.6f}  {:>9.0f} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
               steps, loss, samples_per_step / (comm::wall_time() - step_start),
-              duration(elapsed / (step + 1) * (steps - step - 1)));
+              duration(elapsed / (step - first + 1) * (steps - step - 1)));
+    if (checkpoint.every > 0 && (step + 1) % checkpoint.every == 0) {
+      const double write_start = comm::wall_time();
+      const std::string file =
+          abort_on_error([&] { return runtime::save_checkpoint(pipeline, checkpoint, run, step + 1); });
+      const double seconds = comm::wall_time() - write_start;
+      report.add_checkpoint(file, step + 1, seconds, mebibytes(file));
+      log::info("checkpoint: {} ({:.3f} s)", file, seconds);
+    }
   }
   report.finish(comm::wall_time() - start);
   report.print();
@@ -81,8 +118,11 @@ int infer_command(const Environment& /*env*/, const RunOptions& options) {
   const auto owned = build_pipeline(loaded.config, runtime::Mode::infer);
   Pipeline& pipeline = *owned;
   print_setup(pipeline, "inference");
-  log::info("weights: initialised from model.seed = {} (this version cannot load checkpoints yet)",
-            loaded.config.model.seed);
+  if (loaded.config.checkpoint.restart.empty()) {
+    log::info("weights: initialised from model.seed = {} (set checkpoint.restart to evaluate a checkpoint)",
+              loaded.config.model.seed);
+  }
+  restore(pipeline, loaded.config.checkpoint, nullptr);
   const int batches = loaded.config.train.steps;
   runtime::Evaluation total;
   comm::barrier(comm::world());

@@ -194,6 +194,10 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.sim = sim_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");
+  config.checkpoint.every = static_cast<int>(deck.integer("checkpoint.every"));
+  config.checkpoint.path = deck.string("checkpoint.path");
+  config.checkpoint.keep = static_cast<int>(deck.integer("checkpoint.keep"));
+  config.checkpoint.restart = deck.string("checkpoint.restart");
   check_cross_keys(deck, config);
 
   if (warnings) {

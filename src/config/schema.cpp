@@ -94,6 +94,14 @@ std::vector<KeySpec> build_schema() {
       real("runtime.memory_limit_mib", 0.0, 0.0, std::nullopt, false,
            "Memory one rank may use; a run whose estimate exceeds it stops before allocating. 0: the node's "
            "available memory shared by its ranks"),
+      // checkpoint
+      integer("checkpoint.every", 0, 0, int_max,
+              "Write a checkpoint every this many steps (after the step completes); 0 never writes one"),
+      text("checkpoint.path", "checkpoints",
+           "Existing writable directory of the checkpoint files step-<N>.h5 (N: steps done; docs/formats.md)"),
+      integer("checkpoint.keep", 2, 1, int_max, "Keep the last this many checkpoints in checkpoint.path; older ones are removed"),
+      text("checkpoint.restart", "",
+           "Checkpoint file to continue from (its step + 1 onwards, up to train.steps); kpipe infer evaluates its weights"),
   };
 }
 

@@ -93,6 +93,14 @@ struct RuntimeConfig {
   double memory_limit_mib = 0.0;  // 0: the node's available memory shared by its ranks
 };
 
+// checkpoint.*
+struct CheckpointConfig {
+  int every = 0;                      // steps between checkpoints; 0: never
+  std::string path = "checkpoints";   // directory of step-<N>.h5
+  int keep = 2;                       // the last `keep` checkpoints stay
+  std::string restart;                // empty: start from model.seed
+};
+
 struct RunConfig {
   ModelConfig model;
   OptimizerConfig optimizer;
@@ -102,6 +110,7 @@ struct RunConfig {
   ComputeConfig compute;
   SimConfig sim;
   RuntimeConfig runtime;
+  CheckpointConfig checkpoint;
   int layers = 1;  // partitionable layers of the model (model_layer_count)
 };
 

@@ -53,6 +53,11 @@ class Pipeline {
   // schedule().placement.stage(rank, c).
   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks() const { return chunks_; }
   std::vector<model::Parameter<Scalar>> parameters() const;
+  // The optimizer of this rank's parameters; null in inference. Checkpoints
+  // save and restore its state and step count.
+  const model::Optimizer<Scalar>* optimizer() const { return optimizer_.get(); }
+  model::Optimizer<Scalar>* optimizer() { return optimizer_.get(); }
+  const comm::Watchdog& watchdog() const { return watchdog_; }
 
  private:
   MicrobatchIO<Scalar> microbatch_io();

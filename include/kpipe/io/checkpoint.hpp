@@ -1,0 +1,97 @@
+#pragma once
+// Model checkpoints (DESIGN.md §5, layout in docs/formats.md): one HDF5 file
+// per checkpoint, step-<N>.h5, laid out by the global parameter names
+// ("layer3.weight"), never by rank, so a run restarts on any p, v or d.
+//
+//   /                  attributes: format, format_version, software,
+//                      software_version, schema_version, step, data_cursor,
+//                      optimizer_steps, deck, stages, virtual_stages,
+//                      data_parallel, schedule
+//   /parameters/NAME   2-D dataset per parameter
+//   /optimizer/NAME    2-D dataset per optimizer state tensor
+//                      (each dataset: attribute fnv1a64, the checksum of its bytes)
+//
+// Writing is collective (parallel HDF5): every rank creates every object,
+// each rank writes the tensors it holds, to a unique temporary name that rank
+// 0 renames once the file is complete and synced (AMReX's habit), so a crash
+// never destroys the previous checkpoint. Reading is per rank: each rank opens
+// the file read-only and takes the tensors it holds by name.
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kpipe/tensor/matrix.hpp"
+
+namespace kpipe::io {
+
+inline constexpr const char* checkpoint_format = "kpipe-checkpoint";
+inline constexpr const char* checkpoint_format_version = "1.0.0";
+// Bumped when the layout changes incompatibly; a reader refuses other values.
+inline constexpr std::int64_t checkpoint_schema_version = 1;
+
+// The root attributes besides the format's own.
+struct CheckpointInfo {
+  std::int64_t step = 0;             // optimizer steps done; the run continues with step `step` (0-based)
+  std::int64_t optimizer_steps = 0;  // the optimizer's update count (AdamW bias correction)
+  std::string deck;                  // the resolved deck text
+  int stages = 1;                    // the layout that wrote it (informational: any layout may read it)
+  int virtual_stages = 1;
+  int data_parallel = 1;
+  std::string schedule;
+  std::string software_version;      // filled by the writer, read back by the reader
+};
+
+// A tensor this rank holds, by its global name.
+template <class Scalar>
+struct NamedMatrix {
+  std::string name;
+  tensor::Matrix<Scalar> value;
+};
+
+// The FNV-1a 64-bit hash of `size` bytes: the checksum stored per dataset.
+std::uint64_t fnv1a64(const void* data, std::size_t size);
+
+// "<directory>/step-<step>.h5".
+std::string checkpoint_file(const std::string& directory, std::int64_t step);
+
+// Collective over `comm`: writes step-<info.step>.h5 into `directory` and
+// returns its path (on every rank). Each rank passes the tensors it writes
+// (ranks of other data-parallel replicas pass empty lists); a name must be
+// held by one rank only. Afterwards rank 0 removes the oldest step-<N>.h5
+// files of `directory` beyond the last `keep`. Throws a runtime error on
+// every rank when the file cannot be written; `fault_rank` is the world rank
+// the test-only fault hook (KPIPE_FAULT=RANK:checkpoint) compares against.
+template <class Scalar>
+std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const CheckpointInfo& info,
+                             const std::vector<NamedMatrix<Scalar>>& parameters,
+                             const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank);
+
+// What a reader must find in a checkpoint: every parameter of the whole model
+// by name and shape (the same list on every rank), and this rank's tensors.
+struct ModelShape {
+  std::string name;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
+// Collective over `comm`: the union of every rank's `mine`, sorted by name
+// (ranks that hold the same tensor, data-parallel replicas, list it alike).
+std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelShape>& mine);
+
+// Per rank, no communication: opens `file` read-only, checks the format and
+// schema version, checks that its parameters are exactly `model` (one line
+// naming the first difference otherwise), verifies the checksum of every
+// dataset this rank reads plus its round-robin share (`share`, `shares`) of
+// the others, and loads `parameters` and `optimizer_state` by name (pass an
+// empty optimizer list to load weights only). Every failure is an input error
+// naming the file; nothing is written. Returns the root attributes.
+template <class Scalar>
+CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
+                               const std::vector<NamedMatrix<Scalar>>& parameters,
+                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share = 0,
+                               int shares = 1);
+
+}  // namespace kpipe::io

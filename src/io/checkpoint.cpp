@@ -1,0 +1,461 @@
+#include "kpipe/io/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/fault.hpp"
+#include "kpipe/core/version.hpp"
+#include "kpipe/io/hdf5.hpp"
+
+namespace kpipe::io {
+
+namespace {
+
+namespace fs = std::filesystem;
+using hdf5::Dataset;
+using hdf5::File;
+
+constexpr const char* checksum_attribute = "fnv1a64";
+
+// ---- MPI helpers: only what a shared file needs ------------------------------
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+// Every rank's `mine`, concatenated in rank order, on every rank.
+std::string all_gather_text(MPI_Comm comm, const std::string& mine) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size));
+  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
+  std::vector<int> offsets(static_cast<std::size_t>(size), 0);
+  for (int r = 1; r < size; ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
+  std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+  MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm);
+  return all;
+}
+
+// Rank 0's text on every rank.
+std::string broadcast_text(MPI_Comm comm, std::string text) {
+  int length = static_cast<int>(text.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+  text.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm);
+  return text;
+}
+
+// Runs `work` on rank 0 only; every rank throws a runtime error when it failed there.
+template <class Work>
+void on_root(MPI_Comm comm, Work&& work) {
+  std::string failure;
+  if (rank_in(comm) == 0) {
+    try {
+      work();
+    } catch (const std::exception& error) {
+      failure = error.what();
+      if (failure.empty()) failure = "failed";
+    }
+  }
+  failure = broadcast_text(comm, failure);
+  if (!failure.empty()) throw runtime_error(failure);
+}
+
+// ---- names and shapes ----------------------------------------------------------
+
+std::string serialise(const std::vector<ModelShape>& shapes) {
+  std::string text;
+  for (const auto& s : shapes) text += fmt::format("{}\t{}\t{}\n", s.name, s.rows, s.cols);
+  return text;
+}
+
+std::vector<ModelShape> parse(const std::string& text) {
+  std::vector<ModelShape> shapes;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    ModelShape shape;
+    const auto tab1 = line.find('\t');
+    const auto tab2 = line.find('\t', tab1 + 1);
+    shape.name = line.substr(0, tab1);
+    shape.rows = std::stoll(line.substr(tab1 + 1, tab2 - tab1 - 1));
+    shape.cols = std::stoll(line.substr(tab2 + 1));
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+std::string shape_text(std::int64_t rows, std::int64_t cols) { return fmt::format("{}x{}", rows, cols); }
+
+template <class Scalar>
+ModelShape shape_of(const std::string& group, const NamedMatrix<Scalar>& tensor) {
+  return {group + "/" + tensor.name, static_cast<std::int64_t>(tensor.value.extent(0)),
+          static_cast<std::int64_t>(tensor.value.extent(1))};
+}
+
+// ---- the write ---------------------------------------------------------------------
+
+// A tensor this rank writes: its host copy and checksum.
+template <class Scalar>
+struct Local {
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> host;
+  std::uint64_t checksum = 0;
+};
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S +0000", &utc);
+  return text;
+}
+
+void sync_path(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    throw runtime_error(fmt::format("{}: cannot sync to disk: {}", path, std::strerror(error)));
+  }
+  ::close(fd);
+}
+
+// step-<N>.h5 files of `directory`, by N.
+std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const std::string& directory) {
+  std::vector<std::pair<std::int64_t, fs::path>> found;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() < 9 || name.compare(0, 5, "step-") != 0 || name.compare(name.size() - 3, 3, ".h5") != 0) continue;
+    const std::string digits = name.substr(5, name.size() - 8);
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    if (!entry.is_regular_file(error)) continue;
+    found.emplace_back(std::stoll(digits), entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void prune(const std::string& directory, int keep) {
+  auto found = checkpoints_in(directory);
+  const std::size_t kept = static_cast<std::size_t>(std::max(keep, 1));
+  for (std::size_t i = 0; i + kept < found.size(); ++i) {
+    std::error_code error;
+    fs::remove(found[i].second, error);
+  }
+}
+
+void write_root_attributes(File& file, const CheckpointInfo& info, const std::string& date) {
+  file.set_attribute("format", checkpoint_format);
+  file.set_attribute("format_version", checkpoint_format_version);
+  file.set_attribute("software", "kpipe");
+  file.set_attribute("software_version", version_string);
+  file.set_attribute("date", date);
+  file.set_attribute("schema_version", checkpoint_schema_version);
+  file.set_attribute("step", info.step);
+  // The data stream is a pure function of (data.seed, step): the step is the cursor.
+  file.set_attribute("data_cursor", info.step);
+  file.set_attribute("optimizer_steps", info.optimizer_steps);
+  file.set_attribute("deck", info.deck);
+  file.set_attribute("stages", std::int64_t{info.stages});
+  file.set_attribute("virtual_stages", std::int64_t{info.virtual_stages});
+  file.set_attribute("data_parallel", std::int64_t{info.data_parallel});
+  file.set_attribute("schedule", info.schedule);
+}
+
+// Creates every dataset (on every rank alike) and writes this rank's; groups
+// and datasets close here, before the file (HDF5 refuses to close a file with
+// open objects under MPI-IO).
+template <class Scalar>
+void write_tensors(File& file, const std::vector<ModelShape>& all, const std::vector<Local<Scalar>>& local,
+                   const std::vector<std::uint64_t>& checksums, int fault_rank) {
+  auto parameter_group = file.create_group("parameters");
+  auto optimizer_group = file.create_group("optimizer");
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto slash = all[i].name.find('/');
+    auto& group = all[i].name.compare(0, slash, "parameters") == 0 ? parameter_group : optimizer_group;
+    auto dataset =
+        group.create_dataset(all[i].name.substr(slash + 1), hdf5::type_of<Scalar>(),
+                             {static_cast<std::uint64_t>(all[i].rows), static_cast<std::uint64_t>(all[i].cols)});
+    const bool writes = local[i].host.data() != nullptr;
+    dataset.write_rows(writes ? local[i].host.data() : static_cast<const Scalar*>(nullptr), 0,
+                       writes ? static_cast<std::uint64_t>(all[i].rows) : 0);
+    dataset.set_attribute(checksum_attribute, checksums[i]);
+    // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
+    if (i == all.size() / 2) fault::inject(fault::Phase::checkpoint, fault_rank);
+  }
+}
+
+}  // namespace
+
+std::uint64_t fnv1a64(const void* data, std::size_t size) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::string checkpoint_file(const std::string& directory, std::int64_t step) {
+  return (fs::path(directory) / fmt::format("step-{}.h5", step)).string();
+}
+
+std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelShape>& mine) {
+  std::map<std::string, ModelShape> unique;
+  for (auto& shape : parse(all_gather_text(comm, serialise(mine)))) {
+    const auto [it, inserted] = unique.emplace(shape.name, shape);
+    if (!inserted && (it->second.rows != shape.rows || it->second.cols != shape.cols)) {
+      throw runtime_error(fmt::format("ranks disagree on the shape of {}: {} and {}", shape.name,
+                                      shape_text(it->second.rows, it->second.cols), shape_text(shape.rows, shape.cols)));
+    }
+  }
+  std::vector<ModelShape> shapes;
+  for (auto& entry : unique) shapes.push_back(std::move(entry.second));
+  return shapes;
+}
+
+template <class Scalar>
+std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const CheckpointInfo& info,
+                             const std::vector<NamedMatrix<Scalar>>& parameters,
+                             const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank) {
+  // Every rank must create every dataset alike: agree on the list, then on who writes what.
+  std::map<std::string, const NamedMatrix<Scalar>*> mine;
+  std::vector<ModelShape> my_shapes;
+  for (const auto& [group, tensors] : {std::pair{"parameters", &parameters}, std::pair{"optimizer", &optimizer_state}}) {
+    for (const auto& tensor : *tensors) {
+      my_shapes.push_back(shape_of(group, tensor));
+      mine.emplace(my_shapes.back().name, &tensor);
+    }
+  }
+  const std::vector<ModelShape> all = all_model_shapes(comm, my_shapes);
+
+  std::vector<Local<Scalar>> local(all.size());
+  std::vector<std::uint64_t> checksums(all.size(), 0);
+  std::vector<int> writers(all.size(), 0);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto it = mine.find(all[i].name);
+    if (it == mine.end()) continue;
+    local[i].host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), it->second->value);
+    local[i].checksum = fnv1a64(local[i].host.data(), local[i].host.span() * sizeof(Scalar));
+    checksums[i] = local[i].checksum;
+    writers[i] = 1;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_BXOR, comm);
+  MPI_Allreduce(MPI_IN_PLACE, writers.data(), static_cast<int>(writers.size()), MPI_INT, MPI_SUM, comm);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (writers[i] != 1) {
+      throw runtime_error(fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must", writers[i],
+                                      all[i].name));
+    }
+  }
+
+  // A unique temporary name next to the final one, made by rank 0 (mkstemp), with the date.
+  const std::string final_name = checkpoint_file(directory, info.step);
+  std::string temporary;
+  std::string date;
+  on_root(comm, [&] {
+    std::string pattern = final_name + ".tmp-XXXXXX";
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw runtime_error(fmt::format("{}: cannot create: {}", pattern, std::strerror(errno)));
+    // mkstemp makes the file private (0600); a checkpoint gets the umask's usual permissions.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::fchmod(fd, 0666 & ~mask);
+    ::close(fd);
+    temporary = pattern;
+    date = utc_now();
+  });
+  temporary = broadcast_text(comm, temporary);
+  date = broadcast_text(comm, date);
+
+  {
+    File file = File::create(temporary, comm, File::Exists::truncate);
+    write_root_attributes(file, info, date);
+    write_tensors(file, all, local, checksums, fault_rank);
+    file.close();
+  }
+
+  // Complete on every rank: rank 0 syncs the data, renames, syncs the directory, prunes.
+  on_root(comm, [&] {
+    sync_path(temporary, O_RDONLY);
+    if (std::rename(temporary.c_str(), final_name.c_str()) != 0) {
+      throw runtime_error(fmt::format("cannot rename {} to {}: {}", temporary, final_name, std::strerror(errno)));
+    }
+    sync_path(directory.empty() ? "." : directory, O_RDONLY | O_DIRECTORY);
+    prune(directory, keep);
+  });
+  return final_name;
+}
+
+// ---- the read ------------------------------------------------------------------------
+
+namespace {
+
+template <class T>
+std::uint64_t checksum_as(const Dataset& dataset) {
+  const auto values = dataset.read<T>();
+  return fnv1a64(values.data(), values.size() * sizeof(T));
+}
+
+std::uint64_t checksum_of(const Dataset& dataset) {
+  switch (dataset.type()) {
+    case hdf5::Type::float32: return checksum_as<float>(dataset);
+    case hdf5::Type::float64: return checksum_as<double>(dataset);
+    case hdf5::Type::int32: return checksum_as<std::int32_t>(dataset);
+    case hdf5::Type::int64: return checksum_as<std::int64_t>(dataset);
+    case hdf5::Type::uint64: return checksum_as<std::uint64_t>(dataset);
+  }
+  return 0;
+}
+
+void verify(const std::string& file, const Dataset& dataset, std::uint64_t computed) {
+  const std::uint64_t stored = dataset.uint_attribute(checksum_attribute);
+  if (stored != computed) {
+    throw input_error(fmt::format("{}: {} is corrupt: its checksum is {:016x}, the file says {:016x}; restart from an "
+                                  "earlier checkpoint",
+                                  file, dataset.path(), computed, stored));
+  }
+}
+
+void check_format(const std::string& file, const File& checkpoint) {
+  if (!checkpoint.has_attribute("format") || checkpoint.string_attribute("format") != checkpoint_format) {
+    throw input_error(fmt::format("{}: an HDF5 file, but not a kpipe checkpoint (no format = \"{}\" attribute)", file,
+                                  checkpoint_format));
+  }
+  const auto schema = checkpoint.int_attribute("schema_version");
+  if (schema != checkpoint_schema_version) {
+    throw input_error(fmt::format("{}: checkpoint schema version {} (written by kpipe {}); this kpipe {} reads version "
+                                  "{} only",
+                                  file, schema, checkpoint.string_attribute("software_version"), version_string,
+                                  checkpoint_schema_version));
+  }
+}
+
+// One line naming the first difference between the checkpoint's parameters and the model's.
+void check_model(const std::string& file, const File& checkpoint, const std::vector<ModelShape>& model) {
+  const auto group = checkpoint.open_group("parameters");
+  const auto names = group.names();
+  const auto prefix = fmt::format("{}: the checkpoint holds another model than the deck: ", file);
+  for (const auto& shape : model) {
+    if (!std::binary_search(names.begin(), names.end(), shape.name)) {
+      throw input_error(prefix + fmt::format("{} is in the deck but not in the checkpoint", shape.name));
+    }
+    const auto stored = group.open_dataset(shape.name).shape();
+    if (stored.size() != 2 || static_cast<std::int64_t>(stored[0]) != shape.rows ||
+        static_cast<std::int64_t>(stored[1]) != shape.cols) {
+      const std::string in_file =
+          stored.size() == 2 ? shape_text(static_cast<std::int64_t>(stored[0]), static_cast<std::int64_t>(stored[1]))
+                             : "not a matrix";
+      throw input_error(prefix + fmt::format("{} is {} in the checkpoint but {} in the deck", shape.name, in_file,
+                                             shape_text(shape.rows, shape.cols)));
+    }
+  }
+  for (const auto& name : names) {
+    const auto known = std::find_if(model.begin(), model.end(), [&](const ModelShape& s) { return s.name == name; });
+    if (known == model.end()) {
+      throw input_error(prefix + fmt::format("{} is in the checkpoint but not in the deck", name));
+    }
+  }
+}
+
+template <class Scalar>
+void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what) {
+  if (!group.has(tensor.name)) {
+    throw input_error(fmt::format("{}: holds no {} {} (was it written with another train.optimizer?)", file, what,
+                                  tensor.name));
+  }
+  const auto dataset = group.open_dataset(tensor.name);
+  const auto shape = dataset.shape();
+  const auto rows = static_cast<std::int64_t>(tensor.value.extent(0));
+  const auto cols = static_cast<std::int64_t>(tensor.value.extent(1));
+  if (shape.size() != 2 || static_cast<std::int64_t>(shape[0]) != rows || static_cast<std::int64_t>(shape[1]) != cols) {
+    throw input_error(fmt::format("{}: {} has another shape in the checkpoint than the run's {}", file, dataset.path(),
+                                  shape_text(rows, cols)));
+  }
+  if (dataset.type() != hdf5::type_of<Scalar>()) {
+    throw input_error(fmt::format("{}: {} holds {}, the run computes in {}", file, dataset.path(),
+                                  hdf5::name_of(dataset.type()), hdf5::name_of(hdf5::type_of<Scalar>())));
+  }
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> host(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpipe::io::checkpoint_load"), rows, cols);
+  dataset.read_rows(host.data(), 0, static_cast<std::uint64_t>(rows));
+  verify(file, dataset, fnv1a64(host.data(), host.span() * sizeof(Scalar)));
+  Kokkos::deep_copy(tensor.value, host);
+}
+
+}  // namespace
+
+template <class Scalar>
+CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
+                               const std::vector<NamedMatrix<Scalar>>& parameters,
+                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares) {
+  std::error_code error;
+  if (!fs::is_regular_file(file, error)) {
+    throw input_error(fmt::format("{}: no such checkpoint file ({})", file,
+                                  fs::exists(file, error) ? "not a regular file" : "it does not exist"));
+  }
+  const File checkpoint = File::open(file);
+  check_format(file, checkpoint);
+  check_model(file, checkpoint, model);
+
+  CheckpointInfo info;
+  info.step = checkpoint.int_attribute("step");
+  info.optimizer_steps = checkpoint.int_attribute("optimizer_steps");
+  info.deck = checkpoint.string_attribute("deck");
+  info.stages = static_cast<int>(checkpoint.int_attribute("stages"));
+  info.virtual_stages = static_cast<int>(checkpoint.int_attribute("virtual_stages"));
+  info.data_parallel = static_cast<int>(checkpoint.int_attribute("data_parallel"));
+  info.schedule = checkpoint.string_attribute("schedule");
+  info.software_version = checkpoint.string_attribute("software_version");
+
+  // This rank's share of the datasets it does not load itself: together the
+  // ranks verify every checksum in the file.
+  int index = 0;
+  for (const char* name : {"parameters", "optimizer"}) {
+    const auto group = checkpoint.open_group(name);
+    for (const auto& member : group.names()) {
+      if (index++ % std::max(shares, 1) != share) continue;
+      const auto dataset = group.open_dataset(member);
+      verify(file, dataset, checksum_of(dataset));
+    }
+  }
+  const auto parameter_group = checkpoint.open_group("parameters");
+  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter");
+  const auto optimizer_group = checkpoint.open_group("optimizer");
+  for (const auto& tensor : optimizer_state) load(file, optimizer_group, tensor, "optimizer state");
+  return info;
+}
+
+template std::string write_checkpoint<float>(MPI_Comm, const std::string&, const CheckpointInfo&,
+                                             const std::vector<NamedMatrix<float>>&,
+                                             const std::vector<NamedMatrix<float>>&, int, int);
+template std::string write_checkpoint<double>(MPI_Comm, const std::string&, const CheckpointInfo&,
+                                              const std::vector<NamedMatrix<double>>&,
+                                              const std::vector<NamedMatrix<double>>&, int, int);
+template CheckpointInfo read_checkpoint<float>(const std::string&, const std::vector<ModelShape>&,
+                                               const std::vector<NamedMatrix<float>>&,
+                                               const std::vector<NamedMatrix<float>>&, int, int);
+template CheckpointInfo read_checkpoint<double>(const std::string&, const std::vector<ModelShape>&,
+                                                const std::vector<NamedMatrix<double>>&,
+                                                const std::vector<NamedMatrix<double>>&, int, int);
+
+}  // namespace kpipe::io

@@ -1,0 +1,191 @@
+// Checkpoints (DESIGN.md §5): N steps, a checkpoint, a restart and N more
+// steps give bitwise the weights of 2N uninterrupted steps, for 1f1b and
+// interleaved; a checkpoint written on p = 2 restarts on p = 4 and on d = 2.
+#include <mpi.h>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "catch.hpp"
+#include "kpipe/config/from_deck.hpp"
+#include "kpipe/io/checkpoint.hpp"
+#include "kpipe/io/hdf5.hpp"
+#include "kpipe/runtime/checkpoint.hpp"
+#include "kpipe/runtime/pipeline.hpp"
+
+using namespace kpipe;
+
+namespace {
+
+constexpr int half = 3;  // N
+
+int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// The same data (B = 64) on every layout: d replicas of 64 / d samples each.
+config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& directory) {
+  const int v = schedule == "interleaved" ? 2 : 1;
+  const std::string text = fmt::format(
+      "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16, 16, 16]\nmodel.output_dim = 5\n"
+      "train.global_batch = 64\ntrain.microbatch_size = 4\ntrain.steps = {}\n"
+      "pipeline.stages = {}\npipeline.data_parallel = {}\npipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\n"
+      "runtime.watchdog_seconds = 60\ncheckpoint.every = {}\ncheckpoint.path = \"{}\"\ncheckpoint.keep = 2\n",
+      2 * half, p, d, schedule, v, half, directory);
+  return config::run_config(config::parse_deck(text, "test.toml"));
+}
+
+using Weights = std::map<std::string, std::vector<float>>;
+
+Weights by_name(const std::vector<model::Parameter<float>>& parameters) {
+  Weights values;
+  for (const auto& p : parameters) values[p.name] = model::parameters_to_host(std::vector<model::Parameter<float>>{p});
+  return values;
+}
+
+Weights train(const config::RunConfig& config, MPI_Comm comm, int first, int last, const std::string& restart = "",
+              std::string* written = nullptr) {
+  runtime::Pipeline<float> pipeline(config, comm, runtime::Mode::train);
+  if (!restart.empty()) CHECK(runtime::load_checkpoint(pipeline, restart) == first);
+  for (int step = first; step < last; ++step) pipeline.run_step(step);
+  if (written) *written = runtime::save_checkpoint(pipeline, config.checkpoint, {"deck = \"test\"\n"}, last);
+  return by_name(pipeline.parameters());
+}
+
+// A fresh directory made by world rank 0, known to every rank.
+std::string scratch_directory() {
+  char name[256] = {};
+  if (world_rank() == 0) {
+    std::string pattern = (std::filesystem::current_path() / "kpipe-test-checkpoint-XXXXXX").string();
+    std::snprintf(name, sizeof name, "%s", ::mkdtemp(pattern.data()));
+  }
+  MPI_Bcast(name, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return name;
+}
+
+void remove_directory(const std::string& directory) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::filesystem::remove_all(directory);
+}
+
+void compare(const Weights& expected, const Weights& actual, double tolerance) {
+  CHECK(!actual.empty());
+  for (const auto& [name, values] : actual) {
+    INFO(name);
+    CHECK(expected.count(name) == 1);
+    if (expected.count(name) != 1) continue;
+    const auto& reference = expected.at(name);
+    CHECK(values.size() == reference.size());
+    if (tolerance == 0.0) {
+      CHECK(values == reference);  // bitwise: float ==
+      continue;
+    }
+    double worst = 0.0;
+    for (std::size_t i = 0; i < std::min(values.size(), reference.size()); ++i)
+      worst = std::max(worst, std::abs(static_cast<double>(values[i]) - reference[i]));
+    CHECK(worst <= tolerance);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]") {
+  if (world_size() != 2) return;
+  const std::string directory = scratch_directory();
+  for (const std::string schedule : {"1f1b", "interleaved"}) {
+    INFO(schedule);
+    const auto config = config_for(2, 1, schedule, directory);
+    const Weights uninterrupted = train(config, MPI_COMM_WORLD, 0, 2 * half);
+    std::string file;
+    train(config, MPI_COMM_WORLD, 0, half, "", &file);
+    CHECK(file == io::checkpoint_file(directory, half));
+    const Weights restarted = train(config, MPI_COMM_WORLD, half, 2 * half, file);
+    compare(uninterrupted, restarted, 0.0);
+  }
+  // keep = 2: the third checkpoint removes the first.
+  const auto config = config_for(2, 1, "1f1b", directory);
+  for (const int steps : {1, 2, 4}) {
+    std::string file;
+    train(config, MPI_COMM_WORLD, 0, steps, "", &file);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(std::filesystem::exists(io::checkpoint_file(directory, 4)));
+  CHECK(std::filesystem::exists(io::checkpoint_file(directory, 3)));
+  CHECK_FALSE(std::filesystem::exists(io::checkpoint_file(directory, 2)));
+  CHECK_FALSE(std::filesystem::exists(io::checkpoint_file(directory, 1)));
+  remove_directory(directory);
+}
+
+TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
+  if (world_size() != 4) return;
+  const std::string directory = scratch_directory();
+  // Ranks 0 and 1 write the p = 2 checkpoint; ranks 2 and 3 wait.
+  MPI_Comm pair = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < 2 ? 0 : 1, world_rank(), &pair);
+  std::string file = io::checkpoint_file(directory, half);
+  Weights p2_uninterrupted;  // ranks 0 and 1: the p = 2, d = 1 run without a restart
+  if (world_rank() < 2) {
+    train(config_for(2, 1, "1f1b", directory), pair, 0, half, "", &file);
+    p2_uninterrupted = train(config_for(2, 1, "1f1b", directory), pair, 0, 2 * half);
+  }
+  MPI_Comm_free(&pair);
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  SECTION("p = 4, the same accumulation order: bitwise") {
+    const auto config = config_for(4, 1, "1f1b", directory);
+    compare(train(config, MPI_COMM_WORLD, 0, 2 * half), train(config, MPI_COMM_WORLD, half, 2 * half, file), 0.0);
+  }
+  SECTION("p = 4 interleaved (v = 2)") {
+    const auto config = config_for(4, 1, "interleaved", directory);
+    compare(train(config, MPI_COMM_WORLD, 0, 2 * half), train(config, MPI_COMM_WORLD, half, 2 * half, file), 0.0);
+  }
+  SECTION("p = 2, d = 2: replicas sum partial gradients, so close, not bitwise") {
+    const Weights restarted = train(config_for(2, 2, "1f1b", directory), MPI_COMM_WORLD, half, 2 * half, file);
+    // World rank = replica * p + pipeline rank: ranks 0 and 1 hold what they held at p = 2, d = 1.
+    if (world_rank() < 2) compare(p2_uninterrupted, restarted, 1e-5);
+  }
+  remove_directory(directory);
+}
+
+TEST_CASE("a damaged checkpoint is refused on every rank", "[checkpoint]") {
+  if (world_size() != 2) return;
+  const std::string directory = scratch_directory();
+  const auto config = config_for(2, 1, "1f1b", directory);
+  std::string file;
+  train(config, MPI_COMM_WORLD, 0, 1, "", &file);
+  const std::string flipped = directory + "/flipped.h5";
+  if (world_rank() == 0) {
+    std::filesystem::copy_file(file, flipped);
+    // Flip one byte near the end: inside the data of the last dataset written.
+    const auto bytes = std::filesystem::file_size(flipped);
+    std::FILE* f = std::fopen(flipped.c_str(), "r+b");
+    std::fseek(f, static_cast<long>(bytes) - 64, SEEK_SET);
+    int c = std::fgetc(f);
+    std::fseek(f, static_cast<long>(bytes) - 64, SEEK_SET);
+    std::fputc(c ^ 0x10, f);
+    std::fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+  try {
+    runtime::load_checkpoint(pipeline, flipped);
+    FAIL("a flipped byte went unnoticed");
+  } catch (const Error& error) {
+    CHECK(error.exit_code() == 2);
+    CHECK_THAT(error.what(), Catch::Contains("is corrupt"));
+  }
+  remove_directory(directory);
+}
