@@ -1,0 +1,221 @@
+#pragma once
+// A small RAII layer over the HDF5 C API (DESIGN.md §5), shared by
+// checkpoints and profiles. Every handle closes itself; every HDF5 failure
+// becomes a kpipe::Error that names the file and the object ("checkpoint.h5:
+// /parameters/layer3.weight: ..."), with HDF5's own innermost reason, and
+// HDF5's error stack is never printed.
+//
+// Serial use (one rank, or one file per rank):
+//   auto file = io::hdf5::File::create("profile-rank0.h5");
+//   auto actions = file.create_group("actions");
+//   actions.write("start", std::vector<double>{...});
+//   actions.set_attribute("rank", std::int64_t{0});
+//
+// Parallel use (a file opened with a communicator): every rank creates every
+// group, dataset and attribute with identical arguments, in the same order,
+// then each rank writes its own rows with Dataset::write_rows (collective
+// transfer: every rank calls it, a rank with nothing to write passes 0 rows).
+// Reads are independent: any rank reads what it needs. Collective metadata
+// reads stay off (broken in HDF5 1.10.8, fixed in 1.10.9).
+//
+// Strings are fixed-length, null-terminated ASCII (openPMD's habit), which
+// h5dump prints and h5py reads as bytes.
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kpipe/core/error.hpp"
+
+namespace kpipe::io::hdf5 {
+
+// The element types a dataset may hold.
+enum class Type { float32, float64, int32, int64, uint64 };
+
+// "float32", "float64", "int32", "int64" or "uint64".
+const char* name_of(Type type);
+
+template <class T>
+constexpr Type type_of();
+template <>
+constexpr Type type_of<float>() { return Type::float32; }
+template <>
+constexpr Type type_of<double>() { return Type::float64; }
+template <>
+constexpr Type type_of<std::int32_t>() { return Type::int32; }
+template <>
+constexpr Type type_of<std::int64_t>() { return Type::int64; }
+template <>
+constexpr Type type_of<std::uint64_t>() { return Type::uint64; }
+
+namespace detail {
+// An owned hid_t (int64_t in HDF5 >= 1.10) and the function that closes it.
+class Handle {
+ public:
+  using Closer = int (*)(std::int64_t);
+  Handle() = default;
+  Handle(std::int64_t id, Closer closer) : id_(id), closer_(closer) {}
+  ~Handle() { reset(); }
+  Handle(Handle&& other) noexcept : id_(other.id_), closer_(other.closer_) { other.id_ = -1; }
+  Handle& operator=(Handle&& other) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  std::int64_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  // Closes now; returns HDF5's status (negative on failure), 0 when already closed.
+  int reset();
+
+ private:
+  std::int64_t id_ = -1;
+  Closer closer_ = nullptr;
+};
+
+// What every object knows about where it lives, for error messages.
+struct Where {
+  std::string file;
+  ErrorKind kind;  // input for files opened to read, runtime for files written
+  bool parallel;
+};
+}  // namespace detail
+
+// Attributes, shared by files (the root group), groups and datasets.
+class Object {
+ public:
+  // Fixed-length ASCII string attribute; replaces one of the same name.
+  void set_attribute(const std::string& name, const std::string& value);
+  void set_attribute(const std::string& name, const char* value) { set_attribute(name, std::string(value)); }
+  void set_attribute(const std::string& name, std::int64_t value);
+  void set_attribute(const std::string& name, std::uint64_t value);
+  void set_attribute(const std::string& name, double value);
+  void set_attribute(const std::string& name, int value) { set_attribute(name, std::int64_t{value}); }
+
+  bool has_attribute(const std::string& name) const;
+  // Throw (naming the object and the attribute) when absent or of another class.
+  std::string string_attribute(const std::string& name) const;
+  std::int64_t int_attribute(const std::string& name) const;
+  std::uint64_t uint_attribute(const std::string& name) const;
+  double double_attribute(const std::string& name) const;
+
+  // "/parameters/layer0.weight"; "/" for a file.
+  const std::string& path() const { return path_; }
+  const std::string& file_name() const { return where_->file; }
+
+ protected:
+  Object(detail::Handle handle, std::string path, std::shared_ptr<const detail::Where> where)
+      : handle_(std::move(handle)), path_(std::move(path)), where_(std::move(where)) {}
+  std::int64_t id() const { return handle_.get(); }
+  std::string child_path(const std::string& name) const;
+  // Throws "<file>: <path>: <what>: <HDF5's innermost reason>".
+  [[noreturn]] void fail(const std::string& what) const;
+
+  detail::Handle handle_;
+  std::string path_;
+  std::shared_ptr<const detail::Where> where_;
+
+  friend class Group;
+};
+
+// A 1-D or 2-D dataset.
+class Dataset : public Object {
+ public:
+  // Extents: {n} or {rows, cols}.
+  std::vector<std::uint64_t> shape() const;
+  Type type() const;
+  std::uint64_t elements() const;
+
+  // Writes rows [first_row, first_row + rows) (whole rows, row-major) from
+  // `data`. In a parallel file every rank calls it (collective transfer); a
+  // rank with nothing to write passes rows = 0 (data may be null).
+  template <class T>
+  void write_rows(const T* data, std::uint64_t first_row, std::uint64_t rows) {
+    write_rows_raw(type_of<T>(), data, first_row, rows);
+  }
+  // The whole dataset from this rank (in a parallel file the other ranks call
+  // write_rows with 0 rows). Throws unless data has elements() values.
+  template <class T>
+  void write(const std::vector<T>& data) {
+    check_size(data.size());
+    write_rows(data.data(), 0, shape().at(0));
+  }
+
+  // Reads rows [first_row, first_row + rows) into `data` (independent transfer).
+  template <class T>
+  void read_rows(T* data, std::uint64_t first_row, std::uint64_t rows) const {
+    read_rows_raw(type_of<T>(), data, first_row, rows);
+  }
+  // The whole dataset, converted to T by HDF5.
+  template <class T>
+  std::vector<T> read() const {
+    std::vector<T> data(static_cast<std::size_t>(elements()));
+    if (!data.empty()) read_rows(data.data(), 0, shape().at(0));
+    return data;
+  }
+
+ private:
+  using Object::Object;
+  void write_rows_raw(Type type, const void* data, std::uint64_t first_row, std::uint64_t rows);
+  void read_rows_raw(Type type, void* data, std::uint64_t first_row, std::uint64_t rows) const;
+  void check_size(std::size_t size) const;
+  friend class Group;
+};
+
+class Group : public Object {
+ public:
+  Group create_group(const std::string& name);
+  Group open_group(const std::string& name) const;
+  // Whether a link `name` exists in this group.
+  bool has(const std::string& name) const;
+  // The names of the group's members, in name order.
+  std::vector<std::string> names() const;
+
+  // shape: {n} or {rows, cols}. Contiguous layout: no chunking, no filters,
+  // so parallel writes need no collective chunk allocation.
+  Dataset create_dataset(const std::string& name, Type type, const std::vector<std::uint64_t>& shape);
+  Dataset open_dataset(const std::string& name) const;
+
+  // Serial convenience: creates the 1-D dataset `name` and writes `values`.
+  template <class T>
+  Dataset write(const std::string& name, const std::vector<T>& values) {
+    auto dataset = create_dataset(name, type_of<T>(), {values.size()});
+    dataset.write(values);
+    return dataset;
+  }
+
+ protected:
+  using Object::Object;
+  friend class File;
+};
+
+// An HDF5 file; it is its own root group. Closes in its destructor (errors
+// there are swallowed: call close() to see them).
+class File : public Group {
+ public:
+  enum class Exists { fail, truncate };
+
+  // Serial. Exists::fail refuses an existing file.
+  static File create(const std::string& file_name, Exists exists = Exists::fail);
+  // Collective over `comm` (MPI-IO driver); every rank passes the same name.
+  static File create(const std::string& file_name, MPI_Comm comm, Exists exists = Exists::fail);
+  // Read-only. Errors here are input errors (exit code 2): the file is the user's.
+  static File open(const std::string& file_name);
+  static File open(const std::string& file_name, MPI_Comm comm);
+
+  // Whether the file was opened with a communicator.
+  bool parallel() const { return where_->parallel; }
+  void flush();
+  // Closes the file and every handle HDF5 still holds in it; throws on failure.
+  void close();
+
+ private:
+  using Group::Group;
+  static File make(const std::string& file_name, MPI_Comm comm, bool parallel, bool create, Exists exists);
+};
+
+// Whether `file_name` starts with the HDF5 signature (false for a missing file).
+bool is_hdf5(const std::string& file_name);
+
+}  // namespace kpipe::io::hdf5

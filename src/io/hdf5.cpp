@@ -1,0 +1,425 @@
+#include "kpipe/io/hdf5.hpp"
+
+#include <hdf5.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+namespace kpipe::io::hdf5 {
+
+static_assert(std::is_same<hid_t, std::int64_t>::value, "kpipe needs HDF5 >= 1.10 (64-bit hid_t)");
+
+namespace {
+
+// HDF5 prints its error stack to stderr by default; kpipe reports one line instead.
+void silence_hdf5() {
+  static const bool silenced = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)silenced;
+}
+
+// The innermost (most specific) description on HDF5's error stack, then clears it.
+std::string hdf5_reason() {
+  std::string reason;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned n, const H5E_error2_t* error, void* data) -> herr_t {
+        if (n == 0 && error->desc) *static_cast<std::string*>(data) = error->desc;
+        return 0;
+      },
+      &reason);
+  H5Eclear2(H5E_DEFAULT);
+  return reason;
+}
+
+hid_t native(Type type) {
+  switch (type) {
+    case Type::float32: return H5T_NATIVE_FLOAT;
+    case Type::float64: return H5T_NATIVE_DOUBLE;
+    case Type::int32: return H5T_NATIVE_INT32;
+    case Type::int64: return H5T_NATIVE_INT64;
+    case Type::uint64: return H5T_NATIVE_UINT64;
+  }
+  return H5T_NATIVE_FLOAT;
+}
+
+// Little-endian file types: the same bytes on every machine kpipe runs on.
+hid_t stored(Type type) {
+  switch (type) {
+    case Type::float32: return H5T_IEEE_F32LE;
+    case Type::float64: return H5T_IEEE_F64LE;
+    case Type::int32: return H5T_STD_I32LE;
+    case Type::int64: return H5T_STD_I64LE;
+    case Type::uint64: return H5T_STD_U64LE;
+  }
+  return H5T_IEEE_F32LE;
+}
+
+detail::Handle dataspace(const std::vector<hsize_t>& dims) {
+  return detail::Handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+}
+
+}  // namespace
+
+const char* name_of(Type type) {
+  switch (type) {
+    case Type::float32: return "float32";
+    case Type::float64: return "float64";
+    case Type::int32: return "int32";
+    case Type::int64: return "int64";
+    case Type::uint64: return "uint64";
+  }
+  return "?";
+}
+
+namespace detail {
+
+Handle& Handle::operator=(Handle&& other) noexcept {
+  if (this != &other) {
+    reset();
+    id_ = other.id_;
+    closer_ = other.closer_;
+    other.id_ = -1;
+  }
+  return *this;
+}
+
+int Handle::reset() {
+  int status = 0;
+  if (id_ >= 0 && closer_) status = closer_(id_);
+  id_ = -1;
+  return status;
+}
+
+}  // namespace detail
+
+// ---- Object: attributes ----------------------------------------------------
+
+std::string Object::child_path(const std::string& name) const {
+  return path_ == "/" ? "/" + name : path_ + "/" + name;
+}
+
+void Object::fail(const std::string& what) const {
+  const std::string reason = hdf5_reason();
+  std::string message = where_->file + ": " + path_ + ": " + what;
+  if (!reason.empty()) message += " (" + reason + ")";
+  throw Error(where_->kind, message);
+}
+
+namespace {
+// Creates (replacing) attribute `name` of `type` with a scalar dataspace and writes `value`.
+void write_attribute(hid_t object, const std::string& name, hid_t file_type, hid_t memory_type, const void* value,
+                     bool& ok) {
+  if (H5Aexists(object, name.c_str()) > 0 && H5Adelete(object, name.c_str()) < 0) return;
+  detail::Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  detail::Handle attribute(H5Acreate2(object, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                           H5Aclose);
+  ok = attribute.valid() && H5Awrite(attribute.get(), memory_type, value) >= 0 && attribute.reset() >= 0;
+}
+}  // namespace
+
+void Object::set_attribute(const std::string& name, const std::string& value) {
+  detail::Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  bool ok = type.valid() && H5Tset_size(type.get(), value.size() + 1) >= 0 &&
+            H5Tset_strpad(type.get(), H5T_STR_NULLTERM) >= 0 && H5Tset_cset(type.get(), H5T_CSET_ASCII) >= 0;
+  if (ok) {
+    ok = false;
+    write_attribute(id(), name, type.get(), type.get(), value.c_str(), ok);
+  }
+  if (!ok) fail("cannot write attribute '" + name + "'");
+}
+
+void Object::set_attribute(const std::string& name, std::int64_t value) {
+  bool ok = false;
+  write_attribute(id(), name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, ok);
+  if (!ok) fail("cannot write attribute '" + name + "'");
+}
+
+void Object::set_attribute(const std::string& name, std::uint64_t value) {
+  bool ok = false;
+  write_attribute(id(), name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &value, ok);
+  if (!ok) fail("cannot write attribute '" + name + "'");
+}
+
+void Object::set_attribute(const std::string& name, double value) {
+  bool ok = false;
+  write_attribute(id(), name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, ok);
+  if (!ok) fail("cannot write attribute '" + name + "'");
+}
+
+bool Object::has_attribute(const std::string& name) const {
+  const htri_t exists = H5Aexists(id(), name.c_str());
+  if (exists < 0) fail("cannot look up attribute '" + name + "'");
+  return exists > 0;
+}
+
+namespace {
+// Opens attribute `name` of the given class or throws through `object`.
+detail::Handle open_attribute(hid_t id, const std::string& name, H5T_class_t wanted) {
+  if (H5Aexists(id, name.c_str()) <= 0) return {};
+  detail::Handle attribute(H5Aopen(id, name.c_str(), H5P_DEFAULT), H5Aclose);
+  if (!attribute.valid()) return {};
+  detail::Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  if (!type.valid() || H5Tget_class(type.get()) != wanted) return {};
+  return attribute;
+}
+}  // namespace
+
+std::string Object::string_attribute(const std::string& name) const {
+  auto attribute = open_attribute(id(), name, H5T_STRING);
+  if (!attribute.valid()) fail("no string attribute '" + name + "'");
+  detail::Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  if (H5Tis_variable_str(type.get()) > 0) {
+    char* text = nullptr;
+    detail::Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory.get(), H5T_VARIABLE);
+    if (H5Aread(attribute.get(), memory.get(), &text) < 0) fail("cannot read attribute '" + name + "'");
+    std::string value = text ? text : "";
+    H5free_memory(text);
+    return value;
+  }
+  const std::size_t size = H5Tget_size(type.get());
+  std::string buffer(size + 1, '\0');
+  detail::Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(memory.get(), size + 1);
+  H5Tset_strpad(memory.get(), H5T_STR_NULLTERM);
+  if (H5Aread(attribute.get(), memory.get(), buffer.data()) < 0) fail("cannot read attribute '" + name + "'");
+  buffer.resize(std::strlen(buffer.c_str()));
+  return buffer;
+}
+
+namespace {
+template <class T>
+T read_number(hid_t id, const std::string& name, H5T_class_t wanted, hid_t memory,
+              const std::function<void(const std::string&)>& fail) {
+  auto attribute = open_attribute(id, name, wanted);
+  T value{};
+  if (!attribute.valid()) fail("no numeric attribute '" + name + "'");
+  detail::Handle space(H5Aget_space(attribute.get()), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) fail("attribute '" + name + "' is not a scalar");
+  if (H5Aread(attribute.get(), memory, &value) < 0) fail("cannot read attribute '" + name + "'");
+  return value;
+}
+}  // namespace
+
+std::int64_t Object::int_attribute(const std::string& name) const {
+  return read_number<std::int64_t>(id(), name, H5T_INTEGER, H5T_NATIVE_INT64,
+                                   [this](const std::string& what) { fail(what); });
+}
+
+std::uint64_t Object::uint_attribute(const std::string& name) const {
+  return read_number<std::uint64_t>(id(), name, H5T_INTEGER, H5T_NATIVE_UINT64,
+                                    [this](const std::string& what) { fail(what); });
+}
+
+double Object::double_attribute(const std::string& name) const {
+  return read_number<double>(id(), name, H5T_FLOAT, H5T_NATIVE_DOUBLE,
+                             [this](const std::string& what) { fail(what); });
+}
+
+// ---- Dataset -----------------------------------------------------------------
+
+std::vector<std::uint64_t> Dataset::shape() const {
+  detail::Handle space(H5Dget_space(id()), H5Sclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) fail("cannot read the dataset's shape");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return {dims.begin(), dims.end()};
+}
+
+std::uint64_t Dataset::elements() const {
+  std::uint64_t count = 1;
+  for (auto extent : shape()) count *= extent;
+  return count;
+}
+
+Type Dataset::type() const {
+  detail::Handle type(H5Dget_type(id()), H5Tclose);
+  if (!type.valid()) fail("cannot read the dataset's type");
+  const auto type_class = H5Tget_class(type.get());
+  const auto size = H5Tget_size(type.get());
+  if (type_class == H5T_FLOAT) return size == 4 ? Type::float32 : Type::float64;
+  if (type_class == H5T_INTEGER) {
+    if (size == 4) return Type::int32;
+    return H5Tget_sign(type.get()) == H5T_SGN_NONE ? Type::uint64 : Type::int64;
+  }
+  fail("holds neither floats nor integers");
+}
+
+void Dataset::check_size(std::size_t size) const {
+  if (size != elements())
+    fail("cannot write " + std::to_string(size) + " values into a dataset of " + std::to_string(elements()));
+}
+
+namespace {
+// The file and memory selections of rows [first, first + rows) of `dataset`.
+struct Selection {
+  detail::Handle file;
+  detail::Handle memory;
+};
+Selection select_rows(hid_t dataset, std::uint64_t first, std::uint64_t rows) {
+  Selection selection;
+  selection.file = detail::Handle(H5Dget_space(dataset), H5Sclose);
+  if (!selection.file.valid()) return selection;
+  const int rank = H5Sget_simple_extent_ndims(selection.file.get());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank > 0 ? rank : 1), 1);
+  H5Sget_simple_extent_dims(selection.file.get(), dims.data(), nullptr);
+  std::vector<hsize_t> start(dims.size(), 0);
+  std::vector<hsize_t> count = dims;
+  start[0] = first;
+  count[0] = rows;
+  if (rows == 0) {
+    H5Sselect_none(selection.file.get());
+    const hsize_t one = 1;
+    selection.memory = dataspace({one});
+    H5Sselect_none(selection.memory.get());
+    return selection;
+  }
+  if (first + rows > dims[0] ||
+      H5Sselect_hyperslab(selection.file.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0) {
+    selection.file.reset();
+    return selection;
+  }
+  selection.memory = dataspace(count);
+  return selection;
+}
+
+// Collective transfer in parallel files (every rank calls), default otherwise.
+detail::Handle transfer(bool collective) {
+  detail::Handle list(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+  if (collective) H5Pset_dxpl_mpio(list.get(), H5FD_MPIO_COLLECTIVE);
+  return list;
+}
+}  // namespace
+
+void Dataset::write_rows_raw(Type type, const void* data, std::uint64_t first_row, std::uint64_t rows) {
+  auto selection = select_rows(id(), first_row, rows);
+  if (!selection.file.valid() || !selection.memory.valid())
+    fail("cannot select rows " + std::to_string(first_row) + "+" + std::to_string(rows));
+  auto list = transfer(where_->parallel);
+  if (H5Dwrite(id(), native(type), selection.memory.get(), selection.file.get(), list.get(), data) < 0)
+    fail(std::string("cannot write ") + name_of(type) + " data");
+}
+
+void Dataset::read_rows_raw(Type type, void* data, std::uint64_t first_row, std::uint64_t rows) const {
+  if (rows == 0) return;
+  auto selection = select_rows(id(), first_row, rows);
+  if (!selection.file.valid() || !selection.memory.valid())
+    fail("cannot select rows " + std::to_string(first_row) + "+" + std::to_string(rows));
+  auto list = transfer(false);
+  if (H5Dread(id(), native(type), selection.memory.get(), selection.file.get(), list.get(), data) < 0)
+    fail(std::string("cannot read ") + name_of(type) + " data");
+}
+
+// ---- Group -------------------------------------------------------------------
+
+Group Group::create_group(const std::string& name) {
+  detail::Handle group(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  if (!group.valid()) fail("cannot create group '" + name + "'");
+  return Group(std::move(group), child_path(name), where_);
+}
+
+Group Group::open_group(const std::string& name) const {
+  if (!has(name)) fail("no group '" + name + "'");
+  detail::Handle group(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!group.valid()) fail("cannot open group '" + name + "'");
+  return Group(std::move(group), child_path(name), where_);
+}
+
+bool Group::has(const std::string& name) const {
+  const htri_t exists = H5Lexists(id(), name.c_str(), H5P_DEFAULT);
+  if (exists < 0) fail("cannot look up '" + name + "'");
+  return exists > 0;
+}
+
+std::vector<std::string> Group::names() const {
+  std::vector<std::string> names;
+  const herr_t status = H5Literate(
+      id(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5L_info_t*, void* data) -> herr_t {
+        static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+        return 0;
+      },
+      &names);
+  if (status < 0) fail("cannot list the group's members");
+  return names;
+}
+
+Dataset Group::create_dataset(const std::string& name, Type type, const std::vector<std::uint64_t>& shape) {
+  if (shape.empty() || shape.size() > 2) fail("dataset '" + name + "' must be 1-D or 2-D");
+  auto space = dataspace({shape.begin(), shape.end()});
+  detail::Handle dataset(
+      H5Dcreate2(id(), name.c_str(), stored(type), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+  if (!dataset.valid()) fail("cannot create dataset '" + name + "'");
+  return Dataset(std::move(dataset), child_path(name), where_);
+}
+
+Dataset Group::open_dataset(const std::string& name) const {
+  if (!has(name)) fail("no dataset '" + name + "'");
+  detail::Handle dataset(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dataset.valid()) fail("cannot open dataset '" + name + "'");
+  return Dataset(std::move(dataset), child_path(name), where_);
+}
+
+// ---- File --------------------------------------------------------------------
+
+File File::make(const std::string& file_name, MPI_Comm comm, bool parallel, bool create, Exists exists) {
+  silence_hdf5();
+  auto where = std::make_shared<detail::Where>(
+      detail::Where{file_name, create ? ErrorKind::runtime : ErrorKind::input, parallel});
+  detail::Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (parallel) H5Pset_fapl_mpio(access.get(), comm, MPI_INFO_NULL);
+  detail::Handle file;
+  if (create) {
+    const unsigned flags = exists == Exists::fail ? H5F_ACC_EXCL : H5F_ACC_TRUNC;
+    file = detail::Handle(H5Fcreate(file_name.c_str(), flags, H5P_DEFAULT, access.get()), H5Fclose);
+  } else {
+    file = detail::Handle(H5Fopen(file_name.c_str(), H5F_ACC_RDONLY, access.get()), H5Fclose);
+  }
+  if (!file.valid()) {
+    const std::string reason = hdf5_reason();
+    std::string message = file_name + ": " + (create ? "cannot create the HDF5 file" : "cannot open as an HDF5 file");
+    if (!create && !is_hdf5(file_name)) message = file_name + ": not an HDF5 file (or unreadable)";
+    else if (!reason.empty()) message += " (" + reason + ")";
+    throw Error(where->kind, message);
+  }
+  return File(std::move(file), "/", std::move(where));
+}
+
+File File::create(const std::string& file_name, Exists exists) {
+  return make(file_name, MPI_COMM_NULL, false, true, exists);
+}
+File File::create(const std::string& file_name, MPI_Comm comm, Exists exists) {
+  return make(file_name, comm, true, true, exists);
+}
+File File::open(const std::string& file_name) { return make(file_name, MPI_COMM_NULL, false, false, Exists::fail); }
+File File::open(const std::string& file_name, MPI_Comm comm) {
+  return make(file_name, comm, true, false, Exists::fail);
+}
+
+void File::flush() {
+  if (H5Fflush(id(), H5F_SCOPE_GLOBAL) < 0) fail("cannot flush");
+}
+
+void File::close() {
+  if (handle_.valid() && handle_.reset() < 0) fail("cannot close");
+}
+
+bool is_hdf5(const std::string& file_name) {
+  // The signature sits at byte 0 (or 512, 1024, ... with a user block); kpipe writes none.
+  static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  std::FILE* file = std::fopen(file_name.c_str(), "rb");
+  if (!file) return false;
+  unsigned char head[8] = {};
+  const bool ok = std::fread(head, 1, sizeof head, file) == sizeof head && std::memcmp(head, signature, 8) == 0;
+  std::fclose(file);
+  return ok;
+}
+
+}  // namespace kpipe::io::hdf5

@@ -1,0 +1,77 @@
+#include "catch.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "kpipe/io/hdf5.hpp"
+
+namespace hdf5 = kpipe::io::hdf5;
+
+namespace {
+std::string scratch(const std::string& name) {
+  return "kpipe-test-io-" + std::to_string(::getpid()) + "-" + name;
+}
+}  // namespace
+
+TEST_CASE("hdf5: serial datasets and attributes round-trip", "[io]") {
+  const auto name = scratch("roundtrip.h5");
+  {
+    auto file = hdf5::File::create(name);
+    file.set_attribute("format", "kpipe-test");
+    file.set_attribute("version", std::int64_t{3});
+    auto group = file.create_group("actions");
+    group.write("start", std::vector<double>{0.5, 1.5, 2.5});
+    group.write("kind", std::vector<std::int32_t>{1, 2, 3});
+    auto matrix = group.create_dataset("matrix", hdf5::Type::float32, {2, 3});
+    matrix.write(std::vector<float>{1, 2, 3, 4, 5, 6});
+    matrix.set_attribute("checksum", std::uint64_t{0xfedcba9876543210ull});
+    matrix.set_attribute("scale", 0.25);
+    file.close();
+  }
+  {
+    auto file = hdf5::File::open(name);
+    CHECK(file.string_attribute("format") == "kpipe-test");
+    CHECK(file.int_attribute("version") == 3);
+    auto group = file.open_group("actions");
+    CHECK(group.names() == std::vector<std::string>{"kind", "matrix", "start"});
+    CHECK(group.open_dataset("start").read<double>() == std::vector<double>{0.5, 1.5, 2.5});
+    CHECK(group.open_dataset("kind").type() == hdf5::Type::int32);
+    auto matrix = group.open_dataset("matrix");
+    CHECK(matrix.shape() == std::vector<std::uint64_t>{2, 3});
+    CHECK(matrix.type() == hdf5::Type::float32);
+    CHECK(matrix.uint_attribute("checksum") == 0xfedcba9876543210ull);
+    CHECK(matrix.double_attribute("scale") == 0.25);
+    std::vector<float> row(3);
+    matrix.read_rows(row.data(), 1, 1);
+    CHECK(row == std::vector<float>{4, 5, 6});
+  }
+  std::remove(name.c_str());
+}
+
+TEST_CASE("hdf5: failures are kpipe errors naming the file and object", "[io]") {
+  const auto name = scratch("errors.h5");
+  {
+    auto file = hdf5::File::create(name);
+    file.create_group("g");
+    CHECK_THROWS_WITH(hdf5::File::create(name), Catch::Contains(name));
+    CHECK_THROWS_WITH(file.open_dataset("missing"), Catch::Contains("/: no dataset 'missing'"));
+    CHECK_THROWS_WITH(file.string_attribute("nothing"), Catch::Contains("no string attribute 'nothing'"));
+  }
+  const auto text = scratch("not-hdf5.txt");
+  std::ofstream(text) << "hello\n";
+  CHECK_FALSE(hdf5::is_hdf5(text));
+  CHECK(hdf5::is_hdf5(name));
+  try {
+    hdf5::File::open(text);
+    FAIL("opened a text file");
+  } catch (const kpipe::Error& error) {
+    CHECK(error.exit_code() == 2);
+    CHECK_THAT(error.what(), Catch::Contains("not an HDF5 file"));
+  }
+  std::remove(name.c_str());
+  std::remove(text.c_str());
+}
