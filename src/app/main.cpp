@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -101,7 +102,7 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   trace->add_option("--json", trace_options.json_path, "Write a Chrome-trace JSON of every action (Perfetto)");
   trace->add_option("--svg", trace_options.svg_path, "Write an SVG of one step, measured above simulated");
   trace->add_option("--step", trace_options.step, "The step the SVG draws (default: the last)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
 
   check_command(cli, args);
   try {
