@@ -1,8 +1,8 @@
 #include "profile_recorder.hpp"
 
-#include <Kokkos_Core.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <Kokkos_Core.hpp>
 
 #include <ctime>
 #include <map>

@@ -44,9 +44,10 @@ class ProfileTimelines {
     for (const std::string& name : profile.kind_names) {
       const auto kind = schedule::parse_kind(name);
       if (!kind) {
-        throw input_error(fmt::format("'{}' is not a readable kpipe profile: unknown action kind '{}' in the "
-                                      "attribute 'kinds'",
-                                      printable(path), printable(name)));
+        throw input_error(
+            fmt::format("'{}' is not a readable kpipe profile: unknown action kind '{}' in the "
+                        "attribute 'kinds'",
+                        printable(path), printable(name)));
       }
       kinds_.push_back(*kind);
     }
@@ -132,7 +133,8 @@ int trace_command(const Environment& env, const TraceOptions& options) {
   log::info("profile: {} schedule, p = {}, v = {}, m = {}, d = {}, {} steps, {} actions; kpipe {}, {}, written {}",
             info.schedule, info.p, info.v, info.m, info.d, info.steps, profile.measured.size(), info.software_version,
             info.device, info.date);
-  if (timelines.steps() == 0) throw input_error(fmt::format("the profile '{}' holds no step", printable(options.profile_path)));
+  if (timelines.steps() == 0)
+    throw input_error(fmt::format("the profile '{}' holds no step", printable(options.profile_path)));
   const int step = options.step < 0 ? timelines.steps() - 1 : options.step;
   if (step >= timelines.steps()) {
     throw input_error(fmt::format("--step {}: the profile holds steps 0 to {}", step, timelines.steps() - 1));

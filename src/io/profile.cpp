@@ -68,9 +68,9 @@ ActionTable read_table(const std::string& path, const hdf5::Group& group, std::s
   t.end = group.open_dataset("end").read<double>();
   t.bytes = group.open_dataset("bytes").read<std::int64_t>();
   const std::size_t n = t.size();
-  for (const std::size_t size : {t.step.size(), t.index.size(), t.kind.size(), t.microbatch.size(), t.chunk.size(),
-                                 t.stage.size(), t.peer.size(), t.tag.size(), t.start.size(), t.end.size(),
-                                 t.bytes.size()}) {
+  for (const std::size_t size :
+       {t.step.size(), t.index.size(), t.kind.size(), t.microbatch.size(), t.chunk.size(), t.stage.size(),
+        t.peer.size(), t.tag.size(), t.start.size(), t.end.size(), t.bytes.size()}) {
     if (size != n) malformed(path, fmt::format("the columns of {} have different lengths", group.path()));
   }
   for (const std::int32_t code : t.kind) {
@@ -102,10 +102,11 @@ void write_profile(const std::string& path, const Profile& profile) {
   file.set_attribute("steps", info.steps);
   file.set_attribute("microbatch_size", info.microbatch_size);
   file.set_attribute("scalar_bytes", info.scalar_bytes);
-  file.set_attribute("deck", info.deck.size() <= largest_text_attribute
-                                 ? info.deck
-                                 : fmt::format("(a deck of {} bytes, above HDF5's 64 KiB attribute limit, is not stored)",
-                                               info.deck.size()));
+  file.set_attribute(
+      "deck",
+      info.deck.size() <= largest_text_attribute
+          ? info.deck
+          : fmt::format("(a deck of {} bytes, above HDF5's 64 KiB attribute limit, is not stored)", info.deck.size()));
   file.set_attribute("overrides", info.overrides);
   file.set_attribute("kinds", joined(profile.kind_names));
 
@@ -131,15 +132,17 @@ Profile read_profile(const std::string& path) {
     throw input_error(fmt::format("cannot read the profile '{}': not a regular file", printable(path)));
   }
   if (!hdf5::is_hdf5(path)) {
-    throw input_error(fmt::format("'{}' is not an HDF5 file; kpipe trace reads the profiles that 'kpipe run DECK "
-                                  "--profile FILE' writes",
-                                  printable(path)));
+    throw input_error(
+        fmt::format("'{}' is not an HDF5 file; kpipe trace reads the profiles that 'kpipe run DECK "
+                    "--profile FILE' writes",
+                    printable(path)));
   }
   auto file = hdf5::File::open(path);
   if (!file.has_attribute("format") || file.string_attribute("format") != profile_format) {
-    throw input_error(fmt::format("'{}' is an HDF5 file but not a kpipe profile (no root attribute format = \"{}\"; "
-                                  "write one with 'kpipe run DECK --profile FILE')",
-                                  printable(path), profile_format));
+    throw input_error(
+        fmt::format("'{}' is an HDF5 file but not a kpipe profile (no root attribute format = \"{}\"; "
+                    "write one with 'kpipe run DECK --profile FILE')",
+                    printable(path), profile_format));
   }
   const std::string version = file.string_attribute("format_version");
   if (version.substr(0, version.find('.')) != "1") {

@@ -28,8 +28,9 @@ class TraceWriter {
 
   void process_name(int pid, const std::string& name) {
     separate();
-    fmt::format_to(std::back_inserter(buffer_), "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-                   pid, json_string(name));
+    fmt::format_to(std::back_inserter(buffer_),
+                   "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}", pid,
+                   json_string(name));
   }
   void thread_name(int pid, int tid, const std::string& name) {
     separate();
@@ -41,9 +42,10 @@ class TraceWriter {
   void complete(const std::string& name, std::string_view category, int pid, int tid, double ts, double dur,
                 const std::string& args) {
     separate();
-    fmt::format_to(std::back_inserter(buffer_),
-                   "{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{{}}}}}",
-                   name, category, pid, tid, ts, dur, args);
+    fmt::format_to(
+        std::back_inserter(buffer_),
+        "{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{{}}}}}",
+        name, category, pid, tid, ts, dur, args);
     if (buffer_.size() > (1 << 20)) {
       out_ << buffer_;
       buffer_.clear();
@@ -73,7 +75,8 @@ class TraceWriter {
 // a message shows apart from the bubble.
 void write_chrome_trace(std::ostream& out, const Schedule& schedule, const SimulationResult& result) {
   TraceWriter trace(out);
-  trace.process_name(0, fmt::format("kpipe plan: {} p={} v={} m={}", schedule.name, schedule.p, schedule.v, schedule.m));
+  trace.process_name(0,
+                     fmt::format("kpipe plan: {} p={} v={} m={}", schedule.name, schedule.p, schedule.v, schedule.m));
   for (int r = 0; r < schedule.p; ++r) {
     trace.thread_name(0, r, fmt::format("rank {}", r));
     const auto& actions = schedule.ranks[r];

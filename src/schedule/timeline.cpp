@@ -17,8 +17,8 @@ Timeline simulated_timeline(const Schedule& schedule, const SimulationResult& re
     timed.reserve(actions.size());
     for (std::size_t i = 0; i < actions.size(); ++i) {
       const Action& a = actions[i];
-      timed.push_back({a, a.chunk >= 0 ? schedule.placement.stage(r, a.chunk) : -1, -1, result.start(r, i),
-                       result.end[r][i]});
+      timed.push_back(
+          {a, a.chunk >= 0 ? schedule.placement.stage(r, a.chunk) : -1, -1, result.start(r, i), result.end[r][i]});
     }
   }
   timeline.makespan = result.makespan;

@@ -21,7 +21,7 @@ struct TimedAction {
 };
 
 struct Timeline {
-  std::string name;   // the schedule's
+  std::string name;  // the schedule's
   int p = 1, v = 1, m = 1;
   std::string label;  // drawn above the rows when several timelines share a figure ("measured, step 3")
   std::string unit;   // of the times, e.g. "ms"; empty: simulated units (sim.cost_* of the deck)

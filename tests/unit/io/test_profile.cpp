@@ -1,8 +1,8 @@
 #include "catch.hpp"
 
+#include <unistd.h>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/io/hdf5.hpp"
@@ -12,9 +12,7 @@ using namespace kpipe;
 
 namespace {
 
-std::string scratch(const std::string& name) {
-  return "kpipe-test-profile-" + std::to_string(::getpid()) + "-" + name;
-}
+std::string scratch(const std::string& name) { return "kpipe-test-profile-" + std::to_string(::getpid()) + "-" + name; }
 
 void add(io::ActionTable& t, int rank, int step, int index, int kind, double start, double end) {
   t.rank.push_back(rank);
@@ -91,12 +89,19 @@ TEST_CASE("a profile reads back as written", "[io][profile]") {
 TEST_CASE("what is not a kpipe profile is one input error naming the file", "[io][profile]") {
   CHECK(error_of("no-such-profile.h5") == "cannot read the profile 'no-such-profile.h5': No such file or directory");
   const std::string text = scratch("text.h5");
-  { std::FILE* f = std::fopen(text.c_str(), "w"); std::fputs("not hdf5\n", f); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(text.c_str(), "w");
+    std::fputs("not hdf5\n", f);
+    std::fclose(f);
+  }
   CHECK(error_of(text).find("is not an HDF5 file") != std::string::npos);
   std::remove(text.c_str());
 
   const std::string other = scratch("other.h5");
-  { auto file = io::hdf5::File::create(other); file.set_attribute("format", "openPMD"); }
+  {
+    auto file = io::hdf5::File::create(other);
+    file.set_attribute("format", "openPMD");
+  }
   CHECK(error_of(other).find("is an HDF5 file but not a kpipe profile") != std::string::npos);
   std::remove(other.c_str());
 
