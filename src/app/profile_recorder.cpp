@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <ctime>
 #include <map>
 #include <utility>
@@ -25,6 +26,7 @@ using schedule::ActionKind;
 
 // The columns of a gathered row: step, index, kind, microbatch, chunk, stage, peer, tag, start, end, bytes.
 constexpr std::size_t row_width = 11;
+constexpr double smallest_cost = 1e-9;  // seconds: below any clock's resolution
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -145,7 +147,15 @@ void ProfileRecorder::write(const Environment& env, const LoadedDeck& loaded,
     }
     // A schedule run unchecked (pipeline.validate_schedule = false) may be one the simulator rejects.
     if (pipeline_.plan().validate && !steady.empty()) {
-      const schedule::SimulationResult predicted = schedule::simulate(s, costs);
+      // The simulator takes positive costs only; what a run never executes
+      // (B and W of a forward-only schedule) measured 0 and is never simulated.
+      schedule::CostModel positive = costs;
+      for (auto& stage : positive.stages) {
+        for (double* cost : {&stage.forward, &stage.backward_input, &stage.backward_weight}) {
+          *cost = std::max(*cost, smallest_cost);
+        }
+      }
+      const schedule::SimulationResult predicted = schedule::simulate(s, positive);
       for (int r = 0; r < s.p; ++r) {
         for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
           const Action& a = s.ranks[r][i];

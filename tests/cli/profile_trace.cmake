@@ -80,6 +80,11 @@ if(PYTHON)
   endif()
 endif()
 
+# kpipe infer profiles a forward-only schedule, whose B and W are never measured.
+kpipe(COMMAND ${MPIEXEC} -n 2 ${KPIPE} infer inputs/forward.toml train.steps=2 --profile ${WORK_DIR}/infer.h5)
+kpipe(COMMAND ${KPIPE} trace ${WORK_DIR}/infer.h5 --svg ${WORK_DIR}/infer.svg OUTPUT out)
+require("${out}" "simulated with the measured costs: makespan")
+
 # Bad uses of a good profile: a step it does not hold, an output over the input.
 kpipe(COMMAND ${KPIPE} trace ${profile} --step 3 EXPECT_CODE 2 OUTPUT out)
 require("${out}" "kpipe: error: --step 3: the profile holds steps 0 to 2")
