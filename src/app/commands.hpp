@@ -43,8 +43,17 @@ int plan_command(const Environment& env, const PlanOptions& options);
 struct RunOptions {
   DeckArguments deck;
   std::string json_path;
+  std::string profile_path;  // --profile: every executed action to HDF5 (docs/formats.md, "Profile")
 };
 int run_command(const Environment& env, const RunOptions& options);
 int infer_command(const Environment& env, const RunOptions& options);
+
+struct TraceOptions {
+  std::string profile_path;
+  std::string json_path;  // Chrome-trace JSON (Perfetto)
+  std::string svg_path;   // one step measured, above its simulation with the measured costs
+  int step = -1;          // the step the SVG draws; -1: the last
+};
+int trace_command(const Environment& env, const TraceOptions& options);
 
 }  // namespace kpipe::app

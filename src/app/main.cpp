@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -86,16 +87,22 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   auto* run = cli.add_subcommand("run", "Train under mpirun/srun; world size must equal p * d");
   add_deck_arguments(*run, run_options.deck);
   run->add_option("--json", run_options.json_path, "Write the summary as JSON");
+  run->add_option("--profile", run_options.profile_path, "Write every executed action of every step to HDF5");
   auto* infer = cli.add_subcommand("infer", "Forward-only pipelined evaluation");
   add_deck_arguments(*infer, run_options.deck);
   infer->add_option("--json", run_options.json_path, "Write the summary as JSON");
+  infer->add_option("--profile", run_options.profile_path, "Write every executed action of every step to HDF5");
 
   app::DeckArguments unbuilt_deck;
-  std::string profile;
   auto* sweep = cli.add_subcommand("sweep", "Measure throughput over microbatch sizes and recommend one");
   add_deck_arguments(*sweep, unbuilt_deck);
+  app::TraceOptions trace_options;
   auto* trace = cli.add_subcommand("trace", "Export a profile to Chrome-trace JSON and an SVG timeline");
-  trace->add_option("PROFILE", profile, "Profile file (HDF5)")->required();
+  trace->add_option("PROFILE", trace_options.profile_path, "Profile file (HDF5) of 'kpipe run --profile'")->required();
+  trace->add_option("--json", trace_options.json_path, "Write a Chrome-trace JSON of every action (Perfetto)");
+  trace->add_option("--svg", trace_options.svg_path, "Write an SVG of one step, measured above simulated");
+  trace->add_option("--step", trace_options.step, "The step the SVG draws (default: the last)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
 
   check_command(cli, args);
   try {
@@ -114,8 +121,8 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   if (*plan) return app::plan_command(env, plan_options);
   if (*run) return app::run_command(env, run_options);
   if (*infer) return app::infer_command(env, run_options);
-  if (*sweep) not_built("sweep", "compare microbatch sizes with 'kpipe run DECK train.microbatch_size=N --json F'");
-  not_built("trace", "it needs the HDF5 profiles of the io module; 'kpipe plan --trace' draws simulated timelines");
+  if (*trace) return app::trace_command(env, trace_options);
+  not_built("sweep", "compare microbatch sizes with 'kpipe run DECK train.microbatch_size=N --json F'");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
 #include "output_file.hpp"
+#include "profile_recorder.hpp"
 #include "run_report.hpp"
 
 namespace kpipe::app {
@@ -67,11 +68,12 @@ double mebibytes(const std::string& file) {
 
 }  // namespace
 
-int run_command(const Environment& /*env*/, const RunOptions& options) {
+int run_command(const Environment& env, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
   if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");
+  require_writable(options.profile_path, "--profile");
   const auto owned = build_pipeline(loaded.config, runtime::Mode::train);
   Pipeline& pipeline = *owned;
   print_setup(pipeline, "training");
@@ -86,11 +88,13 @@ int run_command(const Environment& /*env*/, const RunOptions& options) {
                                   checkpoint.restart, first, steps, first));
   }
   const runtime::CheckpointRun run{loaded.deck.resolved_toml()};
+  ProfileRecorder profile(pipeline, options.profile_path);
   comm::barrier(comm::world());
   const double start = comm::wall_time();
   for (int step = first; step < steps; ++step) {
     const double step_start = comm::wall_time();
     const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
+    profile.add_step(step, step_start - start, result);
     const double loss = runtime::global_loss(pipeline.grid(), result);
     report.add_step(loss, comm::wall_time() - step_start, result);
     const double elapsed = comm::wall_time() - start;
@@ -109,12 +113,14 @@ int run_command(const Environment& /*env*/, const RunOptions& options) {
   report.finish(comm::wall_time() - start);
   report.print();
   if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
+  profile.write(env, loaded, options.deck.overrides);
   return 0;
 }
 
-int infer_command(const Environment& /*env*/, const RunOptions& options) {
+int infer_command(const Environment& env, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
+  require_writable(options.profile_path, "--profile");
   const auto owned = build_pipeline(loaded.config, runtime::Mode::infer);
   Pipeline& pipeline = *owned;
   print_setup(pipeline, "inference");
@@ -125,10 +131,13 @@ int infer_command(const Environment& /*env*/, const RunOptions& options) {
   restore(pipeline, loaded.config.checkpoint, nullptr);
   const int batches = loaded.config.train.steps;
   runtime::Evaluation total;
+  ProfileRecorder profile(pipeline, options.profile_path);
   comm::barrier(comm::world());
   const double start = comm::wall_time();
   for (int step = 0; step < batches; ++step) {
-    abort_on_error([&] { return pipeline.run_step(step); });
+    const double step_start = comm::wall_time();
+    const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
+    profile.add_step(step, step_start - start, result);
     total += runtime::global_evaluation(pipeline.grid(), pipeline.evaluation());
   }
   const double seconds = comm::wall_time() - start;
@@ -147,6 +156,7 @@ int infer_command(const Environment& /*env*/, const RunOptions& options) {
     if (classification) json["accuracy"] = static_cast<double>(total.correct) / std::max<std::int64_t>(1, total.samples);
     write_output(options.json_path, "--json", [&](std::ostream& file) { file << json.dump(2) << '\n'; });
   }
+  profile.write(env, loaded, options.deck.overrides);
   return 0;
 }
 

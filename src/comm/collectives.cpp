@@ -1,8 +1,21 @@
 #include "kpipe/comm/collectives.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <numeric>
+#include <stdexcept>
 
 namespace kpipe::comm {
+
+namespace {
+
+std::vector<std::int64_t> all_gather_int64(Communicator comm, std::int64_t mine) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(size_of(comm)));
+  MPI_Allgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, comm);
+  return all;
+}
+
+}  // namespace
 
 Communicator world() { return MPI_COMM_WORLD; }
 
@@ -81,6 +94,28 @@ std::vector<double> gather_to_root(Communicator comm, const std::vector<double>&
   const int count = static_cast<int>(mine.size());
   std::vector<double> all(rank_of(comm) == 0 ? static_cast<std::size_t>(count) * size_of(comm) : 0);
   MPI_Gather(mine.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE, 0, comm);
+  return all;
+}
+
+std::vector<double> gather_varying_to_root(Communicator comm, const std::vector<double>& mine,
+                                           std::vector<int>* counts) {
+  // Every rank learns every count, so that all of them refuse a gather too
+  // large for MPI's int counts alike instead of leaving the others waiting.
+  const std::int64_t count = static_cast<std::int64_t>(mine.size());
+  const std::vector<std::int64_t> sizes64 = all_gather_int64(comm, count);
+  std::int64_t total = 0;
+  for (const std::int64_t n : sizes64) total += n;
+  if (total > std::numeric_limits<int>::max()) {
+    throw std::length_error("gather_varying_to_root: more than INT_MAX values in all");
+  }
+  std::vector<int> sizes(sizes64.begin(), sizes64.end());
+  std::vector<int> offsets(sizes.size(), 0);
+  std::partial_sum(sizes.begin(), sizes.end() - 1, offsets.begin() + 1);
+  const bool root = rank_of(comm) == 0;
+  std::vector<double> all(root ? static_cast<std::size_t>(total) : 0);
+  MPI_Gatherv(mine.data(), static_cast<int>(count), MPI_DOUBLE, all.data(), sizes.data(), offsets.data(), MPI_DOUBLE,
+              0, comm);
+  if (counts && root) *counts = sizes;
   return all;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <ostream>
+#include <vector>
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
@@ -20,6 +21,7 @@ constexpr double row_height = 28.0;
 constexpr double row_gap = 8.0;
 constexpr double right = 24.0;
 constexpr double axis_height = 46.0;
+constexpr double panel_label_height = 24.0;  // a labelled timeline's heading
 constexpr double narrowest_box = 24.0;  // the shortest action, wide enough for two digits
 constexpr double narrowest_plot = 480.0;
 constexpr double widest_plot = 1800.0;
@@ -80,29 +82,41 @@ std::string legend_label(ActionKind kind) {
   }
 }
 
+// Timelines one above the other on one time scale (a measured run above its
+// simulation shows the bubble the model missed). One timeline without a
+// label is the plan figure: its statistics go under the title.
 class SvgTimeline {
  public:
-  SvgTimeline(const Schedule& schedule, const SimulationResult& result) : s_(schedule), r_(result) {
-    double shortest = result.makespan;
-    for (int rank = 0; rank < s_.p; ++rank) {
-      for (std::size_t i = 0; i < s_.ranks[rank].size(); ++i) {
-        const double duration = r_.end[rank][i] - r_.start(rank, i);
-        if (is_compute(s_.ranks[rank][i].kind) && duration > 0.0) {
+  explicit SvgTimeline(const std::vector<Timeline>& panels) : panels_(panels) {
+    double longest = 0.0;
+    for (const Timeline& t : panels_) longest = std::max(longest, t.makespan);
+    double shortest = longest;
+    for (const Timeline& t : panels_) {
+      for (const auto& actions : t.ranks) {
+        for (const TimedAction& a : actions) {
+          const double duration = a.end - a.start;
+          if (!is_compute(a.action.kind) || duration <= 0.0) continue;
           shortest = std::min(shortest, duration);
-          present_[static_cast<std::size_t>(s_.ranks[rank][i].kind)] = true;
+          present_[static_cast<std::size_t>(a.action.kind)] = true;
         }
       }
     }
-    scale_ = std::min(std::max(narrowest_box / shortest, narrowest_plot / r_.makespan), widest_plot / r_.makespan);
-    width_ = left + r_.makespan * scale_ + right;
-    height_ = top + s_.p * (row_height + row_gap) + axis_height;
+    if (longest <= 0.0) longest = shortest = 1.0;
+    scale_ = std::min(std::max(narrowest_box / shortest, narrowest_plot / longest), widest_plot / longest);
+    width_ = left + longest * scale_ + right;
+    height_ = top;
+    for (const Timeline& t : panels_) height_ += panel_height(t);
   }
 
   std::string render() {
-    title();
-    legend();
-    for (int rank = 0; rank < s_.p; ++rank) row(rank);
-    axis();
+    const Timeline& first = panels_.front();
+    title(first);
+    legend(first.v);
+    double y = top;
+    for (const Timeline& t : panels_) {
+      panel(t, y);
+      y += panel_height(t);
+    }
     // The canvas is as wide as the plot, or as the title and legend when those are wider.
     return fmt::format(
                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" viewBox=\"0 0 "
@@ -113,19 +127,26 @@ class SvgTimeline {
   }
 
  private:
-  double row_top(int rank) const { return top + rank * (row_height + row_gap); }
+  bool labelled() const { return panels_.size() > 1 || !panels_.front().label.empty(); }
+  double panel_height(const Timeline& t) const {
+    return (labelled() ? panel_label_height : 0.0) + t.p * (row_height + row_gap) + axis_height;
+  }
 
-  void title() {
-    const Bubble bubble = r_.bubble();
+  static std::string statistics(const Timeline& t) {
+    const std::string unit = t.unit.empty() ? "" : " " + t.unit;
+    return fmt::format("makespan {}{}, bubble: idle/total {:.1f}%, idle/useful {:.1f}% (grey = idle)",
+                       detail::format_time(t.makespan), unit, 100.0 * t.bubble.idle_over_total,
+                       100.0 * t.bubble.idle_over_useful);
+  }
+
+  void title(const Timeline& t) {
     const std::string heading = fmt::format("{} schedule: p = {} ranks, v = {} chunk{} per rank, m = {} microbatches",
-                                            s_.name, s_.p, s_.v, s_.v > 1 ? "s" : "", s_.m);
+                                            t.name, t.p, t.v, t.v > 1 ? "s" : "", t.m);
     out_ += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", left,
                         xml_escaped(heading));
     text_right_ = std::max(text_right_, left + title_char_width * static_cast<double>(heading.size()));
-    out_ += fmt::format(
-        "<text x=\"{}\" y=\"40\" font-size=\"12\" fill=\"#444\">makespan {}, bubble: idle/total {:.1f}%, "
-        "idle/useful {:.1f}% (grey = idle)</text>\n",
-        left, detail::format_time(r_.makespan), 100.0 * bubble.idle_over_total, 100.0 * bubble.idle_over_useful);
+    const std::string below = labelled() ? "each timeline drawn on the same time scale" : statistics(t);
+    out_ += fmt::format("<text x=\"{}\" y=\"40\" font-size=\"12\" fill=\"#444\">{}</text>\n", left, below);
   }
 
   void swatch(double& x, const Rgb& colour, const std::string& label) {
@@ -134,39 +155,47 @@ class SvgTimeline {
     x += 30 + 6.8 * static_cast<double>(label.size());
   }
 
-  void legend() {
+  void legend(int v) {
     double x = left;
     for (const ActionKind kind :
          {ActionKind::forward, ActionKind::backward_input, ActionKind::backward_weight, ActionKind::backward}) {
-      if (present_[static_cast<std::size_t>(kind)]) swatch(x, shade(kind, 0, s_.v == 1 ? 1 : 2), legend_label(kind));
+      if (present_[static_cast<std::size_t>(kind)]) swatch(x, shade(kind, 0, v == 1 ? 1 : 2), legend_label(kind));
     }
     swatch(x, {235, 235, 235}, "idle");
-    if (s_.v > 1) {
-      for (int c = 0; c < s_.v; ++c) swatch(x, shade(ActionKind::forward, c, s_.v), fmt::format("chunk {}", c));
+    if (v > 1) {
+      for (int c = 0; c < v; ++c) swatch(x, shade(ActionKind::forward, c, v), fmt::format("chunk {}", c));
     }
     const std::string note = "box numbers: microbatch";
     out_ += fmt::format("<text x=\"{:.1f}\" y=\"61.5\" font-size=\"12\" fill=\"#444\">{}</text>\n", x, note);
     text_right_ = std::max(text_right_, x + 6.8 * static_cast<double>(note.size()));
   }
 
-  void row(int rank) {
-    const double y = row_top(rank);
+  void panel(const Timeline& t, double y) {
+    if (labelled()) {
+      const std::string label = fmt::format("{}: {}", t.label, statistics(t));
+      out_ += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"13\" font-weight=\"bold\">{}</text>\n", left,
+                          y + 16, xml_escaped(label));
+      text_right_ = std::max(text_right_, left + 7.6 * static_cast<double>(label.size()));
+      y += panel_label_height;
+    }
+    for (int rank = 0; rank < t.p; ++rank) row(t, rank, y + rank * (row_height + row_gap));
+    axis(t, y + t.p * (row_height + row_gap) + 2);
+  }
+
+  void row(const Timeline& t, int rank, double y) {
     out_ += fmt::format(
         "<text x=\"{}\" y=\"{:.1f}\" font-size=\"13\" text-anchor=\"end\">rank {}</text>\n<rect x=\"{}\" y=\"{:.1f}\" "
         "width=\"{:.2f}\" height=\"{}\" fill=\"#ebebeb\"/>\n",
-        left - 10, y + row_height / 2 + 4.5, rank, left, y, r_.makespan * scale_, row_height);
-    const auto& actions = s_.ranks[rank];
-    for (std::size_t i = 0; i < actions.size(); ++i) {
-      const Action& a = actions[i];
-      const double start = r_.start(rank, i);
-      const double duration = r_.end[rank][i] - start;
-      if (!is_compute(a.kind) || duration <= 0.0) continue;
-      box(rank, a, left + start * scale_, y, duration * scale_);
+        left - 10, y + row_height / 2 + 4.5, rank, left, y, t.makespan * scale_, row_height);
+    for (const TimedAction& a : t.ranks[rank]) {
+      const double duration = a.end - a.start;
+      if (!is_compute(a.action.kind) || duration <= 0.0) continue;
+      box(rank, a.action, t.v, left + a.start * scale_, y, duration * scale_);
     }
   }
 
-  void box(int rank, const Action& a, double x, double y, double w) {
-    const Rgb colour = shade(a.kind, a.chunk, s_.v);
+  void box(int rank, const Action& a, int v, double x, double y, double w) {
+    const Rgb colour = shade(a.kind, a.chunk, v);
     out_ += fmt::format(
         "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\" "
         "stroke-width=\"1\"><title>rank {}: {}</title></rect>\n",
@@ -178,33 +207,43 @@ class SvgTimeline {
                     x + w / 2, y + row_height / 2 + 4.2, text_colour(colour), number);
   }
 
-  void axis() {
-    const double y = top + s_.p * (row_height + row_gap) + 2;
+  void axis(const Timeline& t, double y) {
     out_ += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left, y,
-                        left + r_.makespan * scale_, y);
+                        left + t.makespan * scale_, y);
     const double step = detail::round_step(60.0 / scale_);
-    for (double t = 0.0; t <= r_.makespan + 1e-9; t += step) {
-      const double x = left + t * scale_;
+    for (double time = 0.0; time <= t.makespan + 1e-9; time += step) {
+      const double x = left + time * scale_;
       out_ += fmt::format(
           "<line x1=\"{0:.2f}\" y1=\"{1:.1f}\" x2=\"{0:.2f}\" y2=\"{2:.1f}\" stroke=\"#333\"/>\n<text x=\"{0:.2f}\" "
           "y=\"{3:.1f}\" font-size=\"11\" text-anchor=\"middle\">{4}</text>\n",
-          x, y, y + 5, y + 17, detail::format_time(t));
+          x, y, y + 5, y + 17, detail::format_time(time));
     }
-    out_ += fmt::format(
-        "<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" fill=\"#444\">time (simulated units: "
-        "sim.cost_* of the deck)</text>\n",
-        left + r_.makespan * scale_ / 2, y + 36);
+    const std::string unit =
+        t.unit.empty() ? std::string("simulated units: sim.cost_* of the deck") : xml_escaped(t.unit);
+    out_ += fmt::format("<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" fill=\"#444\">time "
+                        "({})</text>\n",
+                        left + t.makespan * scale_ / 2, y + 36, unit);
   }
 
-  const Schedule& s_;
-  const SimulationResult& r_;
+  const std::vector<Timeline>& panels_;
   std::array<bool, action_kind_count> present_{};
   double scale_ = 1.0;
   double width_ = 0.0;
   double height_ = 0.0;
-  double text_right_ = 0.0;  // right end of the title and legend
+  double text_right_ = 0.0;  // right end of the title, legend and panel labels
   std::string out_;
 };
+
+std::size_t compute_boxes(const std::vector<Timeline>& panels) {
+  std::size_t n = 0;
+  for (const Timeline& t : panels) {
+    for (const auto& actions : t.ranks) {
+      n += static_cast<std::size_t>(std::count_if(actions.begin(), actions.end(),
+                                                  [](const TimedAction& a) { return is_compute(a.action.kind); }));
+    }
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -222,8 +261,14 @@ void write_svg_timeline(std::ostream& out, const Schedule& schedule, const Simul
     compute += static_cast<std::size_t>(
         std::count_if(actions.begin(), actions.end(), [](const Action& a) { return is_compute(a.kind); }));
   }
-  require_svg_fits(static_cast<double>(compute));
-  out << SvgTimeline(schedule, result).render();
+  require_svg_fits(static_cast<double>(compute));  // before the timeline is built
+  write_svg_timelines(out, {simulated_timeline(schedule, result)});
+}
+
+void write_svg_timelines(std::ostream& out, const std::vector<Timeline>& panels) {
+  if (panels.empty()) throw runtime_error("write_svg_timelines: no timeline to draw");
+  require_svg_fits(static_cast<double>(compute_boxes(panels)));
+  out << SvgTimeline(panels).render();
 }
 
 }  // namespace kpipe::schedule

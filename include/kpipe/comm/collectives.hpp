@@ -34,5 +34,10 @@ std::vector<double> all_gather_varying(Communicator comm, const std::vector<doub
                                        std::vector<int>* counts = nullptr);
 // Every rank's `mine` on rank 0, rank after rank (equal counts); empty elsewhere.
 std::vector<double> gather_to_root(Communicator comm, const std::vector<double>& mine);
+// The same with a count of its own per rank; on rank 0 `counts` (optional)
+// gets them. Throws std::length_error beyond INT_MAX values (MPI's counts),
+// on every rank alike.
+std::vector<double> gather_varying_to_root(Communicator comm, const std::vector<double>& mine,
+                                           std::vector<int>* counts = nullptr);
 
 }  // namespace kpipe::comm

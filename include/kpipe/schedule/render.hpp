@@ -8,9 +8,11 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kpipe/schedule/schedule.hpp"
 #include "kpipe/schedule/simulate.hpp"
+#include "kpipe/schedule/timeline.hpp"
 
 namespace kpipe::schedule {
 
@@ -30,10 +32,24 @@ bool ascii_timeline_can_fit(const Schedule& schedule, int max_columns);
 // lower bound, such as p·v·m before the plan is generated) without drawing.
 void require_svg_fits(double compute_actions);
 void write_svg_timeline(std::ostream& out, const Schedule& schedule, const SimulationResult& result);
+// Timelines of one schedule one above the other on one time scale, each
+// headed by its label and its makespan and bubble: a measured run drawn above
+// its simulation shows the bubble the model did not predict.
+void write_svg_timelines(std::ostream& out, const std::vector<Timeline>& panels);
 
 // Chrome trace-event JSON: one complete event per compute action, one thread
 // per rank; one simulated time unit is shown as one millisecond.
 void write_chrome_trace(std::ostream& out, const Schedule& schedule, const SimulationResult& result);
+
+// Chrome trace-event JSON of a timeline (a measured run): one complete event
+// per action, named as in the text form ("F mb=3 chunk=0"), with one process
+// per rank (pid = rank). Times are in the timeline's unit, scaled by
+// microseconds_per_unit (1000 for milliseconds).
+struct TraceOptions {
+  std::string title;  // names the processes: "<title> rank <r>"
+  double microseconds_per_unit = 1000.0;
+};
+void write_chrome_trace(std::ostream& out, const Timeline& timeline, const TraceOptions& options);
 
 // The plan summary for scripts: shape, makespan, theoretical and simulated
 // bubble (both normalisations, labelled), per-rank statistics, bytes moved.

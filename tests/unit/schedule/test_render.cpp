@@ -146,3 +146,57 @@ TEST_CASE("the summary table lists every rank and a total", "[schedule][render]"
   const std::string long_table = summary_table(lowered_wide, simulate(lowered_wide, CostModel{}));
   CHECK(long_table.find("68 ranks not shown") != std::string::npos);
 }
+
+TEST_CASE("summarize counts a timeline's bubble as the simulator does", "[schedule][render]") {
+  const Schedule s = lowered("1f1b", 4, 8);
+  const SimulationResult r = simulate(s, unit_forward_and_backward());
+  Timeline t = simulated_timeline(s, r);
+  t.makespan = 0.0;
+  t.bubble = {};
+  summarize(t);
+  CHECK(t.makespan == Approx(r.makespan));
+  CHECK(t.bubble.idle_over_useful == Approx(r.bubble().idle_over_useful));
+  CHECK(t.bubble.idle_over_total == Approx(r.bubble().idle_over_total));
+}
+
+TEST_CASE("several timelines share one SVG, each with its label and bubble", "[schedule][render]") {
+  const Schedule s = lowered("interleaved", 2, 4, 2);
+  const SimulationResult r = simulate(s, unit_forward_and_backward());
+  Timeline measured = simulated_timeline(s, r);
+  measured.label = "measured, step <1>";
+  measured.unit = "ms";
+  for (auto& actions : measured.ranks) {
+    for (auto& a : actions) a.end += 0.5 * (a.end - a.start);
+  }
+  summarize(measured);
+  Timeline simulated = simulated_timeline(s, r);
+  simulated.label = "simulated";
+  simulated.unit = "ms";
+  std::ostringstream out;
+  write_svg_timelines(out, {measured, simulated});
+  const std::string svg = out.str();
+  CHECK(count(svg, "<title>") == 2 * compute_count(s));
+  CHECK(count(svg, "<title>rank 1: F mb=3 chunk=1</title>") == 2);
+  CHECK(svg.find("measured, step &lt;1&gt;: makespan") < svg.find("simulated: makespan"));
+  CHECK(count(svg, "time (ms)") == 2);
+  CHECK(svg.find(">chunk 1<") != std::string::npos);
+}
+
+TEST_CASE("the Chrome trace of a timeline has one event per action, one process per rank", "[schedule][render]") {
+  const Schedule s = lowered("1f1b", 3, 4);
+  const SimulationResult r = simulate(s, unit_forward_and_backward());
+  Timeline t = simulated_timeline(s, r);
+  std::ostringstream out;
+  write_chrome_trace(out, t, {"kpipe profile \"x\"", 1000.0});
+  const auto trace = nlohmann::json::parse(out.str());
+  std::size_t events = 0, forwards = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    ++events;
+    CHECK(event["tid"] == 0);
+    if (event["name"] == "F mb=2 chunk=0") ++forwards;
+  }
+  CHECK(events == s.action_count());
+  CHECK(forwards == 3);  // one per rank
+  CHECK(trace["traceEvents"][0]["args"]["name"] == "kpipe profile \"x\" rank 0");
+}
