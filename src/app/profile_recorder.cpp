@@ -5,12 +5,12 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <ctime>
 #include <map>
 #include <utility>
 
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
+#include "kpipe/core/clock.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/profile.hpp"
 #include "kpipe/runtime/timeline.hpp"
@@ -27,15 +27,6 @@ using schedule::ActionKind;
 // The columns of a gathered row: step, index, kind, microbatch, chunk, stage, peer, tag, start, end, bytes.
 constexpr std::size_t row_width = 11;
 constexpr double smallest_cost = 1e-9;  // seconds: below any clock's resolution
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 void add_row(io::ActionTable& t, int rank, int step, int index, const Action& a, int stage, double start, double end,
              std::int64_t bytes) {
@@ -106,7 +97,7 @@ void ProfileRecorder::write(const Environment& env, const LoadedDeck& loaded,
     io::Profile profile;
     io::ProfileInfo& info = profile.info;
     info.software_version = version_string;
-    info.date = utc_now();
+    info.date = utc_timestamp();
     info.backend = Kokkos::DefaultExecutionSpace::name();
     info.device = env.describe();
     info.schedule = s.name;

@@ -9,11 +9,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
+#include "kpipe/core/clock.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
 #include "kpipe/core/version.hpp"
@@ -116,15 +116,6 @@ struct Local {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> host;
   std::uint64_t checksum = 0;
 };
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S +0000", &utc);
-  return text;
-}
 
 void sync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags);
@@ -282,7 +273,7 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
     ::fchmod(fd, 0666 & ~mask);
     ::close(fd);
     temporary = pattern;
-    date = utc_now();
+    date = utc_timestamp();
   });
   temporary = broadcast_text(comm, temporary);
   date = broadcast_text(comm, date);
