@@ -115,6 +115,9 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.schedule = deck.string("pipeline.schedule");
   pipeline.partition = ints(deck.integers("pipeline.partition"));
   pipeline.recompute = choice<Recompute>(deck, "pipeline.recompute", {{"none", Recompute::none}, {"full", Recompute::full}});
+  pipeline.activation_store = choice<ActivationStore>(
+      deck, "pipeline.activation_store", {{"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5}});
+  pipeline.activation_path = deck.string("pipeline.activation_path");
   pipeline.schedule_file = deck.string("pipeline.schedule_file");
   pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
   return pipeline;

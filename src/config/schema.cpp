@@ -74,6 +74,12 @@ std::vector<KeySpec> build_schema() {
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),
       choice("pipeline.recompute", "none", {"none", "full"},
              "full: stash only stage inputs and recompute the forward pass inside backward"),
+      choice("pipeline.activation_store", "memory", {"memory", "hdf5"},
+             "Where a stage keeps its stash between F and B: memory, or hdf5 (a per-rank file in "
+             "pipeline.activation_path, read back before B; bitwise the same results, less memory)"),
+      text("pipeline.activation_path", "",
+           "Existing writable directory (node-local scratch) of the activation_store = \"hdf5\" files, removed at the "
+           "end of the run; empty: $TMPDIR, else /tmp"),
       text("pipeline.schedule_file", "", "Run a hand-written schedule in kpipe's text form instead of a generated one"),
       boolean("pipeline.validate_schedule", true,
               "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "

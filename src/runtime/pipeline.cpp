@@ -34,13 +34,24 @@ schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Com
 template <class Scalar>
 std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::TrainerSpec& spec,
                                                                 const schedule::Schedule& schedule, int rank,
-                                                                tensor::ExecContext& exec) {
+                                                                Hdf5ActivationStore* store, tensor::ExecContext& exec) {
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
-    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), spec.stage, exec));
+    model::StageOptions options = spec.stage;
+    if (store != nullptr) options.stash_store = &store->chunk(chunk);
+    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), options, exec));
   }
   return chunks;
+}
+
+// Training with pipeline.activation_store = "hdf5": this rank's file; inference stashes nothing.
+std::unique_ptr<Hdf5ActivationStore> activation_store_for(const config::RunConfig& config, Mode mode,
+                                                          const comm::ProcessGrid& grid, int chunks,
+                                                          tensor::ExecContext& exec) {
+  if (mode != Mode::train || config.pipeline.activation_store != config::ActivationStore::hdf5) return nullptr;
+  return std::make_unique<Hdf5ActivationStore>(activation_directory(config.pipeline.activation_path),
+                                               grid.world_rank(), chunks, exec);
 }
 
 // The estimate of this rank, refused before any allocation when it exceeds
@@ -81,7 +92,8 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       memory_(checked_memory(config, spec_, schedule_, grid_,
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space()),
-      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), exec_)),
+      activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
+      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), exec_)),
       feed_(spec_, grid_.replica(), exec_),
       loss_head_(spec_, grid_.replica(), feed_, exec_),
       gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),

@@ -19,6 +19,7 @@ enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
 enum class GemmKind { vendor, portable };
 enum class Recompute { none, full };
+enum class ActivationStore { memory, hdf5 };
 
 // model.*
 struct ModelConfig {
@@ -65,6 +66,8 @@ struct PipelineConfig {
   std::string schedule = "1f1b";
   std::vector<int> partition;  // layers per model stage; empty balances by FLOPs
   Recompute recompute = Recompute::none;
+  ActivationStore activation_store = ActivationStore::memory;
+  std::string activation_path;  // directory of the per-rank files; empty: $TMPDIR, else /tmp
   std::string schedule_file;  // empty: generate `schedule`
   bool validate_schedule = true;
 

@@ -16,6 +16,7 @@
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/activation_store.hpp"
 #include "kpipe/runtime/data_feed.hpp"
 #include "kpipe/runtime/executor.hpp"
 #include "kpipe/runtime/gradient_sync.hpp"
@@ -58,6 +59,8 @@ class Pipeline {
   const model::Optimizer<Scalar>* optimizer() const { return optimizer_.get(); }
   model::Optimizer<Scalar>* optimizer() { return optimizer_.get(); }
   const comm::Watchdog& watchdog() const { return watchdog_; }
+  // pipeline.activation_store = "hdf5" in training: this rank's store; null otherwise.
+  const Hdf5ActivationStore* activation_store() const { return activation_store_.get(); }
 
  private:
   MicrobatchIO<Scalar> microbatch_io();
@@ -72,6 +75,7 @@ class Pipeline {
   // The instance and pool of every chunk, the data, the loss, the optimizer and the transport's sends.
   tensor::ExecContext exec_;
   comm::Transport<Scalar> transport_;
+  std::unique_ptr<Hdf5ActivationStore> activation_store_;  // before the chunks, which use it
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   DataFeed<Scalar> feed_;
   LossHead<Scalar> loss_head_;
