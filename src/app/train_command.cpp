@@ -79,6 +79,7 @@ int run_command(const Environment& env, const RunOptions& options) {
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
   if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");
+  if (!loaded.config.debug.dump_steps.empty()) require_writable_directory(loaded.config.debug.dump_path, "debug.dump_path", "activation dumps");
   if (loaded.config.pipeline.activation_store == config::ActivationStore::hdf5) {
     runtime::require_activation_directory(runtime::activation_directory(loaded.config.pipeline.activation_path));
   }

@@ -100,6 +100,12 @@ std::vector<KeySpec> build_schema() {
       real("runtime.memory_limit_mib", 0.0, 0.0, std::nullopt, false,
            "Memory one rank may use; a run whose estimate exceeds it stops before allocating. 0: the node's "
            "available memory shared by its ranks"),
+      // debug
+      integers("debug.dump_steps", {}, 0,
+               "Steps (from 0) whose stage-boundary activations and gradients are dumped to debug.dump_path"),
+      integers("debug.dump_microbatches", {}, 0, "Microbatches (per replica, from 0) to dump; empty: all of them"),
+      text("debug.dump_path", "dumps",
+           "Existing writable directory of the activation dumps activations-rank<R>.h5 (docs/formats.md)"),
       // checkpoint
       integer("checkpoint.every", 0, 0, int_max,
               "Write a checkpoint every this many steps (after the step completes); 0 never writes one"),

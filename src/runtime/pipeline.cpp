@@ -99,6 +99,10 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
+      dump_(config.debug.dump_steps.empty()
+                ? nullptr
+                : std::make_unique<ActivationDump>(config.debug, grid_.world_rank(), grid_.pipeline_rank(),
+                                                   grid_.replica())),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(),
                 step_hooks(), exec_) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
@@ -117,6 +121,11 @@ MicrobatchIO<Scalar> Pipeline<Scalar>::microbatch_io() {
     return loss_head_.loss(step, mb, Y, dY);
   };
   io.outputs = [this](int step, int mb, const Matrix<Scalar>& Y) { loss_head_.evaluate(step, mb, Y); };
+  if (dump_) {
+    io.observe = [this](const char* what, int step, int mb, int chunk, const Matrix<Scalar>& tensor) {
+      dump_->record<Scalar>(what, step, mb, schedule_.placement.stage(grid_.pipeline_rank(), chunk), tensor);
+    };
+  }
   return io;
 }
 

@@ -104,6 +104,13 @@ struct CheckpointConfig {
   std::string restart;                // empty: start from model.seed
 };
 
+// debug.*: activation dumps (docs/formats.md, "Activation dumps").
+struct DebugConfig {
+  std::vector<int> dump_steps;          // empty: no dumps
+  std::vector<int> dump_microbatches;   // empty: every microbatch of a dumped step
+  std::string dump_path = "dumps";      // directory of activations-rank<R>.h5
+};
+
 struct RunConfig {
   ModelConfig model;
   OptimizerConfig optimizer;
@@ -114,6 +121,7 @@ struct RunConfig {
   SimConfig sim;
   RuntimeConfig runtime;
   CheckpointConfig checkpoint;
+  DebugConfig debug;
   int layers = 1;  // partitionable layers of the model (model_layer_count)
 };
 

@@ -16,6 +16,7 @@
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/activation_dump.hpp"
 #include "kpipe/runtime/activation_store.hpp"
 #include "kpipe/runtime/data_feed.hpp"
 #include "kpipe/runtime/executor.hpp"
@@ -61,6 +62,8 @@ class Pipeline {
   const comm::Watchdog& watchdog() const { return watchdog_; }
   // pipeline.activation_store = "hdf5" in training: this rank's store; null otherwise.
   const Hdf5ActivationStore* activation_store() const { return activation_store_.get(); }
+  // debug.dump_steps set: this rank's activation dump; null otherwise.
+  const ActivationDump* activation_dump() const { return dump_.get(); }
 
  private:
   MicrobatchIO<Scalar> microbatch_io();
@@ -81,6 +84,7 @@ class Pipeline {
   LossHead<Scalar> loss_head_;
   GradientSync<Scalar> gradient_sync_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
+  std::unique_ptr<ActivationDump> dump_;                  // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;
   int step_ = 0;  // the step in flight, for messages
 };
