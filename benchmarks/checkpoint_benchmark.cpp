@@ -77,8 +77,9 @@ nlohmann::json run(const std::string& directory, int repeats, int rank, int size
           {"read_seconds", reads},
           {"write_gib_per_s_median", file_bytes / median(writes) / gib},
           {"read_gib_per_s_median", file_bytes / median(reads) / gib},
-          {"note", "read: every rank reads its tensors and checksums its share of the rest, so the whole file "
-                   "is read once in all; the page cache may hold it (written just before)"}};
+          {"note",
+           "read: every rank reads its tensors and checksums its share of the rest, so the whole file "
+           "is read once in all; the page cache may hold it (written just before)"}};
 }
 
 }  // namespace

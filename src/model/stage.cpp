@@ -99,7 +99,8 @@ std::string spill_key(LayerRange layers, const std::vector<int>& path, const std
 }
 
 // Every context of the tree with its path, parents before children.
-void walk(Context& context, std::vector<int>& path, const std::function<void(Context&, const std::vector<int>&)>& visit) {
+void walk(Context& context, std::vector<int>& path,
+          const std::function<void(Context&, const std::vector<int>&)>& visit) {
   visit(context, path);
   for (std::size_t i = 0; i < context.children.size(); ++i) {
     path.push_back(static_cast<int>(i));

@@ -35,10 +35,11 @@ void require_activation_directory(const std::string& directory) {
     why = std::strerror(errno);
   }
   if (why != nullptr) {
-    throw input_error(fmt::format("cannot write activation files into pipeline.activation_path = \"{}\": {}; name an "
-                                  "existing writable directory (node-local scratch), or leave it empty for $TMPDIR "
-                                  "or /tmp",
-                                  directory, why));
+    throw input_error(
+        fmt::format("cannot write activation files into pipeline.activation_path = \"{}\": {}; name an "
+                    "existing writable directory (node-local scratch), or leave it empty for $TMPDIR "
+                    "or /tmp",
+                    directory, why));
   }
 }
 
@@ -53,12 +54,15 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 
 io::hdf5::Type file_type(const tensor::TensorSpec& spec, const std::string& name) {
   switch (spec.dtype()) {
-    case tensor::DType::float32: return io::hdf5::Type::float32;
-    case tensor::DType::float64: return io::hdf5::Type::float64;
-    default: break;
+    case tensor::DType::float32:
+      return io::hdf5::Type::float32;
+    case tensor::DType::float64:
+      return io::hdf5::Type::float64;
+    default:
+      break;
   }
-  throw runtime_error(fmt::format("the activation store keeps float32 and float64 tensors, not {} (\"{}\")",
-                                  spec.to_string(), name));
+  throw runtime_error(
+      fmt::format("the activation store keeps float32 and float64 tensors, not {} (\"{}\")", spec.to_string(), name));
 }
 
 // {rows, elements per row}: every stashed tensor is stored as a 2-D dataset.
@@ -72,7 +76,8 @@ std::vector<std::uint64_t> file_shape(const tensor::TensorSpec& spec) {
 
 struct Hdf5ActivationStore::State {
   State(std::string name, tensor::ExecContext& context)
-      : file_name(std::move(name)), file(io::hdf5::File::create(file_name, io::hdf5::File::Exists::truncate)),
+      : file_name(std::move(name)),
+        file(io::hdf5::File::create(file_name, io::hdf5::File::Exists::truncate)),
         exec(context) {}
 
   std::string file_name;
@@ -166,9 +171,10 @@ class Hdf5ActivationStore::Chunk final : public model::StashStore {
     const std::string path = key(mb, name);
     auto found = datasets_.find(path);
     if (found != datasets_.end() && (found->second.shape() != shape || found->second.type() != type)) {
-      throw runtime_error(fmt::format("{}: {}: microbatch {} stashes \"{}\" with a shape other than in an earlier "
-                                      "step",
-                                      state_.file_name, found->second.path(), mb, name));
+      throw runtime_error(
+          fmt::format("{}: {}: microbatch {} stashes \"{}\" with a shape other than in an earlier "
+                      "step",
+                      state_.file_name, found->second.path(), mb, name));
     }
     if (found == datasets_.end()) {
       const std::string group_name = fmt::format("mb{}", mb);

@@ -76,8 +76,8 @@ TEST_CASE("activation dumps hold the chosen steps' boundary tensors, equal to th
       stage == 0 ? std::vector<std::string>{"input", "output", "output_grad"}
                  : std::vector<std::string>{"input", "input_grad", "output", "output_grad"};
   CHECK(root.open_group("step2").open_group("mb6").open_group(fmt::format("stage{}", stage)).names() == expected);
-  const auto output_set = root.open_group("step0").open_group("mb1").open_group(fmt::format("stage{}", stage))
-                              .open_dataset("output");
+  const auto output_set =
+      root.open_group("step0").open_group("mb1").open_group(fmt::format("stage{}", stage)).open_dataset("output");
   CHECK(output_set.shape() == std::vector<std::uint64_t>{4, stage == 0 ? 16u : 5u});
 
   // The stage's forward pass of the dumped input, with the initial weights of step 0.
