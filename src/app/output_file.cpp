@@ -70,16 +70,16 @@ void require_writable(const std::string& path, const char* option) {
   }
 }
 
-void require_writable_directory(const std::string& path, const char* option) {
+void require_writable_directory(const std::string& path, const char* option, const char* what) {
   struct stat info {};
   const char* why = nullptr;
   if (::stat(path.c_str(), &info) != 0) why = std::strerror(errno);
   else if (!S_ISDIR(info.st_mode)) why = "not a directory";
   else if (::access(path.c_str(), W_OK | X_OK) != 0) why = std::strerror(errno);
   if (why) {
-    throw input_error(fmt::format("cannot write checkpoints into {} = \"{}\": {}; create the directory or name a "
+    throw input_error(fmt::format("cannot write {} into {} = \"{}\": {}; create the directory or name a "
                                   "writable one",
-                                  option, printable(path), why));
+                                  what, option, printable(path), why));
   }
 }
 

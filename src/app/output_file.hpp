@@ -21,9 +21,9 @@ void protect_input(const std::string& path);
 // nothing for an empty path.
 void require_writable(const std::string& path, const char* option);
 
-// An input error "cannot write checkpoints into <option> = '<path>': ..."
+// An input error "cannot write <what> into <option> = '<path>': ..."
 // unless `path` is an existing directory this process may write into.
-void require_writable_directory(const std::string& path, const char* option);
+void require_writable_directory(const std::string& path, const char* option, const char* what = "checkpoints");
 
 // A new, empty file next to `path` that only this process knows of.
 std::string create_temporary(const std::string& path, const char* option);

@@ -68,11 +68,21 @@ double mebibytes(const std::string& file) {
 
 }  // namespace
 
+std::size_t peak_stashed_bytes(const Pipeline& pipeline) {
+  std::size_t peak = 0;
+  for (const auto& chunk : pipeline.chunks()) peak += chunk->peak_stashed_bytes();
+  return peak;
+}
+
 int run_command(const Environment& env, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
   if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");
+  if (!loaded.config.debug.dump_steps.empty()) require_writable_directory(loaded.config.debug.dump_path, "debug.dump_path", "activation dumps");
+  if (loaded.config.pipeline.activation_store == config::ActivationStore::hdf5) {
+    runtime::require_activation_directory(runtime::activation_directory(loaded.config.pipeline.activation_path));
+  }
   require_writable(options.profile_path, "--profile");
   const auto owned = build_pipeline(loaded.config, runtime::Mode::train);
   Pipeline& pipeline = *owned;
@@ -112,6 +122,14 @@ int run_command(const Environment& env, const RunOptions& options) {
   }
   report.finish(comm::wall_time() - start);
   report.print();
+  if (const auto* store = pipeline.activation_store()) {
+    const runtime::ActivationTraffic& io = store->traffic();
+    const int done = std::max(1, steps - first);
+    log::info("activation store (rank {}): {:.1f} MiB written and read per step, {:.4f} s of I/O per step, peak "
+              "resident stash {:.1f} KiB",
+              pipeline.grid().world_rank(), static_cast<double>(io.bytes_written) / done / (1 << 20),
+              io.seconds() / done, static_cast<double>(peak_stashed_bytes(pipeline)) / 1024);
+  }
   if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
   profile.write(env, loaded, options.deck.overrides);
   return 0;

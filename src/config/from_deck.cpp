@@ -115,6 +115,9 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.schedule = deck.string("pipeline.schedule");
   pipeline.partition = ints(deck.integers("pipeline.partition"));
   pipeline.recompute = choice<Recompute>(deck, "pipeline.recompute", {{"none", Recompute::none}, {"full", Recompute::full}});
+  pipeline.activation_store = choice<ActivationStore>(
+      deck, "pipeline.activation_store", {{"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5}});
+  pipeline.activation_path = deck.string("pipeline.activation_path");
   pipeline.schedule_file = deck.string("pipeline.schedule_file");
   pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
   return pipeline;
@@ -194,6 +197,9 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.sim = sim_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");
+  config.debug.dump_steps = ints(deck.integers("debug.dump_steps"));
+  config.debug.dump_microbatches = ints(deck.integers("debug.dump_microbatches"));
+  config.debug.dump_path = deck.string("debug.dump_path");
   config.checkpoint.every = static_cast<int>(deck.integer("checkpoint.every"));
   config.checkpoint.path = deck.string("checkpoint.path");
   config.checkpoint.keep = static_cast<int>(deck.integer("checkpoint.keep"));

@@ -74,6 +74,12 @@ std::vector<KeySpec> build_schema() {
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),
       choice("pipeline.recompute", "none", {"none", "full"},
              "full: stash only stage inputs and recompute the forward pass inside backward"),
+      choice("pipeline.activation_store", "memory", {"memory", "hdf5"},
+             "Where a stage keeps its stash between F and B: memory, or hdf5 (a per-rank file in "
+             "pipeline.activation_path, read back before B; bitwise the same results, less memory)"),
+      text("pipeline.activation_path", "",
+           "Existing writable directory (node-local scratch) of the activation_store = \"hdf5\" files, removed at the "
+           "end of the run; empty: $TMPDIR, else /tmp"),
       text("pipeline.schedule_file", "", "Run a hand-written schedule in kpipe's text form instead of a generated one"),
       boolean("pipeline.validate_schedule", true,
               "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "
@@ -94,6 +100,12 @@ std::vector<KeySpec> build_schema() {
       real("runtime.memory_limit_mib", 0.0, 0.0, std::nullopt, false,
            "Memory one rank may use; a run whose estimate exceeds it stops before allocating. 0: the node's "
            "available memory shared by its ranks"),
+      // debug
+      integers("debug.dump_steps", {}, 0,
+               "Steps (from 0) whose stage-boundary activations and gradients are dumped to debug.dump_path"),
+      integers("debug.dump_microbatches", {}, 0, "Microbatches (per replica, from 0) to dump; empty: all of them"),
+      text("debug.dump_path", "dumps",
+           "Existing writable directory of the activation dumps activations-rank<R>.h5 (docs/formats.md)"),
       // checkpoint
       integer("checkpoint.every", 0, 0, int_max,
               "Write a checkpoint every this many steps (after the step completes); 0 never writes one"),

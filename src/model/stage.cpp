@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/layer_kinds.hpp"
@@ -79,8 +81,96 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   } else {
     body_->forward({input}, {Y}, &entry.context);
   }
+  if (options_.stash_store != nullptr) spill(mb, entry);
   stash_.emplace(mb, std::move(entry));
   update_peaks();
+}
+
+namespace {
+// The store's name of a tensor at `path` in a stage's context tree: the
+// top-level children are the stage's layers, so "layer<global index>", then
+// the child indices inside composite layers, then the saved name.
+std::string spill_key(LayerRange layers, const std::vector<int>& path, const std::string& name) {
+  std::string key;
+  for (std::size_t depth = 0; depth < path.size(); ++depth) {
+    key += depth == 0 ? fmt::format("layer{}.", layers.first + path[0]) : fmt::format("{}.", path[depth]);
+  }
+  return key + name;
+}
+
+// Every context of the tree with its path, parents before children.
+void walk(Context& context, std::vector<int>& path,
+          const std::function<void(Context&, const std::vector<int>&)>& visit) {
+  visit(context, path);
+  for (std::size_t i = 0; i < context.children.size(); ++i) {
+    path.push_back(static_cast<int>(i));
+    walk(context.children[i], path, visit);
+    path.pop_back();
+  }
+}
+
+Context& context_at(Context& root, const std::vector<int>& path) {
+  Context* context = &root;
+  for (const int i : path) context = &context->children.at(static_cast<std::size_t>(i));
+  return *context;
+}
+}  // namespace
+
+template <class Scalar>
+void Stage<Scalar>::spill(int mb, Stashed& entry) {
+  const auto region = exec_.region("kpipe::model::stage::spill");
+  StashStore& store = *options_.stash_store;
+  if (options_.recompute) {
+    entry.spilled.push_back({{}, "input", "input", entry.input.spec(), -1});
+    store.put(mb, "input", entry.input);
+    entry.input = {};
+    return;
+  }
+  std::map<const void*, int> first_of_buffer;
+  std::vector<int> path;
+  walk(entry.context, path, [&](Context& context, const std::vector<int>& at) {
+    for (const TensorDecl& decl : context.saved_specs()) {
+      const tensor::Tensor& tensor = context.saved(decl.name);
+      Spilled spilled{at, decl.name, spill_key(layers_, at, decl.name), decl.spec, -1};
+      const auto [it, first] = first_of_buffer.emplace(tensor.data(), static_cast<int>(entry.spilled.size()));
+      if (first) {
+        store.put(mb, spilled.key, tensor);
+      } else {
+        spilled.alias_of = it->second;
+      }
+      entry.spilled.push_back(std::move(spilled));
+    }
+    for (const TensorDecl& decl : context.saved_specs()) context.drop(decl.name);
+  });
+}
+
+template <class Scalar>
+void Stage<Scalar>::restore(int mb, Stashed& entry) {
+  const auto region = exec_.region("kpipe::model::stage::restore");
+  StashStore& store = *options_.stash_store;
+  std::vector<tensor::Tensor> restored;
+  for (const Spilled& spilled : entry.spilled) {
+    if (spilled.alias_of >= 0) {
+      restored.push_back(restored.at(static_cast<std::size_t>(spilled.alias_of)));
+    } else {
+      if (spilled.spec.rank() != 2 || spilled.spec.dtype() != tensor::dtype_of<Scalar>()) {
+        throw runtime_error(fmt::format("{}: cannot take back the stashed {} \"{}\" of microbatch {}: the stash "
+                                        "store restores matrices of the stage's scalar type only",
+                                        stage_name(layers_), spilled.spec.to_string(), spilled.key, mb));
+      }
+      const tensor::Tensor into = exec_.pool().take<Scalar>("kpipe::model::restored_stash",
+                                                            static_cast<int>(spilled.spec.extent(0)),
+                                                            static_cast<int>(spilled.spec.extent(1)));
+      store.take(mb, spilled.key, into);
+      restored.push_back(into);
+    }
+    if (options_.recompute) {
+      entry.input = restored.back();
+    } else {
+      context_at(entry.context, spilled.path).save(spilled.name, restored.back());
+    }
+  }
+  entry.spilled.clear();
 }
 
 template <class Scalar>
@@ -103,6 +193,10 @@ void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const t
   Stashed& entry = stashed(mb, false, "backward_input");
   tensor::require_shape("stage output gradient", dY.matrix<Scalar>(), entry.rows, output_dim());
   if (dX.size() != 0) tensor::require_shape("stage input gradient", dX, entry.rows, input_dim());
+  if (!entry.spilled.empty()) {
+    restore(mb, entry);
+    update_peaks();
+  }
   if (options_.recompute) {
     const auto output = exec_.pool().take<Scalar>("kpipe::model::recomputed_output", entry.rows, output_dim());
     body_->forward({entry.input}, {output}, &entry.context);

@@ -126,6 +126,10 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       } else {
         stage.forward_no_grad(X, Y);
       }
+      if (io_.observe) {
+        io_.observe("input", step, mb, action.chunk, X);
+        io_.observe("output", step, mb, action.chunk, Y);
+      }
       if (is_last_stage(action.chunk) && !training_) {
         io_.outputs(step, mb, Y);
       } else if (const int next = local_neighbour(action.chunk, +1); next >= 0) {
@@ -166,6 +170,10 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       if (!is_first_stage(action.chunk)) dX = activations_.take(microbatch_size_, stage.input_dim());
       if (action.kind == ActionKind::backward) stage.backward(mb, dY, dX);
       else stage.backward_input(mb, dY, dX);
+      if (io_.observe) {
+        io_.observe("output_grad", step, mb, action.chunk, dY);
+        if (dX.data() != nullptr) io_.observe("input_grad", step, mb, action.chunk, dX);
+      }
       if (dX.data() != nullptr) {
         const int previous = local_neighbour(action.chunk, -1);
         (previous >= 0 ? slots.grad_output[slot_key(mb, previous)] : slots.grad_input[key]) = dX;

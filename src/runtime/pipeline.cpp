@@ -34,13 +34,24 @@ schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Com
 template <class Scalar>
 std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::TrainerSpec& spec,
                                                                 const schedule::Schedule& schedule, int rank,
-                                                                tensor::ExecContext& exec) {
+                                                                Hdf5ActivationStore* store, tensor::ExecContext& exec) {
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
-    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), spec.stage, exec));
+    model::StageOptions options = spec.stage;
+    if (store != nullptr) options.stash_store = &store->chunk(chunk);
+    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), options, exec));
   }
   return chunks;
+}
+
+// Training with pipeline.activation_store = "hdf5": this rank's file; inference stashes nothing.
+std::unique_ptr<Hdf5ActivationStore> activation_store_for(const config::RunConfig& config, Mode mode,
+                                                          const comm::ProcessGrid& grid, int chunks,
+                                                          tensor::ExecContext& exec) {
+  if (mode != Mode::train || config.pipeline.activation_store != config::ActivationStore::hdf5) return nullptr;
+  return std::make_unique<Hdf5ActivationStore>(activation_directory(config.pipeline.activation_path),
+                                               grid.world_rank(), chunks, exec);
 }
 
 // The estimate of this rank, refused before any allocation when it exceeds
@@ -81,12 +92,17 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       memory_(checked_memory(config, spec_, schedule_, grid_,
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space()),
-      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), exec_)),
+      activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
+      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), exec_)),
       feed_(spec_, grid_.replica(), exec_),
       loss_head_(spec_, grid_.replica(), feed_, exec_),
       gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
+      dump_(config.debug.dump_steps.empty()
+                ? nullptr
+                : std::make_unique<ActivationDump>(config.debug, grid_.world_rank(), grid_.pipeline_rank(),
+                                                   grid_.replica())),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(),
                 step_hooks(), exec_) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
@@ -105,6 +121,11 @@ MicrobatchIO<Scalar> Pipeline<Scalar>::microbatch_io() {
     return loss_head_.loss(step, mb, Y, dY);
   };
   io.outputs = [this](int step, int mb, const Matrix<Scalar>& Y) { loss_head_.evaluate(step, mb, Y); };
+  if (dump_) {
+    io.observe = [this](const char* what, int step, int mb, int chunk, const Matrix<Scalar>& tensor) {
+      dump_->record<Scalar>(what, step, mb, schedule_.placement.stage(grid_.pipeline_rank(), chunk), tensor);
+    };
+  }
   return io;
 }
 

@@ -19,6 +19,7 @@ enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
 enum class GemmKind { vendor, portable };
 enum class Recompute { none, full };
+enum class ActivationStore { memory, hdf5 };
 
 // model.*
 struct ModelConfig {
@@ -65,6 +66,8 @@ struct PipelineConfig {
   std::string schedule = "1f1b";
   std::vector<int> partition;  // layers per model stage; empty balances by FLOPs
   Recompute recompute = Recompute::none;
+  ActivationStore activation_store = ActivationStore::memory;
+  std::string activation_path;  // directory of the per-rank files; empty: $TMPDIR, else /tmp
   std::string schedule_file;  // empty: generate `schedule`
   bool validate_schedule = true;
 
@@ -101,6 +104,13 @@ struct CheckpointConfig {
   std::string restart;                // empty: start from model.seed
 };
 
+// debug.*: activation dumps (docs/formats.md, "Activation dumps").
+struct DebugConfig {
+  std::vector<int> dump_steps;          // empty: no dumps
+  std::vector<int> dump_microbatches;   // empty: every microbatch of a dumped step
+  std::string dump_path = "dumps";      // directory of activations-rank<R>.h5
+};
+
 struct RunConfig {
   ModelConfig model;
   OptimizerConfig optimizer;
@@ -111,6 +121,7 @@ struct RunConfig {
   SimConfig sim;
   RuntimeConfig runtime;
   CheckpointConfig checkpoint;
+  DebugConfig debug;
   int layers = 1;  // partitionable layers of the model (model_layer_count)
 };
 

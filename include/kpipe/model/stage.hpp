@@ -23,6 +23,7 @@
 #include "kpipe/model/layer.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
+#include "kpipe/model/stash_store.hpp"
 
 namespace kpipe::model {
 
@@ -31,6 +32,11 @@ struct StageOptions {
   // pipeline.recompute = "full": F keeps only the stage input and B re-runs
   // the forward pass; results are bitwise the same as without.
   bool recompute = false;
+  // pipeline.activation_store = "hdf5": where F moves the microbatch's stash
+  // (its saved tensors, or with recompute the stage input) until its B or BW
+  // takes it back. Not owned; it must outlive the stage. Null keeps the stash
+  // in memory.
+  StashStore* stash_store = nullptr;
 };
 
 template <class Scalar>
@@ -66,21 +72,36 @@ class Stage {
   // Microbatches whose F is done and whose B (or BW) is not.
   int stashed_microbatches() const;
   int peak_stashed_microbatches() const { return peak_microbatches_; }
-  // Bytes of everything stashed, including state kept between B and W.
+  // Bytes of everything stashed and resident, including state kept between
+  // B and W; tensors moved to the stash store do not count until taken back.
   std::size_t stashed_bytes() const;
   std::size_t peak_stashed_bytes() const { return peak_bytes_; }
 
  private:
+  // One tensor moved to the stash store: its place in the context tree
+  // (child indices, then the name), and the first tensor of the same buffer
+  // when layers saved one buffer under several names (restored as one).
+  struct Spilled {
+    std::vector<int> path;
+    std::string name;
+    std::string key;  // the store's name for it
+    tensor::TensorSpec spec;
+    int alias_of = -1;  // index into spilled, or -1
+  };
+
   struct Stashed {
     int rows = 0;
     tensor::Tensor input;  // the stage input, kept only with recompute
     Context context;
     bool input_gradient_done = false;
+    std::vector<Spilled> spilled;  // in the store between F and B
   };
 
   Stashed& stashed(int mb, bool input_gradient_done, const char* action);
   void run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX);
   void update_peaks();
+  void spill(int mb, Stashed& entry);
+  void restore(int mb, Stashed& entry);
 
   LayerRange layers_;
   StageOptions options_;

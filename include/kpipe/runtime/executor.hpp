@@ -32,6 +32,10 @@ struct MicrobatchIO {
   std::function<double(int step, int mb, const Matrix<Scalar>& Y, const Matrix<Scalar>& dY)> loss;
   // Forward-only schedules: receives the last stage's output of microbatch mb.
   std::function<void(int step, int mb, const Matrix<Scalar>& Y)> outputs;
+  // Optional (activation dumps): sees each stage-boundary tensor as this rank
+  // has it, "input" and "output" after F, "output_grad" and "input_grad" (not
+  // on the first model stage) after B or BW.
+  std::function<void(const char* what, int step, int mb, int chunk, const Matrix<Scalar>& tensor)> observe;
 };
 
 // The step-level actions, supplied by the training loop.

@@ -16,6 +16,8 @@
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/activation_dump.hpp"
+#include "kpipe/runtime/activation_store.hpp"
 #include "kpipe/runtime/data_feed.hpp"
 #include "kpipe/runtime/executor.hpp"
 #include "kpipe/runtime/gradient_sync.hpp"
@@ -58,6 +60,10 @@ class Pipeline {
   const model::Optimizer<Scalar>* optimizer() const { return optimizer_.get(); }
   model::Optimizer<Scalar>* optimizer() { return optimizer_.get(); }
   const comm::Watchdog& watchdog() const { return watchdog_; }
+  // pipeline.activation_store = "hdf5" in training: this rank's store; null otherwise.
+  const Hdf5ActivationStore* activation_store() const { return activation_store_.get(); }
+  // debug.dump_steps set: this rank's activation dump; null otherwise.
+  const ActivationDump* activation_dump() const { return dump_.get(); }
 
  private:
   MicrobatchIO<Scalar> microbatch_io();
@@ -72,11 +78,13 @@ class Pipeline {
   // The instance and pool of every chunk, the data, the loss, the optimizer and the transport's sends.
   tensor::ExecContext exec_;
   comm::Transport<Scalar> transport_;
+  std::unique_ptr<Hdf5ActivationStore> activation_store_;  // before the chunks, which use it
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   DataFeed<Scalar> feed_;
   LossHead<Scalar> loss_head_;
   GradientSync<Scalar> gradient_sync_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
+  std::unique_ptr<ActivationDump> dump_;                  // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;
   int step_ = 0;  // the step in flight, for messages
 };

@@ -1,0 +1,102 @@
+// pipeline.activation_store = "hdf5" moves each microbatch's stash to a
+// per-rank file between its F and its B: the weights must stay bitwise those
+// of the in-memory run (and so of the sequential reference), with and without
+// recomputation, while the stash a stage keeps resident drops to what the
+// microbatches in their backward need. The files are gone afterwards.
+#include <mpi.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+
+#include "catch.hpp"
+#include "kpipe/config/from_deck.hpp"
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/pipeline.hpp"
+
+using namespace kpipe;
+
+namespace {
+
+constexpr int steps = 3;
+
+config::RunConfig config_for(const std::string& schedule, const std::string& recompute, const std::string& store) {
+  const std::string text = fmt::format(
+      "model.input_dim = 12\nmodel.hidden = [16, 16, 16]\nmodel.output_dim = 5\n"
+      "train.global_batch = 32\ntrain.microbatch_size = 4\ntrain.steps = {}\ntrain.grad_clip = 0.05\n"
+      "pipeline.stages = 2\npipeline.schedule = \"{}\"\npipeline.recompute = \"{}\"\n"
+      "pipeline.activation_store = \"{}\"\nruntime.watchdog_seconds = 60\n",
+      steps, schedule, recompute, store);
+  return config::run_config(config::parse_deck(text, "test.toml"));
+}
+
+struct Outcome {
+  std::vector<float> weights;
+  std::size_t peak_stashed_bytes = 0;
+  int peak_stashed_microbatches = 0;
+  std::string file;  // the activation store's file, empty in memory
+  runtime::ActivationTraffic traffic;
+};
+
+Outcome train(const config::RunConfig& config) {
+  runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+  for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+  Outcome outcome;
+  outcome.weights = model::parameters_to_host(pipeline.parameters());
+  for (const auto& chunk : pipeline.chunks()) {
+    outcome.peak_stashed_bytes += chunk->peak_stashed_bytes();
+    outcome.peak_stashed_microbatches += chunk->peak_stashed_microbatches();
+  }
+  if (const auto* store = pipeline.activation_store()) {
+    outcome.file = store->file_name();
+    outcome.traffic = store->traffic();
+    CHECK(std::filesystem::exists(outcome.file));
+  }
+  return outcome;
+}
+
+}  // namespace
+
+TEST_CASE("the hdf5 activation store trains bitwise like memory, with less resident stash", "[runtime]") {
+  for (const std::string schedule : {"gpipe", "1f1b"}) {
+    for (const std::string recompute : {"none", "full"}) {
+      INFO(fmt::format("{} recompute={}", schedule, recompute));
+      const Outcome memory = train(config_for(schedule, recompute, "memory"));
+      const Outcome hdf5 = train(config_for(schedule, recompute, "hdf5"));
+
+      CHECK(!hdf5.weights.empty());
+      CHECK(hdf5.weights == memory.weights);  // bitwise: float ==
+      // Resident: only the microbatch in its backward, so lower wherever more than one waits.
+      CHECK(hdf5.peak_stashed_bytes <= memory.peak_stashed_bytes);
+      if (memory.peak_stashed_microbatches > 1) CHECK(hdf5.peak_stashed_bytes < memory.peak_stashed_bytes);
+      UNSCOPED_INFO(fmt::format("peak resident stash {} B in memory, {} B with hdf5", memory.peak_stashed_bytes,
+                                hdf5.peak_stashed_bytes));
+      CHECK(memory.file.empty());
+      CHECK(!hdf5.file.empty());
+      CHECK(!std::filesystem::exists(hdf5.file));  // removed with the pipeline
+      CHECK(hdf5.traffic.bytes_written > 0);
+      CHECK(hdf5.traffic.bytes_read == hdf5.traffic.bytes_written);
+      CHECK(hdf5.traffic.tensors_read == hdf5.traffic.tensors_written);
+
+      const auto config = config_for(schedule, recompute, "hdf5");
+      tensor::ExecContext exec;
+      model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
+      for (int step = 0; step < steps; ++step) reference.step();
+      // This rank's parameters are a contiguous run of the reference's, in global layer order.
+      const auto all = model::parameters_to_host(reference.parameters());
+      bool found = false;
+      for (std::size_t at = 0; !found && at + hdf5.weights.size() <= all.size(); ++at) {
+        found = std::equal(hdf5.weights.begin(), hdf5.weights.end(), all.begin() + static_cast<std::ptrdiff_t>(at));
+      }
+      CHECK(found);
+    }
+  }
+}
+
+TEST_CASE("a missing activation_path fails on every rank before any step", "[runtime]") {
+  auto config = config_for("1f1b", "none", "hdf5");
+  config.pipeline.activation_path = "no/such/directory";
+  CHECK_THROWS_WITH(runtime::Pipeline<float>(config, MPI_COMM_WORLD, runtime::Mode::train),
+                    Catch::Matchers::Contains("pipeline.activation_path = \"no/such/directory\""));
+}
