@@ -6,6 +6,7 @@
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
+#include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
 
@@ -82,7 +83,9 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space()),
       chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), exec_)),
-      feed_(spec_, grid_.replica(), exec_),
+      feed_(spec_, grid_.replica(),
+            make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train,
+                                     exec_)),
       loss_head_(spec_, grid_.replica(), feed_, exec_),
       gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)

@@ -58,6 +58,9 @@ class Pipeline {
   const model::Optimizer<Scalar>* optimizer() const { return optimizer_.get(); }
   model::Optimizer<Scalar>* optimizer() { return optimizer_.get(); }
   const comm::Watchdog& watchdog() const { return watchdog_; }
+  // Samples in one pass over the data (training: the train split, inference:
+  // the test split); 0 for synthetic data.
+  std::int64_t data_samples() const { return feed_.samples(); }
 
  private:
   MicrobatchIO<Scalar> microbatch_io();
