@@ -50,8 +50,8 @@ SplitShape split_shape(const hdf5::File& file, Split split) {
   const auto y = group.open_dataset("y");
   const auto xs = x.shape(), ys = y.shape();
   if (xs.size() != 2 || x.type() != hdf5::Type::float32) {
-    bad(file.file_name(), fmt::format("/{}/x is {} {}; it must be N x F float32", name, shape_text(xs),
-                                      hdf5::name_of(x.type())));
+    bad(file.file_name(),
+        fmt::format("/{}/x is {} {}; it must be N x F float32", name, shape_text(xs), hdf5::name_of(x.type())));
   }
   SplitShape shape{xs[0], xs[1], true, 0};
   if (shape.rows == 0 || shape.features == 0) {
@@ -60,10 +60,10 @@ SplitShape split_shape(const hdf5::File& file, Split split) {
   const bool labels = ys.size() == 1 && y.type() == hdf5::Type::int32;
   const bool targets = ys.size() == 2 && y.type() == hdf5::Type::float32 && ys[1] > 0;
   if ((!labels && !targets) || ys[0] != shape.rows) {
-    bad(file.file_name(), fmt::format("/{}/y is {} {}; with /{}/x of {} rows it must be {} int32 labels or {} x T "
-                                      "float32 targets",
-                                      name, shape_text(ys), hdf5::name_of(y.type()), name, shape.rows, shape.rows,
-                                      shape.rows));
+    bad(file.file_name(),
+        fmt::format("/{}/y is {} {}; with /{}/x of {} rows it must be {} int32 labels or {} x T "
+                    "float32 targets",
+                    name, shape_text(ys), hdf5::name_of(y.type()), name, shape.rows, shape.rows, shape.rows));
   }
   shape.has_labels = labels;
   shape.outputs = targets ? ys[1] : 0;
@@ -134,8 +134,8 @@ std::string DatasetFile::describe_features() const {
 
 std::uint64_t DatasetFile::check(std::int64_t row) const {
   if (row < 0 || row >= layout_.rows) {
-    throw runtime_error(fmt::format("{}: row {} of /{} is outside [0, {})", file_name_, row, name_of(split_),
-                                    layout_.rows));
+    throw runtime_error(
+        fmt::format("{}: row {} of /{} is outside [0, {})", file_name_, row, name_of(split_), layout_.rows));
   }
   return static_cast<std::uint64_t>(row);
 }

@@ -25,10 +25,10 @@ using HostLabels =
 void check_against_model(const io::DatasetFile& file, const model::TrainerSpec& spec) {
   const std::string where = fmt::format("data.path = \"{}\"", file.file_name());
   if (file.features() != spec.model.input_dim) {
-    throw input_error(fmt::format("model.input_dim = {} but {} has {} features per sample ({}); set "
-                                  "model.input_dim = {}",
-                                  spec.model.input_dim, where, file.features(), file.describe_features(),
-                                  file.features()));
+    throw input_error(
+        fmt::format("model.input_dim = {} but {} has {} features per sample ({}); set "
+                    "model.input_dim = {}",
+                    spec.model.input_dim, where, file.features(), file.describe_features(), file.features()));
   }
   const bool classification = spec.data.task == config::Task::classification;
   if (classification != file.has_labels()) {
@@ -38,11 +38,11 @@ void check_against_model(const io::DatasetFile& file, const model::TrainerSpec& 
                                   file.has_labels() ? "classification" : "regression"));
   }
   if (file.outputs() != spec.model.output_dim) {
-    throw input_error(fmt::format("model.output_dim = {} but {} has {} {}; set model.output_dim = {}",
-                                  spec.model.output_dim, where, file.outputs(),
-                                  file.has_labels() ? "classes (its attribute classes, or max label + 1)"
-                                                    : "target values per sample",
-                                  file.outputs()));
+    throw input_error(fmt::format(
+        "model.output_dim = {} but {} has {} {}; set model.output_dim = {}", spec.model.output_dim, where,
+        file.outputs(),
+        file.has_labels() ? "classes (its attribute classes, or max label + 1)" : "target values per sample",
+        file.outputs()));
   }
 }
 

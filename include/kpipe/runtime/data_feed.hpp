@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "kpipe/model/loss.hpp"
 #include "kpipe/model/data_source.hpp"
+#include "kpipe/model/loss.hpp"
 #include "kpipe/model/trainer.hpp"
 
 namespace kpipe::runtime {

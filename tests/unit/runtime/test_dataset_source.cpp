@@ -135,6 +135,22 @@ TEST_CASE("dataset source: inference reads the test split in order", "[runtime][
   CHECK(draw(*source, 0, 0, 8).first == std::vector<int>{20, 21, 22, 23, 24, 25, 26, 27});
 }
 
+TEST_CASE("dataset source: float targets for regression", "[runtime][dataset]") {
+  const std::string path = "kpipe-test-regression-" + std::to_string(::getpid()) + ".h5";
+  test::write_tiny_dataset(path, train_rows, test_rows, features, 0, 2);
+  const auto config = config_for(path, 1, features, 2, "regression");
+  const auto spec = model::TrainerSpec::from_config(config);
+  tensor::ExecContext exec;
+  const auto source = runtime::make_data_source<float>(config.data, spec, io::Split::test, exec);
+  const auto targets = model::make_targets<float>(model::LossKind::mse, 4, 2);
+  source->fill_targets(0, 4, targets);  // test rows 4..7 of the split: numbered 24..27
+  const auto values = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), targets.values);
+  for (int i = 0; i < 4; ++i) {
+    for (int t = 0; t < 2; ++t) CHECK(values(i, t) == test::tiny_feature(24 + i, t));
+  }
+  std::remove(path.c_str());
+}
+
 TEST_CASE("dataset source: the model must fit the file", "[runtime][dataset]") {
   const TinyFile tiny;
   tensor::ExecContext exec;
