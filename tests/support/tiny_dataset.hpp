@@ -31,7 +31,7 @@ inline void write_tiny_dataset(const std::string& path, int train_rows, int test
     for (int i = first; i < first + rows; ++i) {
       for (int j = 0; j < features; ++j) x.push_back(tiny_feature(i, j));
       for (int t = 0; t < targets; ++t) values.push_back(tiny_feature(i, t));
-      y.push_back(i % classes);
+      if (targets == 0) y.push_back(i % classes);
     }
     group
         .create_dataset("x", io::hdf5::Type::float32,
