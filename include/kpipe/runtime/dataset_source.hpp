@@ -62,8 +62,10 @@ class DatasetSource final : public model::DataSource<Scalar> {
   mutable std::vector<int> staged_labels_;
 };
 
-// The source a run configuration names: synthetic teachers, or data.path's
-// `split` (training reads train, inference test).
+// The source a run configuration names (data.source): synthetic teachers, or
+// data.path's `split` (training reads train, inference test). Seed, task and
+// dimensions come from `spec` (TrainerSpec::from_config copies data.seed and
+// data.task into spec.data), so a test can vary them there.
 template <class Scalar>
 std::unique_ptr<model::DataSource<Scalar>> make_data_source(const config::DataConfig& data,
                                                             const model::TrainerSpec& spec, io::Split split,
