@@ -60,6 +60,23 @@ int restore(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunR
   return static_cast<int>(step);
 }
 
+// Synthetic data: train.steps batches. A dataset: its whole test split in
+// order, in batches of train.global_batch (a last partial batch is left out).
+int inference_batches(const Pipeline& pipeline, const config::RunConfig& config) {
+  const std::int64_t samples = pipeline.data_samples();
+  if (samples == 0) return config.train.steps;
+  const std::int64_t B = config.train.global_batch;
+  if (samples < B) {
+    throw input_error(fmt::format("data.path = \"{}\" has {} test samples, fewer than train.global_batch = {}; "
+                                  "lower train.global_batch to at most {}",
+                                  config.data.path, samples, B, samples));
+  }
+  log::info("data: the {} test samples of {} in {} batches of {} (train.steps is not used){}", samples,
+            config.data.path, samples / B, B,
+            samples % B ? fmt::format("; the last {} samples do not fill a batch and are left out", samples % B) : "");
+  return static_cast<int>(samples / B);
+}
+
 double mebibytes(const std::string& file) {
   std::error_code error;
   const auto bytes = std::filesystem::file_size(file, error);
@@ -89,6 +106,11 @@ int run_command(const Environment& env, const RunOptions& options) {
   print_setup(pipeline, "training");
   const int steps = loaded.config.train.steps;
   const double samples_per_step = pipeline.spec().global_batch;
+  if (const std::int64_t samples = pipeline.data_samples(); samples > 0) {
+    log::info("data: {} training samples from {}, reshuffled every epoch of {:.2f} steps; {} steps are {:.2f} epochs",
+              samples, loaded.config.data.path, samples / samples_per_step, steps,
+              steps * samples_per_step / static_cast<double>(samples));
+  }
 
   RunReport report(pipeline);
   const int first = restore(pipeline, checkpoint, &report);
@@ -147,7 +169,7 @@ int infer_command(const Environment& env, const RunOptions& options) {
               loaded.config.model.seed);
   }
   restore(pipeline, loaded.config.checkpoint, nullptr);
-  const int batches = loaded.config.train.steps;
+  const int batches = inference_batches(pipeline, loaded.config);
   runtime::Evaluation total;
   ProfileRecorder profile(pipeline, options.profile_path);
   comm::barrier(comm::world());

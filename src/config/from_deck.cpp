@@ -177,6 +177,11 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
                                   deck.describe("model.loss"), deck.describe("data.task")));
   }
   check_partition(deck, config);
+  if (config.data.source == DataSource::hdf5 && config.data.path.empty()) {
+    throw input_error(fmt::format("{} reads its samples from data.path, which is empty; set data.path to an HDF5 "
+                                  "dataset (docs/formats.md, \"Datasets\")",
+                                  deck.describe("data.source")));
+  }
 }
 
 }  // namespace
@@ -193,6 +198,9 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.task =
       choice<Task>(deck, "data.task", {{"classification", Task::classification}, {"regression", Task::regression}});
   config.data.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));
+  config.data.source =
+      choice<DataSource>(deck, "data.source", {{"synthetic", DataSource::synthetic}, {"hdf5", DataSource::hdf5}});
+  config.data.path = deck.string("data.path");
   config.compute.gemm = choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
   config.sim = sim_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");

@@ -60,10 +60,15 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
 
 template <class Scalar>
 SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec)
+    : SequentialTrainer(spec, exec, std::make_unique<SyntheticData<Scalar>>(spec.data, exec)) {}
+
+template <class Scalar>
+SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec,
+                                             std::unique_ptr<DataSource<Scalar>> data)
     : spec_(checked(spec)),
       exec_(exec),
       stages_(build_stages<Scalar>(spec, exec)),
-      data_(spec.data, exec),
+      data_(std::move(data)),
       optimizer_(spec.optimizer, parameters_of(stages_), exec),
       targets_(make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {
   if (spec.data_parallel > 1) {
@@ -123,8 +128,8 @@ double SequentialTrainer<Scalar>::run_replica(int replica) {
   double loss = 0;
   for (int mb = 0; mb < per_replica / b; ++mb) {
     const std::int64_t first = static_cast<std::int64_t>(replica) * per_replica + static_cast<std::int64_t>(mb) * b;
-    data_.fill_inputs(steps_, first, X);
-    data_.fill_targets(steps_, first, targets_);
+    data_->fill_inputs(steps_, first, X);
+    data_->fill_targets(steps_, first, targets_);
     for (std::size_t s = 0; s < stages_.size(); ++s) stages_[s].forward(mb, s == 0 ? X : outputs[s - 1], outputs[s]);
     const double mb_loss =
         loss_and_gradient(exec_, spec_.model.loss, outputs.back(), targets_, scale, gradients.back());

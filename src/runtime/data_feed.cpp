@@ -1,12 +1,15 @@
 #include "kpipe/runtime/data_feed.hpp"
 
+#include <utility>
+
 namespace kpipe::runtime {
 
 template <class Scalar>
-DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica, tensor::ExecContext& exec)
+DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica,
+                           std::unique_ptr<model::DataSource<Scalar>> data)
     : replica_offset_(static_cast<std::int64_t>(replica) * (spec.global_batch / spec.data_parallel)),
       microbatch_size_(spec.microbatch_size),
-      data_(spec.data, exec),
+      data_(std::move(data)),
       targets_(model::make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {}
 
 template <class Scalar>
@@ -16,12 +19,12 @@ std::int64_t DataFeed<Scalar>::first_sample(int mb) const {
 
 template <class Scalar>
 void DataFeed<Scalar>::inputs(int step, int mb, const tensor::Matrix<Scalar>& X) const {
-  data_.fill_inputs(step, first_sample(mb), X);
+  data_->fill_inputs(step, first_sample(mb), X);
 }
 
 template <class Scalar>
 const model::Targets<Scalar>& DataFeed<Scalar>::targets(int step, int mb) {
-  data_.fill_targets(step, first_sample(mb), targets_);
+  data_->fill_targets(step, first_sample(mb), targets_);
   return targets_;
 }
 

@@ -6,6 +6,7 @@
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
+#include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
 
@@ -94,7 +95,9 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space()),
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
       chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), exec_)),
-      feed_(spec_, grid_.replica(), exec_),
+      feed_(spec_, grid_.replica(),
+            make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train,
+                                     exec_)),
       loss_head_(spec_, grid_.replica(), feed_, exec_),
       gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)

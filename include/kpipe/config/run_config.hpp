@@ -17,6 +17,7 @@ enum class ActivationKind { gelu, relu, tanh };
 enum class LossKind { cross_entropy, mse };
 enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
+enum class DataSource { synthetic, hdf5 };
 enum class GemmKind { vendor, portable };
 enum class Recompute { none, full };
 enum class ActivationStore { memory, hdf5 };
@@ -53,6 +54,8 @@ struct TrainConfig {
 
 // data.*
 struct DataConfig {
+  DataSource source = DataSource::synthetic;
+  std::string path;  // the HDF5 dataset of source = hdf5
   Task task = Task::classification;
   std::uint64_t seed = 0;
 };

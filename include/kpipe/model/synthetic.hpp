@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "kpipe/config/run_config.hpp"
+#include "kpipe/model/data_source.hpp"
 #include "kpipe/model/loss.hpp"
 
 namespace kpipe::model {
@@ -29,7 +30,7 @@ struct DataSpec {
 };
 
 template <class Scalar>
-class SyntheticData {
+class SyntheticData final : public DataSource<Scalar> {
  public:
   static constexpr int teacher_width = 64;
 
@@ -38,10 +39,10 @@ class SyntheticData {
   SyntheticData(const DataSpec& spec, tensor::ExecContext& exec);
 
   // Inputs of samples [first, first + X.extent(0)) of step `step`.
-  void fill_inputs(std::int64_t step, std::int64_t first, const tensor::Matrix<Scalar>& X) const;
+  void fill_inputs(std::int64_t step, std::int64_t first, const tensor::Matrix<Scalar>& X) const override;
   // Targets of the same samples (labels or values, by the task). Computes the
   // inputs itself, so the last stage needs no copy of them.
-  void fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const;
+  void fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const override;
 
  private:
   DataSpec spec_;

@@ -7,9 +7,11 @@
 // bitwise its weights (DESIGN.md §3).
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
+#include "kpipe/model/data_source.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/stage.hpp"
@@ -38,6 +40,8 @@ class SequentialTrainer {
   // every per-step temporary comes from its pool, so steps after the first
   // allocate nothing.
   SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec);
+  // The same on the samples of `data` (an HDF5 dataset: runtime::make_data_source).
+  SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec, std::unique_ptr<DataSource<Scalar>> data);
 
   // One optimizer step on the next global batch; returns its mean loss. A NaN
   // or Inf loss throws a runtime error naming step and microbatch before the
@@ -58,7 +62,7 @@ class SequentialTrainer {
   TrainerSpec spec_;
   tensor::ExecContext& exec_;
   std::vector<Stage<Scalar>> stages_;
-  SyntheticData<Scalar> data_;
+  std::unique_ptr<DataSource<Scalar>> data_;
   Optimizer<Scalar> optimizer_;
   Targets<Scalar> targets_;                          // of one microbatch, refilled for each
   std::vector<tensor::Matrix<Scalar>> replica_sum_;  // d > 1: sum of the replicas' gradients

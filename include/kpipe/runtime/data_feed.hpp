@@ -1,13 +1,15 @@
 #pragma once
 // Where a replica's microbatches come from: the inputs of the first model
 // stage and the targets of the last, for (step, microbatch). Replica r of d
-// trains on samples [r·B/d, (r+1)·B/d) of every step, the same samples the
-// sequential reference gives it, which the bitwise tests rest on.
+// trains on positions [r·B/d, (r+1)·B/d) of every step's global batch, drawn
+// from the same model::DataSource the sequential reference uses
+// (runtime::make_data_source), which the bitwise tests rest on.
 
 #include <cstdint>
+#include <memory>
 
+#include "kpipe/model/data_source.hpp"
 #include "kpipe/model/loss.hpp"
-#include "kpipe/model/synthetic.hpp"
 #include "kpipe/model/trainer.hpp"
 
 namespace kpipe::runtime {
@@ -15,18 +17,20 @@ namespace kpipe::runtime {
 template <class Scalar>
 class DataFeed {
  public:
-  DataFeed(const model::TrainerSpec& spec, int replica, tensor::ExecContext& exec);
+  DataFeed(const model::TrainerSpec& spec, int replica, std::unique_ptr<model::DataSource<Scalar>> data);
 
   void inputs(int step, int mb, const tensor::Matrix<Scalar>& X) const;
   // The targets of microbatch mb, valid until the next call.
   const model::Targets<Scalar>& targets(int step, int mb);
+  // Samples in one pass over the data; 0 when unlimited (synthetic).
+  std::int64_t samples() const { return data_->samples(); }
 
  private:
   std::int64_t first_sample(int mb) const;
 
   std::int64_t replica_offset_;
   int microbatch_size_;
-  model::SyntheticData<Scalar> data_;
+  std::unique_ptr<model::DataSource<Scalar>> data_;
   model::Targets<Scalar> targets_;
 };
 

@@ -64,6 +64,9 @@ class Pipeline {
   const Hdf5ActivationStore* activation_store() const { return activation_store_.get(); }
   // debug.dump_steps set: this rank's activation dump; null otherwise.
   const ActivationDump* activation_dump() const { return dump_.get(); }
+  // Samples in one pass over the data (training: the train split, inference:
+  // the test split); 0 for synthetic data.
+  std::int64_t data_samples() const { return feed_.samples(); }
 
  private:
   MicrobatchIO<Scalar> microbatch_io();
