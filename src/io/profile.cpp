@@ -116,7 +116,8 @@ void write_profile(const std::string& path, const Profile& profile) {
 
   auto predicted = file.create_group("predicted");
   write_table(predicted, profile.predicted);
-  auto costs = predicted.create_dataset("stage_costs", hdf5::Type::float64, {profile.stage_costs.size() / 3, 3});
+  auto costs = predicted.create_dataset("stage_costs", hdf5::Type::float64,
+                                        std::vector<std::uint64_t>{profile.stage_costs.size() / 3, 3});
   costs.write(profile.stage_costs);
   costs.set_attribute("units", "s");
   costs.set_attribute("columns", "F B W");

@@ -189,7 +189,7 @@ class Group : public Object {
   // Serial convenience: creates the 1-D dataset `name` and writes `values`.
   template <class T>
   Dataset write(const std::string& name, const std::vector<T>& values) {
-    auto dataset = create_dataset(name, type_of<T>(), {values.size()});
+    auto dataset = create_dataset(name, type_of<T>(), std::vector<std::uint64_t>{values.size()});
     dataset.write(values);
     return dataset;
   }
