@@ -62,13 +62,15 @@ nlohmann::json run(const config::RunConfig& config, const std::string& deck_path
   tensor::ExecContext exec;
   if (rank == 0) {
     result["sequential"] = count(
-        [&] { return std::make_unique<model::SequentialTrainer<float>>(model::TrainerSpec::from_config(config), exec); },
+        [&] {
+          return std::make_unique<model::SequentialTrainer<float>>(model::TrainerSpec::from_config(config), exec);
+        },
         [](model::SequentialTrainer<float>& trainer, int) { trainer.step(); });
   }
   comm::barrier(comm::world());
-  const nlohmann::json mine = count(
-      [&] { return std::make_unique<runtime::Pipeline<float>>(config, comm::world(), runtime::Mode::train); },
-      [](runtime::Pipeline<float>& pipeline, int s) { pipeline.run_step(s); });
+  const nlohmann::json mine =
+      count([&] { return std::make_unique<runtime::Pipeline<float>>(config, comm::world(), runtime::Mode::train); },
+            [](runtime::Pipeline<float>& pipeline, int s) { pipeline.run_step(s); });
   // One JSON text per rank, gathered as characters on rank 0.
   const std::string text = mine.dump();
   std::vector<double> chars(text.begin(), text.end());

@@ -46,8 +46,7 @@ void gemm_benchmark(benchmark::State& state, Run&& run) {
     run(A, B, C);
     Kokkos::fence();
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_gemm_vendor(benchmark::State& state) {

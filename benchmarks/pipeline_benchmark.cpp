@@ -68,37 +68,47 @@ nlohmann::json run(const config::RunConfig& config) {
     const runtime::StepResult result = pipeline.run_step(step);
     runtime::global_loss(pipeline.grid(), result);
     seconds.push_back(MPI_Wtime() - start);
-    const auto measured = runtime::measure_bubble(pipeline.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline());
+    const auto measured =
+        runtime::measure_bubble(pipeline.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline());
     measured_useful.push_back(measured.bubble.idle_over_useful);
     measured_total.push_back(measured.bubble.idle_over_total);
     makespans.push_back(measured.makespan);
     timings.push_back(result.timings);
   }
-  const schedule::CostModel costs = runtime::measured_costs(pipeline.schedule(), grid.pipeline_rank(), timings, grid.pipeline());
+  const schedule::CostModel costs =
+      runtime::measured_costs(pipeline.schedule(), grid.pipeline_rank(), timings, grid.pipeline());
   const schedule::SimulationResult simulated = schedule::simulate(pipeline.schedule(), costs);
 
   nlohmann::json stage_costs = nlohmann::json::array();
   for (const auto& c : costs.stages) {
-    stage_costs.push_back({{"forward_ms", 1e3 * c.forward}, {"backward_ms", 1e3 * (c.backward_input + c.backward_weight)}});
+    stage_costs.push_back(
+        {{"forward_ms", 1e3 * c.forward}, {"backward_ms", 1e3 * (c.backward_input + c.backward_weight)}});
   }
   const auto& s = pipeline.schedule();
   const double sequential_step = rank == 0 ? median(sequential) : 0.0;
   const double pipeline_step = median(seconds);
-  return {
-      {"schedule", s.name}, {"p", s.p}, {"v", s.v}, {"m", s.m}, {"global_batch", pipeline.spec().global_batch},
-      {"steps_timed", steps},
-      {"sequential", {{"ranks", 1}, {"median_step_ms", 1e3 * sequential_step},
-                      {"samples_per_second", pipeline.spec().global_batch / sequential_step}}},
-      {"pipeline", {{"ranks", grid.pipeline_size() * grid.replicas()}, {"median_step_ms", 1e3 * pipeline_step},
-                    {"samples_per_second", pipeline.spec().global_batch / pipeline_step},
-                    {"median_pipeline_makespan_ms", 1e3 * median(makespans)}}},
-      {"speedup", sequential_step / pipeline_step},
-      {"bubble",
-       {{"measured", {{"idle_over_useful", median(measured_useful)}, {"idle_over_total", median(measured_total)}}},
-        {"simulated_measured_costs", bubble_json(simulated.bubble())},
-        {"simulated_makespan_ms", 1e3 * simulated.makespan},
-        {"theoretical_idle_over_useful", static_cast<double>(s.p - 1) / (s.v * s.m)}}},
-      {"measured_stage_costs", stage_costs}};
+  return {{"schedule", s.name},
+          {"p", s.p},
+          {"v", s.v},
+          {"m", s.m},
+          {"global_batch", pipeline.spec().global_batch},
+          {"steps_timed", steps},
+          {"sequential",
+           {{"ranks", 1},
+            {"median_step_ms", 1e3 * sequential_step},
+            {"samples_per_second", pipeline.spec().global_batch / sequential_step}}},
+          {"pipeline",
+           {{"ranks", grid.pipeline_size() * grid.replicas()},
+            {"median_step_ms", 1e3 * pipeline_step},
+            {"samples_per_second", pipeline.spec().global_batch / pipeline_step},
+            {"median_pipeline_makespan_ms", 1e3 * median(makespans)}}},
+          {"speedup", sequential_step / pipeline_step},
+          {"bubble",
+           {{"measured", {{"idle_over_useful", median(measured_useful)}, {"idle_over_total", median(measured_total)}}},
+            {"simulated_measured_costs", bubble_json(simulated.bubble())},
+            {"simulated_makespan_ms", 1e3 * simulated.makespan},
+            {"theoretical_idle_over_useful", static_cast<double>(s.p - 1) / (s.v * s.m)}}},
+          {"measured_stage_costs", stage_costs}};
 }
 
 }  // namespace

@@ -11,8 +11,7 @@ using namespace kpipe;
 
 void BM_sequential_step(benchmark::State& state) {
   const auto path = state.range(0) == 0 ? "compute.gemm=vendor" : "compute.gemm=portable";
-  const auto deck =
-      config::parse_deck(config::read_deck_file(KPIPE_QUICKSTART_DECK), KPIPE_QUICKSTART_DECK, {path});
+  const auto deck = config::parse_deck(config::read_deck_file(KPIPE_QUICKSTART_DECK), KPIPE_QUICKSTART_DECK, {path});
   const auto spec = model::TrainerSpec::from_config(config::run_config(deck));
   tensor::ExecContext exec;
   model::SequentialTrainer<float> trainer(spec, exec);

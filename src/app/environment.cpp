@@ -30,7 +30,8 @@ Environment::~Environment() { Kokkos::finalize(); }
 
 std::string Environment::describe() const {
   return fmt::format("Kokkos {} {} (concurrency {}), MPI {} rank{}", tensor::compat::kokkos_version(),
-                     Kokkos::DefaultExecutionSpace::name(), tensor::compat::concurrency(), size(), size() == 1 ? "" : "s");
+                     Kokkos::DefaultExecutionSpace::name(), tensor::compat::concurrency(), size(),
+                     size() == 1 ? "" : "s");
 }
 
 }  // namespace kpipe::app

@@ -3,8 +3,8 @@
 // on stderr, printed once by rank 0, and MPI and Kokkos are finalised on
 // every path.
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>

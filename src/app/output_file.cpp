@@ -73,19 +73,24 @@ void require_writable(const std::string& path, const char* option) {
 void require_writable_directory(const std::string& path, const char* option, const char* what) {
   struct stat info {};
   const char* why = nullptr;
-  if (::stat(path.c_str(), &info) != 0) why = std::strerror(errno);
-  else if (!S_ISDIR(info.st_mode)) why = "not a directory";
-  else if (::access(path.c_str(), W_OK | X_OK) != 0) why = std::strerror(errno);
+  if (::stat(path.c_str(), &info) != 0)
+    why = std::strerror(errno);
+  else if (!S_ISDIR(info.st_mode))
+    why = "not a directory";
+  else if (::access(path.c_str(), W_OK | X_OK) != 0)
+    why = std::strerror(errno);
   if (why) {
-    throw input_error(fmt::format("cannot write {} into {} = \"{}\": {}; create the directory or name a "
-                                  "writable one",
-                                  what, option, printable(path), why));
+    throw input_error(
+        fmt::format("cannot write {} into {} = \"{}\": {}; create the directory or name a "
+                    "writable one",
+                    what, option, printable(path), why));
   }
 }
 
 std::string create_temporary(const std::string& path, const char* option) {
   const std::filesystem::path target(path);
-  std::string name = (std::filesystem::path(directory_of(path)) / ("." + target.filename().string() + ".XXXXXX")).string();
+  std::string name =
+      (std::filesystem::path(directory_of(path)) / ("." + target.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(name.data());
   if (fd < 0) {
     throw runtime_error(fmt::format("writing the {} file '{}' failed: cannot create a temporary file in '{}': {}",

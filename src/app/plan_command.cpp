@@ -14,16 +14,16 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "output_file.hpp"
+#include "kpipe/comm/transport.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/schedule/run_plan.hpp"
-#include "kpipe/comm/transport.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/schedule/render.hpp"
+#include "kpipe/schedule/run_plan.hpp"
+#include "output_file.hpp"
 
 namespace kpipe::app {
 

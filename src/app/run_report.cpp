@@ -49,12 +49,15 @@ void RunReport::finish(double seconds) {
   const auto& grid = pipeline_.grid();
   double stashed_bytes = 0.0;
   for (const auto& chunk : pipeline_.chunks()) stashed_bytes += static_cast<double>(chunk->peak_stashed_bytes());
-  const std::vector<double> mine = {static_cast<double>(grid.pipeline_rank()), static_cast<double>(grid.replica()),
-                          static_cast<double>(peak_stashed_),
-                          predicted_ ? static_cast<double>(predicted_->ranks[grid.pipeline_rank()].peak_stashed) : -1.0,
-                          stashed_bytes / (1 << 20), pipeline_.transport().bytes_sent() / double(1 << 20),
-                          pipeline_.memory().total() / double(1 << 20),
-                          runtime::peak_resident_bytes() / double(1 << 20)};
+  const std::vector<double> mine = {
+      static_cast<double>(grid.pipeline_rank()),
+      static_cast<double>(grid.replica()),
+      static_cast<double>(peak_stashed_),
+      predicted_ ? static_cast<double>(predicted_->ranks[grid.pipeline_rank()].peak_stashed) : -1.0,
+      stashed_bytes / (1 << 20),
+      pipeline_.transport().bytes_sent() / double(1 << 20),
+      pipeline_.memory().total() / double(1 << 20),
+      runtime::peak_resident_bytes() / double(1 << 20)};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
   if (!log::is_root()) return;
   const int size = comm::size_of(grid.world());
@@ -94,23 +97,36 @@ void RunReport::print() const {
 nlohmann::json RunReport::json() const {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& row : rows_) {
-    ranks.push_back({{"stage", row.stage}, {"replica", row.replica}, {"peak_stashed", row.peak_stashed},
-                     {"predicted_peak_stashed", row.predicted_peak_stashed < 0
-                                                    ? nlohmann::json()
-                                                    : nlohmann::json(row.predicted_peak_stashed)},
-                     {"peak_stashed_mib", row.peak_stashed_mib}, {"mib_sent", row.mib_sent},
-                     {"estimated_memory_mib", row.estimated_mib}, {"peak_resident_mib", row.peak_resident_mib}});
+    ranks.push_back({{"stage", row.stage},
+                     {"replica", row.replica},
+                     {"peak_stashed", row.peak_stashed},
+                     {"predicted_peak_stashed",
+                      row.predicted_peak_stashed < 0 ? nlohmann::json() : nlohmann::json(row.predicted_peak_stashed)},
+                     {"peak_stashed_mib", row.peak_stashed_mib},
+                     {"mib_sent", row.mib_sent},
+                     {"estimated_memory_mib", row.estimated_mib},
+                     {"peak_resident_mib", row.peak_resident_mib}});
   }
   const auto& s = pipeline_.schedule();
   schedule::Bubble measured{steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; }),
                             steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_total; })};
-  return {{"schedule", s.name}, {"p", s.p}, {"v", s.v}, {"m", s.m}, {"d", pipeline_.grid().replicas()},
-          {"steps", losses_.size()}, {"seconds", seconds_}, {"losses", losses_},
-          {"step_seconds", step_seconds_},
-          {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
-          {"bubble", {{"measured", to_json(measured)},
-                      {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
-          {"ranks", ranks}, {"checkpoints", checkpoints_}, {"restarted_from", restart_}};
+  return {
+      {"schedule", s.name},
+      {"p", s.p},
+      {"v", s.v},
+      {"m", s.m},
+      {"d", pipeline_.grid().replicas()},
+      {"steps", losses_.size()},
+      {"seconds", seconds_},
+      {"losses", losses_},
+      {"step_seconds", step_seconds_},
+      {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
+      {"bubble",
+       {{"measured", to_json(measured)},
+        {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
+      {"ranks", ranks},
+      {"checkpoints", checkpoints_},
+      {"restarted_from", restart_}};
 }
 
 void RunReport::add_checkpoint(const std::string& file, std::int64_t step, double seconds, double mib) {

@@ -43,8 +43,8 @@ void print_setup(const Pipeline& pipeline, const char* what) {
   const auto& s = pipeline.schedule();
   const auto& spec = pipeline.spec();
   log::info("{}", pipeline.grid().layout());
-  log::info("{}: {} schedule, p = {}, v = {}, m = {} microbatches of {} samples, {} layers, transfers {}", what,
-            s.name, s.p, s.v, s.m, spec.microbatch_size, spec.model.layer_count(),
+  log::info("{}: {} schedule, p = {}, v = {}, m = {} microbatches of {} samples, {} layers, transfers {}", what, s.name,
+            s.p, s.v, s.m, spec.microbatch_size, spec.model.layer_count(),
             pipeline.transport().staged() ? "staged through host memory" : "direct");
 }
 
@@ -67,9 +67,10 @@ int inference_batches(const Pipeline& pipeline, const config::RunConfig& config)
   if (samples == 0) return config.train.steps;
   const std::int64_t B = config.train.global_batch;
   if (samples < B) {
-    throw input_error(fmt::format("data.path = \"{}\" has {} test samples, fewer than train.global_batch = {}; "
-                                  "lower train.global_batch to at most {}",
-                                  config.data.path, samples, B, samples));
+    throw input_error(
+        fmt::format("data.path = \"{}\" has {} test samples, fewer than train.global_batch = {}; "
+                    "lower train.global_batch to at most {}",
+                    config.data.path, samples, B, samples));
   }
   log::info("data: the {} test samples of {} in {} batches of {} (train.steps is not used){}", samples,
             config.data.path, samples / B, B,
@@ -96,7 +97,8 @@ int run_command(const Environment& env, const RunOptions& options) {
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
   if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");
-  if (!loaded.config.debug.dump_steps.empty()) require_writable_directory(loaded.config.debug.dump_path, "debug.dump_path", "activation dumps");
+  if (!loaded.config.debug.dump_steps.empty())
+    require_writable_directory(loaded.config.debug.dump_path, "debug.dump_path", "activation dumps");
   if (loaded.config.pipeline.activation_store == config::ActivationStore::hdf5) {
     runtime::require_activation_directory(runtime::activation_directory(loaded.config.pipeline.activation_path));
   }
@@ -115,9 +117,10 @@ int run_command(const Environment& env, const RunOptions& options) {
   RunReport report(pipeline);
   const int first = restore(pipeline, checkpoint, &report);
   if (first > steps) {
-    throw input_error(fmt::format("checkpoint.restart = \"{}\" has done {} steps, more than train.steps = {}; "
-                                  "train.steps counts from step 0, so set it above {}",
-                                  checkpoint.restart, first, steps, first));
+    throw input_error(
+        fmt::format("checkpoint.restart = \"{}\" has done {} steps, more than train.steps = {}; "
+                    "train.steps counts from step 0, so set it above {}",
+                    checkpoint.restart, first, steps, first));
   }
   const runtime::CheckpointRun run{loaded.deck.resolved_toml()};
   ProfileRecorder profile(pipeline, options.profile_path);
@@ -147,10 +150,11 @@ int run_command(const Environment& env, const RunOptions& options) {
   if (const auto* store = pipeline.activation_store()) {
     const runtime::ActivationTraffic& io = store->traffic();
     const int done = std::max(1, steps - first);
-    log::info("activation store (rank {}): {:.1f} MiB written and read per step, {:.4f} s of I/O per step, peak "
-              "resident stash {:.1f} KiB",
-              pipeline.grid().world_rank(), static_cast<double>(io.bytes_written) / done / (1 << 20),
-              io.seconds() / done, static_cast<double>(peak_stashed_bytes(pipeline)) / 1024);
+    log::info(
+        "activation store (rank {}): {:.1f} MiB written and read per step, {:.4f} s of I/O per step, peak "
+        "resident stash {:.1f} KiB",
+        pipeline.grid().world_rank(), static_cast<double>(io.bytes_written) / done / (1 << 20), io.seconds() / done,
+        static_cast<double>(peak_stashed_bytes(pipeline)) / 1024);
   }
   if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
   profile.write(env, loaded, options.deck.overrides);
@@ -186,14 +190,16 @@ int infer_command(const Environment& env, const RunOptions& options) {
   const double mean_loss = batches > 0 ? total.loss / batches : 0.0;
   log::info("inference: {} samples in {} batches, mean loss {:.6f}{}, {:.0f} samples/s", total.samples, batches,
             mean_loss,
-            classification ? fmt::format(", accuracy {:.2f}%", 100.0 * total.correct / std::max<std::int64_t>(1, total.samples))
-                           : "",
+            classification
+                ? fmt::format(", accuracy {:.2f}%", 100.0 * total.correct / std::max<std::int64_t>(1, total.samples))
+                : "",
             total.samples / std::max(seconds, 1e-12));
   if (!options.json_path.empty() && log::is_root()) {
-    nlohmann::json json = {{"command", "infer"}, {"deck", options.deck.path}, {"batches", batches},
-                           {"samples", total.samples}, {"mean_loss", mean_loss},
-                           {"samples_per_second", total.samples / std::max(seconds, 1e-12)}};
-    if (classification) json["accuracy"] = static_cast<double>(total.correct) / std::max<std::int64_t>(1, total.samples);
+    nlohmann::json json = {{"command", "infer"},     {"deck", options.deck.path},
+                           {"batches", batches},     {"samples", total.samples},
+                           {"mean_loss", mean_loss}, {"samples_per_second", total.samples / std::max(seconds, 1e-12)}};
+    if (classification)
+      json["accuracy"] = static_cast<double>(total.correct) / std::max<std::int64_t>(1, total.samples);
     write_output(options.json_path, "--json", [&](std::ostream& file) { file << json.dump(2) << '\n'; });
   }
   profile.write(env, loaded, options.deck.overrides);

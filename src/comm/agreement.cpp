@@ -44,7 +44,8 @@ void agree(Communicator comm, const Watchdog& watchdog, const std::string& phase
   // Every rank is here, so a blocking broadcast of the failing rank's message cannot hang.
   int length = rank_of(comm) == failing_rank ? static_cast<int>(mine.message.size()) : 0;
   MPI_Bcast(&length, 1, MPI_INT, failing_rank, comm);
-  std::string message = rank_of(comm) == failing_rank ? mine.message : std::string(static_cast<std::size_t>(length), ' ');
+  std::string message =
+      rank_of(comm) == failing_rank ? mine.message : std::string(static_cast<std::size_t>(length), ' ');
   MPI_Bcast(message.data(), length, MPI_CHAR, failing_rank, comm);
 
   // A failure on every rank is the input's (a bad deck fails everywhere alike);

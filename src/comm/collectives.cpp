@@ -73,7 +73,9 @@ std::vector<T> gather_equal(Communicator comm, const std::vector<T>& mine, MPI_D
 
 }  // namespace
 
-std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) { return gather_equal(comm, mine, MPI_INT); }
+std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) {
+  return gather_equal(comm, mine, MPI_INT);
+}
 
 std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine) {
   return gather_equal(comm, mine, MPI_DOUBLE);
@@ -113,8 +115,8 @@ std::vector<double> gather_varying_to_root(Communicator comm, const std::vector<
   std::partial_sum(sizes.begin(), sizes.end() - 1, offsets.begin() + 1);
   const bool root = rank_of(comm) == 0;
   std::vector<double> all(root ? static_cast<std::size_t>(total) : 0);
-  MPI_Gatherv(mine.data(), static_cast<int>(count), MPI_DOUBLE, all.data(), sizes.data(), offsets.data(), MPI_DOUBLE,
-              0, comm);
+  MPI_Gatherv(mine.data(), static_cast<int>(count), MPI_DOUBLE, all.data(), sizes.data(), offsets.data(), MPI_DOUBLE, 0,
+              comm);
   if (counts && root) *counts = sizes;
   return all;
 }

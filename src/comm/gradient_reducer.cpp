@@ -8,7 +8,9 @@ namespace kpipe::comm {
 
 template <class Scalar>
 GradientReducer<Scalar>::GradientReducer(MPI_Comm comm, std::size_t bucket_bytes, bool stage_through_host)
-    : comm_(comm), bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(Scalar))), staged_(stage_through_host) {}
+    : comm_(comm),
+      bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(Scalar))),
+      staged_(stage_through_host) {}
 
 template <class Scalar>
 void GradientReducer<Scalar>::reduce_bucket(std::size_t count) {
@@ -32,9 +34,8 @@ void GradientReducer<Scalar>::sum(const std::vector<Flat>& tensors) {
   for (const auto& t : tensors) total += t.extent(0);
   const std::size_t capacity = std::min(total, bucket_elements_);
   if (bucket_.extent(0) < capacity) {
-    bucket_ = Kokkos::View<Scalar*, MemorySpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing,
-                                                                    std::string("kpipe::comm::gradient_bucket")),
-                                                 capacity);
+    bucket_ = Kokkos::View<Scalar*, MemorySpace>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kpipe::comm::gradient_bucket")), capacity);
     if (staged_) host_bucket_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), bucket_);
   }
   // Pieces of tensors waiting in the bucket: (tensor, offset in tensor, offset in bucket, length).

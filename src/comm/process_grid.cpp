@@ -12,10 +12,10 @@ ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int data_parallel)
   MPI_Comm_size(world, &size);
   MPI_Comm_rank(world, &world_rank_);
   if (size != stages * data_parallel) {
-    throw input_error(fmt::format("the job has {} MPI rank{}, but pipeline.stages * pipeline.data_parallel = {} * {} "
-                                  "= {}; launch with mpirun -n {} or change the deck",
-                                  size, size == 1 ? "" : "s", stages, data_parallel, stages * data_parallel,
-                                  stages * data_parallel));
+    throw input_error(
+        fmt::format("the job has {} MPI rank{}, but pipeline.stages * pipeline.data_parallel = {} * {} "
+                    "= {}; launch with mpirun -n {} or change the deck",
+                    size, size == 1 ? "" : "s", stages, data_parallel, stages * data_parallel, stages * data_parallel));
   }
   pipeline_rank_ = world_rank_ % stages;
   replica_ = world_rank_ / stages;

@@ -68,9 +68,8 @@ void Transport<Scalar>::post_receive(const Message& message) {
 template <class Scalar>
 typename std::vector<typename Transport<Scalar>::Pending>::iterator Transport<Scalar>::find_receive(
     const Message& message) {
-  return std::find_if(receives_.begin(), receives_.end(), [&](const Pending& p) {
-    return p.message.peer == message.peer && p.message.tag == message.tag;
-  });
+  return std::find_if(receives_.begin(), receives_.end(),
+                      [&](const Pending& p) { return p.message.peer == message.peer && p.message.tag == message.tag; });
 }
 
 template <class Scalar>
@@ -80,7 +79,7 @@ void Transport<Scalar>::wait(Pending& pending, const std::string& what) {
 
 template <class Scalar>
 typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Message& message,
-                                                                     const std::string& what) {
+                                                                       const std::string& what) {
   auto it = find_receive(message);
   if (it == receives_.end()) {
     post_receive(message);
@@ -90,8 +89,8 @@ typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Mes
   receives_.erase(it);
   if (!same_shape(pending.data, message)) {
     throw runtime_error(fmt::format("message tag {} from rank {} was posted as {}x{} but is needed as {}x{}",
-                                    message.tag, message.peer, pending.message.rows, pending.message.cols,
-                                    message.rows, message.cols));
+                                    message.tag, message.peer, pending.message.rows, pending.message.cols, message.rows,
+                                    message.cols));
   }
   wait(pending, what);
   if (staged_) {

@@ -96,19 +96,26 @@ double real_value(const RawEntry& raw) {
 
 std::string type_of(const toml::value& v) {
   switch (v.type()) {
-    case toml::value_t::integer: return fmt::format("an integer ({})", v.as_integer());
-    case toml::value_t::floating: return fmt::format("a number ({})", v.as_floating());
-    case toml::value_t::boolean: return v.as_boolean() ? "a boolean (true)" : "a boolean (false)";
-    case toml::value_t::string: return fmt::format("a string (\"{}\")", v.as_string().str);
-    case toml::value_t::array: return "a list";
-    case toml::value_t::table: return "a table";
-    default: return "a date or time";
+    case toml::value_t::integer:
+      return fmt::format("an integer ({})", v.as_integer());
+    case toml::value_t::floating:
+      return fmt::format("a number ({})", v.as_floating());
+    case toml::value_t::boolean:
+      return v.as_boolean() ? "a boolean (true)" : "a boolean (false)";
+    case toml::value_t::string:
+      return fmt::format("a string (\"{}\")", v.as_string().str);
+    case toml::value_t::array:
+      return "a list";
+    case toml::value_t::table:
+      return "a table";
+    default:
+      return "a date or time";
   }
 }
 
 [[noreturn]] void wrong_type(const KeySpec& spec, const RawEntry& raw) {
-  throw input_error(fmt::format("{}: {} must be {}, got {}", raw.origin, spec.name, describe(spec.type),
-                                type_of(raw.value)));
+  throw input_error(
+      fmt::format("{}: {} must be {}, got {}", raw.origin, spec.name, describe(spec.type), type_of(raw.value)));
 }
 
 Value convert(const KeySpec& spec, const RawEntry& raw) {
@@ -132,8 +139,8 @@ Value convert(const KeySpec& spec, const RawEntry& raw) {
       IntegerList list;
       for (const auto& item : v.as_array()) {
         if (!item.is_integer()) {
-          throw input_error(fmt::format("{}: {} must be a list of integers, but it holds {}", raw.origin, spec.name,
-                                        type_of(item)));
+          throw input_error(
+              fmt::format("{}: {} must be a list of integers, but it holds {}", raw.origin, spec.name, type_of(item)));
         }
         list.push_back(item.as_integer());
       }
@@ -168,7 +175,8 @@ void check_allowed(const KeySpec& spec, const Value& value, const std::string& o
     if (std::find(spec.choices.begin(), spec.choices.end(), *s) == spec.choices.end()) {
       const std::string near = nearest_match(*s, spec.choices);
       throw input_error(fmt::format("{}: {} = \"{}\" is not valid: must be {}{}", origin, spec.name, *s,
-                                    allowed_values(spec), near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+                                    allowed_values(spec),
+                                    near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
     }
   }
 }
@@ -194,18 +202,20 @@ toml::value parse_toml(std::string_view text, const std::string& source) {
 // silently end the value there); nothing in a deck value needs them.
 void check_override_text(const std::string& text, const std::string& origin) {
   if (text.size() > limits::override_bytes) {
-    throw input_error(fmt::format("{}...: an override of {} bytes; overrides are at most {} bytes, put long values "
-                                  "in the deck",
-                                  origin.substr(0, 60), text.size(), limits::override_bytes));
+    throw input_error(
+        fmt::format("{}...: an override of {} bytes; overrides are at most {} bytes, put long values "
+                    "in the deck",
+                    origin.substr(0, 60), text.size(), limits::override_bytes));
   }
   const auto bad = std::find_if(text.begin(), text.end(), [](char c) {
     const auto u = static_cast<unsigned char>(c);
     return u < 0x20 || u == 0x7f;
   });
   if (bad != text.end()) {
-    throw input_error(fmt::format("{}: an override cannot hold control characters ({} at offset {}); write it "
-                                  "on one line without tabs or escapes",
-                                  origin, printable(std::string(1, *bad)), bad - text.begin()));
+    throw input_error(
+        fmt::format("{}: an override cannot hold control characters ({} at offset {}); write it "
+                    "on one line without tabs or escapes",
+                    origin, printable(std::string(1, *bad)), bad - text.begin()));
   }
 }
 
@@ -232,7 +242,8 @@ RawEntry parse_override(const std::string& text) {
     const toml::value table = toml::parse(stream, origin);
     return {key, table.as_table().at("v"), origin, 0, value_text};
   } catch (const toml::exception&) {
-    throw input_error(fmt::format("{}: '{}' is not {} (the value of {})", origin, value_text, describe(spec.type), key));
+    throw input_error(
+        fmt::format("{}: '{}' is not {} (the value of {})", origin, value_text, describe(spec.type), key));
   }
 }
 

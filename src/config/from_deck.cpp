@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <numeric>
 #include <initializer_list>
+#include <numeric>
 #include <utility>
 
 #include "kpipe/core/error.hpp"
@@ -48,14 +48,16 @@ int microbatch_count(const Deck& deck) {
   const std::int64_t b = deck.integer("train.microbatch_size");
   const std::int64_t d = deck.integer("pipeline.data_parallel");
   if (B % d != 0) {
-    throw input_error(fmt::format("train.global_batch = {} is not divisible by pipeline.data_parallel = {}; "
-                                  "set train.global_batch to a multiple of {} (e.g. {})",
-                                  B, d, d, (B / d + 1) * d));
+    throw input_error(
+        fmt::format("train.global_batch = {} is not divisible by pipeline.data_parallel = {}; "
+                    "set train.global_batch to a multiple of {} (e.g. {})",
+                    B, d, d, (B / d + 1) * d));
   }
   if (B % (b * d) != 0) {
-    throw input_error(fmt::format("m = B / (b * d) = {} / ({} * {}) is not an integer; the nearest valid "
-                                  "train.microbatch_size is {}",
-                                  B, b, d, nearest_divisor(B / d, b)));
+    throw input_error(
+        fmt::format("m = B / (b * d) = {} / ({} * {}) is not an integer; the nearest valid "
+                    "train.microbatch_size is {}",
+                    B, b, d, nearest_divisor(B / d, b)));
   }
   return static_cast<int>(B / (b * d));
 }
@@ -69,9 +71,10 @@ int model_layer_count(const Deck& deck) {
   }
   for (const auto width : hidden) {
     if (width != hidden.front()) {
-      throw input_error(fmt::format("{}: residual_mlp blocks add their input to their output, so every hidden width "
-                                    "must be the same (e.g. [{}, {}])",
-                                    deck.describe("model.hidden"), hidden.front(), hidden.front()));
+      throw input_error(
+          fmt::format("{}: residual_mlp blocks add their input to their output, so every hidden width "
+                      "must be the same (e.g. [{}, {}])",
+                      deck.describe("model.hidden"), hidden.front(), hidden.front()));
     }
   }
   return blocks + 2;
@@ -81,21 +84,24 @@ std::vector<int> ints(const IntegerList& list) { return {list.begin(), list.end(
 
 ModelConfig model_config(const Deck& deck) {
   ModelConfig model;
-  model.kind = choice<ModelKind>(deck, "model.kind", {{"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp}});
+  model.kind =
+      choice<ModelKind>(deck, "model.kind", {{"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp}});
   model.input_dim = static_cast<int>(deck.integer("model.input_dim"));
   model.hidden = ints(deck.integers("model.hidden"));
   model.output_dim = static_cast<int>(deck.integer("model.output_dim"));
-  model.activation =
-      choice<ActivationKind>(deck, "model.activation",
-             {{"gelu", ActivationKind::gelu}, {"relu", ActivationKind::relu}, {"tanh", ActivationKind::tanh}});
-  model.loss = choice<LossKind>(deck, "model.loss", {{"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse}});
+  model.activation = choice<ActivationKind>(
+      deck, "model.activation",
+      {{"gelu", ActivationKind::gelu}, {"relu", ActivationKind::relu}, {"tanh", ActivationKind::tanh}});
+  model.loss =
+      choice<LossKind>(deck, "model.loss", {{"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse}});
   model.seed = static_cast<std::uint64_t>(deck.integer("model.seed"));
   return model;
 }
 
 OptimizerConfig optimizer_config(const Deck& deck) {
   OptimizerConfig optimizer;
-  optimizer.kind = choice<OptimizerKind>(deck, "train.optimizer", {{"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKind::adamw}});
+  optimizer.kind =
+      choice<OptimizerKind>(deck, "train.optimizer", {{"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKind::adamw}});
   optimizer.lr = deck.real("train.lr");
   optimizer.momentum = deck.real("train.momentum");
   optimizer.weight_decay = deck.real("train.weight_decay");
@@ -114,7 +120,8 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.microbatches = microbatch_count(deck);
   pipeline.schedule = deck.string("pipeline.schedule");
   pipeline.partition = ints(deck.integers("pipeline.partition"));
-  pipeline.recompute = choice<Recompute>(deck, "pipeline.recompute", {{"none", Recompute::none}, {"full", Recompute::full}});
+  pipeline.recompute =
+      choice<Recompute>(deck, "pipeline.recompute", {{"none", Recompute::none}, {"full", Recompute::full}});
   pipeline.activation_store = choice<ActivationStore>(
       deck, "pipeline.activation_store", {{"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5}});
   pipeline.activation_path = deck.string("pipeline.activation_path");
@@ -137,7 +144,8 @@ SimConfig sim_config(const Deck& deck) {
 // The shape the schedule registry judges, in deck keys.
 schedule::ShapeCheck shape_check(const Deck& deck, const RunConfig& config) {
   const PipelineConfig& shape = config.pipeline;
-  return {shape.stages,         shape.virtual_stages, shape.microbatches, config.train.microbatch_size,
+  return {shape.stages,        shape.virtual_stages,
+          shape.microbatches,  config.train.microbatch_size,
           shape.data_parallel, deck.describe("pipeline.virtual_stages")};
 }
 
@@ -167,10 +175,10 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_shape(deck, config);
   const PipelineConfig& shape = config.pipeline;
   if (shape.model_stages() > config.layers) {
-    throw input_error(fmt::format("p * v = {} * {} = {} model stages, but the model has only {} layers; use at most {} "
-                                  "stages or add widths to model.hidden",
-                                  shape.stages, shape.virtual_stages, shape.model_stages(), config.layers,
-                                  config.layers / shape.virtual_stages));
+    throw input_error(fmt::format(
+        "p * v = {} * {} = {} model stages, but the model has only {} layers; use at most {} "
+        "stages or add widths to model.hidden",
+        shape.stages, shape.virtual_stages, shape.model_stages(), config.layers, config.layers / shape.virtual_stages));
   }
   if ((config.data.task == Task::classification) != (config.model.loss == LossKind::cross_entropy)) {
     throw input_error(fmt::format("{} does not fit {}; classification uses \"cross_entropy\", regression \"mse\"",
@@ -178,9 +186,10 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
   }
   check_partition(deck, config);
   if (config.data.source == DataSource::hdf5 && config.data.path.empty()) {
-    throw input_error(fmt::format("{} reads its samples from data.path, which is empty; set data.path to an HDF5 "
-                                  "dataset (docs/formats.md, \"Datasets\")",
-                                  deck.describe("data.source")));
+    throw input_error(
+        fmt::format("{} reads its samples from data.path, which is empty; set data.path to an HDF5 "
+                    "dataset (docs/formats.md, \"Datasets\")",
+                    deck.describe("data.source")));
   }
 }
 
@@ -201,7 +210,8 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.source =
       choice<DataSource>(deck, "data.source", {{"synthetic", DataSource::synthetic}, {"hdf5", DataSource::hdf5}});
   config.data.path = deck.string("data.path");
-  config.compute.gemm = choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
+  config.compute.gemm =
+      choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
   config.sim = sim_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");

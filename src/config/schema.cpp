@@ -18,8 +18,7 @@ constexpr double int_max = 2147483647.0;
 KeySpec integer(std::string name, std::int64_t value, double min, double max, std::string doc) {
   return {std::move(name), T::integer, value, min, max, false, {}, std::move(doc)};
 }
-KeySpec real(std::string name, double value, double min, std::optional<double> max, bool exclusive,
-             std::string doc) {
+KeySpec real(std::string name, double value, double min, std::optional<double> max, bool exclusive, std::string doc) {
   return {std::move(name), T::real, value, min, max, exclusive, {}, std::move(doc)};
 }
 KeySpec choice(std::string name, std::string value, std::vector<std::string> choices, std::string doc) {
@@ -47,7 +46,8 @@ std::vector<KeySpec> build_schema() {
       choice("model.activation", "gelu", {"gelu", "relu", "tanh"}, "Activation after each hidden Linear"),
       choice("model.loss", "cross_entropy", {"cross_entropy", "mse"},
              "Loss: softmax cross-entropy (classification) or mean squared error (regression)"),
-      integer("model.seed", 1234, 0, int_max, "Weight initialisation seed; weights depend only on it and the layer index"),
+      integer("model.seed", 1234, 0, int_max,
+              "Weight initialisation seed; weights depend only on it and the layer index"),
       // training
       integer("train.global_batch", 256, 1, 1 << 30, "Samples per optimizer step over all data-parallel replicas (B)"),
       integer("train.microbatch_size", 16, 1, 1 << 30, "Samples per microbatch (b); m = B / (b * d)"),
@@ -95,10 +95,13 @@ std::vector<KeySpec> build_schema() {
       // simulator
       real("sim.cost_forward", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one F per stage (arbitrary units)"),
       real("sim.cost_backward_input", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one B (input gradient)"),
-      real("sim.cost_backward_weight", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one W (weight gradient); BW = B + W"),
+      real("sim.cost_backward_weight", 1.0, 0.0, limits::sim_cost, true,
+           "Simulated time of one W (weight gradient); BW = B + W"),
       real("sim.comm_latency", 0.0, 0.0, limits::sim_cost, false, "Simulated latency of one transfer"),
-      real("sim.comm_bandwidth", 0.0, 0.0, std::nullopt, false, "Simulated bytes per time unit; 0 means transfers cost only latency"),
-      integer("sim.max_in_flight", 0, 0, int_max, "Limit on stashed microbatches per rank in the simulator; 0 is unlimited"),
+      real("sim.comm_bandwidth", 0.0, 0.0, std::nullopt, false,
+           "Simulated bytes per time unit; 0 means transfers cost only latency"),
+      integer("sim.max_in_flight", 0, 0, int_max,
+              "Limit on stashed microbatches per rank in the simulator; 0 is unlimited"),
       // runtime
       real("runtime.watchdog_seconds", 120.0, 0.0, std::nullopt, true,
            "Abort the job when any wait takes longer than this, naming the rank and the message"),
@@ -116,9 +119,11 @@ std::vector<KeySpec> build_schema() {
               "Write a checkpoint every this many steps (after the step completes); 0 never writes one"),
       text("checkpoint.path", "checkpoints",
            "Existing writable directory of the checkpoint files step-<N>.h5 (N: steps done; docs/formats.md)"),
-      integer("checkpoint.keep", 2, 1, int_max, "Keep the last this many checkpoints in checkpoint.path; older ones are removed"),
+      integer("checkpoint.keep", 2, 1, int_max,
+              "Keep the last this many checkpoints in checkpoint.path; older ones are removed"),
       text("checkpoint.restart", "",
-           "Checkpoint file to continue from (its step + 1 onwards, up to train.steps); kpipe infer evaluates its weights"),
+           "Checkpoint file to continue from (its step + 1 onwards, up to train.steps); kpipe infer evaluates its "
+           "weights"),
   };
 }
 
@@ -165,8 +170,8 @@ std::string schema_markdown() {
     const std::string prefix = key.name.substr(0, key.name.find('.'));
     if (prefix != section) {
       section = prefix;
-      out += fmt::format("\n## {}\n\n| key | type | default | allowed | description |\n|---|---|---|---|---|\n",
-                         section);
+      out +=
+          fmt::format("\n## {}\n\n| key | type | default | allowed | description |\n|---|---|---|---|---|\n", section);
     }
     out += fmt::format("| `{}` | {} | `{}` | {} | {} |\n", key.name, describe(key.type), to_toml(key.default_value),
                        allowed_values(key), key.doc);

@@ -78,9 +78,13 @@ class ShapeScan {
 
   void structure(char c) {
     switch (c) {
-      case '\n': newline(); break;
+      case '\n':
+        newline();
+        break;
       case '[':
-      case '{': open(c); break;
+      case '{':
+        open(c);
+        break;
       case ']':
       case '}':
         if (!open_.empty()) open_.pop_back();
@@ -88,9 +92,10 @@ class ShapeScan {
         break;
       case ',':
         if (!open_.empty() && open_.back().list && ++open_.back().entries >= limits::toml_list_entries) {
-          fail(fmt::format("a list with more than {} entries; the longest list a deck needs has one entry per "
-                           "model stage (model.hidden, pipeline.partition)",
-                           limits::toml_list_entries));
+          fail(
+              fmt::format("a list with more than {} entries; the longest list a deck needs has one entry per "
+                          "model stage (model.hidden, pipeline.partition)",
+                          limits::toml_list_entries));
         }
         dots_ = 0;
         break;
@@ -104,15 +109,17 @@ class ShapeScan {
                            limits::toml_dotted_key_parts));
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
   void count_key() {
     if (++keys_ > limits::toml_keys) {
-      fail(fmt::format("more than {} keys; a deck sets at most the {} keys of the schema (`kpipe deck --doc` "
-                       "lists them)",
-                       limits::toml_keys, schema().size()));
+      fail(
+          fmt::format("more than {} keys; a deck sets at most the {} keys of the schema (`kpipe deck --doc` "
+                      "lists them)",
+                      limits::toml_keys, schema().size()));
     }
   }
 
@@ -122,9 +129,10 @@ class ShapeScan {
     open_.push_back({c == '[', 0});
     dots_ = 0;
     if (open_.size() > static_cast<std::size_t>(limits::toml_nesting_depth)) {
-      fail(fmt::format("lists and tables nest more than {} levels deep; a deck needs one level, e.g. "
-                       "model.hidden = [256, 256]",
-                       limits::toml_nesting_depth));
+      fail(
+          fmt::format("lists and tables nest more than {} levels deep; a deck needs one level, e.g. "
+                      "model.hidden = [256, 256]",
+                      limits::toml_nesting_depth));
     }
   }
 

@@ -7,11 +7,16 @@ namespace kpipe::config {
 
 std::string describe(ValueType type) {
   switch (type) {
-    case ValueType::integer: return "an integer";
-    case ValueType::real: return "a number";
-    case ValueType::boolean: return "a boolean";
-    case ValueType::string: return "a string";
-    case ValueType::integer_list: return "a list of integers";
+    case ValueType::integer:
+      return "an integer";
+    case ValueType::real:
+      return "a number";
+    case ValueType::boolean:
+      return "a boolean";
+    case ValueType::string:
+      return "a string";
+    case ValueType::integer_list:
+      return "a list of integers";
   }
   return "a value";
 }

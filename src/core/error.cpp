@@ -16,8 +16,7 @@ std::string single_line(std::string text) {
 }
 }  // namespace
 
-Error::Error(ErrorKind kind, const std::string& message)
-    : std::runtime_error(single_line(message)), kind_(kind) {}
+Error::Error(ErrorKind kind, const std::string& message) : std::runtime_error(single_line(message)), kind_(kind) {}
 
 Error input_error(const std::string& message) { return Error(ErrorKind::input, message); }
 Error runtime_error(const std::string& message) { return Error(ErrorKind::runtime, message); }

@@ -43,7 +43,9 @@ std::string_view name(Phase phase) {
 std::optional<Fault> parse(const char* text) {
   if (text == nullptr || *text == '\0') return std::nullopt;
   const std::string value = text;
-  const auto bad = [&] { return input_error(fmt::format("KPIPE_FAULT = '{}' is not valid; use {}", value, format_help)); };
+  const auto bad = [&] {
+    return input_error(fmt::format("KPIPE_FAULT = '{}' is not valid; use {}", value, format_help));
+  };
   Fault fault;
   char phase[16] = {};
   int step = 0;

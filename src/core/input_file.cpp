@@ -26,12 +26,18 @@ struct Descriptor {
 std::string open_failure(const std::string& path, const InputFile& kind, int error) {
   const std::string where = fmt::format("cannot open {} '{}'", kind.what, printable(path));
   switch (error) {
-    case ENOENT: return fmt::format("{}: no such file{}", where, kind.hint);
-    case ENOTDIR: return fmt::format("{}: a part of the path is not a directory{}", where, kind.hint);
-    case ELOOP: return fmt::format("{}: too many levels of symbolic links (a symlink loop?); fix the link", where);
-    case ENAMETOOLONG: return fmt::format("{}: the file name is too long; check the path", where);
-    case EACCES: return fmt::format("{}: permission denied; check the file's permissions", where);
-    default: return fmt::format("{}: {}", where, std::strerror(error));
+    case ENOENT:
+      return fmt::format("{}: no such file{}", where, kind.hint);
+    case ENOTDIR:
+      return fmt::format("{}: a part of the path is not a directory{}", where, kind.hint);
+    case ELOOP:
+      return fmt::format("{}: too many levels of symbolic links (a symlink loop?); fix the link", where);
+    case ENAMETOOLONG:
+      return fmt::format("{}: the file name is too long; check the path", where);
+    case EACCES:
+      return fmt::format("{}: permission denied; check the file's permissions", where);
+    default:
+      return fmt::format("{}: {}", where, std::strerror(error));
   }
 }
 

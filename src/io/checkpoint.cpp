@@ -216,7 +216,8 @@ std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelS
     const auto [it, inserted] = unique.emplace(shape.name, shape);
     if (!inserted && (it->second.rows != shape.rows || it->second.cols != shape.cols)) {
       throw runtime_error(fmt::format("ranks disagree on the shape of {}: {} and {}", shape.name,
-                                      shape_text(it->second.rows, it->second.cols), shape_text(shape.rows, shape.cols)));
+                                      shape_text(it->second.rows, it->second.cols),
+                                      shape_text(shape.rows, shape.cols)));
     }
   }
   std::vector<ModelShape> shapes;
@@ -231,7 +232,8 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
   // Every rank must create every dataset alike: agree on the list, then on who writes what.
   std::map<std::string, const NamedMatrix<Scalar>*> mine;
   std::vector<ModelShape> my_shapes;
-  for (const auto& [group, tensors] : {std::pair{"parameters", &parameters}, std::pair{"optimizer", &optimizer_state}}) {
+  for (const auto& [group, tensors] :
+       {std::pair{"parameters", &parameters}, std::pair{"optimizer", &optimizer_state}}) {
     for (const auto& tensor : *tensors) {
       my_shapes.push_back(shape_of(group, tensor));
       mine.emplace(my_shapes.back().name, &tensor);
@@ -254,8 +256,8 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
   MPI_Allreduce(MPI_IN_PLACE, writers.data(), static_cast<int>(writers.size()), MPI_INT, MPI_SUM, comm);
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (writers[i] != 1) {
-      throw runtime_error(fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must", writers[i],
-                                      all[i].name));
+      throw runtime_error(
+          fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must", writers[i], all[i].name));
     }
   }
 
@@ -309,11 +311,16 @@ std::uint64_t checksum_as(const Dataset& dataset) {
 
 std::uint64_t checksum_of(const Dataset& dataset) {
   switch (dataset.type()) {
-    case hdf5::Type::float32: return checksum_as<float>(dataset);
-    case hdf5::Type::float64: return checksum_as<double>(dataset);
-    case hdf5::Type::int32: return checksum_as<std::int32_t>(dataset);
-    case hdf5::Type::int64: return checksum_as<std::int64_t>(dataset);
-    case hdf5::Type::uint64: return checksum_as<std::uint64_t>(dataset);
+    case hdf5::Type::float32:
+      return checksum_as<float>(dataset);
+    case hdf5::Type::float64:
+      return checksum_as<double>(dataset);
+    case hdf5::Type::int32:
+      return checksum_as<std::int32_t>(dataset);
+    case hdf5::Type::int64:
+      return checksum_as<std::int64_t>(dataset);
+    case hdf5::Type::uint64:
+      return checksum_as<std::uint64_t>(dataset);
   }
   return 0;
 }
@@ -321,9 +328,10 @@ std::uint64_t checksum_of(const Dataset& dataset) {
 void verify(const std::string& file, const Dataset& dataset, std::uint64_t computed) {
   const std::uint64_t stored = dataset.uint_attribute(checksum_attribute);
   if (stored != computed) {
-    throw input_error(fmt::format("{}: {} is corrupt: its checksum is {:016x}, the file says {:016x}; restart from an "
-                                  "earlier checkpoint",
-                                  file, dataset.path(), computed, stored));
+    throw input_error(
+        fmt::format("{}: {} is corrupt: its checksum is {:016x}, the file says {:016x}; restart from an "
+                    "earlier checkpoint",
+                    file, dataset.path(), computed, stored));
   }
 }
 
@@ -334,10 +342,10 @@ void check_format(const std::string& file, const File& checkpoint) {
   }
   const auto schema = checkpoint.int_attribute("schema_version");
   if (schema != checkpoint_schema_version) {
-    throw input_error(fmt::format("{}: checkpoint schema version {} (written by kpipe {}); this kpipe {} reads version "
-                                  "{} only",
-                                  file, schema, checkpoint.string_attribute("software_version"), version_string,
-                                  checkpoint_schema_version));
+    throw input_error(fmt::format(
+        "{}: checkpoint schema version {} (written by kpipe {}); this kpipe {} reads version "
+        "{} only",
+        file, schema, checkpoint.string_attribute("software_version"), version_string, checkpoint_schema_version));
   }
 }
 
@@ -371,8 +379,8 @@ void check_model(const std::string& file, const File& checkpoint, const std::vec
 template <class Scalar>
 void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what) {
   if (!group.has(tensor.name)) {
-    throw input_error(fmt::format("{}: holds no {} {} (was it written with another train.optimizer?)", file, what,
-                                  tensor.name));
+    throw input_error(
+        fmt::format("{}: holds no {} {} (was it written with another train.optimizer?)", file, what, tensor.name));
   }
   const auto dataset = group.open_dataset(tensor.name);
   const auto shape = dataset.shape();

@@ -40,11 +40,16 @@ std::string hdf5_reason() {
 
 hid_t native(Type type) {
   switch (type) {
-    case Type::float32: return H5T_NATIVE_FLOAT;
-    case Type::float64: return H5T_NATIVE_DOUBLE;
-    case Type::int32: return H5T_NATIVE_INT32;
-    case Type::int64: return H5T_NATIVE_INT64;
-    case Type::uint64: return H5T_NATIVE_UINT64;
+    case Type::float32:
+      return H5T_NATIVE_FLOAT;
+    case Type::float64:
+      return H5T_NATIVE_DOUBLE;
+    case Type::int32:
+      return H5T_NATIVE_INT32;
+    case Type::int64:
+      return H5T_NATIVE_INT64;
+    case Type::uint64:
+      return H5T_NATIVE_UINT64;
   }
   return H5T_NATIVE_FLOAT;
 }
@@ -52,11 +57,16 @@ hid_t native(Type type) {
 // Little-endian file types: the same bytes on every machine kpipe runs on.
 hid_t stored(Type type) {
   switch (type) {
-    case Type::float32: return H5T_IEEE_F32LE;
-    case Type::float64: return H5T_IEEE_F64LE;
-    case Type::int32: return H5T_STD_I32LE;
-    case Type::int64: return H5T_STD_I64LE;
-    case Type::uint64: return H5T_STD_U64LE;
+    case Type::float32:
+      return H5T_IEEE_F32LE;
+    case Type::float64:
+      return H5T_IEEE_F64LE;
+    case Type::int32:
+      return H5T_STD_I32LE;
+    case Type::int64:
+      return H5T_STD_I64LE;
+    case Type::uint64:
+      return H5T_STD_U64LE;
   }
   return H5T_IEEE_F32LE;
 }
@@ -69,11 +79,16 @@ detail::Handle dataspace(const std::vector<hsize_t>& dims) {
 
 const char* name_of(Type type) {
   switch (type) {
-    case Type::float32: return "float32";
-    case Type::float64: return "float64";
-    case Type::int32: return "int32";
-    case Type::int64: return "int64";
-    case Type::uint64: return "uint64";
+    case Type::float32:
+      return "float32";
+    case Type::float64:
+      return "float64";
+    case Type::int32:
+      return "int32";
+    case Type::int64:
+      return "int64";
+    case Type::uint64:
+      return "uint64";
   }
   return "?";
 }
@@ -105,9 +120,7 @@ Object::~Object() {
   if (where_ && where_->parallel && std::uncaught_exceptions() > 0) handle_.release();
 }
 
-std::string Object::child_path(const std::string& name) const {
-  return path_ == "/" ? "/" + name : path_ + "/" + name;
-}
+std::string Object::child_path(const std::string& name) const { return path_ == "/" ? "/" + name : path_ + "/" + name; }
 
 void Object::fail(const std::string& what) const {
   const std::string reason = hdf5_reason();
@@ -223,8 +236,7 @@ std::uint64_t Object::uint_attribute(const std::string& name) const {
 }
 
 double Object::double_attribute(const std::string& name) const {
-  return read_number<double>(id(), name, H5T_FLOAT, H5T_NATIVE_DOUBLE,
-                             [this](const std::string& what) { fail(what); });
+  return read_number<double>(id(), name, H5T_FLOAT, H5T_NATIVE_DOUBLE, [this](const std::string& what) { fail(what); });
 }
 
 // ---- Dataset -----------------------------------------------------------------
@@ -390,8 +402,10 @@ File File::make(const std::string& file_name, MPI_Comm comm, bool parallel, bool
   if (!file.valid()) {
     const std::string reason = hdf5_reason();
     std::string message = file_name + ": " + (create ? "cannot create the HDF5 file" : "cannot open as an HDF5 file");
-    if (!create && !is_hdf5(file_name)) message = file_name + ": not an HDF5 file (or unreadable)";
-    else if (!reason.empty()) message += " (" + reason + ")";
+    if (!create && !is_hdf5(file_name))
+      message = file_name + ": not an HDF5 file (or unreadable)";
+    else if (!reason.empty())
+      message += " (" + reason + ")";
     throw Error(where->kind, message);
   }
   return File(std::move(file), "/", std::move(where));

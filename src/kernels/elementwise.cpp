@@ -80,9 +80,12 @@ void backward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMat
 template <class Run>
 void with_activation(Activation f, Run&& run) {
   switch (f) {
-    case Activation::gelu: return run(Gelu{});
-    case Activation::relu: return run(Relu{});
-    case Activation::tanh: return run(Tanh{});
+    case Activation::gelu:
+      return run(Gelu{});
+    case Activation::relu:
+      return run(Relu{});
+    case Activation::tanh:
+      return run(Tanh{});
   }
 }
 
@@ -92,8 +95,8 @@ Activation parse_activation(std::string_view name) {
   if (name == "gelu") return Activation::gelu;
   if (name == "relu") return Activation::relu;
   if (name == "tanh") return Activation::tanh;
-  throw input_error(fmt::format("model.activation = \"{}\" is not an activation; use \"gelu\", \"relu\" or \"tanh\"",
-                                name));
+  throw input_error(
+      fmt::format("model.activation = \"{}\" is not an activation; use \"gelu\", \"relu\" or \"tanh\"", name));
 }
 
 template <class Scalar>

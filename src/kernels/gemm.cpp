@@ -46,8 +46,19 @@ detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, Scalar alpha
   const int m = static_cast<int>(C.extent(0));
   const int n = static_cast<int>(C.extent(1));
   const int k = static_cast<int>(op_shape(A, trans_a).second);
-  return {trans_a, trans_b, m, n, k, alpha, A.data(), leading_dimension(A), B.data(), leading_dimension(B),
-          beta, C.data(), leading_dimension(C)};
+  return {trans_a,
+          trans_b,
+          m,
+          n,
+          k,
+          alpha,
+          A.data(),
+          leading_dimension(A),
+          B.data(),
+          leading_dimension(B),
+          beta,
+          C.data(),
+          leading_dimension(C)};
 }
 
 }  // namespace
@@ -60,9 +71,12 @@ GemmPath parse_gemm_path(std::string_view name) {
 
 std::string vendor_gemm_library() {
   switch (default_vendor()) {
-    case Vendor::cblas: return "cblas";
-    case Vendor::cublas: return "cublas";
-    case Vendor::none: break;
+    case Vendor::cblas:
+      return "cblas";
+    case Vendor::cublas:
+      return "cublas";
+    case Vendor::none:
+      break;
   }
   return "portable";
 }

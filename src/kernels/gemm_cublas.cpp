@@ -15,8 +15,8 @@ namespace {
 
 void check(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw runtime_error(fmt::format("{} failed with cuBLAS status {}; check the GPU and its memory", call,
-                                    static_cast<int>(status)));
+    throw runtime_error(
+        fmt::format("{} failed with cuBLAS status {}; check the GPU and its memory", call, static_cast<int>(status)));
   }
 }
 

@@ -77,9 +77,8 @@ void layer_norm_backward_input(const tensor::ExecutionSpace& space,
         const Scalar mean_g = sum_g / n;
         const Scalar mean_gx = sum_gx / n;
         const Scalar r = rstd(i, 0);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int j) {
-          dX(i, j) = r * (dY(i, j) * gamma(0, j) - mean_g - xhat(i, j) * mean_gx);
-        });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n),
+                             [&](int j) { dX(i, j) = r * (dY(i, j) * gamma(0, j) - mean_g - xhat(i, j) * mean_gx); });
       });
 }
 

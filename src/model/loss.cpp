@@ -34,9 +34,10 @@ void require_finite_loss(double loss, std::int64_t step, int microbatch, int rep
   if (std::isfinite(loss)) return;
   const auto where = data_parallel > 1 ? fmt::format("microbatch {} of replica {}", microbatch, replica)
                                        : fmt::format("microbatch {}", microbatch);
-  throw runtime_error(fmt::format("the loss is {} in step {}, {}; the run stops before that step's update, nothing "
-                                  "is written. Lower train.lr or set train.grad_clip",
-                                  loss, step, where));
+  throw runtime_error(
+      fmt::format("the loss is {} in step {}, {}; the run stops before that step's update, nothing "
+                  "is written. Lower train.lr or set train.grad_clip",
+                  loss, step, where));
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                                     \

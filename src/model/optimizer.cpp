@@ -7,7 +7,6 @@
 
 namespace kpipe::model {
 
-
 template <class Scalar>
 Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters,
                              tensor::ExecContext& exec)
@@ -36,8 +35,7 @@ void Optimizer<Scalar>::step() {
     if (spec_.kind == OptimizerKind::sgd) {
       kernels::sgd_update(space, {spec_.lr, spec_.momentum, spec_.weight_decay}, p.value, p.grad, first_[i]);
     } else {
-      const kernels::AdamWCoefficients c{spec_.lr,      spec_.beta1,        spec_.beta2,
-                                         spec_.epsilon, spec_.weight_decay, steps_};
+      const kernels::AdamWCoefficients c{spec_.lr, spec_.beta1, spec_.beta2, spec_.epsilon, spec_.weight_decay, steps_};
       kernels::adamw_update(space, c, p.value, p.grad, first_[i], second_[i]);
     }
   }

@@ -24,18 +24,20 @@ std::vector<LayerRange> ranges_from_counts(const std::vector<int>& counts) {
 
 void check_counts(const std::vector<int>& counts, int stages, int layers) {
   if (static_cast<int>(counts.size()) != stages) {
-    throw input_error(fmt::format("the partition has {} entries but there are {} model stages; give one layer count "
-                                  "per stage",
-                                  counts.size(), stages));
+    throw input_error(
+        fmt::format("the partition has {} entries but there are {} model stages; give one layer count "
+                    "per stage",
+                    counts.size(), stages));
   }
   const int total = std::accumulate(counts.begin(), counts.end(), 0);
   const bool positive = std::all_of(counts.begin(), counts.end(), [](int c) { return c >= 1; });
   if (total != layers || !positive) {
     std::vector<std::string> items;
     for (const int c : counts) items.push_back(std::to_string(c));
-    throw input_error(fmt::format("the partition [{}] must give every stage at least one layer and sum to the {} "
-                                  "layers of the model, but sums to {}",
-                                  join_choices(items, ", "), layers, total));
+    throw input_error(
+        fmt::format("the partition [{}] must give every stage at least one layer and sum to the {} "
+                    "layers of the model, but sums to {}",
+                    join_choices(items, ", "), layers, total));
   }
 }
 

@@ -22,18 +22,22 @@ void check_dims(const ModelSpec& spec) {
   if (spec.hidden.empty()) throw input_error("model.hidden is empty; a residual_mlp needs at least one hidden width");
   for (const int width : spec.hidden) {
     if (width != spec.hidden.front()) {
-      throw input_error(fmt::format("model.hidden holds {} and {}; residual_mlp blocks add their input to their "
-                                    "output, so every hidden width must be the same",
-                                    spec.hidden.front(), width));
+      throw input_error(
+          fmt::format("model.hidden holds {} and {}; residual_mlp blocks add their input to their "
+                      "output, so every hidden width must be the same",
+                      spec.hidden.front(), width));
     }
   }
 }
 
 kernels::Activation kernel_activation(config::ActivationKind kind) {
   switch (kind) {
-    case config::ActivationKind::gelu: return kernels::Activation::gelu;
-    case config::ActivationKind::relu: return kernels::Activation::relu;
-    case config::ActivationKind::tanh: return kernels::Activation::tanh;
+    case config::ActivationKind::gelu:
+      return kernels::Activation::gelu;
+    case config::ActivationKind::relu:
+      return kernels::Activation::relu;
+    case config::ActivationKind::tanh:
+      return kernels::Activation::tanh;
   }
   throw runtime_error("unknown activation kind");
 }

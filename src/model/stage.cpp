@@ -18,8 +18,8 @@ std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange lay
                                           LayerEnvironment env) {
   const int total = model.layer_count();
   if (layers.count < 1 || layers.first < 0 || layers.end() > total) {
-    throw input_error(fmt::format("a stage of layers [{}, {}) does not fit a model of {} layers", layers.first,
-                                  layers.end(), total));
+    throw input_error(
+        fmt::format("a stage of layers [{}, {}) does not fit a model of {} layers", layers.first, layers.end(), total));
   }
   std::vector<std::unique_ptr<Layer<Scalar>>> body;
   for (int index = layers.first; index < layers.end(); ++index) {
@@ -28,7 +28,9 @@ std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange lay
   return std::make_unique<Sequential<Scalar>>(std::move(body), env);
 }
 
-std::string stage_name(LayerRange layers) { return fmt::format("stage of layers [{}, {})", layers.first, layers.end()); }
+std::string stage_name(LayerRange layers) {
+  return fmt::format("stage of layers [{}, {})", layers.first, layers.end());
+}
 
 }  // namespace
 
@@ -154,13 +156,14 @@ void Stage<Scalar>::restore(int mb, Stashed& entry) {
       restored.push_back(restored.at(static_cast<std::size_t>(spilled.alias_of)));
     } else {
       if (spilled.spec.rank() != 2 || spilled.spec.dtype() != tensor::dtype_of<Scalar>()) {
-        throw runtime_error(fmt::format("{}: cannot take back the stashed {} \"{}\" of microbatch {}: the stash "
-                                        "store restores matrices of the stage's scalar type only",
-                                        stage_name(layers_), spilled.spec.to_string(), spilled.key, mb));
+        throw runtime_error(
+            fmt::format("{}: cannot take back the stashed {} \"{}\" of microbatch {}: the stash "
+                        "store restores matrices of the stage's scalar type only",
+                        stage_name(layers_), spilled.spec.to_string(), spilled.key, mb));
       }
-      const tensor::Tensor into = exec_.pool().take<Scalar>("kpipe::model::restored_stash",
-                                                            static_cast<int>(spilled.spec.extent(0)),
-                                                            static_cast<int>(spilled.spec.extent(1)));
+      const tensor::Tensor into =
+          exec_.pool().take<Scalar>("kpipe::model::restored_stash", static_cast<int>(spilled.spec.extent(0)),
+                                    static_cast<int>(spilled.spec.extent(1)));
       store.take(mb, spilled.key, into);
       restored.push_back(into);
     }
@@ -230,8 +233,8 @@ void Stage<Scalar>::zero_grad() {
 
 template <class Scalar>
 int Stage<Scalar>::stashed_microbatches() const {
-  return static_cast<int>(std::count_if(stash_.begin(), stash_.end(),
-                                        [](const auto& entry) { return !entry.second.input_gradient_done; }));
+  return static_cast<int>(
+      std::count_if(stash_.begin(), stash_.end(), [](const auto& entry) { return !entry.second.input_gradient_done; }));
 }
 
 template <class Scalar>
@@ -246,9 +249,10 @@ typename Stage<Scalar>::Stashed& Stage<Scalar>::stashed(int mb, bool input_gradi
   const auto it = stash_.find(mb);
   const char* needed = input_gradient_done ? "backward_input" : "forward";
   if (it == stash_.end() || it->second.input_gradient_done != input_gradient_done) {
-    throw runtime_error(fmt::format("{}: {} of microbatch {} before its {}, or twice; each microbatch runs F, B, W "
-                                    "once, in that order",
-                                    stage_name(layers_), action, mb, needed));
+    throw runtime_error(
+        fmt::format("{}: {} of microbatch {} before its {}, or twice; each microbatch runs F, B, W "
+                    "once, in that order",
+                    stage_name(layers_), action, mb, needed));
   }
   return it->second;
 }

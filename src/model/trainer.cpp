@@ -13,9 +13,10 @@ namespace {
 const TrainerSpec& checked(const TrainerSpec& spec) {
   const int B = spec.global_batch, b = spec.microbatch_size, d = spec.data_parallel;
   if (B < 1 || b < 1 || d < 1 || B % (b * d) != 0) {
-    throw input_error(fmt::format("global batch {} must split into data_parallel {} replicas of whole microbatches of "
-                                  "{} samples",
-                                  B, d, b));
+    throw input_error(
+        fmt::format("global batch {} must split into data_parallel {} replicas of whole microbatches of "
+                    "{} samples",
+                    B, d, b));
   }
   return spec;
 }
@@ -52,8 +53,8 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.microbatch_size = config.train.microbatch_size;
   spec.data_parallel = config.pipeline.data_parallel;
   spec.stages = partition_layers(config);
-  spec.stage.gemm = config.compute.gemm == config::GemmKind::vendor ? kernels::GemmPath::vendor
-                                                                    : kernels::GemmPath::portable;
+  spec.stage.gemm =
+      config.compute.gemm == config::GemmKind::vendor ? kernels::GemmPath::vendor : kernels::GemmPath::portable;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   return spec;
 }

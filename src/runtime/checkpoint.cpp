@@ -63,8 +63,7 @@ std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file
   const auto state = named_state(pipeline);
   const auto model = io::all_model_shapes(grid.world(), shapes_of(parameters));
   const io::CheckpointInfo info = comm::collectively(grid.world(), pipeline.watchdog(), "checkpoint restart", [&] {
-    return io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(),
-                                       comm::size_of(grid.world()));
+    return io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));
   });
   if (pipeline.optimizer()) pipeline.optimizer()->set_steps(static_cast<int>(info.optimizer_steps));
   Kokkos::fence();

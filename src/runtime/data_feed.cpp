@@ -5,8 +5,7 @@
 namespace kpipe::runtime {
 
 template <class Scalar>
-DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica,
-                           std::unique_ptr<model::DataSource<Scalar>> data)
+DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica, std::unique_ptr<model::DataSource<Scalar>> data)
     : replica_offset_(static_cast<std::int64_t>(replica) * (spec.global_batch / spec.data_parallel)),
       microbatch_size_(spec.microbatch_size),
       data_(std::move(data)),

@@ -26,9 +26,10 @@ namespace {
 template <class View>
 View take(View& slot, const Action& action, const char* what) {
   if (slot.data() == nullptr) {
-    throw runtime_error(fmt::format("executor: {} needs the {} of microbatch {} chunk {}, which no earlier action "
-                                    "produced; the schedule is inconsistent",
-                                    schedule::describe(action), what, action.microbatch, action.chunk));
+    throw runtime_error(
+        fmt::format("executor: {} needs the {} of microbatch {} chunk {}, which no earlier action "
+                    "produced; the schedule is inconsistent",
+                    schedule::describe(action), what, action.microbatch, action.chunk));
   }
   return std::move(slot);
 }
@@ -168,8 +169,10 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       // The first model stage's input is data: its gradient is never needed.
       Matrix<Scalar> dX;
       if (!is_first_stage(action.chunk)) dX = activations_.take(microbatch_size_, stage.input_dim());
-      if (action.kind == ActionKind::backward) stage.backward(mb, dY, dX);
-      else stage.backward_input(mb, dY, dX);
+      if (action.kind == ActionKind::backward)
+        stage.backward(mb, dY, dX);
+      else
+        stage.backward_input(mb, dY, dX);
       if (io_.observe) {
         io_.observe("output_grad", step, mb, action.chunk, dY);
         if (dX.data() != nullptr) io_.observe("input_grad", step, mb, action.chunk, dX);

@@ -14,8 +14,8 @@ constexpr std::size_t gradient_bucket_bytes = 16u << 20;
 
 template <class Scalar>
 GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
-                                   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks,
-                                   double grad_clip, bool stage_through_host, tensor::ExecContext& exec)
+                                   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks, double grad_clip,
+                                   bool stage_through_host, tensor::ExecContext& exec)
     : grid_(grid),
       schedule_(schedule),
       chunks_(chunks),
@@ -34,7 +34,8 @@ void GradientSync<Scalar>::reduce() {
 template <class Scalar>
 void GradientSync<Scalar>::clip() {
   if (grad_clip_ <= 0) return;
-  model::clip_gradients(exec_, model::parameters_of(chunks_), model::global_norm(squared_norms_in_layer_order()), grad_clip_);
+  model::clip_gradients(exec_, model::parameters_of(chunks_), model::global_norm(squared_norms_in_layer_order()),
+                        grad_clip_);
 }
 
 template <class Scalar>

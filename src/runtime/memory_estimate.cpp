@@ -64,10 +64,11 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
 }  // namespace
 
 std::string MemoryEstimate::describe() const {
-  return fmt::format("{:.1f} MiB (parameters {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, "
-                     "buffers {:.1f}, process {:.1f})",
-                     mib(total()), mib(parameters), mib(gradients), mib(optimizer_state), mib(activations),
-                     mib(buffers), mib(baseline));
+  return fmt::format(
+      "{:.1f} MiB (parameters {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, "
+      "buffers {:.1f}, process {:.1f})",
+      mib(total()), mib(parameters), mib(gradients), mib(optimizer_state), mib(activations), mib(buffers),
+      mib(baseline));
 }
 
 MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
@@ -111,10 +112,11 @@ std::int64_t available_bytes() { return proc_kib("/proc/meminfo", "MemAvailable"
 
 void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source) {
   if (limit_bytes <= 0 || estimate.total() <= limit_bytes) return;
-  throw input_error(fmt::format("the model does not fit: this rank needs about {}, but {:.1f} MiB are available to "
-                                "it ({}); use more pipeline stages, a smaller train.microbatch_size, "
-                                "pipeline.recompute = \"full\" or a smaller model",
-                                estimate.describe(), mib(limit_bytes), limit_source));
+  throw input_error(
+      fmt::format("the model does not fit: this rank needs about {}, but {:.1f} MiB are available to "
+                  "it ({}); use more pipeline stages, a smaller train.microbatch_size, "
+                  "pipeline.recompute = \"full\" or a smaller model",
+                  estimate.describe(), mib(limit_bytes), limit_source));
 }
 
 }  // namespace kpipe::runtime

@@ -17,9 +17,10 @@ namespace {
 schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Communicator world) {
   schedule::RunPlan plan = schedule::run_plan(config);
   if (mode == Mode::train && !schedule::find_schedule(plan.spec.name).trains) {
-    throw input_error(fmt::format("pipeline.schedule = \"{}\" runs inference only; use kpipe infer, or train with "
-                                  "one of the training schedules",
-                                  plan.spec.name));
+    throw input_error(
+        fmt::format("pipeline.schedule = \"{}\" runs inference only; use kpipe infer, or train with "
+                    "one of the training schedules",
+                    plan.spec.name));
   }
   if (mode == Mode::infer) {
     plan.spec.name = "forward";
@@ -51,8 +52,8 @@ std::unique_ptr<Hdf5ActivationStore> activation_store_for(const config::RunConfi
                                                           const comm::ProcessGrid& grid, int chunks,
                                                           tensor::ExecContext& exec) {
   if (mode != Mode::train || config.pipeline.activation_store != config::ActivationStore::hdf5) return nullptr;
-  return std::make_unique<Hdf5ActivationStore>(activation_directory(config.pipeline.activation_path),
-                                               grid.world_rank(), chunks, exec);
+  return std::make_unique<Hdf5ActivationStore>(activation_directory(config.pipeline.activation_path), grid.world_rank(),
+                                               chunks, exec);
 }
 
 // The estimate of this rank, refused before any allocation when it exceeds
@@ -83,8 +84,7 @@ std::vector<model::Stage<Scalar>*> pointers(const std::vector<std::unique_ptr<mo
 }  // namespace
 
 template <class Scalar>
-Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode,
-                           comm::Staging staging)
+Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode, comm::Staging staging)
     : spec_(model::TrainerSpec::from_config(config)),
       plan_(plan_for(config, mode, world)),
       grid_(world, plan_.spec.p, plan_.data_parallel),
@@ -102,12 +102,11 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
-      dump_(config.debug.dump_steps.empty()
-                ? nullptr
-                : std::make_unique<ActivationDump>(config.debug, grid_.world_rank(), grid_.pipeline_rank(),
-                                                   grid_.replica())),
-      executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(),
-                step_hooks(), exec_) {
+      dump_(config.debug.dump_steps.empty() ? nullptr
+                                            : std::make_unique<ActivationDump>(config.debug, grid_.world_rank(),
+                                                                               grid_.pipeline_rank(), grid_.replica())),
+      executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(), step_hooks(),
+                exec_) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
 }
 

@@ -35,11 +35,16 @@ schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
   const auto slot = [](ActionKind kind) {
     switch (kind) {
       case ActionKind::forward:
-      case ActionKind::loss: return 0;
-      case ActionKind::backward_input: return 1;
-      case ActionKind::backward_weight: return 2;
-      case ActionKind::backward: return 3;
-      default: return -1;
+      case ActionKind::loss:
+        return 0;
+      case ActionKind::backward_input:
+        return 1;
+      case ActionKind::backward_weight:
+        return 2;
+      case ActionKind::backward:
+        return 3;
+      default:
+        return -1;
     }
   };
   for (const auto& timings : steps) {

@@ -13,8 +13,7 @@ Bubble SimulationResult::bubble() const {
 std::optional<TheoreticalBubble> theoretical_bubble(const Schedule& schedule, const CostModel& costs) {
   const ScheduleInfo* info = registered_schedule(schedule.name);
   if (!info) return std::nullopt;
-  return info->bubble(schedule.p, schedule.v, schedule.m,
-                      {costs.forward, costs.backward_input, costs.backward_weight});
+  return info->bubble(schedule.p, schedule.v, schedule.m, {costs.forward, costs.backward_input, costs.backward_weight});
 }
 
 }  // namespace kpipe::schedule

@@ -18,9 +18,9 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 }  // namespace
 
 const ScheduleInfo& forward_only_info() {
-  static const ScheduleInfo info{"forward",        "forward passes only, for inference and evaluation",
-                                 false,            per_rank<forward_only>,
-                                 check,            looped_placement,
+  static const ScheduleInfo info{"forward", "forward passes only, for inference and evaluation",
+                                 false,     per_rank<forward_only>,
+                                 check,     looped_placement,
                                  bubble};
   return info;
 }

@@ -24,18 +24,19 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 // GPipe's rule of thumb (Huang et al.): m >= 4p keeps the bubble small.
 std::optional<std::string> advice(const ShapeCheck& shape) {
   if (shape.m >= 4 * shape.p) return std::nullopt;
-  return fmt::format("GPipe with m = {} < 4p = {} microbatches leaves a large bubble ({:.0f}% of the step idle); use "
-                     "more microbatches or 1f1b",
-                     shape.m, 4 * shape.p, 100.0 * (shape.p - 1) / (shape.m + shape.p - 1));
+  return fmt::format(
+      "GPipe with m = {} < 4p = {} microbatches leaves a large bubble ({:.0f}% of the step idle); use "
+      "more microbatches or 1f1b",
+      shape.m, 4 * shape.p, 100.0 * (shape.p - 1) / (shape.m + shape.p - 1));
 }
 
 }  // namespace
 
 const ScheduleInfo& gpipe_info() {
-  static const ScheduleInfo info{"gpipe",         "all forwards, then all full backwards (GPipe); stashes all m microbatches",
-                                 true,            per_rank<gpipe>,
-                                 check,           looped_placement,
-                                 bubble,          advice};
+  static const ScheduleInfo info{"gpipe", "all forwards, then all full backwards (GPipe); stashes all m microbatches",
+                                 true,    per_rank<gpipe>,
+                                 check,   looped_placement,
+                                 bubble,  advice};
   return info;
 }
 

@@ -66,9 +66,9 @@ std::optional<TheoreticalBubble> bubble(int p, int v, int m, const StageCosts& /
 
 const ScheduleInfo& interleaved_info() {
   static const ScheduleInfo info{
-      "interleaved",    "Megatron's virtual pipeline: v >= 2 chunks per rank, rank r holds stages r, r+p, ...",
-      true,             per_rank<interleaved>,
-      check,            looped_placement,
+      "interleaved", "Megatron's virtual pipeline: v >= 2 chunks per rank, rank r holds stages r, r+p, ...",
+      true,          per_rank<interleaved>,
+      check,         looped_placement,
       bubble};
   return info;
 }

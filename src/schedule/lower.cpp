@@ -72,7 +72,8 @@ void boundary_pass(const PassInput& in, RankOutput& out) {
         out.add(a, origin);
         if (previous_elsewhere) out.add(message(in.shape, ActionKind::send_grad, a, previous, true), origin);
         break;
-      default: out.add(a, origin);
+      default:
+        out.add(a, origin);
     }
   }
 }

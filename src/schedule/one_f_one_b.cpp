@@ -25,9 +25,9 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 
 const ScheduleInfo& one_f_one_b_info() {
   static const ScheduleInfo info{
-      "1f1b",           "one forward, one backward in turn (PipeDream-Flush); stashes at most p - r on rank r",
-      true,             per_rank<one_f_one_b>,
-      check,            looped_placement,
+      "1f1b", "one forward, one backward in turn (PipeDream-Flush); stashes at most p - r on rank r",
+      true,   per_rank<one_f_one_b>,
+      check,  looped_placement,
       bubble};
   return info;
 }

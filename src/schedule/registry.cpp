@@ -16,7 +16,7 @@ namespace {
 // a static library drops object files nothing refers to.
 const std::array<const ScheduleInfo*, 7>& registry() {
   static const std::array<const ScheduleInfo*, 7> list = {
-      &detail::gpipe_info(), &detail::one_f_one_b_info(), &detail::interleaved_info(), &detail::zb_h1_info(),
+      &detail::gpipe_info(), &detail::one_f_one_b_info(), &detail::interleaved_info(),  &detail::zb_h1_info(),
       &detail::zb_h2_info(), &detail::zb_v_info(),        &detail::forward_only_info(),
   };
   return list;
@@ -72,16 +72,17 @@ namespace detail {
 
 std::optional<std::string> one_chunk_per_rank(const ShapeCheck& shape, std::string_view schedule) {
   if (shape.v == 1) return std::nullopt;
-  return fmt::format("{} needs pipeline.schedule = \"interleaved\" (or \"zb-v\" for 2 chunks), but the schedule is "
-                     "\"{}\"; set pipeline.virtual_stages = 1 or use the interleaved schedule",
-                     shape.describe_virtual_stages(), schedule);
+  return fmt::format(
+      "{} needs pipeline.schedule = \"interleaved\" (or \"zb-v\" for 2 chunks), but the schedule is "
+      "\"{}\"; set pipeline.virtual_stages = 1 or use the interleaved schedule",
+      shape.describe_virtual_stages(), schedule);
 }
 
 std::string too_few_microbatches(std::string_view schedule, const ShapeCheck& shape) {
-  return fmt::format("the {} schedule needs m >= p, but m = {} microbatches < p = {} stages; raise "
-                     "train.global_batch to at least {} or lower train.microbatch_size",
-                     schedule, shape.m, shape.p,
-                     static_cast<long long>(shape.p) * shape.microbatch_size * shape.data_parallel);
+  return fmt::format(
+      "the {} schedule needs m >= p, but m = {} microbatches < p = {} stages; raise "
+      "train.global_batch to at least {} or lower train.microbatch_size",
+      schedule, shape.m, shape.p, static_cast<long long>(shape.p) * shape.microbatch_size * shape.data_parallel);
 }
 
 TheoreticalBubble bubble_from_ratio(double idle_over_useful, std::string formula) {

@@ -58,8 +58,8 @@ Schedule make_schedule(const RunPlan& plan, Checks checks) {
     validate(schedule, checks);
     return schedule;
   }
-  ScheduleFile file = plan.schedule_text ? parse_text(*plan.schedule_text, plan.schedule_file)
-                                         : read_schedule_file(plan.schedule_file);
+  ScheduleFile file =
+      plan.schedule_text ? parse_text(*plan.schedule_text, plan.schedule_file) : read_schedule_file(plan.schedule_file);
   check_matches(file, plan.spec);
   if (!plan.validate) {
     if (!is_lowered(file.schedule)) lower(file.schedule);

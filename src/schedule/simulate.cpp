@@ -11,14 +11,19 @@
 namespace kpipe::schedule {
 
 double CostModel::compute_time(ActionKind kind, int stage) const {
-  const StageCosts c = stages.empty() ? StageCosts{forward, backward_input, backward_weight}
-                                      : stages[static_cast<std::size_t>(stage)];
+  const StageCosts c =
+      stages.empty() ? StageCosts{forward, backward_input, backward_weight} : stages[static_cast<std::size_t>(stage)];
   switch (kind) {
-    case ActionKind::forward: return c.forward;
-    case ActionKind::backward_input: return c.backward_input;
-    case ActionKind::backward_weight: return c.backward_weight;
-    case ActionKind::backward: return c.backward_input + c.backward_weight;
-    default: return 0.0;
+    case ActionKind::forward:
+      return c.forward;
+    case ActionKind::backward_input:
+      return c.backward_input;
+    case ActionKind::backward_weight:
+      return c.backward_weight;
+    case ActionKind::backward:
+      return c.backward_input + c.backward_weight;
+    default:
+      return 0.0;
   }
 }
 
@@ -46,8 +51,9 @@ void check_costs(const CostModel& costs, const Schedule& schedule) {
   }
   const std::size_t stages = static_cast<std::size_t>(schedule.p) * schedule.v;
   if (!costs.stages.empty() && costs.stages.size() != stages) {
-    throw input_error(fmt::format("the cost model has costs for {} model stages, but p·v = {} model stages need one each",
-                                  costs.stages.size(), stages));
+    throw input_error(
+        fmt::format("the cost model has costs for {} model stages, but p·v = {} model stages need one each",
+                    costs.stages.size(), stages));
   }
   for (std::size_t s = 0; s < costs.stages.size(); ++s) {
     check_compute_costs(costs.stages[s], fmt::format(" of model stage {}", s));
@@ -59,10 +65,11 @@ int peak_stashed(const Schedule& schedule, int rank, const CostModel& costs) {
   const StashPeak stash = peak_stash(actions, costs.max_in_flight);
   if (stash.first_over_limit < actions.size()) {
     const std::size_t i = stash.first_over_limit;
-    throw input_error(fmt::format("rank {}, action {} ({}) would hold {} stashed microbatches, more than the "
-                                  "limit of {} (sim.max_in_flight); raise the limit or use a schedule with "
-                                  "fewer microbatches in flight (1f1b holds at most p - r)",
-                                  rank, i, describe(actions[i]), costs.max_in_flight + 1, costs.max_in_flight));
+    throw input_error(
+        fmt::format("rank {}, action {} ({}) would hold {} stashed microbatches, more than the "
+                    "limit of {} (sim.max_in_flight); raise the limit or use a schedule with "
+                    "fewer microbatches in flight (1f1b holds at most p - r)",
+                    rank, i, describe(actions[i]), costs.max_in_flight + 1, costs.max_in_flight));
   }
   return stash.peak;
 }

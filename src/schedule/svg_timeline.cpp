@@ -22,7 +22,7 @@ constexpr double row_gap = 8.0;
 constexpr double right = 24.0;
 constexpr double axis_height = 46.0;
 constexpr double panel_label_height = 24.0;  // a labelled timeline's heading
-constexpr double narrowest_box = 24.0;  // the shortest action, wide enough for two digits
+constexpr double narrowest_box = 24.0;       // the shortest action, wide enough for two digits
 constexpr double narrowest_plot = 480.0;
 constexpr double widest_plot = 1800.0;
 constexpr double title_char_width = 8.8;  // 15 px bold sans-serif, on average
@@ -37,10 +37,14 @@ struct Palette {
 };
 Palette palette(ActionKind kind) {
   switch (kind) {
-    case ActionKind::forward: return {{47, 109, 181}, {168, 204, 240}};
-    case ActionKind::backward_input: return {{46, 139, 87}, {166, 219, 160}};
-    case ActionKind::backward_weight: return {{117, 84, 168}, {206, 186, 232}};
-    default: return {{214, 96, 33}, {250, 196, 150}};  // BW
+    case ActionKind::forward:
+      return {{47, 109, 181}, {168, 204, 240}};
+    case ActionKind::backward_input:
+      return {{46, 139, 87}, {166, 219, 160}};
+    case ActionKind::backward_weight:
+      return {{117, 84, 168}, {206, 186, 232}};
+    default:
+      return {{214, 96, 33}, {250, 196, 150}};  // BW
   }
 }
 
@@ -62,12 +66,23 @@ std::string xml_escaped(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -75,10 +90,14 @@ std::string xml_escaped(std::string_view text) {
 
 std::string legend_label(ActionKind kind) {
   switch (kind) {
-    case ActionKind::forward: return "F forward";
-    case ActionKind::backward_input: return "B input gradient";
-    case ActionKind::backward_weight: return "W weight gradient";
-    default: return "BW full backward";
+    case ActionKind::forward:
+      return "F forward";
+    case ActionKind::backward_input:
+      return "B input gradient";
+    case ActionKind::backward_weight:
+      return "W weight gradient";
+    default:
+      return "BW full backward";
   }
 }
 
@@ -173,8 +192,8 @@ class SvgTimeline {
   void panel(const Timeline& t, double y) {
     if (labelled()) {
       const std::string label = fmt::format("{}: {}", t.label, statistics(t));
-      out_ += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"13\" font-weight=\"bold\">{}</text>\n", left,
-                          y + 16, xml_escaped(label));
+      out_ += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"13\" font-weight=\"bold\">{}</text>\n", left, y + 16,
+                          xml_escaped(label));
       text_right_ = std::max(text_right_, left + 7.6 * static_cast<double>(label.size()));
       y += panel_label_height;
     }
@@ -220,9 +239,10 @@ class SvgTimeline {
     }
     const std::string unit =
         t.unit.empty() ? std::string("simulated units: sim.cost_* of the deck") : xml_escaped(t.unit);
-    out_ += fmt::format("<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" fill=\"#444\">time "
-                        "({})</text>\n",
-                        left + t.makespan * scale_ / 2, y + 36, unit);
+    out_ += fmt::format(
+        "<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" fill=\"#444\">time "
+        "({})</text>\n",
+        left + t.makespan * scale_ / 2, y + 36, unit);
   }
 
   const std::vector<Timeline>& panels_;

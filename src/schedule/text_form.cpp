@@ -82,16 +82,17 @@ class Parser {
     const std::int64_t needed = std::int64_t{s.p} * s.v * s.m;
     if (needed - forwards <= limits::schedule_missing_forwards) return;
     line_ = header_line_;
-    fail(fmt::format("the header says p·v·m = {}·{}·{} = {} forward passes, but the file has {} F action{}; fix "
-                     "p=, v= or m= in the header, or add the missing F actions",
-                     s.p, s.v, s.m, needed, forwards, forwards == 1 ? "" : "s"));
+    fail(
+        fmt::format("the header says p·v·m = {}·{}·{} = {} forward passes, but the file has {} F action{}; fix "
+                    "p=, v= or m= in the header, or add the missing F actions",
+                    s.p, s.v, s.m, needed, forwards, forwards == 1 ? "" : "s"));
   }
 
   // Names reach SVG, JSON and terminals; letters, digits, '.', '_' and '-' need no escaping anywhere.
   void check_name(std::string_view name) const {
     const bool plain = name.size() <= limits::schedule_name_bytes && std::all_of(name.begin(), name.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-    });
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                       });
     if (!plain) {
       fail(fmt::format("name='{}': a schedule name is 1 to {} letters, digits, '.', '_' or '-', e.g. name=my-1f1b",
                        printable(name.substr(0, 80)), limits::schedule_name_bytes));
@@ -176,10 +177,11 @@ class Parser {
     s.m = static_cast<int>(field("m", values[3], 1, limits::microbatches, "m must be 1 to 2^30 microbatches"));
     const double plan_actions = limits::actions_per_microbatch_and_chunk * s.p * s.v * s.m;
     if (plan_actions > limits::plan_actions) {
-      fail(fmt::format("p = {}, v = {}, m = {} make a plan of about {:.0f} million actions; kpipe plans at most "
-                       "{:.0f} million (p·v·m <= {:.0f} million)",
-                       s.p, s.v, s.m, plan_actions / 1e6, limits::plan_actions / 1e6,
-                       limits::plan_actions / limits::actions_per_microbatch_and_chunk / 1e6));
+      fail(
+          fmt::format("p = {}, v = {}, m = {} make a plan of about {:.0f} million actions; kpipe plans at most "
+                      "{:.0f} million (p·v·m <= {:.0f} million)",
+                      s.p, s.v, s.m, plan_actions / 1e6, limits::plan_actions / 1e6,
+                      limits::plan_actions / limits::actions_per_microbatch_and_chunk / 1e6));
     }
     s.placement = placement_of(s.name, s.p, s.v);
     s.ranks.assign(static_cast<std::size_t>(s.p), {});

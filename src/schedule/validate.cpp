@@ -207,11 +207,15 @@ bool RankCheck::check_dependencies(std::size_t i, const Action& a) {
       if (next.rank == rank_) return need(i, {ActionKind::backward, j, next.chunk, true});
       return need(i, {ActionKind::recv_grad, j, c, false});
     }
-    case ActionKind::backward_weight: return need(i, {ActionKind::backward_input, j, c, false});
+    case ActionKind::backward_weight:
+      return need(i, {ActionKind::backward_input, j, c, false});
     case ActionKind::send_act:
-    case ActionKind::loss: return need(i, {ActionKind::forward, j, c, false});
-    case ActionKind::send_grad: return need(i, {ActionKind::backward, j, c, true});
-    default: return true;
+    case ActionKind::loss:
+      return need(i, {ActionKind::forward, j, c, false});
+    case ActionKind::send_grad:
+      return need(i, {ActionKind::backward, j, c, true});
+    default:
+      return true;
   }
 }
 

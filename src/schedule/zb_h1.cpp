@@ -43,9 +43,9 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 
 const ScheduleInfo& zb_h1_info() {
   static const ScheduleInfo info{
-      "zb-h1",          "1F1B with split backward, W's deferred into the bubbles (Qi et al. ZB-H1); 1F1B's memory",
-      true,             per_rank<zb_h1>,
-      check,            looped_placement,
+      "zb-h1", "1F1B with split backward, W's deferred into the bubbles (Qi et al. ZB-H1); 1F1B's memory",
+      true,    per_rank<zb_h1>,
+      check,   looped_placement,
       bubble};
   return info;
 }

@@ -32,9 +32,12 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 
 const ScheduleInfo& zb_h2_info() {
   static const ScheduleInfo info{
-      "zb-h2",       "split backward, 2(p-r)-1 warm-up forwards: no gap between a rank's first F and last W (Qi et al. ZB-H2)",
-      true,          generator,
-      check,         looped_placement,
+      "zb-h2",
+      "split backward, 2(p-r)-1 warm-up forwards: no gap between a rank's first F and last W (Qi et al. ZB-H2)",
+      true,
+      generator,
+      check,
+      looped_placement,
       bubble};
   return info;
 }

@@ -13,14 +13,16 @@ namespace {
 // each half a pipeline stage: 1F1B's peak of p full-stage microbatches.
 // The planner fills the warm-up with F's of both chunks and the gaps with W's.
 RankGenerator generator(const ScheduleSpec& spec) {
-  return zero_bubble_planner(spec, Placement::v_shape(spec.p), std::vector<int>(static_cast<std::size_t>(spec.p), 2 * spec.p));
+  return zero_bubble_planner(spec, Placement::v_shape(spec.p),
+                             std::vector<int>(static_cast<std::size_t>(spec.p), 2 * spec.p));
 }
 
 std::optional<std::string> check(const ShapeCheck& shape) {
   if (shape.v != 2) {
-    return fmt::format("the zb-v schedule places two model chunks per rank in a V; set pipeline.virtual_stages = 2 "
-                       "(now {})",
-                       shape.describe_virtual_stages());
+    return fmt::format(
+        "the zb-v schedule places two model chunks per rank in a V; set pipeline.virtual_stages = 2 "
+        "(now {})",
+        shape.describe_virtual_stages());
   }
   return std::nullopt;
 }
@@ -40,9 +42,9 @@ Placement placement(int p, int v) { return v == 2 ? Placement::v_shape(p) : Plac
 
 const ScheduleInfo& zb_v_info() {
   static const ScheduleInfo info{
-      "zb-v",      "split backward over two chunks per rank in a V (Qi et al. ZB-V): near-zero bubble, 1F1B's memory",
-      true,        generator,
-      check,       placement,
+      "zb-v", "split backward over two chunks per rank in a V (Qi et al. ZB-V): near-zero bubble, 1F1B's memory",
+      true,   generator,
+      check,  placement,
       bubble};
   return info;
 }

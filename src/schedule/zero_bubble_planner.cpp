@@ -129,7 +129,8 @@ class Planner {
 }  // namespace
 
 RankGenerator zero_bubble_planner(const ScheduleSpec& spec, const Placement& placement, std::vector<int> stash_limit) {
-  auto plan = std::make_shared<std::vector<std::vector<Action>>>(Planner(spec, placement, std::move(stash_limit)).run());
+  auto plan =
+      std::make_shared<std::vector<std::vector<Action>>>(Planner(spec, placement, std::move(stash_limit)).run());
   // Each rank's list is handed out once and then released, so that
   // generate_lowered() holds the compute form of at most the ranks not lowered yet.
   return [plan](int rank, std::vector<Action>& out) {

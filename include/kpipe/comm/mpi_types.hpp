@@ -8,8 +8,12 @@ namespace kpipe::comm {
 template <class Scalar>
 MPI_Datatype mpi_type();
 template <>
-inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+inline MPI_Datatype mpi_type<float>() {
+  return MPI_FLOAT;
+}
 template <>
-inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+inline MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
 
 }  // namespace kpipe::comm

@@ -21,7 +21,7 @@ class ProcessGrid {
   int pipeline_size() const { return stages_; }
   int replicas() const { return replicas_; }
   int pipeline_rank() const { return pipeline_rank_; }  // rank in the pipeline communicator
-  int replica() const { return replica_; }  // rank in the data-parallel communicator
+  int replica() const { return replica_; }              // rank in the data-parallel communicator
   int world_rank() const { return world_rank_; }
 
   MPI_Comm world() const { return world_; }

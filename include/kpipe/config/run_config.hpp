@@ -71,7 +71,7 @@ struct PipelineConfig {
   Recompute recompute = Recompute::none;
   ActivationStore activation_store = ActivationStore::memory;
   std::string activation_path;  // directory of the per-rank files; empty: $TMPDIR, else /tmp
-  std::string schedule_file;  // empty: generate `schedule`
+  std::string schedule_file;    // empty: generate `schedule`
   bool validate_schedule = true;
 
   int world_size() const { return stages * data_parallel; }
@@ -101,17 +101,17 @@ struct RuntimeConfig {
 
 // checkpoint.*
 struct CheckpointConfig {
-  int every = 0;                      // steps between checkpoints; 0: never
-  std::string path = "checkpoints";   // directory of step-<N>.h5
-  int keep = 2;                       // the last `keep` checkpoints stay
-  std::string restart;                // empty: start from model.seed
+  int every = 0;                     // steps between checkpoints; 0: never
+  std::string path = "checkpoints";  // directory of step-<N>.h5
+  int keep = 2;                      // the last `keep` checkpoints stay
+  std::string restart;               // empty: start from model.seed
 };
 
 // debug.*: activation dumps (docs/formats.md, "Activation dumps").
 struct DebugConfig {
-  std::vector<int> dump_steps;          // empty: no dumps
-  std::vector<int> dump_microbatches;   // empty: every microbatch of a dumped step
-  std::string dump_path = "dumps";      // directory of activations-rank<R>.h5
+  std::vector<int> dump_steps;         // empty: no dumps
+  std::vector<int> dump_microbatches;  // empty: every microbatch of a dumped step
+  std::string dump_path = "dumps";     // directory of activations-rank<R>.h5
 };
 
 struct RunConfig {

@@ -18,7 +18,7 @@ struct KeySpec {
   Value default_value;
   std::optional<double> min;  // numbers and list elements
   std::optional<double> max;
-  bool min_exclusive = false;  // the value must be > min, not >= min
+  bool min_exclusive = false;        // the value must be > min, not >= min
   std::vector<std::string> choices;  // strings: the allowed values
   std::string doc;
 };

@@ -41,7 +41,7 @@ struct CheckpointInfo {
   int virtual_stages = 1;
   int data_parallel = 1;
   std::string schedule;
-  std::string software_version;      // filled by the writer, read back by the reader
+  std::string software_version;  // filled by the writer, read back by the reader
 };
 
 // A tensor this rank holds, by its global name.
@@ -91,7 +91,6 @@ std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelS
 template <class Scalar>
 CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
                                const std::vector<NamedMatrix<Scalar>>& parameters,
-                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share = 0,
-                               int shares = 1);
+                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share = 0, int shares = 1);
 
 }  // namespace kpipe::io

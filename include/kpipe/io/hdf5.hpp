@@ -41,15 +41,25 @@ const char* name_of(Type type);
 template <class T>
 constexpr Type type_of();
 template <>
-constexpr Type type_of<float>() { return Type::float32; }
+constexpr Type type_of<float>() {
+  return Type::float32;
+}
 template <>
-constexpr Type type_of<double>() { return Type::float64; }
+constexpr Type type_of<double>() {
+  return Type::float64;
+}
 template <>
-constexpr Type type_of<std::int32_t>() { return Type::int32; }
+constexpr Type type_of<std::int32_t>() {
+  return Type::int32;
+}
 template <>
-constexpr Type type_of<std::int64_t>() { return Type::int64; }
+constexpr Type type_of<std::int64_t>() {
+  return Type::int64;
+}
 template <>
-constexpr Type type_of<std::uint64_t>() { return Type::uint64; }
+constexpr Type type_of<std::uint64_t>() {
+  return Type::uint64;
+}
 
 namespace detail {
 // An owned hid_t (int64_t in HDF5 >= 1.10) and the function that closes it.

@@ -26,7 +26,6 @@ struct DataSpec {
   std::uint64_t seed = 0;
   int input_dim = 0;
   int output_dim = 0;  // classes or target values
-
 };
 
 template <class Scalar>

@@ -23,9 +23,9 @@ struct TrainerSpec {
   ModelSpec model;
   DataSpec data;
   OptimizerSpec optimizer;
-  int global_batch = 1;     // B
-  int microbatch_size = 1;  // b
-  int data_parallel = 1;    // d: replica r trains on samples [r B/d, (r+1) B/d) of each step
+  int global_batch = 1;            // B
+  int microbatch_size = 1;         // b
+  int data_parallel = 1;           // d: replica r trains on samples [r B/d, (r+1) B/d) of each step
   std::vector<LayerRange> stages;  // the partition into p * v stages; empty means one stage
   StageOptions stage;
 

@@ -14,8 +14,8 @@
 #include "kpipe/model/stage.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/schedule.hpp"
-#include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/buffer_pool.hpp"
+#include "kpipe/tensor/exec_context.hpp"
 
 namespace kpipe::runtime {
 
@@ -45,8 +45,8 @@ struct StepHooks {
 };
 
 struct StepResult {
-  double loss = 0.0;  // Σ scaled losses computed on this rank (last model stage only)
-  int peak_stashed = 0;  // most (microbatch, chunk) activations stashed at once on this rank
+  double loss = 0.0;                  // Σ scaled losses computed on this rank (last model stage only)
+  int peak_stashed = 0;               // most (microbatch, chunk) activations stashed at once on this rank
   std::vector<ActionTiming> timings;  // one per action, in list order
 };
 
@@ -55,9 +55,9 @@ class Executor {
  public:
   // `chunks[c]` is model stage schedule.placement.stage(rank, c). The transport must run over the
   // pipeline communicator of `grid`.
-  Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
-           std::vector<model::Stage<Scalar>*> chunks, int microbatch_size, comm::Transport<Scalar>& transport,
-           MicrobatchIO<Scalar> io, StepHooks hooks, tensor::ExecContext& exec);
+  Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks,
+           int microbatch_size, comm::Transport<Scalar>& transport, MicrobatchIO<Scalar> io, StepHooks hooks,
+           tensor::ExecContext& exec);
 
   StepResult run_step(int step);
 
@@ -100,11 +100,10 @@ class Executor {
   std::size_t next_receive_ = 0;              // first entry of receive_indices_ not yet posted
   int receive_window_ = 1;
   bool training_;
-  tensor::ExecContext& exec_;  // the chunks' instance: compute is enqueued there, never fenced globally
+  tensor::ExecContext& exec_;              // the chunks' instance: compute is enqueued there, never fenced globally
   std::vector<std::string> region_names_;  // "kpipe::F", ... per ActionKind
   tensor::BufferPool<Matrix<Scalar>> activations_;
-  static constexpr bool host_synchronous =
-      std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
+  static constexpr bool host_synchronous = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 };
 
 }  // namespace kpipe::runtime

@@ -22,9 +22,7 @@ struct MemoryEstimate {
   std::int64_t buffers = 0;          // boundary tensors in flight: executor slots, receive window, staging
   std::int64_t baseline = 0;         // resident memory of the process before the model is built
 
-  std::int64_t total() const {
-    return parameters + gradients + optimizer_state + activations + buffers + baseline;
-  }
+  std::int64_t total() const { return parameters + gradients + optimizer_state + activations + buffers + baseline; }
   // "123.4 MiB (parameters 1.0, gradients 1.0, ...)" for messages and reports.
   std::string describe() const;
 };

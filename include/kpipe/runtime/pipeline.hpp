@@ -87,7 +87,7 @@ class Pipeline {
   LossHead<Scalar> loss_head_;
   GradientSync<Scalar> gradient_sync_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
-  std::unique_ptr<ActivationDump> dump_;                  // debug.dump_steps only; before the executor that feeds it
+  std::unique_ptr<ActivationDump> dump_;                 // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;
   int step_ = 0;  // the step in flight, for messages
 };

@@ -32,10 +32,10 @@ struct StageCosts {
 };
 
 struct CostModel {
-  double forward = 1.0;             // one F of one model stage
-  double backward_input = 1.0;      // one B
-  double backward_weight = 1.0;     // one W
-  std::vector<StageCosts> stages;   // one entry per model stage (p·v) replacing the three above, or empty
+  double forward = 1.0;            // one F of one model stage
+  double backward_input = 1.0;     // one B
+  double backward_weight = 1.0;    // one W
+  std::vector<StageCosts> stages;  // one entry per model stage (p·v) replacing the three above, or empty
   double comm_latency = 0.0;
   double comm_bandwidth = 0.0;  // bytes per time unit; 0 means transfers cost latency only
   std::int64_t bytes_per_transfer = 0;

@@ -45,8 +45,10 @@ TEST_CASE("a world size that is not p * d is an input error naming both", "[comm
     FAIL("no error for a world of " << size << " ranks and " << size + 1 << " stages");
   } catch (const kpipe::Error& e) {
     CHECK(e.kind() == kpipe::ErrorKind::input);
-    const std::string expected = "the job has " + std::to_string(size) + " MPI ranks, but pipeline.stages * "
-                                 "pipeline.data_parallel = " + std::to_string(size + 1) + " * 1";
+    const std::string expected = "the job has " + std::to_string(size) +
+                                 " MPI ranks, but pipeline.stages * "
+                                 "pipeline.data_parallel = " +
+                                 std::to_string(size + 1) + " * 1";
     CHECK(std::string(e.what()).rfind(expected, 0) == 0);
   }
 }

@@ -45,7 +45,8 @@ TEST_CASE("messages around a ring arrive intact, posted early or late, staged or
     CHECK(transport.staged() == (staging == Staging::host));
     // Post half of the receives ahead of the sends, like the executor's look-ahead.
     for (int tag = 0; tag < messages / 2; ++tag) transport.post_receive({previous, tag, rows, cols});
-    for (int tag = 0; tag < messages; ++tag) transport.send({next, tag, rows, cols}, make_message(rank, tag, rows, cols));
+    for (int tag = 0; tag < messages; ++tag)
+      transport.send({next, tag, rows, cols}, make_message(rank, tag, rows, cols));
     // Receive in reverse tag order: matching is by tag, not by arrival.
     for (int tag = messages - 1; tag >= 0; --tag) {
       const Matrix received = transport.complete_receive({previous, tag, rows, cols}, "test receive");

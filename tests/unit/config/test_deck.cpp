@@ -43,8 +43,8 @@ TEST_CASE("integers are accepted where reals are expected", "[config]") {
 
 TEST_CASE("command-line overrides win over the deck and keep their types", "[config]") {
   const auto deck = parse_deck("pipeline.stages = 4\n", "deck.toml",
-                               {"pipeline.stages=2", "pipeline.schedule=gpipe", "model.hidden=[8, 8]",
-                                "train.lr=0.5", "pipeline.recompute=\"full\""});
+                               {"pipeline.stages=2", "pipeline.schedule=gpipe", "model.hidden=[8, 8]", "train.lr=0.5",
+                                "pipeline.recompute=\"full\""});
   CHECK(deck.integer("pipeline.stages") == 2);
   CHECK(deck.string("pipeline.schedule") == "gpipe");
   CHECK(deck.integers("model.hidden") == config::IntegerList{8, 8});
@@ -57,8 +57,10 @@ TEST_CASE("errors name the key, the line and what is allowed", "[config]") {
   CHECK(error_of("\n\npipeline.stage = 2\n") ==
         "deck.toml:3: unknown key 'pipeline.stage' (did you mean 'pipeline.stages'?); "
         "`kpipe deck --doc` lists every key");
-  CHECK(error_of("pipeline.stages = \"two\"\n") == "deck.toml:1: pipeline.stages must be an integer, got a string (\"two\")");
-  CHECK(error_of("pipeline.stages = 0\n") == "deck.toml:1: pipeline.stages = 0 is out of range: must be >= 1 and <= 4096");
+  CHECK(error_of("pipeline.stages = \"two\"\n") ==
+        "deck.toml:1: pipeline.stages must be an integer, got a string (\"two\")");
+  CHECK(error_of("pipeline.stages = 0\n") ==
+        "deck.toml:1: pipeline.stages = 0 is out of range: must be >= 1 and <= 4096");
   CHECK(error_of("train.lr = 0\n") == "deck.toml:1: train.lr = 0.0 is out of range: must be > 0 and <= 10");
   CHECK(error_of("pipeline.schedule = \"gpipee\"\n").find("(did you mean \"gpipe\"?)") != std::string::npos);
   CHECK(error_of("pipeline.stages = 2\n", {"pipeline.stages"}).find("an override must be key=value") !=
@@ -107,9 +109,10 @@ TEST_CASE("deep nesting, long dotted keys, long lists and many keys are refused 
   std::string keys;
   for (int i = 0; i < 1001; ++i) keys += "k" + std::to_string(i) + " = 1\n";
   CHECK(error_of(keys).rfind("deck.toml:1001: more than 1000 keys", 0) == 0);
-  CHECK(error_of("model.kind = \"mlp\"", {"model.hidden=" + std::string(70, '[') + std::string(70, ']')}) ==
-        "command line 'model.hidden=" + std::string(70, '[') + std::string(70, ']') +
-            "': lists and tables nest more than 64 levels deep; a deck needs one level, e.g. model.hidden = [256, 256]");
+  CHECK(
+      error_of("model.kind = \"mlp\"", {"model.hidden=" + std::string(70, '[') + std::string(70, ']')}) ==
+      "command line 'model.hidden=" + std::string(70, '[') + std::string(70, ']') +
+          "': lists and tables nest more than 64 levels deep; a deck needs one level, e.g. model.hidden = [256, 256]");
 }
 
 TEST_CASE("brackets, dots and commas in strings and comments are not structure", "[config]") {
@@ -144,6 +147,7 @@ TEST_CASE("an out-of-range value is shown as written, and overflow is out of ran
   CHECK(error_of("train.lr = 1e400\n") == "deck.toml:1: train.lr = 1e400 is out of range: must be > 0 and <= 10");
   CHECK(error_of("sim.cost_forward = 1e308\n").rfind("deck.toml:1: sim.cost_forward = 1e308 is out of range", 0) == 0);
   CHECK(error_of("sim.cost_forward = 1_000.5e400\n").find("= 1_000.5e400 is out of range") != std::string::npos);
-  CHECK(error_of("model.kind = \"mlp\"", {"train.lr=1e400"}).find("train.lr = 1e400 is out of range") != std::string::npos);
+  CHECK(error_of("model.kind = \"mlp\"", {"train.lr=1e400"}).find("train.lr = 1e400 is out of range") !=
+        std::string::npos);
   CHECK(parse_deck("sim.cost_forward = 1e9\n", "deck.toml").real("sim.cost_forward") == 1e9);
 }

@@ -19,8 +19,9 @@ std::string error_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("m = B / (b * d) and world size p * d", "[config]") {
-  const auto s = shape_of("train.global_batch = 512\ntrain.microbatch_size = 8\npipeline.data_parallel = 4\n"
-                          "pipeline.stages = 2\n");
+  const auto s = shape_of(
+      "train.global_batch = 512\ntrain.microbatch_size = 8\npipeline.data_parallel = 4\n"
+      "pipeline.stages = 2\n");
   CHECK(s.pipeline.microbatches == 16);
   CHECK(s.pipeline.world_size() == 8);
   CHECK(s.layers == 5);
@@ -44,10 +45,8 @@ TEST_CASE("a batch that does not divide suggests the nearest valid microbatch si
 TEST_CASE("cross-key rules reject inconsistent decks", "[config]") {
   CHECK(error_of("pipeline.virtual_stages = 2\n").find("needs pipeline.schedule = \"interleaved\"") !=
         std::string::npos);
-  CHECK(error_of("pipeline.stages = 6\n").find("6 model stages, but the model has only 5 layers") !=
-        std::string::npos);
-  CHECK(error_of("pipeline.partition = [4, 4]\n").find("sums to 8 layers, but the model has 5") !=
-        std::string::npos);
+  CHECK(error_of("pipeline.stages = 6\n").find("6 model stages, but the model has only 5 layers") != std::string::npos);
+  CHECK(error_of("pipeline.partition = [4, 4]\n").find("sums to 8 layers, but the model has 5") != std::string::npos);
   CHECK(error_of("model.loss = \"mse\"\n").find("does not fit") != std::string::npos);
   CHECK(error_of("pipeline.schedule = \"interleaved\"\npipeline.virtual_stages = 2\nmodel.hidden = [4,4,4,4,4,4,4]\n"
                  "pipeline.stages = 4\ntrain.global_batch = 48\n")

@@ -1,10 +1,10 @@
 #include "catch.hpp"
 
+#include <unistd.h>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "kpipe/io/hdf5.hpp"
@@ -12,9 +12,7 @@
 namespace hdf5 = kpipe::io::hdf5;
 
 namespace {
-std::string scratch(const std::string& name) {
-  return "kpipe-test-io-" + std::to_string(::getpid()) + "-" + name;
-}
+std::string scratch(const std::string& name) { return "kpipe-test-io-" + std::to_string(::getpid()) + "-" + name; }
 }  // namespace
 
 TEST_CASE("hdf5: serial datasets and attributes round-trip", "[io]") {

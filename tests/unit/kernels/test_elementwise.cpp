@@ -3,9 +3,9 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "random_matrix.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/random.hpp"
+#include "random_matrix.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;

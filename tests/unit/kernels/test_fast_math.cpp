@@ -45,8 +45,10 @@ double max_error(const std::vector<float>& x, Approximation approximation, Refer
 
 TEST_CASE("float erf, tanh, exp and sqrt are within a few ulp of double", "[kernels][fast_math]") {
   const auto x = dense_range();
-  CHECK(max_error(x, [](float v) { return fast_math::erf(v); }, [](double v) { return std::erf(v); }) < 5e-7);
-  CHECK(max_error(x, [](float v) { return fast_math::tanh(v); }, [](double v) { return std::tanh(v); }) < 5e-7);
+  CHECK(max_error(
+            x, [](float v) { return fast_math::erf(v); }, [](double v) { return std::erf(v); }) < 5e-7);
+  CHECK(max_error(
+            x, [](float v) { return fast_math::tanh(v); }, [](double v) { return std::tanh(v); }) < 5e-7);
   // Relative errors where the value is small: exp over [-87, 87] (where it clamps),
   // tanh near 0, sqrt over the normal numbers.
   double exp_error = 0, tanh_error = 0, sqrt_error = 0;

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "random_matrix.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/random.hpp"
+#include "random_matrix.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
@@ -61,8 +61,8 @@ constexpr double tolerance() {
 TEMPLATE_TEST_CASE("portable GEMM agrees with vendor GEMM for all transpositions and odd shapes", "[kernels][gemm]",
                    float, double) {
   using Scalar = TestType;
-  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{255, 257, 129},
-                                  std::tuple{1024, 64, 512});
+  const auto [m, n, k] =
+      GENERATE(std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{255, 257, 129}, std::tuple{1024, 64, 512});
   const auto ta = GENERATE(Trans::no, Trans::yes);
   const auto tb = GENERATE(Trans::no, Trans::yes);
   INFO("m = " << m << ", n = " << n << ", k = " << k << ", transpose A " << (ta == Trans::yes) << ", transpose B "

@@ -40,8 +40,8 @@ std::vector<double> forward(const Inputs& in) {
   auto Y = uninitialized_matrix<double>("test::y", rows, n);
   auto xhat = uninitialized_matrix<double>("test::xhat", rows, n);
   auto rstd = uninitialized_matrix<double>("test::rstd", rows, 1);
-  layer_norm_forward(ExecutionSpace(), device(in.x, rows, n), device(in.gamma, 1, n), device(in.beta, 1, n), epsilon,
-                     Y, xhat, rstd);
+  layer_norm_forward(ExecutionSpace(), device(in.x, rows, n), device(in.gamma, 1, n), device(in.beta, 1, n), epsilon, Y,
+                     xhat, rstd);
   return to_host<double>(Y);
 }
 

@@ -6,10 +6,10 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
-#include "test_models.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/tensor/allocation_counter.hpp"
+#include "test_models.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

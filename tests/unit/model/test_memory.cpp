@@ -5,9 +5,9 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
-#include "test_models.hpp"
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/stage.hpp"
+#include "test_models.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

@@ -72,12 +72,15 @@ TEST_CASE("an explicit partition is used as given and checked", "[model][partiti
   spec.hidden = {8, 8, 8};
   spec.output_dim = 2;
   CHECK(partition_layers(spec, 2, {3, 1}) == std::vector<LayerRange>{{0, 3}, {3, 1}});
-  CHECK(input_error_of([&] { partition_layers(spec, 2, {2, 1}); }) ==
+  CHECK(input_error_of([&] {
+          partition_layers(spec, 2, {2, 1});
+        }) ==
         "the partition [2, 1] must give every stage at least one layer and sum to the 4 layers of the model, but sums "
         "to 3");
   CHECK(input_error_of([&] { partition_layers(spec, 2, {4, 0}); }).find("at least one layer") != std::string::npos);
-  CHECK(input_error_of([&] { partition_layers(spec, 3, {2, 2}); }) ==
-        "the partition has 2 entries but there are 3 model stages; give one layer count per stage");
+  CHECK(input_error_of([&] {
+          partition_layers(spec, 3, {2, 2});
+        }) == "the partition has 2 entries but there are 3 model stages; give one layer count per stage");
   CHECK(input_error_of([&] { partition_layers(spec, 5); }) ==
         "5 model stages cannot split a model of 4 layers; use between 1 and 4 stages");
 }

@@ -5,14 +5,14 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
-#include "test_models.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/stage.hpp"
+#include "test_models.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
-using test::residual_model;
 using test::random_matrix;
+using test::residual_model;
 
 namespace {
 
@@ -145,8 +145,8 @@ TEST_CASE("parameters are named by global layer", "[model][stage]") {
   std::vector<std::string> names;
   for (const auto& p : stage.parameters()) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"layer3.norm.gamma", "layer3.norm.beta", "layer3.fc1.weight",
-                                          "layer3.fc1.bias", "layer3.fc2.weight", "layer3.fc2.bias",
-                                          "layer4.weight", "layer4.bias"});
+                                          "layer3.fc1.bias", "layer3.fc2.weight", "layer3.fc2.bias", "layer4.weight",
+                                          "layer4.bias"});
 }
 
 TEST_CASE("actions out of order and wrong shapes are reported", "[model][stage]") {

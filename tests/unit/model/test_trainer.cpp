@@ -75,8 +75,7 @@ TEST_CASE("an explicit partition and the SGD optimizer keep the weights bitwise 
 TEST_CASE("microbatch gradients add up to the full-batch gradient", "[model][trainer]") {
   // One SGD step without momentum: w1 = w0 - lr * mean-loss gradient, whether
   // the batch is one microbatch or eight.
-  const std::vector<std::string> sgd{"train.optimizer=sgd", "train.momentum=0", "train.lr=0.5",
-                                     "train.grad_clip=0"};
+  const std::vector<std::string> sgd{"train.optimizer=sgd", "train.momentum=0", "train.lr=0.5", "train.grad_clip=0"};
   auto whole = sgd, split = sgd;
   whole.push_back("train.microbatch_size=32");
   split.push_back("train.microbatch_size=4");

@@ -120,18 +120,22 @@ TEST_CASE("the forward schedule only forwards", "[schedule][generate]") {
 TEST_CASE("unschedulable specs are input errors that say what works", "[schedule][generate]") {
   CHECK(error_of([] {
           generate({"1f1c", 2, 1, 4});
-        }) == "unknown schedule '1f1c' (did you mean '1f1b'?); choose gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or "
-              "forward");
+        }) ==
+        "unknown schedule '1f1c' (did you mean '1f1b'?); choose gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or "
+        "forward");
   CHECK(error_of([] {
           generate({"1f1b", 2, 2, 4});
-        }) == "pipeline.virtual_stages = 2 needs pipeline.schedule = \"interleaved\" (or \"zb-v\" for 2 chunks), but "
-              "the schedule is \"1f1b\"; set pipeline.virtual_stages = 1 or use the interleaved schedule");
+        }) ==
+        "pipeline.virtual_stages = 2 needs pipeline.schedule = \"interleaved\" (or \"zb-v\" for 2 chunks), but "
+        "the schedule is \"1f1b\"; set pipeline.virtual_stages = 1 or use the interleaved schedule");
   CHECK(error_of([] {
           generate({"interleaved", 4, 2, 3});
-        }) == "the interleaved schedule needs m >= p, but m = 3 microbatches < p = 4 stages; raise "
-              "train.global_batch to at least 4 or lower train.microbatch_size");
-  CHECK(error_of([] { generate({"interleaved", 4, 1, 8}); }).find("needs pipeline.virtual_stages >= 2") !=
-        std::string::npos);
+        }) ==
+        "the interleaved schedule needs m >= p, but m = 3 microbatches < p = 4 stages; raise "
+        "train.global_batch to at least 4 or lower train.microbatch_size");
+  CHECK(error_of([] {
+          generate({"interleaved", 4, 1, 8});
+        }).find("needs pipeline.virtual_stages >= 2") != std::string::npos);
   CHECK(error_of([] { generate({"1f1b", 0, 1, 4}); }).find("p, v and m >= 1") != std::string::npos);
   CHECK(error_of([] {
           generate({"interleaved", 4096, 64, 1 << 20});

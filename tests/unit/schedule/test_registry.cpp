@@ -73,13 +73,15 @@ TEST_CASE("the registry knows every schedule and suggests near misses", "[schedu
 }
 
 TEST_CASE("constraint messages speak in deck keys", "[schedule][registry]") {
-  CHECK(error_of([] { check_shape({"zb-v", 4, 1, 8}); }) ==
+  CHECK(error_of([] {
+          check_shape({"zb-v", 4, 1, 8});
+        }) ==
         "the zb-v schedule places two model chunks per rank in a V; set pipeline.virtual_stages = 2 (now "
         "pipeline.virtual_stages = 1)");
-  CHECK(error_of([] { check_shape({"zb-v", 4, 3, 8}); }).find("set pipeline.virtual_stages = 2") !=
-        std::string::npos);
-  CHECK(error_of([] { check_shape({"zb-h2", 4, 2, 8}); })
-            .find("pipeline.virtual_stages = 2 needs pipeline.schedule = \"interleaved\"") == 0);
+  CHECK(error_of([] { check_shape({"zb-v", 4, 3, 8}); }).find("set pipeline.virtual_stages = 2") != std::string::npos);
+  CHECK(error_of([] {
+          check_shape({"zb-h2", 4, 2, 8});
+        }).find("pipeline.virtual_stages = 2 needs pipeline.schedule = \"interleaved\"") == 0);
   ShapeCheck deck{4, 2, 3, 2, 2, "pipeline.virtual_stages = 2 (run.toml:3)"};
   CHECK(error_of([&] { check_shape("interleaved", deck); }) ==
         "the interleaved schedule needs m >= p, but m = 3 microbatches < p = 4 stages; raise train.global_batch to at "

@@ -61,7 +61,8 @@ TEST_CASE("zb-h2 and zb-v: valid, one F, B and W per microbatch and stage, W asc
 
 // Tolerance: with F = B = W = 1 every simulated time is a small integer, so
 // "zero" is exact; the margin only absorbs the division by the busy time.
-TEST_CASE("zb-h2 at F = B = W, m >= 2p: no gap inside any rank's window, twice 1F1B's stash", "[schedule][zero-bubble]") {
+TEST_CASE("zb-h2 at F = B = W, m >= 2p: no gap inside any rank's window, twice 1F1B's stash",
+          "[schedule][zero-bubble]") {
   const CostModel costs = unit_forward_input_weight();
   for (const int p : {2, 4, 8}) {
     for (const int m : {2 * p, 8, 16, 32}) {
@@ -109,8 +110,8 @@ TEST_CASE("zb-v's turn at rank p-1 is a hand-over, not a message", "[schedule][z
     if (is_communication(a.kind)) CHECK(a.peer == 1);  // never to itself
   }
   // Both ends of the V are on rank 0: it computes the loss and talks to rank 1 only.
-  CHECK(std::count_if(s.ranks[0].begin(), s.ranks[0].end(), [](const Action& a) { return a.kind == ActionKind::loss; }) ==
-        4);
+  CHECK(std::count_if(s.ranks[0].begin(), s.ranks[0].end(),
+                      [](const Action& a) { return a.kind == ActionKind::loss; }) == 4);
   for (const Action& a : s.ranks[0]) {
     if (is_communication(a.kind)) CHECK(a.peer == 1);
   }
