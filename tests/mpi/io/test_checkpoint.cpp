@@ -155,7 +155,8 @@ TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
   SECTION("p = 2, d = 2: replicas sum partial gradients, so close, not bitwise") {
     const Weights restarted = train(config_for(2, 2, "1f1b", directory), MPI_COMM_WORLD, half, 2 * half, file);
     // World rank = replica * p + pipeline rank: ranks 0 and 1 hold what they held at p = 2, d = 1.
-    if (world_rank() < 2) compare(p2_uninterrupted, restarted, 1e-5);
+    // 1e-6: the bound for a restart that changes the summation order.
+    if (world_rank() < 2) compare(p2_uninterrupted, restarted, 1e-6);
   }
   remove_directory(directory);
 }
