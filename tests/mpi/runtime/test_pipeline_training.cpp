@@ -49,6 +49,20 @@ std::map<std::string, std::vector<float>> by_name(const std::vector<model::Param
   return values;
 }
 
+// Every parameter this rank holds equals the reference's of the same name, bitwise.
+void check_bitwise(const std::vector<model::Parameter<float>>& reference,
+                   const std::vector<model::Parameter<float>>& pipelined) {
+  const auto expected = by_name(reference);
+  const auto actual = by_name(pipelined);
+  CHECK(!actual.empty());
+  for (const auto& [name, values] : actual) {
+    INFO(name);
+    // CHECK, never REQUIRE: a rank leaving early would strand the others in MPI.
+    CHECK(expected.count(name) == 1);
+    if (expected.count(name) == 1) CHECK(values == expected.at(name));  // bitwise: float ==
+  }
+}
+
 }  // namespace
 
 TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]") {
@@ -71,15 +85,7 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
 
           INFO(fmt::format("{} p={} d={} recompute={} stage {} replica {}", schedule, p, d, recompute, rank,
                            pipeline.grid().replica()));
-          const auto expected = by_name(reference.parameters());
-          const auto actual = by_name(pipeline.parameters());
-          CHECK(!actual.empty());
-          for (const auto& [name, values] : actual) {
-            INFO(name);
-            // CHECK, never REQUIRE: a rank leaving early would strand the others in MPI.
-            CHECK(expected.count(name) == 1);
-            if (expected.count(name) == 1) CHECK(values == expected.at(name));  // bitwise: float ==
-          }
+          check_bitwise(reference.parameters(), pipeline.parameters());
           const auto simulated = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
           CHECK(peak_stashed == simulated.ranks[rank].peak_stashed);
         }
@@ -112,14 +118,7 @@ TEST_CASE("pipelined training on an HDF5 dataset is bitwise the sequential refer
 
     INFO(fmt::format("{} p={} d={} stage {} replica {}", schedule, p, d, pipeline.grid().pipeline_rank(),
                      pipeline.grid().replica()));
-    const auto expected = by_name(reference.parameters());
-    const auto actual = by_name(pipeline.parameters());
-    CHECK(!actual.empty());
-    for (const auto& [name, values] : actual) {
-      INFO(name);
-      CHECK(expected.count(name) == 1);
-      if (expected.count(name) == 1) CHECK(values == expected.at(name));
-    }
+    check_bitwise(reference.parameters(), pipeline.parameters());
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::remove(path.c_str());
