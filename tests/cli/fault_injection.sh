@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every rank in turn fails in every phase (KPIPE_FAULT, test-only): the job
+# Every rank in turn fails in every phase — set-up, a step, a checkpoint
+# write — (KPIPE_FAULT, test-only): the job
 # must end within 10 s with exit code 1 and exactly one "kpipe: error:" line
 # naming that rank, and leave no kpipe process or shared-memory segment behind.
 # Usage: fault_injection.sh MPIEXEC KPIPE RANKS DECK (run with pipeline.stages = RANKS)
@@ -9,11 +10,14 @@ shm_before=$(ls /dev/shm 2>/dev/null | sort)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-for phase in setup step:1; do
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for phase in setup step:1 checkpoint; do
   for ((rank = 0; rank < ranks; ++rank)); do
     err=$(mktemp)
     start=$(date +%s%N)
-    KPIPE_FAULT="$rank:$phase" timeout 30 "$mpiexec" -n "$ranks" "$kpipe" run "$deck" pipeline.stages="$ranks" train.steps=3 >/dev/null 2>"$err"
+    KPIPE_FAULT="$rank:$phase" timeout 30 "$mpiexec" -n "$ranks" "$kpipe" run "$deck" pipeline.stages="$ranks" train.steps=3 \
+      checkpoint.every=1 checkpoint.path="$work" >/dev/null 2>"$err"
     code=$?
     milliseconds=$((($(date +%s%N) - start) / 1000000))
     lines=$(grep -c "kpipe: error:" "$err")
