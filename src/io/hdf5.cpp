@@ -38,37 +38,28 @@ std::string hdf5_reason() {
   return reason;
 }
 
-hid_t native(Type type) {
-  switch (type) {
-    case Type::float32:
-      return H5T_NATIVE_FLOAT;
-    case Type::float64:
-      return H5T_NATIVE_DOUBLE;
-    case Type::int32:
-      return H5T_NATIVE_INT32;
-    case Type::int64:
-      return H5T_NATIVE_INT64;
-    case Type::uint64:
-      return H5T_NATIVE_UINT64;
-  }
-  return H5T_NATIVE_FLOAT;
-}
+// Each element type as kpipe names it, as it sits in memory, and as files
+// store it: little-endian, the same bytes on every machine kpipe runs on.
+struct TypeInfo {
+  const char* name;
+  hid_t native;
+  hid_t stored;
+};
 
-// Little-endian file types: the same bytes on every machine kpipe runs on.
-hid_t stored(Type type) {
+TypeInfo info(Type type) {
   switch (type) {
     case Type::float32:
-      return H5T_IEEE_F32LE;
+      return {"float32", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE};
     case Type::float64:
-      return H5T_IEEE_F64LE;
+      return {"float64", H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE};
     case Type::int32:
-      return H5T_STD_I32LE;
+      return {"int32", H5T_NATIVE_INT32, H5T_STD_I32LE};
     case Type::int64:
-      return H5T_STD_I64LE;
+      return {"int64", H5T_NATIVE_INT64, H5T_STD_I64LE};
     case Type::uint64:
-      return H5T_STD_U64LE;
+      return {"uint64", H5T_NATIVE_UINT64, H5T_STD_U64LE};
   }
-  return H5T_IEEE_F32LE;
+  return {"?", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE};
 }
 
 detail::Handle dataspace(const std::vector<hsize_t>& dims) {
@@ -77,21 +68,7 @@ detail::Handle dataspace(const std::vector<hsize_t>& dims) {
 
 }  // namespace
 
-const char* name_of(Type type) {
-  switch (type) {
-    case Type::float32:
-      return "float32";
-    case Type::float64:
-      return "float64";
-    case Type::int32:
-      return "int32";
-    case Type::int64:
-      return "int64";
-    case Type::uint64:
-      return "uint64";
-  }
-  return "?";
-}
+const char* name_of(Type type) { return info(type).name; }
 
 namespace detail {
 
@@ -320,7 +297,7 @@ void Dataset::write_rows_raw(Type type, const void* data, std::uint64_t first_ro
   if (!selection.file.valid() || !selection.memory.valid())
     fail("cannot select rows " + std::to_string(first_row) + "+" + std::to_string(rows));
   auto list = transfer(where_->parallel);
-  if (H5Dwrite(id(), native(type), selection.memory.get(), selection.file.get(), list.get(), data) < 0)
+  if (H5Dwrite(id(), info(type).native, selection.memory.get(), selection.file.get(), list.get(), data) < 0)
     fail(std::string("cannot write ") + name_of(type) + " data");
 }
 
@@ -330,7 +307,7 @@ void Dataset::read_rows_raw(Type type, void* data, std::uint64_t first_row, std:
   if (!selection.file.valid() || !selection.memory.valid())
     fail("cannot select rows " + std::to_string(first_row) + "+" + std::to_string(rows));
   auto list = transfer(false);
-  if (H5Dread(id(), native(type), selection.memory.get(), selection.file.get(), list.get(), data) < 0)
+  if (H5Dread(id(), info(type).native, selection.memory.get(), selection.file.get(), list.get(), data) < 0)
     fail(std::string("cannot read ") + name_of(type) + " data");
 }
 
@@ -372,7 +349,7 @@ Dataset Group::create_dataset(const std::string& name, Type type, const std::vec
   if (shape.empty() || shape.size() > 2) fail("dataset '" + name + "' must be 1-D or 2-D");
   auto space = dataspace({shape.begin(), shape.end()});
   detail::Handle dataset(
-      H5Dcreate2(id(), name.c_str(), stored(type), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+      H5Dcreate2(id(), name.c_str(), info(type).stored, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
   if (!dataset.valid()) fail("cannot create dataset '" + name + "'");
   return Dataset(std::move(dataset), child_path(name), where_);
 }
