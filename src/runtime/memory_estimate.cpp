@@ -31,8 +31,8 @@ std::int64_t proc_kib(const char* file, const std::string& key) {
   return 0;
 }
 
-// Peak bytes held along a rank's action list (bytes per microbatch of each
-// chunk): F adds the stash; B swaps it for what W needs, W releases that, BW
+// Peak elements held along a rank's action list (the footprints of its
+// chunks): F adds the stash; B swaps it for what W needs, W releases that, BW
 // releases the stash. With recomputation B and BW first rebuild the layers'
 // saved tensors, for a moment.
 std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
@@ -78,31 +78,28 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   const bool recompute = spec.stage.recompute;
   MemoryEstimate estimate;
   estimate.baseline = baseline_bytes;
-  std::vector<model::StageFootprint> chunks;  // bytes
-  std::int64_t widest_boundary = 0;
+  std::vector<model::StageFootprint> chunks;  // elements
+  std::int64_t widest_boundary = 0;           // elements
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
     const model::StageFootprint footprint =
         model::stage_footprint(spec.model, spec.stages.at(stage), spec.microbatch_size, recompute);
     estimate.parameters += footprint.parameters * scalar;
-    chunks.push_back({footprint.parameters * scalar, footprint.stash_per_microbatch * scalar,
-                      footprint.saved_per_microbatch * scalar, footprint.kept_for_weight_gradient * scalar,
-                      footprint.input_per_microbatch * scalar, footprint.output_per_microbatch * scalar});
-    widest_boundary =
-        std::max({widest_boundary, footprint.input_per_microbatch * scalar, footprint.output_per_microbatch * scalar});
+    chunks.push_back(footprint);
+    widest_boundary = std::max({widest_boundary, footprint.input_per_microbatch, footprint.output_per_microbatch});
   }
   // Gradients exist in inference too (every layer owns its buffer), and are never touched there.
   estimate.gradients = estimate.parameters;
   if (training) {
     estimate.optimizer_state = estimate.parameters * (spec.optimizer.kind == config::OptimizerKind::adamw ? 2 : 1);
-    estimate.activations = peak_activations(schedule.ranks.at(rank), chunks, recompute);
+    estimate.activations = peak_activations(schedule.ranks.at(rank), chunks, recompute) * scalar;
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output
   // gradient slots, the receive window (peak stash + 1), and the same again
   // for host staging when MPI cannot reach device memory.
   const std::int64_t peak = schedule::peak_stash(schedule.ranks.at(rank)).peak;
   const std::int64_t in_flight = 2 * (peak + 1) + (peak + 1);
-  estimate.buffers = in_flight * widest_boundary * (staged ? 2 : 1);
+  estimate.buffers = in_flight * widest_boundary * scalar * (staged ? 2 : 1);
   return estimate;
 }
 
