@@ -81,15 +81,20 @@ std::vector<double> all_gather(Communicator comm, const std::vector<double>& min
   return gather_equal(comm, mine, MPI_DOUBLE);
 }
 
+std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
+                                       const std::vector<int>& counts) {
+  std::vector<int> offsets(counts.size(), 0);
+  std::partial_sum(counts.begin(), counts.end() - 1, offsets.begin() + 1);
+  std::vector<double> all(static_cast<std::size_t>(offsets.back() + counts.back()));
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+                 MPI_DOUBLE, comm);
+  return all;
+}
+
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine, std::vector<int>* counts) {
   const std::vector<int> sizes = all_gather(comm, std::vector<int>{static_cast<int>(mine.size())});
-  std::vector<int> offsets(sizes.size(), 0);
-  std::partial_sum(sizes.begin(), sizes.end() - 1, offsets.begin() + 1);
-  std::vector<double> all(static_cast<std::size_t>(offsets.back() + sizes.back()));
-  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), sizes.data(), offsets.data(),
-                 MPI_DOUBLE, comm);
   if (counts) *counts = sizes;
-  return all;
+  return all_gather_varying(comm, mine, sizes);
 }
 
 std::vector<double> gather_to_root(Communicator comm, const std::vector<double>& mine) {

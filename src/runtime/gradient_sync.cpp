@@ -39,7 +39,7 @@ void GradientSync<Scalar>::clip() {
 }
 
 template <class Scalar>
-std::vector<double> GradientSync<Scalar>::squared_norms_in_layer_order() const {
+std::vector<double> GradientSync<Scalar>::squared_norms_in_layer_order() {
   const int v = schedule_.v;
   std::vector<int> counts;  // per chunk: how many norms
   std::vector<double> norms;
@@ -48,11 +48,18 @@ std::vector<double> GradientSync<Scalar>::squared_norms_in_layer_order() const {
     counts.push_back(static_cast<int>(own.size()));
     norms.insert(norms.end(), own.begin(), own.end());
   }
-  const std::vector<int> all_counts = comm::all_gather(grid_.pipeline(), counts);  // [rank · v + chunk]
-  std::vector<int> rank_counts;
-  const std::vector<double> by_rank = comm::all_gather_varying(grid_.pipeline(), norms, &rank_counts);
-  std::vector<std::size_t> rank_offsets(rank_counts.size(), 0);
-  for (std::size_t r = 1; r < rank_counts.size(); ++r) rank_offsets[r] = rank_offsets[r - 1] + rank_counts[r - 1];
+  if (chunk_norm_counts_.empty()) {
+    chunk_norm_counts_ = comm::all_gather(grid_.pipeline(), counts);
+    rank_norm_counts_.assign(static_cast<std::size_t>(schedule_.p), 0);
+    for (int r = 0; r < schedule_.p; ++r) {
+      for (int c = 0; c < v; ++c) rank_norm_counts_[r] += chunk_norm_counts_[r * v + c];
+    }
+  }
+  const std::vector<int>& all_counts = chunk_norm_counts_;
+  const std::vector<double> by_rank = comm::all_gather_varying(grid_.pipeline(), norms, rank_norm_counts_);
+  std::vector<std::size_t> rank_offsets(rank_norm_counts_.size(), 0);
+  for (std::size_t r = 1; r < rank_offsets.size(); ++r)
+    rank_offsets[r] = rank_offsets[r - 1] + rank_norm_counts_[r - 1];
   // Reorder the rank-major (rank, chunk) segments into model-stage order.
   std::vector<double> ordered;
   ordered.reserve(by_rank.size());

@@ -32,6 +32,9 @@ std::vector<double> all_gather(Communicator comm, const std::vector<double>& min
 // The same with a count of its own per rank; `counts` (optional) gets them.
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
                                        std::vector<int>* counts = nullptr);
+// The same when every rank already knows every rank's count (one collective, not two).
+std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
+                                       const std::vector<int>& counts);
 // Every rank's `mine` on rank 0, rank after rank (equal counts); empty elsewhere.
 std::vector<double> gather_to_root(Communicator comm, const std::vector<double>& mine);
 // The same with a count of its own per rank; on rank 0 `counts` (optional)

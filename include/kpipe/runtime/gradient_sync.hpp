@@ -29,7 +29,7 @@ class GradientSync {
 
  private:
   // The squared norm of every gradient of the whole model, in global layer order.
-  std::vector<double> squared_norms_in_layer_order() const;
+  std::vector<double> squared_norms_in_layer_order();
 
   const comm::ProcessGrid& grid_;
   const schedule::Schedule& schedule_;
@@ -37,6 +37,11 @@ class GradientSync {
   double grad_clip_;
   comm::GradientReducer<Scalar> reducer_;
   tensor::ExecContext& exec_;
+  // How many norms every (rank, chunk) has, [rank · v + chunk], and every
+  // rank: fixed by the partition, gathered at the first clip (a step every
+  // rank is in, unlike set-up, which may end early on one rank).
+  std::vector<int> chunk_norm_counts_;
+  std::vector<int> rank_norm_counts_;
 };
 
 }  // namespace kpipe::runtime
