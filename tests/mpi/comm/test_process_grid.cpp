@@ -1,21 +1,15 @@
 #include <mpi.h>
 
 #include "catch.hpp"
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/core/error.hpp"
 
-using kpipe::comm::ProcessGrid;
-
-namespace {
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-}  // namespace
+namespace comm = kpipe::comm;
+using comm::ProcessGrid;
 
 TEST_CASE("the grid splits the world into pipelines and data-parallel groups", "[comm]") {
-  const int size = world_size();
+  const int size = comm::size_of(comm::world());
   for (int stages = 1; stages <= size; ++stages) {
     if (size % stages != 0) continue;
     const ProcessGrid grid(MPI_COMM_WORLD, stages, size / stages);
@@ -39,7 +33,7 @@ TEST_CASE("the grid splits the world into pipelines and data-parallel groups", "
 }
 
 TEST_CASE("a world size that is not p * d is an input error naming both", "[comm]") {
-  const int size = world_size();
+  const int size = comm::size_of(comm::world());
   try {
     ProcessGrid grid(MPI_COMM_WORLD, size + 1, 1);
     FAIL("no error for a world of " << size << " ranks and " << size + 1 << " stages");
@@ -54,7 +48,7 @@ TEST_CASE("a world size that is not p * d is an input error naming both", "[comm
 }
 
 TEST_CASE("the layout names every pipeline", "[comm]") {
-  const int size = world_size();
+  const int size = comm::size_of(comm::world());
   const ProcessGrid grid(MPI_COMM_WORLD, 2, size / 2);
   const std::string layout = grid.layout();
   CHECK(layout.rfind("process grid: world " + std::to_string(size), 0) == 0);

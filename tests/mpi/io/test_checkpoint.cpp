@@ -12,6 +12,7 @@
 #include <map>
 
 #include "catch.hpp"
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/io/hdf5.hpp"
@@ -23,18 +24,6 @@ using namespace kpipe;
 namespace {
 
 constexpr int half = 3;  // N
-
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
 
 // The same data (B = 64) on every layout: d replicas of 64 / d samples each.
 config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& directory) {
@@ -68,7 +57,7 @@ Weights train(const config::RunConfig& config, MPI_Comm comm, int first, int las
 // A fresh directory made by world rank 0, known to every rank.
 std::string scratch_directory() {
   char name[256] = {};
-  if (world_rank() == 0) {
+  if (comm::rank_of(comm::world()) == 0) {
     std::string pattern = (std::filesystem::current_path() / "kpipe-test-checkpoint-XXXXXX").string();
     std::snprintf(name, sizeof name, "%s", ::mkdtemp(pattern.data()));
   }
@@ -78,7 +67,7 @@ std::string scratch_directory() {
 
 void remove_directory(const std::string& directory) {
   MPI_Barrier(MPI_COMM_WORLD);
-  if (world_rank() == 0) std::filesystem::remove_all(directory);
+  if (comm::rank_of(comm::world()) == 0) std::filesystem::remove_all(directory);
 }
 
 void compare(const Weights& expected, const Weights& actual, double tolerance) {
@@ -103,7 +92,7 @@ void compare(const Weights& expected, const Weights& actual, double tolerance) {
 }  // namespace
 
 TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]") {
-  if (world_size() != 2) return;
+  if (comm::size_of(comm::world()) != 2) return;
   const std::string directory = scratch_directory();
   for (const std::string schedule : {"1f1b", "interleaved"}) {
     INFO(schedule);
@@ -130,14 +119,14 @@ TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]")
 }
 
 TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
-  if (world_size() != 4) return;
+  if (comm::size_of(comm::world()) != 4) return;
   const std::string directory = scratch_directory();
   // Ranks 0 and 1 write the p = 2 checkpoint; ranks 2 and 3 wait.
   MPI_Comm pair = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank() < 2 ? 0 : 1, world_rank(), &pair);
+  MPI_Comm_split(MPI_COMM_WORLD, comm::rank_of(comm::world()) < 2 ? 0 : 1, comm::rank_of(comm::world()), &pair);
   std::string file = io::checkpoint_file(directory, half);
   Weights p2_uninterrupted;  // ranks 0 and 1: the p = 2, d = 1 run without a restart
-  if (world_rank() < 2) {
+  if (comm::rank_of(comm::world()) < 2) {
     train(config_for(2, 1, "1f1b", directory), pair, 0, half, "", &file);
     p2_uninterrupted = train(config_for(2, 1, "1f1b", directory), pair, 0, 2 * half);
   }
@@ -156,19 +145,19 @@ TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
     const Weights restarted = train(config_for(2, 2, "1f1b", directory), MPI_COMM_WORLD, half, 2 * half, file);
     // World rank = replica * p + pipeline rank: ranks 0 and 1 hold what they held at p = 2, d = 1.
     // 1e-6: the bound for a restart that changes the summation order.
-    if (world_rank() < 2) compare(p2_uninterrupted, restarted, 1e-6);
+    if (comm::rank_of(comm::world()) < 2) compare(p2_uninterrupted, restarted, 1e-6);
   }
   remove_directory(directory);
 }
 
 TEST_CASE("a damaged checkpoint is refused on every rank", "[checkpoint]") {
-  if (world_size() != 2) return;
+  if (comm::size_of(comm::world()) != 2) return;
   const std::string directory = scratch_directory();
   const auto config = config_for(2, 1, "1f1b", directory);
   std::string file;
   train(config, MPI_COMM_WORLD, 0, 1, "", &file);
   const std::string flipped = directory + "/flipped.h5";
-  if (world_rank() == 0) {
+  if (comm::rank_of(comm::world()) == 0) {
     std::filesystem::copy_file(file, flipped);
     // Flip one byte near the end: inside the data of the last dataset written.
     const auto bytes = std::filesystem::file_size(flipped);

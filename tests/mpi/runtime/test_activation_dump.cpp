@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "catch.hpp"
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/io/hdf5.hpp"
 #include "kpipe/model/trainer.hpp"
@@ -20,18 +21,12 @@ using namespace kpipe;
 
 namespace {
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
 // One directory for every rank: named after rank 0's process id.
 std::string shared_directory() {
   long pid = static_cast<long>(::getpid());
   MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   const auto directory = std::filesystem::temp_directory_path() / fmt::format("kpipe-dump-test-{}", pid);
-  if (world_rank() == 0) std::filesystem::create_directories(directory);
+  if (comm::rank_of(comm::world()) == 0) std::filesystem::create_directories(directory);
   MPI_Barrier(MPI_COMM_WORLD);
   return directory.string();
 }
@@ -56,7 +51,7 @@ TEST_CASE("activation dumps hold the chosen steps' boundary tensors, equal to th
                   "debug.dump_steps = [0, 2]\ndebug.dump_microbatches = [1, 6]\ndebug.dump_path = \"{}\"\n",
                   directory),
       "test.toml"));
-  const int rank = world_rank();
+  const int rank = comm::rank_of(comm::world());
   std::string file;
   {
     runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);

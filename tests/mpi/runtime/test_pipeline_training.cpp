@@ -11,6 +11,7 @@
 #include <map>
 
 #include "catch.hpp"
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
@@ -23,12 +24,6 @@ using namespace kpipe;
 namespace {
 
 constexpr int steps = 5;
-
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 // A small model with enough layers for p · v = 8 model stages, m = 8
 // microbatches per replica, and clipping tight enough to act every step.
@@ -66,7 +61,7 @@ void check_bitwise(const std::vector<model::Parameter<float>>& reference,
 }  // namespace
 
 TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]") {
-  const int size = world_size();
+  const int size = comm::size_of(comm::world());
   for (const int p : {2, 4}) {
     for (const int d : {1, 2}) {
       if (p * d != size) continue;
@@ -95,7 +90,7 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
 }
 
 TEST_CASE("pipelined training on an HDF5 dataset is bitwise the sequential reference", "[runtime][dataset]") {
-  const int size = world_size();
+  const int size = comm::size_of(comm::world());
   const int p = 2, d = size / 2;
   if (d < 1 || d > 2) return;
   // 40 training rows and B = 32 · d: batches straddle epochs from step 1 on.
