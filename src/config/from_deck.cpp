@@ -63,6 +63,8 @@ int microbatch_count(const Deck& deck) {
 }
 
 int model_layer_count(const Deck& deck) {
+  // A transformer partitions into the embedding, its blocks and the head.
+  if (deck.string("model.kind") == "transformer") return static_cast<int>(deck.integer("model.layers")) + 2;
   const auto& hidden = deck.integers("model.hidden");
   const int blocks = static_cast<int>(hidden.size());
   if (deck.string("model.kind") == "mlp") return blocks + 1;
@@ -84,8 +86,9 @@ std::vector<int> ints(const IntegerList& list) { return {list.begin(), list.end(
 
 ModelConfig model_config(const Deck& deck) {
   ModelConfig model;
-  model.kind =
-      choice<ModelKind>(deck, "model.kind", {{"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp}});
+  model.kind = choice<ModelKind>(
+      deck, "model.kind",
+      {{"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp}, {"transformer", ModelKind::transformer}});
   model.input_dim = static_cast<int>(deck.integer("model.input_dim"));
   model.hidden = ints(deck.integers("model.hidden"));
   model.output_dim = static_cast<int>(deck.integer("model.output_dim"));
@@ -95,6 +98,18 @@ ModelConfig model_config(const Deck& deck) {
   model.loss =
       choice<LossKind>(deck, "model.loss", {{"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse}});
   model.seed = static_cast<std::uint64_t>(deck.integer("model.seed"));
+  model.init = choice<InitKind>(deck, "model.init",
+                                {{"auto", InitKind::automatic},
+                                 {"uniform", InitKind::uniform},
+                                 {"he", InitKind::he},
+                                 {"xavier", InitKind::xavier},
+                                 {"gpt2", InitKind::gpt2}});
+  model.vocab = static_cast<int>(deck.integer("model.vocab"));
+  model.context = static_cast<int>(deck.integer("model.context"));
+  model.dim = static_cast<int>(deck.integer("model.dim"));
+  model.heads = static_cast<int>(deck.integer("model.heads"));
+  model.layers = static_cast<int>(deck.integer("model.layers"));
+  model.mlp_ratio = static_cast<int>(deck.integer("model.mlp_ratio"));
   return model;
 }
 
@@ -109,6 +124,10 @@ OptimizerConfig optimizer_config(const Deck& deck) {
   optimizer.beta2 = deck.real("train.beta2");
   optimizer.epsilon = deck.real("train.epsilon");
   optimizer.grad_clip = deck.real("train.grad_clip");
+  optimizer.lr_schedule = choice<LrSchedule>(deck, "train.lr_schedule",
+                                             {{"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine}});
+  optimizer.warmup_steps = static_cast<int>(deck.integer("train.warmup_steps"));
+  optimizer.total_steps = static_cast<int>(deck.integer("train.steps"));
   return optimizer;
 }
 
@@ -170,8 +189,38 @@ void check_partition(const Deck& deck, const RunConfig& config) {
   }
 }
 
+// A transformer's shape, and the data only it can read.
+void check_transformer(const Deck& deck, const RunConfig& config) {
+  const ModelConfig& model = config.model;
+  if (model.kind != ModelKind::transformer) {
+    if (config.data.source == DataSource::text) {
+      throw input_error(fmt::format("{} holds token sequences, which only a transformer reads; set model.kind = "
+                                    "\"transformer\" or choose data.source = \"synthetic\" or \"hdf5\"",
+                                    deck.describe("data.source")));
+    }
+    return;
+  }
+  if (model.dim % model.heads != 0) {
+    throw input_error(fmt::format("{} does not divide {}: each head takes dim / heads features; choose heads from "
+                                  "the divisors of {} (e.g. {})",
+                                  deck.describe("model.heads"), deck.describe("model.dim"), model.dim,
+                                  nearest_divisor(model.dim, model.heads)));
+  }
+  if (model.vocab < 1) {
+    throw input_error(fmt::format("{}: a transformer needs its vocabulary size; set it to the number of symbols in "
+                                  "the data (a wrong value is reported with the right one)",
+                                  deck.describe("model.vocab")));
+  }
+  if (config.data.task != Task::classification || model.loss != LossKind::cross_entropy) {
+    throw input_error(fmt::format("a transformer predicts the next token with cross-entropy; set data.task = "
+                                  "\"classification\" and model.loss = \"cross_entropy\" (now {} and {})",
+                                  deck.string("data.task"), deck.string("model.loss")));
+  }
+}
+
 // Every rule that involves more than one key.
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
+  check_transformer(deck, config);
   check_shape(deck, config);
   const PipelineConfig& shape = config.pipeline;
   if (shape.model_stages() > config.layers) {
@@ -180,17 +229,18 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
         "stages or add widths to model.hidden",
         shape.stages, shape.virtual_stages, shape.model_stages(), config.layers, config.layers / shape.virtual_stages));
   }
+  if (config.data.source != DataSource::synthetic && config.data.path.empty()) {
+    throw input_error(
+        fmt::format("{} reads its samples from data.path, which is empty; set data.path to the {} "
+                    "(docs/formats.md, \"Datasets\")",
+                    deck.describe("data.source"),
+                    config.data.source == DataSource::text ? "UTF-8 text file" : "HDF5 dataset"));
+  }
   if ((config.data.task == Task::classification) != (config.model.loss == LossKind::cross_entropy)) {
     throw input_error(fmt::format("{} does not fit {}; classification uses \"cross_entropy\", regression \"mse\"",
                                   deck.describe("model.loss"), deck.describe("data.task")));
   }
   check_partition(deck, config);
-  if (config.data.source == DataSource::hdf5 && config.data.path.empty()) {
-    throw input_error(
-        fmt::format("{} reads its samples from data.path, which is empty; set data.path to an HDF5 "
-                    "dataset (docs/formats.md, \"Datasets\")",
-                    deck.describe("data.source")));
-  }
 }
 
 }  // namespace
@@ -200,6 +250,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.train.global_batch = static_cast<int>(deck.integer("train.global_batch"));
   config.train.microbatch_size = static_cast<int>(deck.integer("train.microbatch_size"));
   config.train.steps = static_cast<int>(deck.integer("train.steps"));
+  config.train.eval_every = static_cast<int>(deck.integer("train.eval_every"));
   config.layers = model_layer_count(deck);
   config.pipeline = pipeline_config(deck);
   config.model = model_config(deck);
@@ -207,11 +258,14 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.task =
       choice<Task>(deck, "data.task", {{"classification", Task::classification}, {"regression", Task::regression}});
   config.data.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));
-  config.data.source =
-      choice<DataSource>(deck, "data.source", {{"synthetic", DataSource::synthetic}, {"hdf5", DataSource::hdf5}});
+  config.data.source = choice<DataSource>(
+      deck, "data.source",
+      {{"synthetic", DataSource::synthetic}, {"hdf5", DataSource::hdf5}, {"text", DataSource::text}});
   config.data.path = deck.string("data.path");
   config.compute.gemm =
       choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
+  config.compute.attention =
+      choice<AttentionKind>(deck, "compute.attention", {{"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused}});
   config.sim = sim_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");

@@ -12,13 +12,16 @@
 
 namespace kpipe::config {
 
-enum class ModelKind { mlp, residual_mlp };
+enum class ModelKind { mlp, residual_mlp, transformer };
+enum class InitKind { automatic, uniform, he, xavier, gpt2 };
 enum class ActivationKind { gelu, relu, tanh };
 enum class LossKind { cross_entropy, mse };
 enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
-enum class DataSource { synthetic, hdf5 };
+enum class DataSource { synthetic, hdf5, text };
 enum class GemmKind { vendor, portable };
+enum class AttentionKind { gemm, fused };
+enum class LrSchedule { constant, cosine };
 enum class Recompute { none, full };
 enum class ActivationStore { memory, hdf5 };
 
@@ -31,6 +34,14 @@ struct ModelConfig {
   ActivationKind activation = ActivationKind::gelu;
   LossKind loss = LossKind::cross_entropy;
   std::uint64_t seed = 0;
+  InitKind init = InitKind::automatic;  // automatic: gpt2 for a transformer, uniform otherwise
+  // transformer
+  int vocab = 0;    // symbols of the token data
+  int context = 0;  // T: tokens per sequence
+  int dim = 0;      // model width
+  int heads = 1;
+  int layers = 0;  // transformer blocks
+  int mlp_ratio = 4;
 };
 
 // train.* keys of the optimizer.
@@ -43,6 +54,9 @@ struct OptimizerConfig {
   double beta2 = 0.999;       // AdamW
   double epsilon = 1e-8;      // AdamW
   double grad_clip = 0.0;     // global L2 norm limit; 0 disables clipping
+  LrSchedule lr_schedule = LrSchedule::constant;  // after the warm-up
+  int warmup_steps = 0;                           // linear from lr / warmup_steps to lr
+  int total_steps = 0;                            // train.steps: where a cosine schedule reaches 0
 };
 
 // train.* keys of the batch and the run length.
@@ -50,12 +64,13 @@ struct TrainConfig {
   int global_batch = 1;     // B
   int microbatch_size = 1;  // b
   int steps = 0;
+  int eval_every = 0;  // steps between validation evaluations; 0: none
 };
 
 // data.*
 struct DataConfig {
   DataSource source = DataSource::synthetic;
-  std::string path;  // the HDF5 dataset of source = hdf5
+  std::string path;  // the HDF5 dataset (source = hdf5) or UTF-8 text (source = text)
   Task task = Task::classification;
   std::uint64_t seed = 0;
 };
@@ -81,6 +96,7 @@ struct PipelineConfig {
 // compute.*
 struct ComputeConfig {
   GemmKind gemm = GemmKind::vendor;
+  AttentionKind attention = AttentionKind::gemm;
 };
 
 // sim.*: the simulator's cost model, per pipeline rank's share of the model.

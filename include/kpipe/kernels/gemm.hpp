@@ -32,4 +32,15 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
           const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
 
+// `batch` independent GEMMs on stacked operands: A, B and C hold `batch`
+// equal blocks one below the other (A is (batch·rows) x cols of op(A)'s
+// source, and so on), and block i of C = alpha op(A_i) op(B_i) + beta C_i.
+// Vendor path: a CBLAS loop or cublas<T>gemmStridedBatched; portable: the
+// same TeamPolicy kernel over a batch index.
+template <class Scalar>
+void gemm_batched(const tensor::ExecutionSpace& space, int batch, Trans trans_a, Trans trans_b,
+                  tensor::identity_t<Scalar> alpha, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
+                  const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
+                  const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
+
 }  // namespace kpipe::kernels

@@ -1,0 +1,94 @@
+#pragma once
+// Causal multi-head self-attention, the core of a transformer block between
+// its QKV and output projections, in two interchangeable paths
+// (compute.attention):
+//
+//   gemm:  S = Q K^T / sqrt(hd) and O = P V as batched GEMMs through the GEMM
+//          dispatch, with one fused causal-softmax kernel in between; forward
+//          keeps the probabilities P (batch·heads·T·T) for backward.
+//   fused: one Kokkos TeamPolicy kernel per (sequence, head, query tile) that
+//          streams key/value tiles through team scratch with an online
+//          softmax, keeping only O and the row log-sum-exp L (batch·heads·T);
+//          backward recomputes the probabilities tile by tile from L.
+//
+// Layout: a projection's rows are positions (sequence-major: row s·T + t),
+// its columns heads·hd features, head h at columns [h·hd, (h+1)·hd). The
+// attention kernels take heads-major stacks: Q, K, V, O are (batch·heads·T)
+// x hd, block (s·heads + h) the T x hd matrix of sequence s, head h. Position
+// t attends to positions 0..t of its own sequence only. Every kernel is
+// deterministic (no atomics), so results are bitwise reproducible.
+
+#include <string_view>
+
+#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/tensor/matrix.hpp"
+
+namespace kpipe::kernels {
+
+enum class AttentionPath { gemm, fused };
+
+// "gemm" or "fused" (the values of compute.attention); anything else is an input error.
+AttentionPath parse_attention_path(std::string_view name);
+
+// The sizes of one attention call; batch_heads = sequences · heads.
+struct AttentionShape {
+  int batch_heads = 0;
+  int tokens = 0;    // T
+  int head_dim = 0;  // hd
+};
+
+// heads-major (batch·heads·T) x hd stack from columns [offset + h·hd, offset +
+// (h+1)·hd) of the position-major X ((batch·T) x cols). offset selects Q (0),
+// K (dim) or V (2·dim) of a fused QKV projection.
+template <class Scalar>
+void split_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
+                 int offset, int heads, int tokens, const tensor::Matrix<Scalar>& stacked);
+
+// The inverse: writes the stack into columns [offset, offset + heads·hd) of X,
+// leaving its other columns unchanged.
+template <class Scalar>
+void merge_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& stacked,
+                 int offset, int heads, int tokens, const tensor::Matrix<Scalar>& X);
+
+// gemm path, forward: P ((batch·heads·T) x T, zero above the diagonal) and O.
+template <class Scalar>
+void attention_forward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V, const tensor::Matrix<Scalar>& P,
+                            const tensor::Matrix<Scalar>& O, GemmPath gemm);
+
+// gemm path, backward: dQ, dK, dV from dO and the saved P; dP is scratch of P's shape.
+template <class Scalar>
+void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& P,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO, const tensor::Matrix<Scalar>& dP,
+                             const tensor::Matrix<Scalar>& dQ, const tensor::Matrix<Scalar>& dK,
+                             const tensor::Matrix<Scalar>& dV, GemmPath gemm);
+
+// fused path, forward: O and the log-sum-exp L ((batch·heads·T) x 1) of each
+// query's scaled, masked scores.
+template <class Scalar>
+void attention_forward_fused(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V, const tensor::Matrix<Scalar>& O,
+                             const tensor::Matrix<Scalar>& L);
+
+// fused path, backward: dQ, dK, dV from dO, O and L, recomputing the
+// probabilities; D ((batch·heads·T) x 1) is scratch for rowsum(dO ∘ O).
+template <class Scalar>
+void attention_backward_fused(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& O,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& L,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO,
+                              const tensor::Matrix<Scalar>& D, const tensor::Matrix<Scalar>& dQ,
+                              const tensor::Matrix<Scalar>& dK, const tensor::Matrix<Scalar>& dV);
+
+}  // namespace kpipe::kernels

@@ -1,0 +1,29 @@
+#pragma once
+// Token and position embeddings of a transformer's first stage. Token ids
+// arrive as a rows x T matrix of the model's Scalar (exact integers: the
+// stage input travels like any activation); the output is rows x (T·dim),
+// position t of sequence s at columns [t·dim, (t+1)·dim) of row s.
+
+#include "kpipe/tensor/matrix.hpp"
+
+namespace kpipe::kernels {
+
+// Y[s, t·dim + j] = token[ids(s, t), j] + position[t, j]. An id outside
+// [0, vocab) is a runtime error naming it (checked on the host copy the
+// caller owns, not here: kernels do not throw).
+template <class Scalar>
+void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
+                       const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
+                       const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
+                       const tensor::Matrix<Scalar>& Y);
+
+// dtoken[v, j] += Σ dY[s, t·dim + j] over the positions (s, t) holding token v,
+// in ascending (s, t) order; dposition[t, j] += Σ_s dY[s, t·dim + j], s
+// ascending. No atomics: each output element is owned by one thread, so the
+// sums are bitwise reproducible on every backend.
+template <class Scalar>
+void embedding_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
+                        const tensor::Matrix<Scalar>& dtoken, const tensor::Matrix<Scalar>& dposition);
+
+}  // namespace kpipe::kernels
