@@ -53,6 +53,18 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   spec.activation = kernel_activation(config.activation);
   spec.loss = config.loss;
   spec.seed = config.seed;
+  spec.init = config.init;
+  if (config.kind == ModelKind::transformer) {
+    spec.vocab = config.vocab;
+    spec.context = config.context;
+    spec.dim = config.dim;
+    spec.heads = config.heads;
+    spec.blocks = config.layers;
+    spec.mlp_ratio = config.mlp_ratio;
+    spec.input_dim = config.context;
+    spec.output_dim = config.context * config.vocab;
+    spec.hidden.clear();
+  }
   return spec;
 }
 

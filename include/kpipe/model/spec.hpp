@@ -35,6 +35,20 @@ struct ModelSpec {
   kernels::Activation activation = kernels::Activation::gelu;
   LossKind loss = LossKind::cross_entropy;
   std::uint64_t seed = 0;
+  config::InitKind init = config::InitKind::automatic;
+  // transformer: vocabulary, context T, width, heads, blocks, MLP ratio. Its
+  // samples are sequences: input_dim = T token ids, output_dim = T·vocab logits.
+  int vocab = 0;
+  int context = 0;
+  int dim = 0;
+  int heads = 1;
+  int blocks = 0;
+  int mlp_ratio = 4;
+
+  // Predictions per sample: T for a transformer (one per position), else 1.
+  // The loss treats each as a sample of its own (targets hold rows·positions
+  // labels), so the mean loss is over all B·T positions.
+  int positions() const { return kind == ModelKind::transformer ? context : 1; }
 
   // The model of a run configuration.
   static ModelSpec from_config(const config::ModelConfig& config);
