@@ -8,6 +8,7 @@
 #include "environment.hpp"
 #include "kpipe/config/deck.hpp"
 #include "kpipe/config/run_config.hpp"
+#include "kpipe/runtime/generation.hpp"
 
 namespace kpipe::app {
 
@@ -47,6 +48,16 @@ struct RunOptions {
 };
 int run_command(const Environment& env, const RunOptions& options);
 int infer_command(const Environment& env, const RunOptions& options);
+
+struct GenerateOptions {
+  DeckArguments deck;  // without the sampling keys below
+  std::string prompt;  // prompt=TEXT
+  runtime::SamplingOptions sampling;  // tokens=N temperature=T seed=S
+};
+// The generate command's own keys (prompt, tokens, temperature, seed) out of
+// the key=value arguments; dotted keys stay deck overrides.
+GenerateOptions split_generate_arguments(DeckArguments arguments);
+int generate_command(const Environment& env, const GenerateOptions& options);
 
 struct TraceOptions {
   std::string profile_path;

@@ -93,6 +93,11 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   infer->add_option("--json", run_options.json_path, "Write the summary as JSON");
   infer->add_option("--profile", run_options.profile_path, "Write every executed action of every step to HDF5");
 
+  app::DeckArguments generate_deck;
+  auto* generate = cli.add_subcommand(
+      "generate", "Sample text from a transformer deck: prompt=TEXT tokens=N temperature=T seed=S (and key=value)");
+  add_deck_arguments(*generate, generate_deck);
+
   app::DeckArguments unbuilt_deck;
   auto* sweep = cli.add_subcommand("sweep", "Measure throughput over microbatch sizes and recommend one");
   add_deck_arguments(*sweep, unbuilt_deck);
@@ -122,6 +127,7 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   if (*run) return app::run_command(env, run_options);
   if (*infer) return app::infer_command(env, run_options);
   if (*trace) return app::trace_command(env, trace_options);
+  if (*generate) return app::generate_command(env, app::split_generate_arguments(generate_deck));
   not_built("sweep", "compare microbatch sizes with 'kpipe run DECK train.microbatch_size=N --json F'");
 }
 

@@ -126,7 +126,12 @@ nlohmann::json RunReport::json() const {
         {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
       {"ranks", ranks},
       {"checkpoints", checkpoints_},
+      {"validation", validation_},
       {"restarted_from", restart_}};
+}
+
+void RunReport::add_validation(std::int64_t step, double loss) {
+  validation_.push_back({{"step", step}, {"loss", loss}});
 }
 
 void RunReport::add_checkpoint(const std::string& file, std::int64_t step, double seconds, double mib) {

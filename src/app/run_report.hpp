@@ -25,6 +25,8 @@ class RunReport {
   void finish(double seconds);
 
   // A checkpoint written after `step` completed steps, and how long it took.
+  // train.eval_every: the validation loss after `step` steps.
+  void add_validation(std::int64_t step, double loss);
   void add_checkpoint(const std::string& file, std::int64_t step, double seconds, double mib);
   // The run continued from this checkpoint.
   void restarted_from(const std::string& file, std::int64_t step, double seconds);
@@ -50,6 +52,7 @@ class RunReport {
   double seconds_ = 0.0;
   std::vector<RankRow> rows_;  // rank 0 only, after finish()
   nlohmann::json checkpoints_ = nlohmann::json::array();
+  nlohmann::json validation_ = nlohmann::json::array();
   nlohmann::json restart_;  // null unless restarted
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -78,6 +79,25 @@ int inference_batches(const Pipeline& pipeline, const config::RunConfig& config)
   return static_cast<int>(samples / B);
 }
 
+// "loss 1.234567 (1.781 bits per token)" for a language model, "loss 1.234567" otherwise.
+std::string loss_text(const Pipeline& pipeline, double loss) {
+  if (pipeline.spec().model.kind != model::ModelKind::transformer) return fmt::format("loss {:.6f}", loss);
+  return fmt::format("loss {:.6f} ({:.4f} bits per token)", loss, loss / std::log(2.0));
+}
+
+// train.eval_every: the validation loss with the weights after `steps_done` steps.
+double validate(Pipeline& pipeline, int steps_done, RunReport& report) {
+  const double start = comm::wall_time();
+  const runtime::Evaluation total =
+      runtime::global_evaluation(pipeline.grid(), abort_on_error([&] { return pipeline.validate(); }));
+  // Each batch's scaled losses add up to its mean loss.
+  const double loss = total.loss / std::max(1, total.batches);
+  report.add_validation(steps_done, loss);
+  log::info("validation after step {}: {} over {} batches ({:.2f} s)", steps_done, loss_text(pipeline, loss),
+            total.batches, comm::wall_time() - start);
+  return loss;
+}
+
 double mebibytes(const std::string& file) {
   std::error_code error;
   const auto bytes = std::filesystem::file_size(file, error);
@@ -136,6 +156,8 @@ int run_command(const Environment& env, const RunOptions& options) {
     log::info("step {:>{}}/{}  loss {:.6f}  {:>9.0f} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
               steps, loss, samples_per_step / (comm::wall_time() - step_start),
               duration(elapsed / (step - first + 1) * (steps - step - 1)));
+    const int eval_every = loaded.config.train.eval_every;
+    if (eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps)) validate(pipeline, step + 1, report);
     if (checkpoint.every > 0 && (step + 1) % checkpoint.every == 0) {
       const double write_start = comm::wall_time();
       const std::string file =
@@ -188,12 +210,14 @@ int infer_command(const Environment& env, const RunOptions& options) {
   const bool classification = pipeline.spec().model.loss == model::LossKind::cross_entropy;
   // Each batch's scaled losses add up to its mean loss; report the mean over batches.
   const double mean_loss = batches > 0 ? total.loss / batches : 0.0;
-  log::info("inference: {} samples in {} batches, mean loss {:.6f}{}, {:.0f} samples/s", total.samples, batches,
-            mean_loss,
+  // A language model predicts every position: its samples are tokens.
+  const char* unit = pipeline.spec().model.kind == model::ModelKind::transformer ? "tokens" : "samples";
+  log::info("inference: {} {} in {} batches, mean {}{}, {:.0f} {}/s", total.samples, unit, batches,
+            loss_text(pipeline, mean_loss),
             classification
                 ? fmt::format(", accuracy {:.2f}%", 100.0 * total.correct / std::max<std::int64_t>(1, total.samples))
                 : "",
-            total.samples / std::max(seconds, 1e-12));
+            total.samples / std::max(seconds, 1e-12), unit);
   if (!options.json_path.empty() && log::is_root()) {
     nlohmann::json json = {{"command", "infer"},     {"deck", options.deck.path},
                            {"batches", batches},     {"samples", total.samples},

@@ -1,5 +1,7 @@
 #include "kpipe/comm/collectives.hpp"
 
+#include "kpipe/comm/mpi_types.hpp"
+
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -76,6 +78,14 @@ std::vector<T> gather_equal(Communicator comm, const std::vector<T>& mine, MPI_D
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) {
   return gather_equal(comm, mine, MPI_INT);
 }
+
+template <class T>
+void broadcast(Communicator comm, int root, std::vector<T>& values) {
+  MPI_Bcast(values.data(), static_cast<int>(values.size()), mpi_type<T>(), root, comm);
+}
+template void broadcast<float>(Communicator, int, std::vector<float>&);
+template void broadcast<double>(Communicator, int, std::vector<double>&);
+template void broadcast<int>(Communicator, int, std::vector<int>&);
 
 std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine) {
   return gather_equal(comm, mine, MPI_DOUBLE);

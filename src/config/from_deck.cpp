@@ -194,27 +194,30 @@ void check_transformer(const Deck& deck, const RunConfig& config) {
   const ModelConfig& model = config.model;
   if (model.kind != ModelKind::transformer) {
     if (config.data.source == DataSource::text) {
-      throw input_error(fmt::format("{} holds token sequences, which only a transformer reads; set model.kind = "
-                                    "\"transformer\" or choose data.source = \"synthetic\" or \"hdf5\"",
-                                    deck.describe("data.source")));
+      throw input_error(
+          fmt::format("{} holds token sequences, which only a transformer reads; set model.kind = "
+                      "\"transformer\" or choose data.source = \"synthetic\" or \"hdf5\"",
+                      deck.describe("data.source")));
     }
     return;
   }
   if (model.dim % model.heads != 0) {
-    throw input_error(fmt::format("{} does not divide {}: each head takes dim / heads features; choose heads from "
-                                  "the divisors of {} (e.g. {})",
-                                  deck.describe("model.heads"), deck.describe("model.dim"), model.dim,
-                                  nearest_divisor(model.dim, model.heads)));
+    throw input_error(fmt::format(
+        "{} does not divide {}: each head takes dim / heads features; choose heads from "
+        "the divisors of {} (e.g. {})",
+        deck.describe("model.heads"), deck.describe("model.dim"), model.dim, nearest_divisor(model.dim, model.heads)));
   }
   if (model.vocab < 1) {
-    throw input_error(fmt::format("{}: a transformer needs its vocabulary size; set it to the number of symbols in "
-                                  "the data (a wrong value is reported with the right one)",
-                                  deck.describe("model.vocab")));
+    throw input_error(
+        fmt::format("{}: a transformer needs its vocabulary size; set it to the number of symbols in "
+                    "the data (a wrong value is reported with the right one)",
+                    deck.describe("model.vocab")));
   }
   if (config.data.task != Task::classification || model.loss != LossKind::cross_entropy) {
-    throw input_error(fmt::format("a transformer predicts the next token with cross-entropy; set data.task = "
-                                  "\"classification\" and model.loss = \"cross_entropy\" (now {} and {})",
-                                  deck.string("data.task"), deck.string("model.loss")));
+    throw input_error(
+        fmt::format("a transformer predicts the next token with cross-entropy; set data.task = "
+                    "\"classification\" and model.loss = \"cross_entropy\" (now {} and {})",
+                    deck.string("data.task"), deck.string("model.loss")));
   }
 }
 
@@ -230,11 +233,10 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
         shape.stages, shape.virtual_stages, shape.model_stages(), config.layers, config.layers / shape.virtual_stages));
   }
   if (config.data.source != DataSource::synthetic && config.data.path.empty()) {
-    throw input_error(
-        fmt::format("{} reads its samples from data.path, which is empty; set data.path to the {} "
-                    "(docs/formats.md, \"Datasets\")",
-                    deck.describe("data.source"),
-                    config.data.source == DataSource::text ? "UTF-8 text file" : "HDF5 dataset"));
+    throw input_error(fmt::format(
+        "{} reads its samples from data.path, which is empty; set data.path to the {} "
+        "(docs/formats.md, \"Datasets\")",
+        deck.describe("data.source"), config.data.source == DataSource::text ? "UTF-8 text file" : "HDF5 dataset"));
   }
   if ((config.data.task == Task::classification) != (config.model.loss == LossKind::cross_entropy)) {
     throw input_error(fmt::format("{} does not fit {}; classification uses \"cross_entropy\", regression \"mse\"",
@@ -251,6 +253,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.train.microbatch_size = static_cast<int>(deck.integer("train.microbatch_size"));
   config.train.steps = static_cast<int>(deck.integer("train.steps"));
   config.train.eval_every = static_cast<int>(deck.integer("train.eval_every"));
+  config.train.eval_batches = static_cast<int>(deck.integer("train.eval_batches"));
   config.layers = model_layer_count(deck);
   config.pipeline = pipeline_config(deck);
   config.model = model_config(deck);
@@ -264,8 +267,8 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.path = deck.string("data.path");
   config.compute.gemm =
       choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
-  config.compute.attention =
-      choice<AttentionKind>(deck, "compute.attention", {{"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused}});
+  config.compute.attention = choice<AttentionKind>(deck, "compute.attention",
+                                                   {{"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused}});
   config.sim = sim_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");

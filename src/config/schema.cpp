@@ -74,9 +74,12 @@ std::vector<KeySpec> build_schema() {
       real("train.grad_clip", 0.0, 0.0, std::nullopt, false, "Clip gradients to this global L2 norm; 0 disables"),
       choice("train.lr_schedule", "constant", {"constant", "cosine"},
              "Learning rate after the warm-up: constant, or cosine decay to 0 at train.steps"),
-      integer("train.warmup_steps", 0, 0, int_max, "Steps of linear learning-rate warm-up from train.lr / warmup_steps"),
+      integer("train.warmup_steps", 0, 0, int_max,
+              "Steps of linear learning-rate warm-up from train.lr / warmup_steps"),
       integer("train.eval_every", 0, 0, int_max,
               "Print the validation loss every this many steps (token data: the validation split); 0: never"),
+      integer("train.eval_batches", 10, 0, int_max,
+              "Batches of train.global_batch sequences each train.eval_every evaluation reads; 0: the whole split"),
       // data
       choice("data.source", "synthetic", {"synthetic", "hdf5", "text"},
              "Training data: generated from seeded teachers (MLPs) or a seeded token stream (transformer), read "

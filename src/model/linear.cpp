@@ -8,18 +8,42 @@ namespace kpipe::model {
 using kernels::Trans;
 using tensor::TensorSpec;
 
+WeightInit WeightInit::of(config::InitKind kind, int fan_in, int fan_out, double gpt2_std) {
+  switch (kind) {
+    case config::InitKind::automatic:
+    case config::InitKind::uniform:
+      return {false, 1.0 / std::sqrt(static_cast<double>(fan_in))};
+    case config::InitKind::he:
+      return {true, std::sqrt(2.0 / fan_in)};
+    case config::InitKind::xavier:
+      return {false, std::sqrt(6.0 / (fan_in + fan_out))};
+    case config::InitKind::gpt2:
+      return {true, gpt2_std};
+  }
+  return {};
+}
+
 template <class Scalar>
-Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, kernels::GemmPath gemm,
-                       LayerEnvironment env)
+void initialise(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key,
+                const tensor::Matrix<Scalar>& weight) {
+  if (init.normal) {
+    kernels::fill_normal(space, key, 0, 0.0, init.scale, weight);
+  } else {
+    kernels::fill_uniform(space, key, -init.scale, init.scale, weight);
+  }
+}
+
+template <class Scalar>
+Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
+                       kernels::GemmPath gemm, LayerEnvironment env)
     : env_(env),
-      weight_{name + ".weight",
-              tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", input, output),
-              tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", input, output)},
+      weight_{
+          name + ".weight", tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", input, output),
+          tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", input, output), Shard::whole(), true},
       bias_{name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, output),
             tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, output)},
       gemm_(gemm) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(input));
-  kernels::fill_uniform(env_.exec.space(), init_key, -bound, bound, weight_.value);
+  initialise(env_.exec.space(), init, init_key, weight_.value);
 }
 
 template <class Scalar>
@@ -60,6 +84,10 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   ctx.clear();
 }
 
+template void initialise<float>(const tensor::ExecutionSpace&, const WeightInit&, std::uint64_t,
+                                const tensor::Matrix<float>&);
+template void initialise<double>(const tensor::ExecutionSpace&, const WeightInit&, std::uint64_t,
+                                 const tensor::Matrix<double>&);
 template class Linear<float>;
 template class Linear<double>;
 

@@ -2,12 +2,13 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/transformer_layers.hpp"
 #include "random_streams.hpp"
 
 namespace kpipe::model {
 
 template <class Scalar>
-std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, kernels::GemmPath gemm,
+std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, KernelChoice kernels,
                                           LayerEnvironment env) {
   const auto layers = model.layers();
   if (index < 0 || index >= static_cast<int>(layers.size())) {
@@ -17,27 +18,39 @@ std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, ker
   const std::string name = "layer" + std::to_string(index);
   // Each Linear of the layer draws from its own stream of (seed, layer).
   const auto key = [&](int position) { return detail::stream(detail::Stream::weights, model.seed, index, position); };
+  const auto gemm = kernels.gemm;
+  const auto init = [&](int in, int out) {
+    return WeightInit::of(model.init == config::InitKind::automatic ? config::InitKind::uniform : model.init, in, out);
+  };
   std::vector<std::unique_ptr<Layer<Scalar>>> parts;
   switch (spec.kind) {
     case LayerKind::linear:
-      return std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm, env);
+      return std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0),
+                                              init(spec.input_dim, spec.output_dim), gemm, env);
     case LayerKind::linear_activation:
-      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0), gemm, env));
+      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name, key(0),
+                                                       init(spec.input_dim, spec.output_dim), gemm, env));
       parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim, env));
       return std::make_unique<Sequential<Scalar>>(std::move(parts), env);
     case LayerKind::residual_block:
       parts.push_back(std::make_unique<LayerNorm<Scalar>>(spec.input_dim, name + ".norm", env));
-      parts.push_back(
-          std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name + ".fc1", key(0), gemm, env));
+      parts.push_back(std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, name + ".fc1", key(0),
+                                                       init(spec.input_dim, spec.output_dim), gemm, env));
       parts.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, spec.output_dim, env));
-      parts.push_back(
-          std::make_unique<Linear<Scalar>>(spec.output_dim, spec.output_dim, name + ".fc2", key(1), gemm, env));
+      parts.push_back(std::make_unique<Linear<Scalar>>(spec.output_dim, spec.output_dim, name + ".fc2", key(1),
+                                                       init(spec.output_dim, spec.output_dim), gemm, env));
       return std::make_unique<Residual<Scalar>>(std::make_unique<Sequential<Scalar>>(std::move(parts), env), env);
+    case LayerKind::embedding:
+      return std::make_unique<TokenEmbedding<Scalar>>(model.vocab, model.context, model.dim, name, key(0), env);
+    case LayerKind::decoder_block:
+      return make_decoder_block<Scalar>(model, index, kernels, env);
+    case LayerKind::lm_head:
+      return make_lm_head<Scalar>(model, index, kernels, env);
   }
   throw input_error(fmt::format("layer {} has an unknown kind", index));
 }
 
-template std::unique_ptr<Layer<float>> make_layer<float>(const ModelSpec&, int, kernels::GemmPath, LayerEnvironment);
-template std::unique_ptr<Layer<double>> make_layer<double>(const ModelSpec&, int, kernels::GemmPath, LayerEnvironment);
+template std::unique_ptr<Layer<float>> make_layer<float>(const ModelSpec&, int, KernelChoice, LayerEnvironment);
+template std::unique_ptr<Layer<double>> make_layer<double>(const ModelSpec&, int, KernelChoice, LayerEnvironment);
 
 }  // namespace kpipe::model

@@ -1,5 +1,6 @@
 #include "kpipe/model/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kpipe/kernels/elementwise.hpp"
@@ -25,17 +26,27 @@ Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Sc
   }
 }
 
+double learning_rate(const OptimizerSpec& spec, int step) {
+  if (step < spec.warmup_steps) return spec.lr * (step + 1) / spec.warmup_steps;
+  if (spec.lr_schedule == config::LrSchedule::constant) return spec.lr;
+  const int decay_steps = std::max(1, spec.total_steps - spec.warmup_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - spec.warmup_steps) / decay_steps);
+  return spec.lr * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
 template <class Scalar>
 void Optimizer<Scalar>::step() {
+  const double lr = learning_rate(spec_, steps_);
   ++steps_;
   const auto region = exec_.region("kpipe::model::optimizer_step");
   const auto& space = exec_.space();
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const auto& p = parameters_[i];
+    const double decay = p.decays ? spec_.weight_decay : 0.0;
     if (spec_.kind == OptimizerKind::sgd) {
-      kernels::sgd_update(space, {spec_.lr, spec_.momentum, spec_.weight_decay}, p.value, p.grad, first_[i]);
+      kernels::sgd_update(space, {lr, spec_.momentum, decay}, p.value, p.grad, first_[i]);
     } else {
-      const kernels::AdamWCoefficients c{spec_.lr, spec_.beta1, spec_.beta2, spec_.epsilon, spec_.weight_decay, steps_};
+      const kernels::AdamWCoefficients c{lr, spec_.beta1, spec_.beta2, spec_.epsilon, decay, steps_};
       kernels::adamw_update(space, c, p.value, p.grad, first_[i], second_[i]);
     }
   }

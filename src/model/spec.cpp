@@ -30,6 +30,19 @@ void check_dims(const ModelSpec& spec) {
   }
 }
 
+void check_transformer(const ModelSpec& spec) {
+  if (spec.vocab < 1 || spec.context < 1 || spec.dim < 1 || spec.heads < 1 || spec.blocks < 1 || spec.mlp_ratio < 1) {
+    throw input_error(
+        fmt::format("a transformer needs model.vocab, context, dim, heads, layers and mlp_ratio >= 1 "
+                    "(now {}, {}, {}, {}, {}, {})",
+                    spec.vocab, spec.context, spec.dim, spec.heads, spec.blocks, spec.mlp_ratio));
+  }
+  if (spec.dim % spec.heads != 0) {
+    throw input_error(fmt::format(
+        "model.heads = {} does not divide model.dim = {}; each head takes dim / heads features", spec.heads, spec.dim));
+  }
+}
+
 kernels::Activation kernel_activation(config::ActivationKind kind) {
   switch (kind) {
     case config::ActivationKind::gelu:
@@ -68,28 +81,49 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   return spec;
 }
 
+namespace {
+
+std::int64_t linear_flops(std::int64_t in, std::int64_t out) { return 2 * in * out; }
+
+std::vector<LayerSpec> transformer_layers(const ModelSpec& spec) {
+  const std::int64_t T = spec.context;
+  const std::int64_t d = spec.dim;
+  const std::int64_t hidden = d * spec.mlp_ratio;
+  const std::int64_t block =
+      T * (linear_flops(d, 3 * d) + linear_flops(d, d) + 2 * linear_flops(d, hidden)) + 2 * T * T * d;
+  const int width = static_cast<int>(T * d);
+  std::vector<LayerSpec> out;
+  out.push_back({LayerKind::embedding, spec.context, width, T * d});
+  for (int b = 0; b < spec.blocks; ++b) out.push_back({LayerKind::decoder_block, width, width, block});
+  out.push_back({LayerKind::lm_head, width, spec.context * spec.vocab, T * linear_flops(d, spec.vocab)});
+  return out;
+}
+
+}  // namespace
+
 std::vector<LayerSpec> ModelSpec::layers() const {
+  if (kind == ModelKind::transformer) {
+    check_transformer(*this);
+    return transformer_layers(*this);
+  }
   check_dims(*this);
   std::vector<LayerSpec> out;
   if (kind == ModelKind::mlp) {
     int width = input_dim;
     for (const int next : hidden) {
-      out.push_back({LayerKind::linear_activation, width, next});
+      out.push_back({LayerKind::linear_activation, width, next, linear_flops(width, next)});
       width = next;
     }
-    out.push_back({LayerKind::linear, width, output_dim});
+    out.push_back({LayerKind::linear, width, output_dim, linear_flops(width, output_dim)});
     return out;
   }
   const int width = hidden.front();
-  out.push_back({LayerKind::linear, input_dim, width});
-  for (std::size_t block = 0; block < hidden.size(); ++block) out.push_back({LayerKind::residual_block, width, width});
-  out.push_back({LayerKind::linear, width, output_dim});
+  out.push_back({LayerKind::linear, input_dim, width, linear_flops(input_dim, width)});
+  for (std::size_t block = 0; block < hidden.size(); ++block) {
+    out.push_back({LayerKind::residual_block, width, width, 2 * linear_flops(width, width)});
+  }
+  out.push_back({LayerKind::linear, width, output_dim, linear_flops(width, output_dim)});
   return out;
-}
-
-std::int64_t forward_flops(const LayerSpec& layer) {
-  const std::int64_t linear = 2 * static_cast<std::int64_t>(layer.input_dim) * layer.output_dim;
-  return layer.kind == LayerKind::residual_block ? 2 * linear : linear;
 }
 
 }  // namespace kpipe::model

@@ -14,7 +14,7 @@ namespace kpipe::model {
 namespace {
 
 template <class Scalar>
-std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange layers, kernels::GemmPath gemm,
+std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange layers, KernelChoice kernels,
                                           LayerEnvironment env) {
   const int total = model.layer_count();
   if (layers.count < 1 || layers.first < 0 || layers.end() > total) {
@@ -23,7 +23,7 @@ std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange lay
   }
   std::vector<std::unique_ptr<Layer<Scalar>>> body;
   for (int index = layers.first; index < layers.end(); ++index) {
-    body.push_back(make_layer<Scalar>(model, index, gemm, env));
+    body.push_back(make_layer<Scalar>(model, index, kernels, env));
   }
   return std::make_unique<Sequential<Scalar>>(std::move(body), env);
 }
@@ -41,7 +41,7 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       exec_(exec),
       serial_(std::make_unique<SerialCollectives>(exec)),
       env_{exec, *serial_},
-      body_(build_body<Scalar>(model, layers, options.gemm, env_)) {}
+      body_(build_body<Scalar>(model, layers, options.kernels, env_)) {}
 
 template <class Scalar>
 Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options, Collectives& collectives,
@@ -50,7 +50,7 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       options_(options),
       exec_(exec),
       env_{exec, collectives},
-      body_(build_body<Scalar>(model, layers, options.gemm, env_)) {}
+      body_(build_body<Scalar>(model, layers, options.kernels, env_)) {}
 
 namespace {
 // A pooled copy of `source` for the stash, queued on the context's instance.

@@ -53,8 +53,11 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.microbatch_size = config.train.microbatch_size;
   spec.data_parallel = config.pipeline.data_parallel;
   spec.stages = partition_layers(config);
-  spec.stage.gemm =
+  spec.stage.kernels.gemm =
       config.compute.gemm == config::GemmKind::vendor ? kernels::GemmPath::vendor : kernels::GemmPath::portable;
+  spec.stage.kernels.attention = config.compute.attention == config::AttentionKind::gemm
+                                     ? kernels::AttentionPath::gemm
+                                     : kernels::AttentionPath::fused;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   return spec;
 }
@@ -71,7 +74,7 @@ SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::Ex
       stages_(build_stages<Scalar>(spec, exec)),
       data_(std::move(data)),
       optimizer_(spec.optimizer, parameters_of(stages_), exec),
-      targets_(make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {
+      targets_(make_targets<Scalar>(spec.model, spec.microbatch_size)) {
   if (spec.data_parallel > 1) {
     for (const auto& p : parameters()) {
       replica_sum_.push_back(tensor::uninitialized_matrix<Scalar>(
@@ -116,7 +119,7 @@ template <class Scalar>
 double SequentialTrainer<Scalar>::run_replica(int replica) {
   const int b = spec_.microbatch_size;
   const int per_replica = spec_.global_batch / spec_.data_parallel;
-  const auto scale = static_cast<Scalar>(1.0 / spec_.global_batch);
+  const auto scale = static_cast<Scalar>(loss_scale(spec_.model, spec_.global_batch));
   // Boundary buffers, reused by every microbatch (the stages copy what they
   // keep) and pooled across steps.
   auto& pool = exec_.pool();

@@ -9,7 +9,7 @@ DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica, std::uni
     : replica_offset_(static_cast<std::int64_t>(replica) * (spec.global_batch / spec.data_parallel)),
       microbatch_size_(spec.microbatch_size),
       data_(std::move(data)),
-      targets_(model::make_targets<Scalar>(spec.model.loss, spec.microbatch_size, spec.model.output_dim)) {}
+      targets_(model::make_targets<Scalar>(spec.model, spec.microbatch_size)) {}
 
 template <class Scalar>
 std::int64_t DataFeed<Scalar>::first_sample(int mb) const {

@@ -9,7 +9,7 @@ template <class Scalar>
 LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed,
                            tensor::ExecContext& exec)
     : kind_(spec.model.loss),
-      scale_(static_cast<Scalar>(1.0 / spec.global_batch)),
+      scale_(static_cast<Scalar>(model::loss_scale(spec.model, spec.global_batch))),
       replica_(replica),
       data_parallel_(spec.data_parallel),
       feed_(feed),
@@ -34,9 +34,13 @@ void LossHead<Scalar>::evaluate(int step, int mb, const tensor::Matrix<Scalar>& 
   const tensor::Matrix<Scalar> dY = scratch_.take(Y.extent_int(0), Y.extent_int(1));
   evaluation_.loss += model::loss_and_gradient(exec_, kind_, Y, targets, scale_, dY);
   if (kind_ == model::LossKind::cross_entropy) {
-    evaluation_.correct += kernels::count_correct<Scalar>(exec_.space(), Y, targets.labels);
+    // One prediction per label: a transformer's rows hold T of them.
+    const auto predictions = model::by_prediction(Y, targets.labels.extent(0));
+    evaluation_.correct += kernels::count_correct<Scalar>(exec_.space(), predictions, targets.labels);
+    evaluation_.samples += predictions.extent(0);
+  } else {
+    evaluation_.samples += Y.extent(0);
   }
-  evaluation_.samples += Y.extent(0);
 }
 
 template class LossHead<float>;

@@ -82,8 +82,8 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   std::int64_t widest_boundary = 0;           // elements
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
-    const model::StageFootprint footprint =
-        model::stage_footprint(spec.model, spec.stages.at(stage), spec.microbatch_size, recompute);
+    const model::StageFootprint footprint = model::stage_footprint(
+        spec.model, spec.stages.at(stage), spec.microbatch_size, recompute, spec.stage.kernels.attention);
     estimate.parameters += footprint.parameters * scalar;
     chunks.push_back(footprint);
     widest_boundary = std::max({widest_boundary, footprint.input_per_microbatch, footprint.output_per_microbatch});

@@ -106,7 +106,12 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
                                             : std::make_unique<ActivationDump>(config.debug, grid_.world_rank(),
                                                                                grid_.pipeline_rank(), grid_.replica())),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(), step_hooks(),
-                exec_) {
+                exec_),
+      validator_(mode == Mode::train && config.train.eval_every > 0
+                     ? std::make_unique<Validator<Scalar>>(config, spec_, schedule_, grid_, pointers(chunks_),
+                                                           transport_, exec_)
+                     : nullptr),
+      eval_batches_(config.train.eval_batches) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
 }
 
@@ -156,7 +161,7 @@ double global_loss(const comm::ProcessGrid& grid, const StepResult& result) {
 
 Evaluation global_evaluation(const comm::ProcessGrid& grid, const Evaluation& mine) {
   const std::vector<std::int64_t> counts = comm::sum(grid.world(), {mine.correct, mine.samples});
-  return {comm::sum(grid.world(), mine.loss), counts[0], counts[1]};
+  return {comm::sum(grid.world(), mine.loss), counts[0], counts[1], mine.batches};
 }
 
 template class Pipeline<float>;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
 #include "lowering.hpp"
@@ -58,6 +60,23 @@ Schedule generate_lowered(const ScheduleSpec& spec) {
     compute.clear();
     rank_actions(rank, compute);
     schedule.ranks.push_back(detail::lower_rank(schedule, rank, compute, info.trains, nullptr));
+  }
+  return schedule;
+}
+
+Schedule forward_schedule(const Schedule& training, int m) {
+  Schedule schedule{"forward", training.p, training.v, m, {}, training.placement};
+  std::vector<Action> compute;
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    std::vector<int> chunks(static_cast<std::size_t>(schedule.v));
+    for (int c = 0; c < schedule.v; ++c) chunks[static_cast<std::size_t>(c)] = c;
+    std::sort(chunks.begin(), chunks.end(),
+              [&](int a, int b) { return schedule.placement.stage(rank, a) < schedule.placement.stage(rank, b); });
+    compute.clear();
+    for (int j = 0; j < m; ++j) {
+      for (const int c : chunks) compute.push_back(compute_action(ActionKind::forward, j, c));
+    }
+    schedule.ranks.push_back(detail::lower_rank(schedule, rank, compute, false, nullptr));
   }
   return schedule;
 }

@@ -26,6 +26,11 @@ double sum(Communicator comm, double value);
 double max(Communicator comm, double value);
 std::vector<std::int64_t> sum(Communicator comm, const std::vector<std::int64_t>& values);
 
+// `values` of rank `root` on every rank of `comm`; every rank passes a vector
+// of the same size (float, double or int).
+template <class T>
+void broadcast(Communicator comm, int root, std::vector<T>& values);
+
 // Every rank's `mine`, rank after rank; every rank must give the same count.
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine);
 std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine);

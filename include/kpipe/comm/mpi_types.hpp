@@ -16,4 +16,9 @@ inline MPI_Datatype mpi_type<double>() {
   return MPI_DOUBLE;
 }
 
+template <>
+inline MPI_Datatype mpi_type<int>() {
+  return MPI_INT;
+}
+
 }  // namespace kpipe::comm

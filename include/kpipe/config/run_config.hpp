@@ -48,12 +48,12 @@ struct ModelConfig {
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::adamw;
   double lr = 1e-3;
-  double momentum = 0.9;      // SGD
-  double weight_decay = 0.0;  // SGD: L2 term; AdamW: decoupled decay
-  double beta1 = 0.9;         // AdamW
-  double beta2 = 0.999;       // AdamW
-  double epsilon = 1e-8;      // AdamW
-  double grad_clip = 0.0;     // global L2 norm limit; 0 disables clipping
+  double momentum = 0.9;                          // SGD
+  double weight_decay = 0.0;                      // SGD: L2 term; AdamW: decoupled decay
+  double beta1 = 0.9;                             // AdamW
+  double beta2 = 0.999;                           // AdamW
+  double epsilon = 1e-8;                          // AdamW
+  double grad_clip = 0.0;                         // global L2 norm limit; 0 disables clipping
   LrSchedule lr_schedule = LrSchedule::constant;  // after the warm-up
   int warmup_steps = 0;                           // linear from lr / warmup_steps to lr
   int total_steps = 0;                            // train.steps: where a cosine schedule reaches 0
@@ -64,7 +64,8 @@ struct TrainConfig {
   int global_batch = 1;     // B
   int microbatch_size = 1;  // b
   int steps = 0;
-  int eval_every = 0;  // steps between validation evaluations; 0: none
+  int eval_every = 0;    // steps between validation evaluations; 0: none
+  int eval_batches = 0;  // batches per evaluation; 0: the whole validation split
 };
 
 // data.*

@@ -40,12 +40,15 @@ struct Shard {
 
 // A trainable matrix and its gradient buffer (same shape). Biases and norm
 // scales are 1 x n rows. Names start with the global layer, "layer3.weight".
+// `decays`: weight decay applies (weight matrices and embeddings), not to
+// biases and normalisation scales.
 template <class Scalar>
 struct Parameter {
   std::string name;
   tensor::Matrix<Scalar> value;
   tensor::Matrix<Scalar> grad;
   Shard shard = Shard::whole();
+  bool decays = false;
 };
 
 // A named tensor a layer declares: "x" rows x 64 float32.

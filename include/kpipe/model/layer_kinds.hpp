@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/attention.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/model/layer.hpp"
@@ -16,15 +18,39 @@
 
 namespace kpipe::model {
 
+// The kernels a layer computes with (compute.gemm, compute.attention).
+struct KernelChoice {
+  kernels::GemmPath gemm = kernels::GemmPath::vendor;
+  kernels::AttentionPath attention = kernels::AttentionPath::gemm;
+};
+
+// How a weight matrix starts (model.init), drawn from a counter-based stream:
+// uniform in +-scale or normal(0, scale).
+struct WeightInit {
+  bool normal = false;
+  double scale = 0.0;
+
+  // model.init for a fan_in x fan_out weight: uniform +-1/sqrt(fan_in), he
+  // normal(0, sqrt(2/fan_in)), xavier uniform +-sqrt(6/(fan_in+fan_out)),
+  // gpt2 normal(0, gpt2_std) (0.02, less for residual projections).
+  // `automatic` must be resolved by the caller (the model kind decides).
+  static WeightInit of(config::InitKind kind, int fan_in, int fan_out, double gpt2_std = 0.02);
+};
+
+// Fills `weight` as `init` says from the stream `key`.
+template <class Scalar>
+void initialise(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key,
+                const tensor::Matrix<Scalar>& weight);
+
 // Y = X W + b with W input x output (so the GEMMs need no transposition on the
-// forward pass) and b a 1 x output row. W is uniform in +-1/sqrt(input) from
-// the counter-based stream `init_key`, b is zero. Saves "x" in F, "x" and
-// "dy" from B to W.
+// forward pass) and b a 1 x output row. W starts as `init` says from the
+// counter-based stream `init_key`, b is zero. Saves "x" in F, "x" and "dy"
+// from B to W.
 template <class Scalar>
 class Linear final : public Layer<Scalar> {
  public:
-  Linear(int input, int output, const std::string& name, std::uint64_t init_key, kernels::GemmPath gemm,
-         LayerEnvironment env);
+  Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
+         kernels::GemmPath gemm, LayerEnvironment env);
 
   const char* kind() const override { return "linear"; }
   int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
@@ -128,7 +154,7 @@ class Residual final : public Layer<Scalar> {
 // Global layer `index` of `model`, initialised from (model.seed, index) only,
 // so every partition builds the same weights.
 template <class Scalar>
-std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, kernels::GemmPath gemm,
+std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, KernelChoice kernels,
                                           LayerEnvironment env);
 
 }  // namespace kpipe::model

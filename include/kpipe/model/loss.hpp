@@ -23,7 +23,28 @@ struct Targets {
 template <class Scalar>
 Targets<Scalar> make_targets(LossKind loss, int rows, int outputs);
 
-// Returns scale * sum of the per-sample losses of Y and writes dY, on the
+// The targets of a microbatch of `rows` samples of `model`: one label per
+// prediction, rows·T for a transformer.
+template <class Scalar>
+Targets<Scalar> make_targets(const ModelSpec& model, int rows) {
+  return make_targets<Scalar>(model.loss, rows * model.positions(), model.output_dim / model.positions());
+}
+
+// 1 / (B · positions): the microbatch losses of a step then add up to the
+// mean loss over all its predictions.
+inline double loss_scale(const ModelSpec& model, int global_batch) {
+  return 1.0 / (static_cast<double>(global_batch) * model.positions());
+}
+
+// Y (rows x positions·classes) as one row per prediction, the view the loss
+// and the accuracy take when the targets hold more labels than Y has rows.
+template <class Scalar>
+tensor::Matrix<Scalar> by_prediction(const tensor::Matrix<Scalar>& Y, std::int64_t predictions) {
+  if (predictions == static_cast<std::int64_t>(Y.extent(0)) || predictions == 0) return Y;
+  return tensor::Matrix<Scalar>(Y.data(), predictions, Y.size() / predictions);
+}
+
+// Returns scale * sum of the per-prediction losses of Y and writes dY, on the
 // context's instance. The host waits for the value, which lets callers check
 // it for NaN or Inf at once.
 template <class Scalar>

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kpipe/kernels/attention.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
 
@@ -26,15 +27,20 @@ struct StageFootprint {
   std::int64_t output_per_microbatch = 0;  // rows × the stage's output width
 };
 
-// Trainable values of one layer: a Linear has in·out + out; a residual block
-// a LayerNorm (2·w) and two Linears of w × w.
-std::int64_t layer_parameters(const LayerSpec& layer);
+// Trainable values of one layer of `model`: a Linear has in·out + out; a
+// residual block a LayerNorm (2·w) and two Linears of w × w; a decoder block
+// two LayerNorms and its four Linears.
+std::int64_t layer_parameters(const ModelSpec& model, const LayerSpec& layer);
 // What one layer saves for backward, for `rows` samples: a Linear its input,
-// an activation its input, a LayerNorm the normalised input and 1/std.
-std::int64_t layer_saved(const LayerSpec& layer, int rows);
+// an activation its input, a LayerNorm the normalised input and 1/std,
+// attention Q, K, V and its probabilities (gemm) or output and log-sum-exp
+// (fused).
+std::int64_t layer_saved(const ModelSpec& model, const LayerSpec& layer, int rows,
+                         kernels::AttentionPath attention = kernels::AttentionPath::gemm);
 // What one layer keeps between its input gradient (B) and weight gradient (W).
-std::int64_t layer_kept_for_weight_gradient(const LayerSpec& layer, int rows);
+std::int64_t layer_kept_for_weight_gradient(const ModelSpec& model, const LayerSpec& layer, int rows);
 
-StageFootprint stage_footprint(const ModelSpec& model, LayerRange layers, int rows, bool recompute);
+StageFootprint stage_footprint(const ModelSpec& model, LayerRange layers, int rows, bool recompute,
+                               kernels::AttentionPath attention = kernels::AttentionPath::gemm);
 
 }  // namespace kpipe::model

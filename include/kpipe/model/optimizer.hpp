@@ -15,6 +15,14 @@ namespace kpipe::model {
 using config::OptimizerKind;
 using OptimizerSpec = config::OptimizerConfig;
 
+// The learning rate of update number `step` (from 0): linear warm-up over
+// train.warmup_steps from lr / warmup_steps to lr, then lr (constant) or a
+// cosine decay that reaches 0 at train.steps.
+double learning_rate(const OptimizerSpec& spec, int step);
+
+// Weight decay (decoupled in AdamW, an L2 term in SGD) applies only to the
+// parameters marked `decays`: weight matrices and embeddings, not biases or
+// normalisation scales, as in GPT-2 and nanoGPT.
 template <class Scalar>
 class Optimizer {
  public:

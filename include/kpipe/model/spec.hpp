@@ -18,13 +18,18 @@ using config::ModelKind;
 // The partition unit. An mlp has one linear_activation layer per hidden width
 // and a linear output layer; a residual_mlp has a linear input projection,
 // one residual_block (LN -> Linear -> activation -> Linear -> +x) per hidden
-// width and a linear output layer.
-enum class LayerKind { linear, linear_activation, residual_block };
+// width and a linear output layer. A transformer has the token and position
+// embedding, one pre-LayerNorm decoder block (x + Attn(LN(x)), then
+// x + MLP(LN(x))) per model.layers, and the head (final LN, LM projection).
+enum class LayerKind { linear, linear_activation, residual_block, embedding, decoder_block, lm_head };
 
+// Widths are per sample: a transformer's layers see T positions per sample,
+// so its block is T·dim -> T·dim. `flops` is the forward FLOPs of one sample.
 struct LayerSpec {
   LayerKind kind = LayerKind::linear;
   int input_dim = 0;
   int output_dim = 0;
+  std::int64_t flops = 0;
 };
 
 struct ModelSpec {
@@ -59,8 +64,9 @@ struct ModelSpec {
   int layer_count() const { return static_cast<int>(layers().size()); }
 };
 
-// Forward FLOPs of one sample through a layer: 2 * in * out per Linear; the
-// elementwise work is negligible next to it and left out.
-std::int64_t forward_flops(const LayerSpec& layer);
+// Forward FLOPs of one sample through a layer: 2 * in * out per Linear, and
+// for attention 2 * T * T * dim for the causal scores and their weighted sum
+// (half of the full T x T products each); the elementwise work is left out.
+inline std::int64_t forward_flops(const LayerSpec& layer) { return layer.flops; }
 
 }  // namespace kpipe::model

@@ -21,6 +21,7 @@
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/model/collectives.hpp"
 #include "kpipe/model/layer.hpp"
+#include "kpipe/model/layer_kinds.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
 #include "kpipe/model/stash_store.hpp"
@@ -28,7 +29,7 @@
 namespace kpipe::model {
 
 struct StageOptions {
-  kernels::GemmPath gemm = kernels::GemmPath::vendor;  // compute.gemm
+  KernelChoice kernels;  // compute.gemm, compute.attention
   // pipeline.recompute = "full": F keeps only the stage input and B re-runs
   // the forward pass; results are bitwise the same as without.
   bool recompute = false;

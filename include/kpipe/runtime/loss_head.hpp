@@ -16,12 +16,14 @@ namespace kpipe::runtime {
 struct Evaluation {
   double loss = 0.0;         // Σ scaled losses, as in training
   std::int64_t correct = 0;  // classification: samples whose argmax is the label
-  std::int64_t samples = 0;
+  std::int64_t samples = 0;  // predictions: samples, or tokens of a language model
+  int batches = 0;           // global batches (steps) evaluated
 
   Evaluation& operator+=(const Evaluation& other) {
     loss += other.loss;
     correct += other.correct;
     samples += other.samples;
+    batches += other.batches;
     return *this;
   }
 };

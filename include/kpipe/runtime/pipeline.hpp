@@ -23,6 +23,7 @@
 #include "kpipe/runtime/gradient_sync.hpp"
 #include "kpipe/runtime/loss_head.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/runtime/validator.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {
@@ -49,6 +50,11 @@ class Pipeline {
   const MemoryEstimate& memory() const { return memory_; }
   const model::TrainerSpec& spec() const { return spec_; }
   const comm::Transport<Scalar>& transport() const { return transport_; }
+  // Training with train.eval_every: this rank's evaluation of the first
+  // train.eval_batches validation batches with the current weights (see
+  // global_evaluation); null validator() otherwise.
+  Evaluation validate() { return validator_->evaluate(eval_batches_); }
+  const Validator<Scalar>* validator() const { return validator_.get(); }
   // Inference: this rank's evaluation of the last step (see global_evaluation).
   const Evaluation& evaluation() const { return loss_head_.evaluation(); }
   // The model chunks of this rank: chunk c is the model stage
@@ -89,6 +95,8 @@ class Pipeline {
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
   std::unique_ptr<ActivationDump> dump_;                 // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;
+  std::unique_ptr<Validator<Scalar>> validator_;  // training with train.eval_every only
+  int eval_batches_ = 0;
   int step_ = 0;  // the step in flight, for messages
 };
 

@@ -34,6 +34,12 @@ Schedule generate(const ScheduleSpec& spec);
 // planned across ranks, zb-h2 and zb-v, hold it until their rank is lowered).
 Schedule generate_lowered(const ScheduleSpec& spec);
 
+// Forward passes only, lowered, for m microbatches on the ranks and chunk
+// placement of `training`: each rank runs its chunks' F in (microbatch, model
+// stage) order, which no dependency can deadlock. Training runs evaluate
+// their validation split with it (train.eval_every) on the chunks they hold.
+Schedule forward_schedule(const Schedule& training, int m);
+
 // Interleaved schedules process microbatches in groups of g per chunk
 // (Megatron's microbatch_group_size_per_vp_stage). g = p when p divides m;
 // otherwise the smallest g >= p that leaves a last group of 0 or >= p

@@ -56,6 +56,12 @@ class Tensor {
     return Matrix<Scalar>(static_cast<Scalar*>(data_), spec_.extent(0), spec_.extent(1));
   }
 
+  // The same memory (and ownership) under another shape of the same dtype and
+  // element count: a rows x (T·dim) boundary activation seen as (rows·T) x
+  // dim positions. Throws a runtime error naming both shapes otherwise. The
+  // empty tensor stays empty.
+  Tensor reshaped(const TensorSpec& spec) const;
+
   // An unmanaged View of any rank; throws unless rank and dtype match.
   template <class Scalar, int Rank>
   View<Scalar, Rank> view() const {

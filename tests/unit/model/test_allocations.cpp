@@ -30,7 +30,7 @@ TEST_CASE("a stage allocates nothing after its first step", "[model][allocations
   const bool recompute = GENERATE(false, true);
   const bool split = GENERATE(false, true);
   tensor::ExecContext exec;
-  Stage<float> stage(residual_model(), {0, 5}, {kernels::GemmPath::vendor, recompute}, exec);
+  Stage<float> stage(residual_model(), {0, 5}, {{kernels::GemmPath::vendor}, recompute}, exec);
   constexpr int rows = 4, microbatches = 3;
   const auto X = test::random_matrix<float>(rows, stage.input_dim(), 1);
   const auto dY = test::random_matrix<float>(rows, stage.output_dim(), 2);

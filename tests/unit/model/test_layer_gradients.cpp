@@ -63,7 +63,8 @@ ModelSpec small_model(ModelKind kind) {
 TEST_CASE("Linear gradients match finite differences", "[model][gradients]") {
   tensor::ExecContext exec;
   SerialCollectives collectives(exec);
-  Linear<double> layer(5, 3, "linear", kernels::stream_key(1, 2), kernels::GemmPath::vendor, {exec, collectives});
+  Linear<double> layer(5, 3, "linear", kernels::stream_key(1, 2), WeightInit::of(config::InitKind::uniform, 5, 3),
+                       kernels::GemmPath::vendor, {exec, collectives});
   // A non-zero bias, so the check sees it enter the output.
   kernels::fill_uniform(exec.space(), 99, -1, 1, layer.parameters()[1].value);
   check_layer(layer, 4);
@@ -93,7 +94,7 @@ TEST_CASE("every layer kind of both model families matches finite differences", 
   SerialCollectives collectives(exec);
   for (int index = 0; index < spec.layer_count(); ++index) {
     INFO("layer " << index);
-    const auto layer = make_layer<double>(spec, index, kernels::GemmPath::portable, {exec, collectives});
+    const auto layer = make_layer<double>(spec, index, {kernels::GemmPath::portable}, {exec, collectives});
     check_layer(*layer, 3);
   }
 }

@@ -41,7 +41,7 @@ TEST_CASE("a stage's estimated footprint is what the built stage holds", "[model
   for (const LayerRange range : {LayerRange{0, layers}, LayerRange{0, 2}, LayerRange{1, layers - 1}}) {
     INFO("layers [" << range.first << ", " << range.end() << ") recompute " << recompute);
     tensor::ExecContext exec;
-    Stage<double> stage(model, range, {kernels::GemmPath::vendor, recompute}, exec);
+    Stage<double> stage(model, range, {{kernels::GemmPath::vendor}, recompute}, exec);
     const StageFootprint footprint = stage_footprint(model, range, rows, recompute);
     CHECK(footprint.parameters == parameter_elements(stage));
     CHECK(footprint.input_per_microbatch == rows * stage.input_dim());

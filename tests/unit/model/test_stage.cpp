@@ -87,7 +87,7 @@ TEST_CASE("B then W and recomputation give bitwise the gradients of BW", "[model
   const auto spec = residual_model();
   Stage<double> plain(spec, {1, 3}, {}, exec);
   Stage<double> split(spec, {1, 3}, {}, exec);
-  Stage<double> recompute(spec, {1, 3}, {kernels::GemmPath::vendor, true}, exec);
+  Stage<double> recompute(spec, {1, 3}, {{kernels::GemmPath::vendor}, true}, exec);
   const auto reference = run(plain, false);
   const auto b_then_w = run(split, true);
   const auto recomputed = run(recompute, true);
@@ -102,7 +102,7 @@ TEST_CASE("stash accounting counts microbatches and bytes, and recompute keeps o
   tensor::ExecContext exec;
   const auto spec = residual_model();
   const bool recompute = GENERATE(false, true);
-  Stage<float> stage(spec, {0, 5}, {kernels::GemmPath::vendor, recompute}, exec);
+  Stage<float> stage(spec, {0, 5}, {{kernels::GemmPath::vendor}, recompute}, exec);
   const auto X = tensor::zero_matrix<float>("test::x", rows, spec.input_dim);
   auto Y = tensor::uninitialized_matrix<float>("test::y", rows, spec.output_dim);
   for (int mb = 0; mb < microbatches; ++mb) stage.forward(mb, X, Y);

@@ -1,0 +1,116 @@
+#pragma once
+// The layers a decoder-only transformer adds to layer_kinds.hpp: the token
+// and position embedding, causal multi-head self-attention between the QKV
+// and output projections, and PerPosition, which lets the position-wise
+// layers (Linear, LayerNorm, activations) run on a sequence batch. Samples
+// are sequences: a stage boundary holds rows x (T·dim), which is the
+// b x T x dim activation in row-major order.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kpipe/kernels/attention.hpp"
+#include "kpipe/model/layer_kinds.hpp"
+
+namespace kpipe::model {
+
+// Y[s, t] = token[ids[s, t]] + position[t]: rows x T token ids (exact
+// integers in Scalar, so the first stage's input travels like any other) to
+// rows x (T·dim). Both tables start normal(0, 0.02), as in GPT-2, and decay.
+// It is the first layer, so it computes no input gradient. Saves "ids" in F,
+// "ids" and "dy" from B to W.
+template <class Scalar>
+class TokenEmbedding final : public Layer<Scalar> {
+ public:
+  TokenEmbedding(int vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
+                 LayerEnvironment env);
+
+  const char* kind() const override { return "embedding"; }
+  int input_dim() const override { return context(); }
+  int output_dim() const override { return context() * dim(); }
+  std::vector<TensorDecl> saved(int rows) const override;
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override;
+  std::vector<Parameter<Scalar>> parameters() const override { return {token_, position_}; }
+
+ private:
+  int context() const { return static_cast<int>(position_.value.extent(0)); }
+  int dim() const { return static_cast<int>(position_.value.extent(1)); }
+
+  LayerEnvironment env_;
+  Parameter<Scalar> token_;     // vocab x dim
+  Parameter<Scalar> position_;  // T x dim
+};
+
+// Causal multi-head self-attention on positions: (N = sequences·T) x 3·dim
+// fused Q|K|V projections in, N x dim head outputs (concatenated) out; no
+// parameters. compute.attention picks the kernels (kernels/attention.hpp):
+// the GEMM path saves Q, K, V and the probabilities P, the fused path Q, K,
+// V, O and the log-sum-exp L and recomputes P in backward. Everything is
+// freed by B: attention has no weight gradient.
+template <class Scalar>
+class CausalSelfAttention final : public Layer<Scalar> {
+ public:
+  CausalSelfAttention(int heads, int context, int dim, KernelChoice kernels, LayerEnvironment env);
+
+  const char* kind() const override { return "attention"; }
+  int input_dim() const override { return 3 * dim_; }
+  int output_dim() const override { return dim_; }
+  std::vector<TensorDecl> saved(int rows) const override;
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override { ctx.clear(); }
+
+ private:
+  // The shape of one call on `rows` positions (a multiple of T).
+  kernels::AttentionShape shape(int rows) const;
+
+  LayerEnvironment env_;
+  int heads_;
+  int context_;
+  int dim_;
+  KernelChoice kernels_;
+};
+
+// Runs a position-wise layer on sequences: the rows x (T·in) input is seen as
+// (rows·T) x in positions and the output likewise, without copies. Saves
+// nothing itself; the inner layer keeps its state in the same context.
+template <class Scalar>
+class PerPosition final : public Layer<Scalar> {
+ public:
+  PerPosition(std::unique_ptr<Layer<Scalar>> inner, int positions);
+
+  const char* kind() const override { return inner_->kind(); }
+  int input_dim() const override { return positions_ * inner_->input_dim(); }
+  int output_dim() const override { return positions_ * inner_->output_dim(); }
+  std::vector<TensorDecl> saved(int rows) const override { return inner_->saved(rows * positions_); }
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override { inner_->backward_weight(ctx); }
+  std::vector<Parameter<Scalar>> parameters() const override { return inner_->parameters(); }
+
+ private:
+  // `tensor` (rows x (positions·width)) as (rows·positions) x width.
+  tensor::Tensor by_position(const tensor::Tensor& tensor, int width) const;
+
+  std::unique_ptr<Layer<Scalar>> inner_;
+  int positions_;
+};
+
+// A pre-LayerNorm decoder block on rows x (T·dim): x + Attn(LN(x)), then
+// x + MLP(LN(x)) with GELU. The output projections of both branches start
+// with gpt2_residual_std under model.init = gpt2 (0.02 / sqrt(2·layers)).
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> make_decoder_block(const ModelSpec& model, int index, KernelChoice kernels,
+                                                  LayerEnvironment env);
+
+// The head on rows x (T·dim): final LayerNorm and the untied LM projection
+// to rows x (T·vocab) logits.
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, KernelChoice kernels,
+                                            LayerEnvironment env);
+
+}  // namespace kpipe::model

@@ -1,0 +1,107 @@
+// `kpipe generate DECK prompt=... tokens=N temperature=T seed=S`: samples text
+// from a transformer deck's weights (model.seed's, or checkpoint.restart's)
+// with the model stages on the ranks that hold them.
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdio>
+#include <type_traits>
+#include <string>
+
+#include "commands.hpp"
+#include "kpipe/comm/agreement.hpp"
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+#include "kpipe/core/strings.hpp"
+#include "kpipe/runtime/checkpoint.hpp"
+#include "kpipe/runtime/generation.hpp"
+#include "kpipe/runtime/token_data.hpp"
+
+namespace kpipe::app {
+
+namespace {
+
+using Pipeline = runtime::Pipeline<float>;
+
+// `key=value` of the generate command as a number in [low, high].
+template <class Number>
+Number parse_number(const std::string& key, const std::string& value, Number low, Number high) {
+  Number number{};
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (error != std::errc() || end != value.data() + value.size() || number < low || number > high) {
+    throw input_error(fmt::format("{}={} is not a number from {} to {}; e.g. {}={}", key, printable(value), low, high,
+                                  key, std::is_integral_v<Number> ? "200" : "0.8"));
+  }
+  return number;
+}
+
+}  // namespace
+
+GenerateOptions split_generate_arguments(DeckArguments arguments) {
+  GenerateOptions options;
+  std::vector<std::string> overrides;
+  for (const std::string& argument : arguments.overrides) {
+    const auto equals = argument.find('=');
+    const std::string key = argument.substr(0, equals);
+    const std::string value = equals == std::string::npos ? "" : argument.substr(equals + 1);
+    if (key == "prompt") {
+      options.prompt = value;
+    } else if (key == "tokens") {
+      options.sampling.tokens = parse_number<int>(key, value, 0, 1 << 20);
+    } else if (key == "temperature") {
+      options.sampling.temperature = parse_number<double>(key, value, 0.0, 100.0);
+    } else if (key == "seed") {
+      options.sampling.seed = static_cast<std::uint64_t>(parse_number<std::int64_t>(key, value, 0, 2147483647));
+    } else {
+      overrides.push_back(argument);
+    }
+  }
+  arguments.overrides = overrides;
+  options.deck = arguments;
+  return options;
+}
+
+int generate_command(const Environment&, const GenerateOptions& options) {
+  const LoadedDeck loaded = load_deck(options.deck);
+  const config::RunConfig& config = loaded.config;
+  if (config.model.kind != config::ModelKind::transformer) {
+    throw input_error(fmt::format("{} has model.kind = \"{}\"; kpipe generate samples text from a transformer deck",
+                                  options.deck.path, loaded.deck.string("model.kind")));
+  }
+  const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
+  const auto vocabulary = runtime::load_vocabulary(config.data, spec);
+  const std::vector<int> prompt = vocabulary.encode(options.prompt);
+  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
+  const auto owned = comm::collectively(comm::world(), watchdog, "set-up", [&] {
+    return std::make_unique<Pipeline>(config, comm::world(), runtime::Mode::infer);
+  });
+  const Pipeline& pipeline = *owned;
+  if (config.checkpoint.restart.empty()) {
+    log::info("weights: initialised from model.seed = {} (set checkpoint.restart to sample from a checkpoint)",
+              config.model.seed);
+  } else {
+    const auto step = runtime::load_checkpoint(*owned, config.checkpoint.restart);
+    log::info("weights: {} after {} steps", config.checkpoint.restart, step);
+  }
+  log::info("generate: {} tokens at temperature {} (seed {}) after a prompt of {} tokens", options.sampling.tokens,
+            options.sampling.temperature, options.sampling.seed, prompt.size());
+  const bool root = log::is_root();
+  if (root) std::fputs(options.prompt.c_str(), stdout);
+  const double start = comm::wall_time();
+  abort_on_error([&] {
+    return runtime::generate_tokens(pipeline, prompt, options.sampling, [&](int token) {
+      if (!root) return;
+      std::fputs(vocabulary.decode({token}).c_str(), stdout);
+      std::fflush(stdout);
+    });
+  });
+  if (root) std::fputs("\n", stdout);
+  const double seconds = comm::wall_time() - start;
+  log::info("generate: {} tokens in {:.2f} s ({:.1f} tokens/s)", options.sampling.tokens, seconds,
+            options.sampling.tokens / std::max(seconds, 1e-12));
+  return 0;
+}
+
+}  // namespace kpipe::app

@@ -1,0 +1,116 @@
+#include <fmt/format.h>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/model/transformer_layers.hpp"
+
+namespace kpipe::model {
+
+using kernels::AttentionPath;
+using tensor::TensorSpec;
+
+template <class Scalar>
+CausalSelfAttention<Scalar>::CausalSelfAttention(int heads, int context, int dim, KernelChoice kernels,
+                                                 LayerEnvironment env)
+    : env_(env), heads_(heads), context_(context), dim_(dim), kernels_(kernels) {}
+
+template <class Scalar>
+kernels::AttentionShape CausalSelfAttention<Scalar>::shape(int rows) const {
+  if (rows % context_ != 0) {
+    throw runtime_error(
+        fmt::format("attention got {} positions, not a multiple of the context T = {}", rows, context_));
+  }
+  return {rows / context_ * heads_, context_, dim_ / heads_};
+}
+
+template <class Scalar>
+std::vector<TensorDecl> CausalSelfAttention<Scalar>::saved(int rows) const {
+  const auto s = shape(rows);
+  const std::int64_t stacked = static_cast<std::int64_t>(s.batch_heads) * s.tokens;
+  std::vector<TensorDecl> out;
+  for (const char* name : {"q", "k", "v"}) out.push_back({name, TensorSpec::matrix<Scalar>(stacked, s.head_dim)});
+  if (kernels_.attention == AttentionPath::gemm) {
+    out.push_back({"p", TensorSpec::matrix<Scalar>(stacked, s.tokens)});
+  } else {
+    out.push_back({"o", TensorSpec::matrix<Scalar>(stacked, s.head_dim)});
+    out.push_back({"lse", TensorSpec::matrix<Scalar>(stacked, 1)});
+  }
+  return out;
+}
+
+template <class Scalar>
+void CausalSelfAttention<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  const auto region = env_.exec.region("kpipe::model::attention::forward");
+  const auto& space = env_.exec.space();
+  auto& pool = env_.exec.pool();
+  const auto X = inputs.at(0).matrix<Scalar>();
+  const auto s = shape(X.extent_int(0));
+  const int stacked = s.batch_heads * s.tokens;
+  // Distinct labels: all three stay saved together, so one pool would hand out three buffers anyway.
+  const auto Q = pool.take<Scalar>("kpipe::model::attention_q", stacked, s.head_dim);
+  const auto K = pool.take<Scalar>("kpipe::model::attention_k", stacked, s.head_dim);
+  const auto V = pool.take<Scalar>("kpipe::model::attention_v", stacked, s.head_dim);
+  kernels::split_heads(space, X, 0, heads_, context_, Q);
+  kernels::split_heads(space, X, dim_, heads_, context_, K);
+  kernels::split_heads(space, X, 2 * dim_, heads_, context_, V);
+  const auto O = pool.take<Scalar>("kpipe::model::attention_o", stacked, s.head_dim);
+  if (kernels_.attention == AttentionPath::gemm) {
+    const auto P = pool.take<Scalar>("kpipe::model::attention_p", stacked, s.tokens);
+    kernels::attention_forward_gemm(space, s, Q, K, V, P, O, kernels_.gemm);
+    if (ctx) ctx->save("p", P);
+  } else {
+    const auto L = pool.take<Scalar>("kpipe::model::attention_lse", stacked, 1);
+    kernels::attention_forward_fused(space, s, Q, K, V, O, L);
+    if (ctx) {
+      ctx->save("o", O);
+      ctx->save("lse", L);
+    }
+  }
+  kernels::merge_heads(space, O, 0, heads_, context_, outputs.at(0).matrix<Scalar>());
+  if (ctx) {
+    ctx->save("q", Q);
+    ctx->save("k", K);
+    ctx->save("v", V);
+  }
+}
+
+template <class Scalar>
+void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                                 Context& ctx) const {
+  const auto region = env_.exec.region("kpipe::model::attention::backward_input");
+  const auto& space = env_.exec.space();
+  auto& pool = env_.exec.pool();
+  const auto dY = output_grads.at(0).matrix<Scalar>();
+  const auto dX = input_grads.at(0).matrix<Scalar>();
+  if (dX.size() == 0) {  // no weights, so nothing to do without an input gradient
+    ctx.clear();
+    return;
+  }
+  const auto s = shape(dY.extent_int(0));
+  const int stacked = s.batch_heads * s.tokens;
+  const auto Q = ctx.saved("q").matrix<Scalar>();
+  const auto K = ctx.saved("k").matrix<Scalar>();
+  const auto V = ctx.saved("v").matrix<Scalar>();
+  const auto dO = pool.take<Scalar>("kpipe::model::attention_do", stacked, s.head_dim);
+  const auto dQ = pool.take<Scalar>("kpipe::model::attention_dq", stacked, s.head_dim);
+  const auto dK = pool.take<Scalar>("kpipe::model::attention_dk", stacked, s.head_dim);
+  const auto dV = pool.take<Scalar>("kpipe::model::attention_dv", stacked, s.head_dim);
+  kernels::split_heads(space, dY, 0, heads_, context_, dO);
+  if (kernels_.attention == AttentionPath::gemm) {
+    const auto dP = pool.take<Scalar>("kpipe::model::attention_dp", stacked, s.tokens);
+    kernels::attention_backward_gemm(space, s, Q, K, V, ctx.saved("p").matrix<Scalar>(), dO, dP, dQ, dK, dV,
+                                     kernels_.gemm);
+  } else {
+    const auto D = pool.take<Scalar>("kpipe::model::attention_delta", stacked, 1);
+    kernels::attention_backward_fused(space, s, Q, K, V, ctx.saved("o").matrix<Scalar>(),
+                                      ctx.saved("lse").matrix<Scalar>(), dO, D, dQ, dK, dV);
+  }
+  kernels::merge_heads(space, dQ, 0, heads_, context_, dX);
+  kernels::merge_heads(space, dK, dim_, heads_, context_, dX);
+  kernels::merge_heads(space, dV, 2 * dim_, heads_, context_, dX);
+  ctx.clear();
+}
+
+template class CausalSelfAttention<float>;
+template class CausalSelfAttention<double>;
+
+}  // namespace kpipe::model

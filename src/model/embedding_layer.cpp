@@ -1,0 +1,62 @@
+#include "kpipe/kernels/embedding.hpp"
+#include "kpipe/kernels/random.hpp"
+#include "kpipe/model/transformer_layers.hpp"
+
+namespace kpipe::model {
+
+using tensor::TensorSpec;
+
+namespace {
+
+constexpr double gpt2_embedding_std = 0.02;
+
+template <class Scalar>
+Parameter<Scalar> table(const std::string& name, int rows, int cols) {
+  return {name, tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name, rows, cols),
+          tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".grad", rows, cols), Shard::whole(), true};
+}
+
+}  // namespace
+
+template <class Scalar>
+TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
+                                       LayerEnvironment env)
+    : env_(env),
+      token_(table<Scalar>(name + ".token", vocab, dim)),
+      position_(table<Scalar>(name + ".position", context, dim)) {
+  const auto& space = env_.exec.space();
+  kernels::fill_normal(space, kernels::stream_key(init_key, 0), 0, 0.0, gpt2_embedding_std, token_.value);
+  kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
+}
+
+template <class Scalar>
+std::vector<TensorDecl> TokenEmbedding<Scalar>::saved(int rows) const {
+  return {{"ids", TensorSpec::matrix<Scalar>(rows, input_dim())}};
+}
+
+template <class Scalar>
+void TokenEmbedding<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  const auto region = env_.exec.region("kpipe::model::embedding::forward");
+  kernels::embedding_forward(env_.exec.space(), inputs.at(0).matrix<Scalar>(), token_.value, position_.value,
+                             outputs.at(0).matrix<Scalar>());
+  if (ctx) ctx->save("ids", inputs.at(0));
+}
+
+template <class Scalar>
+void TokenEmbedding<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList, Context& ctx) const {
+  // Token ids have no gradient: only the tables learn.
+  ctx.save("dy", output_grads.at(0));
+}
+
+template <class Scalar>
+void TokenEmbedding<Scalar>::backward_weight(Context& ctx) {
+  const auto region = env_.exec.region("kpipe::model::embedding::backward_weight");
+  kernels::embedding_backward(env_.exec.space(), ctx.saved("ids").matrix<Scalar>(), ctx.saved("dy").matrix<Scalar>(),
+                              token_.grad, position_.grad);
+  ctx.clear();
+}
+
+template class TokenEmbedding<float>;
+template class TokenEmbedding<double>;
+
+}  // namespace kpipe::model
