@@ -25,10 +25,13 @@ constexpr Vendor default_vendor() {
   return Vendor::none;
 }
 
-// Rows and columns of op(X).
+// Rows and columns of op(X) for X of rows x cols.
+std::pair<std::size_t, std::size_t> op_shape(std::size_t rows, std::size_t cols, Trans trans) {
+  return trans == Trans::no ? std::pair{rows, cols} : std::pair{cols, rows};
+}
 template <class View>
 std::pair<std::size_t, std::size_t> op_shape(const View& x, Trans trans) {
-  return trans == Trans::no ? std::pair{x.extent(0), x.extent(1)} : std::pair{x.extent(1), x.extent(0)};
+  return op_shape(x.extent(0), x.extent(1), trans);
 }
 
 std::string op_name(const char* name, Trans trans) { return trans == Trans::no ? name : std::string(name) + "^T"; }
@@ -39,18 +42,17 @@ int leading_dimension(const View& x) {
   return std::max(1, static_cast<int>(x.stride(0)));
 }
 
+// m, n, k: the shape of one product (of one block, for gemm_batched).
 template <class Scalar>
-detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, Scalar alpha, const tensor::ConstMatrix<Scalar>& A,
+detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k,
+                                      Scalar alpha, const tensor::ConstMatrix<Scalar>& A,
                                       const tensor::ConstMatrix<Scalar>& B, Scalar beta,
                                       const tensor::Matrix<Scalar>& C) {
-  const int m = static_cast<int>(C.extent(0));
-  const int n = static_cast<int>(C.extent(1));
-  const int k = static_cast<int>(op_shape(A, trans_a).second);
   return {trans_a,
           trans_b,
-          m,
-          n,
-          k,
+          static_cast<int>(m),
+          static_cast<int>(n),
+          static_cast<int>(k),
           alpha,
           A.data(),
           leading_dimension(A),
@@ -95,21 +97,61 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
   if (m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
   if (vendor == Vendor::none || path == GemmPath::portable) {
-    detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, A, B, beta, C);
+    detail::portable_gemm<Scalar>(space, 1, trans_a, trans_b, alpha, A, B, beta, C);
     return;
   }
   if constexpr (vendor == Vendor::cublas) {
-    detail::cublas_gemm<Scalar>(space, operands(trans_a, trans_b, alpha, A, B, beta, C));
+    detail::cublas_gemm<Scalar>(space, operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
   } else if constexpr (vendor == Vendor::cblas) {
     // CBLAS runs on the calling thread: earlier kernels must have finished.
     space.fence();
-    detail::cblas_gemm<Scalar>(operands(trans_a, trans_b, alpha, A, B, beta, C));
+    detail::cblas_gemm<Scalar>(operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
+  }
+}
+
+template <class Scalar>
+void gemm_batched(const tensor::ExecutionSpace& space, int batch, Trans trans_a, Trans trans_b,
+                  tensor::identity_t<Scalar> alpha, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
+                  const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
+                  const tensor::Matrix<Scalar>& C, GemmPath path) {
+  const auto blocks = static_cast<std::size_t>(batch);
+  if (batch < 1 || A.extent(0) % blocks != 0 || B.extent(0) % blocks != 0 || C.extent(0) % blocks != 0) {
+    throw input_error(fmt::format("gemm_batched cannot split A ({}), B ({}) and C ({}) into {} equal row blocks",
+                                  tensor::shape_string(A), tensor::shape_string(B), tensor::shape_string(C), batch));
+  }
+  const std::size_t a_rows = A.extent(0) / blocks;
+  const std::size_t b_rows = B.extent(0) / blocks;
+  const std::size_t c_rows = C.extent(0) / blocks;
+  const auto [m, k] = op_shape(a_rows, A.extent(1), trans_a);
+  const auto [k_b, n] = op_shape(b_rows, B.extent(1), trans_b);
+  if (k_b != k || c_rows != m || C.extent(1) != n) {
+    throw input_error(fmt::format("gemm_batched shapes do not fit: {} blocks of {} {}x{}, {} {}x{}, C {}x{}", batch,
+                                  op_name("A", trans_a), m, k, op_name("B", trans_b), k_b, n, c_rows, C.extent(1)));
+  }
+  if (m == 0 || n == 0) return;
+  constexpr Vendor vendor = default_vendor();
+  if (vendor == Vendor::none || path == GemmPath::portable) {
+    detail::portable_gemm<Scalar>(space, batch, trans_a, trans_b, alpha, A, B, beta, C);
+    return;
+  }
+  // Blocks of a LayoutRight stack lie rows · stride(0) elements apart.
+  const detail::BatchedGemmOperands<Scalar> op{
+      operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C), batch, static_cast<long long>(a_rows * A.stride(0)),
+      static_cast<long long>(b_rows * B.stride(0)), static_cast<long long>(c_rows * C.stride(0))};
+  if constexpr (vendor == Vendor::cublas) {
+    detail::cublas_gemm_batched<Scalar>(space, op);
+  } else if constexpr (vendor == Vendor::cblas) {
+    space.fence();
+    detail::cblas_gemm_batched<Scalar>(op);
   }
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                                     \
   template void gemm<Scalar>(const tensor::ExecutionSpace&, Trans, Trans, Scalar, const tensor::ConstMatrix<Scalar>&, \
-                             const tensor::ConstMatrix<Scalar>&, Scalar, const tensor::Matrix<Scalar>&, GemmPath);
+                             const tensor::ConstMatrix<Scalar>&, Scalar, const tensor::Matrix<Scalar>&, GemmPath);    \
+  template void gemm_batched<Scalar>(const tensor::ExecutionSpace&, int, Trans, Trans, Scalar,                        \
+                                     const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, Scalar,  \
+                                     const tensor::Matrix<Scalar>&, GemmPath);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -25,17 +25,33 @@ struct GemmOperands {
   int ldc;
 };
 
+// `batch` GEMMs of the same shape, operands of block i at first.a + i·stride_a
+// and so on (in elements).
+template <class Scalar>
+struct BatchedGemmOperands {
+  GemmOperands<Scalar> first;
+  int batch;
+  long long stride_a;
+  long long stride_b;
+  long long stride_c;
+};
+
 // OpenBLAS or any CBLAS, for host memory (gemm_cblas.cpp, with KPIPE_HAVE_CBLAS).
 template <class Scalar>
 void cblas_gemm(const GemmOperands<Scalar>& op);
+template <class Scalar>
+void cblas_gemm_batched(const BatchedGemmOperands<Scalar>& op);
 
 // cuBLAS on the space's stream, for CudaSpace (gemm_cublas.cpp, with KOKKOS_ENABLE_CUDA).
 template <class Scalar>
 void cublas_gemm(const tensor::ExecutionSpace& space, const GemmOperands<Scalar>& op);
-
-// The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend.
 template <class Scalar>
-void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
+void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmOperands<Scalar>& op);
+
+// The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend:
+// `batch` GEMMs on A, B and C stacked in equal row blocks (1 for a plain GEMM).
+template <class Scalar>
+void portable_gemm(const tensor::ExecutionSpace& space, int batch, Trans trans_a, Trans trans_b, Scalar alpha,
                    const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& B, Scalar beta,
                    const tensor::Matrix<Scalar>& C);
 

@@ -23,7 +23,21 @@ void cblas_gemm(const GemmOperands<Scalar>& op) {
   }
 }
 
+// CBLAS has no strided-batch call: one call per block, in ascending order.
+template <class Scalar>
+void cblas_gemm_batched(const BatchedGemmOperands<Scalar>& op) {
+  GemmOperands<Scalar> block = op.first;
+  for (int i = 0; i < op.batch; ++i) {
+    block.a = op.first.a + i * op.stride_a;
+    block.b = op.first.b + i * op.stride_b;
+    block.c = op.first.c + i * op.stride_c;
+    cblas_gemm(block);
+  }
+}
+
 template void cblas_gemm<float>(const GemmOperands<float>&);
 template void cblas_gemm<double>(const GemmOperands<double>&);
+template void cblas_gemm_batched<float>(const BatchedGemmOperands<float>&);
+template void cblas_gemm_batched<double>(const BatchedGemmOperands<double>&);
 
 }  // namespace kpipe::kernels::detail

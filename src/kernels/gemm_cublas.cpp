@@ -51,7 +51,28 @@ void cublas_gemm(const tensor::ExecutionSpace& space, const GemmOperands<Scalar>
   }
 }
 
+// One strided-batched call; the column-major swap of cublas_gemm applies per block.
+template <class Scalar>
+void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmOperands<Scalar>& batched) {
+  const cublasHandle_t h = handle();
+  check(cublasSetStream(h, space.cuda_stream()), "cublasSetStream");
+  const GemmOperands<Scalar>& op = batched.first;
+  const auto ta = cublas_trans(op.trans_a);
+  const auto tb = cublas_trans(op.trans_b);
+  if constexpr (std::is_same_v<Scalar, float>) {
+    check(cublasSgemmStridedBatched(h, tb, ta, op.n, op.m, op.k, &op.alpha, op.b, op.ldb, batched.stride_b, op.a,
+                                    op.lda, batched.stride_a, &op.beta, op.c, op.ldc, batched.stride_c, batched.batch),
+          "cublasSgemmStridedBatched");
+  } else {
+    check(cublasDgemmStridedBatched(h, tb, ta, op.n, op.m, op.k, &op.alpha, op.b, op.ldb, batched.stride_b, op.a,
+                                    op.lda, batched.stride_a, &op.beta, op.c, op.ldc, batched.stride_c, batched.batch),
+          "cublasDgemmStridedBatched");
+  }
+}
+
 template void cublas_gemm<float>(const tensor::ExecutionSpace&, const GemmOperands<float>&);
 template void cublas_gemm<double>(const tensor::ExecutionSpace&, const GemmOperands<double>&);
+template void cublas_gemm_batched<float>(const tensor::ExecutionSpace&, const BatchedGemmOperands<float>&);
+template void cublas_gemm_batched<double>(const tensor::ExecutionSpace&, const BatchedGemmOperands<double>&);
 
 }  // namespace kpipe::kernels::detail

@@ -1,0 +1,370 @@
+// The fused attention path, flash-attention style: one team per (sequence·head,
+// tile of `tile` rows). Forward stages its query tile, then streams the key and
+// value tiles up to the diagonal through team scratch and keeps a running
+// maximum and sum per query (online softmax), so the T x T scores never exist;
+// it writes O and L = log-sum-exp. Backward recomputes each probability as
+// exp(s - L) and needs D = rowsum(dO ∘ O); dQ is one kernel over query tiles
+// and dK, dV one over key tiles, so every output row is summed by one thread
+// in a fixed order: no atomics, bitwise reproducible.
+//
+// A thread owns whole rows of a tile. Its products run as axpys along the
+// inner loop (s_j += q_d k_j,d over d outer, j inner), with the other operand
+// staged transposed where that keeps the inner loop contiguous, so host
+// compilers vectorise them without reassociating sums; on GPUs the inner loops
+// spread over vector lanes. A score is always Σ_d (scale q_d) k_d in ascending
+// d, in every kernel, so backward recomputes forward's scores bit for bit.
+#include "attention_common.hpp"
+#include "kpipe/kernels/attention.hpp"
+#include "kpipe/tensor/compat.hpp"
+
+namespace kpipe::kernels {
+
+namespace {
+
+// Query and key rows per tile.
+constexpr int tile = 32;
+
+using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
+using Member = Policy::member_type;
+using Scratch = tensor::ExecutionSpace::scratch_memory_space;
+using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+template <class Scalar>
+using Tile = Kokkos::View<Scalar**, Kokkos::LayoutRight, Scratch, Unmanaged>;
+template <class Scalar>
+using Column = Kokkos::View<Scalar*, Scratch, Unmanaged>;
+
+constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+
+// The scratch a team needs, counted as the views are declared; each view may
+// be padded up to the scratch alignment.
+template <class Scalar>
+struct ScratchSize {
+  std::size_t bytes = 0;
+  void tiles(int count, int rows, int cols) { bytes += count * (Tile<Scalar>::shmem_size(rows, cols) + 128); }
+  void columns(int count, int rows) { bytes += count * (Column<Scalar>::shmem_size(rows) + 128); }
+};
+
+// Host: one thread per team walks the tile's rows. GPU: one thread per row,
+// vector lanes along keys or features. Scratch goes to level 0 (shared memory)
+// when it fits, else to level 1, so large head sizes in double still run.
+struct Launch {
+  Policy policy;
+  int level;
+};
+Launch launch(const tensor::ExecutionSpace& space, int league, std::size_t scratch) {
+  Policy policy = host_memory ? Policy(space, league, 1) : Policy(space, league, tile, 8);
+  const int level = scratch <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  policy.set_scratch_size(level, Kokkos::PerTeam(scratch));
+  return {policy, level};
+}
+
+// out(r, c) = scale · source(row0 + r, c) for r < rows, or its transpose (out(c, r)).
+template <bool Transposed, class Scalar, class Source>
+KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Source& source, int row0, int rows, Scalar scale,
+                                  const Tile<Scalar>& out) {
+  const int cols = static_cast<int>(source.extent(1));
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cols),
+                         [&](int c) { (Transposed ? out(c, r) : out(r, c)) = scale * source(row0 + r, c); });
+  });
+}
+
+// s(row, j) = Σ_d x(row, d) yT(d, j) for j in [first, last), d ascending.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void row_products(const Member& team, const Tile<Scalar>& x, int row, const Tile<Scalar>& yT,
+                                         int first, int last, const Tile<Scalar>& s) {
+  Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, last), [&](int j) { s(row, j) = Scalar(0); });
+  for (int d = 0; d < static_cast<int>(x.extent(1)); ++d) {
+    const Scalar xd = x(row, d);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, last), [&](int j) { s(row, j) += xd * yT(d, j); });
+  }
+}
+
+// acc(row, d) += Σ_j w(row, j) y(j, d) for j in [first, last), j ascending.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void accumulate_rows(const Member& team, const Tile<Scalar>& w, int row, const Tile<Scalar>& y,
+                                            int first, int last, const Tile<Scalar>& acc) {
+  const int features = static_cast<int>(acc.extent(1));
+  for (int j = first; j < last; ++j) {
+    const Scalar wj = w(row, j);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, features), [&](int d) { acc(row, d) += wj * y(j, d); });
+  }
+}
+
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void zero_rows(const Member& team, int rows, const Tile<Scalar>& acc) {
+  const int features = static_cast<int>(acc.extent(1));
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, features), [&](int d) { acc(r, d) = Scalar(0); });
+  });
+}
+
+}  // namespace
+
+template <class Scalar>
+void attention_forward_fused(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V, const tensor::Matrix<Scalar>& O,
+                             const tensor::Matrix<Scalar>& L) {
+  detail::check_attention_shape(shape);
+  detail::require_stack("attention queries", Q, shape);
+  detail::require_stack("attention keys", K, shape);
+  detail::require_stack("attention values", V, shape);
+  detail::require_stack("attention output", O, shape);
+  tensor::require_shape("attention log-sum-exp", L, detail::stack_rows(shape), 1);
+  if (shape.batch_heads == 0) return;
+  const int T = shape.tokens;
+  const int hd = shape.head_dim;
+  const int tiles = (T + tile - 1) / tile;
+  const Scalar scale = detail::softmax_scale<Scalar>(shape);
+
+  ScratchSize<Scalar> size;
+  size.tiles(3, tile, hd);    // q (scaled), v, acc
+  size.tiles(1, hd, tile);    // kT
+  size.tiles(1, tile, tile);  // s, then p
+  size.columns(2, tile);      // running max and sum
+  const Launch forward = launch(space, shape.batch_heads * tiles, size.bytes);
+  const int level = forward.level;
+
+  Kokkos::parallel_for(
+      "kpipe::kernels::attention_forward_fused", forward.policy, KOKKOS_LAMBDA(const Member& team) {
+        const int base = team.league_rank() / tiles * T;  // first stack row of this sequence·head
+        const int q0 = team.league_rank() % tiles * tile;
+        const int queries = tensor::compat::min(tile, T - q0);
+        const Tile<Scalar> q(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> v(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> acc(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> kT(team.team_scratch(level), hd, tile);
+        const Tile<Scalar> s(team.team_scratch(level), tile, tile);
+        const Column<Scalar> row_max(team.team_scratch(level), tile);
+        const Column<Scalar> row_sum(team.team_scratch(level), tile);
+
+        stage<false>(team, Q, base + q0, queries, scale, q);
+        zero_rows(team, queries, acc);
+        // Causal: key tiles up to the one holding the last query of this tile.
+        const int end = q0 + queries;
+        for (int k0 = 0; k0 < end; k0 += tile) {
+          const int keys = tensor::compat::min(tile, end - k0);
+          team.team_barrier();
+          stage<true>(team, K, base + k0, keys, Scalar(1), kT);
+          stage<false>(team, V, base + k0, keys, Scalar(1), v);
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
+            // Keys k0 .. q0 + i of this tile; at least key k0, since k0 <= q0.
+            const int valid = tensor::compat::min(keys, q0 + i - k0 + 1);
+            row_products(team, q, i, kT, 0, valid, s);
+            Scalar tile_max = s(i, 0);
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, valid),
+                [&](int j, Scalar& partial) { partial = s(i, j) > partial ? s(i, j) : partial; },
+                Kokkos::Max<Scalar>(tile_max));
+            const Scalar new_max = k0 == 0 ? tile_max : tensor::compat::max(row_max(i), tile_max);
+            // Rescales what earlier tiles summed against the old maximum.
+            const Scalar correction = k0 == 0 ? Scalar(0) : detail::softmax_exp(row_max(i) - new_max);
+            Scalar tile_sum = 0;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, valid),
+                [&](int j, Scalar& partial) {
+                  const Scalar p = detail::softmax_exp(s(i, j) - new_max);
+                  s(i, j) = p;
+                  partial += p;
+                },
+                tile_sum);
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd), [&](int d) { acc(i, d) *= correction; });
+            accumulate_rows(team, s, i, v, 0, valid, acc);
+            Kokkos::single(Kokkos::PerThread(team), [&] {
+              row_sum(i) = (k0 == 0 ? Scalar(0) : row_sum(i) * correction) + tile_sum;
+              row_max(i) = new_max;
+            });
+          });
+        }
+        team.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
+          const int row = base + q0 + i;
+          const Scalar sum = row_sum(i);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd), [&](int d) { O(row, d) = acc(i, d) / sum; });
+          Kokkos::single(Kokkos::PerThread(team), [&] { L(row, 0) = row_max(i) + tensor::compat::math::log(sum); });
+        });
+      });
+}
+
+template <class Scalar>
+void attention_backward_fused(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& O,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& L,
+                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO,
+                              const tensor::Matrix<Scalar>& D, const tensor::Matrix<Scalar>& dQ,
+                              const tensor::Matrix<Scalar>& dK, const tensor::Matrix<Scalar>& dV) {
+  detail::check_attention_shape(shape);
+  detail::require_stack("attention queries", Q, shape);
+  detail::require_stack("attention keys", K, shape);
+  detail::require_stack("attention values", V, shape);
+  detail::require_stack("attention output", O, shape);
+  detail::require_stack("attention output gradient", dO, shape);
+  detail::require_stack("attention query gradient", dQ, shape);
+  detail::require_stack("attention key gradient", dK, shape);
+  detail::require_stack("attention value gradient", dV, shape);
+  tensor::require_shape("attention log-sum-exp", L, detail::stack_rows(shape), 1);
+  tensor::require_shape("attention backward scratch D", D, detail::stack_rows(shape), 1);
+  if (shape.batch_heads == 0) return;
+  const int T = shape.tokens;
+  const int hd = shape.head_dim;
+  const int tiles = (T + tile - 1) / tile;
+  const Scalar scale = detail::softmax_scale<Scalar>(shape);
+  const Scalar one = 1;
+
+  // D = rowsum(dO ∘ O): the softmax backward's Σ_j p_j dp_j, since O = P V.
+  Kokkos::parallel_for(
+      "kpipe::kernels::attention_backward_fused_rowsum",
+      Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, static_cast<int>(detail::stack_rows(shape))),
+      KOKKOS_LAMBDA(int r) {
+        Scalar sum = 0;
+        for (int d = 0; d < hd; ++d) sum += dO(r, d) * O(r, d);
+        D(r, 0) = sum;
+      });
+
+  // dQ_i = scale Σ_j ds_ij k_j over keys j <= i, ds_ij = p_ij (dO_i·v_j − D_i).
+  ScratchSize<Scalar> query_size;
+  query_size.tiles(4, tile, hd);    // q (scaled), dO, k, acc
+  query_size.tiles(2, hd, tile);    // kT, vT
+  query_size.tiles(2, tile, tile);  // s then ds, dp
+  query_size.columns(2, tile);      // L, D
+  const Launch query_launch = launch(space, shape.batch_heads * tiles, query_size.bytes);
+  const int query_level = query_launch.level;
+  Kokkos::parallel_for(
+      "kpipe::kernels::attention_backward_fused_dq", query_launch.policy, KOKKOS_LAMBDA(const Member& team) {
+        const int level = query_level;
+        const int base = team.league_rank() / tiles * T;
+        const int q0 = team.league_rank() % tiles * tile;
+        const int queries = tensor::compat::min(tile, T - q0);
+        const Tile<Scalar> q(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> dq_out(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> k(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> acc(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> kT(team.team_scratch(level), hd, tile);
+        const Tile<Scalar> vT(team.team_scratch(level), hd, tile);
+        const Tile<Scalar> s(team.team_scratch(level), tile, tile);
+        const Tile<Scalar> dp(team.team_scratch(level), tile, tile);
+        const Column<Scalar> lse(team.team_scratch(level), tile);
+        const Column<Scalar> delta(team.team_scratch(level), tile);
+
+        stage<false>(team, Q, base + q0, queries, scale, q);
+        stage<false>(team, dO, base + q0, queries, one, dq_out);
+        zero_rows(team, queries, acc);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
+          lse(i) = L(base + q0 + i, 0);
+          delta(i) = D(base + q0 + i, 0);
+        });
+        const int end = q0 + queries;
+        for (int k0 = 0; k0 < end; k0 += tile) {
+          const int keys = tensor::compat::min(tile, end - k0);
+          team.team_barrier();
+          stage<true>(team, K, base + k0, keys, one, kT);
+          stage<true>(team, V, base + k0, keys, one, vT);
+          stage<false>(team, K, base + k0, keys, one, k);
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
+            const int valid = tensor::compat::min(keys, q0 + i - k0 + 1);
+            row_products(team, q, i, kT, 0, valid, s);
+            row_products(team, dq_out, i, vT, 0, valid, dp);
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, valid), [&](int j) {
+              s(i, j) = detail::softmax_exp(s(i, j) - lse(i)) * (dp(i, j) - delta(i));
+            });
+            accumulate_rows(team, s, i, k, 0, valid, acc);
+          });
+        }
+        team.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd),
+                               [&](int d) { dQ(base + q0 + i, d) = scale * acc(i, d); });
+        });
+      });
+
+  // dV_j = Σ_i p_ij dO_i and dK_j = Σ_i ds_ij (scale q_i) over queries i >= j.
+  ScratchSize<Scalar> key_size;
+  key_size.tiles(6, tile, hd);    // k, v, q (scaled), dO, dK and dV accumulators
+  key_size.tiles(2, hd, tile);    // qT (scaled), dOT
+  key_size.tiles(2, tile, tile);  // s then p, dp then ds
+  key_size.columns(2, tile);      // L, D
+  const Launch key_launch = launch(space, shape.batch_heads * tiles, key_size.bytes);
+  const int key_level = key_launch.level;
+  Kokkos::parallel_for(
+      "kpipe::kernels::attention_backward_fused_dkdv", key_launch.policy, KOKKOS_LAMBDA(const Member& team) {
+        const int level = key_level;
+        const int base = team.league_rank() / tiles * T;
+        const int k0 = team.league_rank() % tiles * tile;
+        const int keys = tensor::compat::min(tile, T - k0);
+        const Tile<Scalar> k(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> v(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> q(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> g(team.team_scratch(level), tile, hd);  // dO rows
+        const Tile<Scalar> dk(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> dv(team.team_scratch(level), tile, hd);
+        const Tile<Scalar> qT(team.team_scratch(level), hd, tile);
+        const Tile<Scalar> gT(team.team_scratch(level), hd, tile);
+        const Tile<Scalar> p(team.team_scratch(level), tile, tile);
+        const Tile<Scalar> ds(team.team_scratch(level), tile, tile);
+        const Column<Scalar> lse(team.team_scratch(level), tile);
+        const Column<Scalar> delta(team.team_scratch(level), tile);
+
+        stage<false>(team, K, base + k0, keys, one, k);
+        stage<false>(team, V, base + k0, keys, one, v);
+        zero_rows(team, keys, dk);
+        zero_rows(team, keys, dv);
+        // Causal: query tiles from the diagonal on (k0 is a tile boundary).
+        for (int q0 = k0; q0 < T; q0 += tile) {
+          const int queries = tensor::compat::min(tile, T - q0);
+          team.team_barrier();
+          stage<true>(team, Q, base + q0, queries, scale, qT);
+          stage<false>(team, Q, base + q0, queries, scale, q);
+          stage<true>(team, dO, base + q0, queries, one, gT);
+          stage<false>(team, dO, base + q0, queries, one, g);
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
+            lse(i) = L(base + q0 + i, 0);
+            delta(i) = D(base + q0 + i, 0);
+          });
+          team.team_barrier();
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](int j) {
+            // Queries k0 + j .. of this tile.
+            const int first = tensor::compat::max(0, k0 + j - q0);
+            if (first >= queries) return;
+            row_products(team, k, j, qT, first, queries, p);
+            row_products(team, v, j, gT, first, queries, ds);
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, queries), [&](int i) {
+              const Scalar probability = detail::softmax_exp(p(j, i) - lse(i));
+              p(j, i) = probability;
+              ds(j, i) = probability * (ds(j, i) - delta(i));
+            });
+            accumulate_rows(team, p, j, g, first, queries, dv);
+            accumulate_rows(team, ds, j, q, first, queries, dk);
+          });
+        }
+        team.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](int j) {
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd), [&](int d) {
+            dK(base + k0 + j, d) = dk(j, d);
+            dV(base + k0 + j, d) = dv(j, d);
+          });
+        });
+      });
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                                 \
+  template void attention_forward_fused<Scalar>(                                                                  \
+      const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Scalar>&,                   \
+      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,      \
+      const tensor::Matrix<Scalar>&);                                                                             \
+  template void attention_backward_fused<Scalar>(                                                                 \
+      const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Scalar>&,                   \
+      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
+      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,      \
+      const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&);
+KPIPE_INSTANTIATE(float)
+KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+}  // namespace kpipe::kernels

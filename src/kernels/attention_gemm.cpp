@@ -1,0 +1,130 @@
+// The gemm attention path: the four products of attention are batched GEMMs
+// through the GEMM dispatch (OpenBLAS or cuBLAS when compute.gemm = vendor),
+// and the only other work is one causal softmax kernel forward and one softmax
+// backward kernel. The products run over the full T x T scores, masked
+// entries included: a dense BLAS call beats skipping half of them by hand.
+#include "attention_common.hpp"
+#include "kpipe/kernels/attention.hpp"
+#include "kpipe/tensor/compat.hpp"
+
+namespace kpipe::kernels {
+
+namespace {
+
+// One team per score row: its threads share the row's reductions.
+using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
+using Member = Policy::member_type;
+
+// Row r of P holds scores of position t = r mod T; it becomes the softmax of
+// its entries 0..t, and the masked entries above the diagonal exact zeros.
+template <class Scalar>
+void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tensor::Matrix<Scalar>& P) {
+  Kokkos::parallel_for(
+      "kpipe::kernels::attention_causal_softmax", Policy(space, static_cast<int>(P.extent(0)), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Member& team) {
+        const int r = team.league_rank();
+        const int valid = r % tokens + 1;
+        Scalar max = P(r, 0);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, valid),
+            [&](int j, Scalar& partial) { partial = P(r, j) > partial ? P(r, j) : partial; }, Kokkos::Max<Scalar>(max));
+        Scalar sum = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, valid),
+            [&](int j, Scalar& partial) {
+              const Scalar e = detail::softmax_exp(P(r, j) - max);
+              P(r, j) = e;
+              partial += e;
+            },
+            sum);
+        team.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tokens),
+                             [&](int j) { P(r, j) = j < valid ? P(r, j) / sum : Scalar(0); });
+      });
+}
+
+// dP becomes dS = scale · P ∘ (dP − rowsum(dP ∘ P)): the gradient of the
+// softmax, with the 1/sqrt(hd) of the scores folded in, zero where masked.
+template <class Scalar>
+void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, Scalar scale,
+                             const tensor::ConstMatrix<Scalar>& P, const tensor::Matrix<Scalar>& dP) {
+  Kokkos::parallel_for(
+      "kpipe::kernels::attention_softmax_backward", Policy(space, static_cast<int>(P.extent(0)), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Member& team) {
+        const int r = team.league_rank();
+        const int valid = r % tokens + 1;
+        Scalar dot = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, valid), [&](int j, Scalar& partial) { partial += dP(r, j) * P(r, j); }, dot);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tokens),
+                             [&](int j) { dP(r, j) = j < valid ? scale * P(r, j) * (dP(r, j) - dot) : Scalar(0); });
+      });
+}
+
+}  // namespace
+
+template <class Scalar>
+void attention_forward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V, const tensor::Matrix<Scalar>& P,
+                            const tensor::Matrix<Scalar>& O, GemmPath gemm) {
+  detail::check_attention_shape(shape);
+  detail::require_stack("attention queries", Q, shape);
+  detail::require_stack("attention keys", K, shape);
+  detail::require_stack("attention values", V, shape);
+  detail::require_stack("attention output", O, shape);
+  tensor::require_shape("attention probabilities", P, detail::stack_rows(shape), shape.tokens);
+  if (shape.batch_heads == 0) return;
+  const int blocks = shape.batch_heads;
+  gemm_batched<Scalar>(space, blocks, Trans::no, Trans::yes, detail::softmax_scale<Scalar>(shape), Q, K, Scalar(0), P,
+                       gemm);
+  causal_softmax<Scalar>(space, shape.tokens, P);
+  gemm_batched<Scalar>(space, blocks, Trans::no, Trans::no, Scalar(1), P, V, Scalar(0), O, gemm);
+}
+
+template <class Scalar>
+void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& P,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO,
+                             const tensor::Matrix<Scalar>& dP, const tensor::Matrix<Scalar>& dQ,
+                             const tensor::Matrix<Scalar>& dK, const tensor::Matrix<Scalar>& dV, GemmPath gemm) {
+  detail::check_attention_shape(shape);
+  detail::require_stack("attention queries", Q, shape);
+  detail::require_stack("attention keys", K, shape);
+  detail::require_stack("attention values", V, shape);
+  detail::require_stack("attention output gradient", dO, shape);
+  detail::require_stack("attention query gradient", dQ, shape);
+  detail::require_stack("attention key gradient", dK, shape);
+  detail::require_stack("attention value gradient", dV, shape);
+  tensor::require_shape("attention probabilities", P, detail::stack_rows(shape), shape.tokens);
+  tensor::require_shape("attention probability gradient", dP, detail::stack_rows(shape), shape.tokens);
+  if (shape.batch_heads == 0) return;
+  const int blocks = shape.batch_heads;
+  const Scalar one = 1;
+  const Scalar zero = 0;
+  gemm_batched<Scalar>(space, blocks, Trans::yes, Trans::no, one, P, dO, zero, dV, gemm);
+  gemm_batched<Scalar>(space, blocks, Trans::no, Trans::yes, one, dO, V, zero, dP, gemm);
+  causal_softmax_backward<Scalar>(space, shape.tokens, detail::softmax_scale<Scalar>(shape), P, dP);
+  gemm_batched<Scalar>(space, blocks, Trans::no, Trans::no, one, dP, K, zero, dQ, gemm);
+  gemm_batched<Scalar>(space, blocks, Trans::yes, Trans::no, one, dP, Q, zero, dK, gemm);
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                                      \
+  template void attention_forward_gemm<Scalar>(const tensor::ExecutionSpace&, const AttentionShape&,                   \
+                                               const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
+                                               const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,      \
+                                               const tensor::Matrix<Scalar>&, GemmPath);                               \
+  template void attention_backward_gemm<Scalar>(                                                                       \
+      const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Scalar>&,                        \
+      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,      \
+      const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&,                \
+      const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&, GemmPath);
+KPIPE_INSTANTIATE(float)
+KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+}  // namespace kpipe::kernels

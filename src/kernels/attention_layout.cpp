@@ -1,0 +1,99 @@
+// Between a projection's position-major columns and the heads-major stacks the
+// attention kernels read (attention.hpp), and the choice of path.
+#include <fmt/format.h>
+
+#include "attention_common.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/kernels/attention.hpp"
+
+namespace kpipe::kernels {
+
+namespace detail {
+void check_attention_shape(const AttentionShape& shape) {
+  if (shape.batch_heads < 0 || shape.tokens < 1 || shape.head_dim < 1) {
+    throw input_error(fmt::format("attention of {} sequence-heads, {} tokens and head size {} is empty or negative",
+                                  shape.batch_heads, shape.tokens, shape.head_dim));
+  }
+}
+}  // namespace detail
+
+namespace {
+
+// One team per stack row (sequence s, head h, position t); its threads copy
+// the row's hd features, contiguous on both sides.
+using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
+using Member = Policy::member_type;
+
+// The stack's shape for X and checks both: X has whole sequences of `tokens`
+// rows and room for heads · hd columns from `offset`.
+template <class XView, class StackView>
+AttentionShape layout_shape(const char* what, const XView& X, const StackView& stacked, int offset, int heads,
+                            int tokens) {
+  const auto cols = static_cast<long long>(X.extent(1));
+  const long long hd = static_cast<long long>(stacked.extent(1));
+  if (heads < 1 || tokens < 1 || X.extent(0) % static_cast<std::size_t>(tokens) != 0 || offset < 0 ||
+      offset + heads * hd > cols) {
+    throw input_error(
+        fmt::format("{}: {} heads of {} features from column {} of {} in sequences of {} tokens do not fit", what,
+                    heads, hd, offset, tensor::shape_string(X), tokens));
+  }
+  const AttentionShape shape{static_cast<int>(X.extent(0)) / tokens * heads, tokens, static_cast<int>(hd)};
+  detail::require_stack(what, stacked, shape);
+  return shape;
+}
+
+}  // namespace
+
+AttentionPath parse_attention_path(std::string_view name) {
+  if (name == "gemm") return AttentionPath::gemm;
+  if (name == "fused") return AttentionPath::fused;
+  throw input_error(
+      fmt::format("compute.attention = \"{}\" is not an attention path; use \"gemm\" or \"fused\"", name));
+}
+
+template <class Scalar>
+void split_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
+                 int offset, int heads, int tokens, const tensor::Matrix<Scalar>& stacked) {
+  const AttentionShape shape = layout_shape("split_heads", X, stacked, offset, heads, tokens);
+  const int hd = shape.head_dim;
+  Kokkos::parallel_for(
+      "kpipe::kernels::split_heads", Policy(space, static_cast<int>(detail::stack_rows(shape)), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Member& team) {
+        const int r = team.league_rank();
+        const int t = r % tokens;
+        const int h = r / tokens % heads;
+        const int s = r / tokens / heads;
+        const int column = offset + h * hd;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, hd),
+                             [&](int d) { stacked(r, d) = X(s * tokens + t, column + d); });
+      });
+}
+
+template <class Scalar>
+void merge_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& stacked,
+                 int offset, int heads, int tokens, const tensor::Matrix<Scalar>& X) {
+  const AttentionShape shape = layout_shape("merge_heads", X, stacked, offset, heads, tokens);
+  const int hd = shape.head_dim;
+  Kokkos::parallel_for(
+      "kpipe::kernels::merge_heads", Policy(space, static_cast<int>(detail::stack_rows(shape)), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Member& team) {
+        const int r = team.league_rank();
+        const int t = r % tokens;
+        const int h = r / tokens % heads;
+        const int s = r / tokens / heads;
+        const int column = offset + h * hd;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, hd),
+                             [&](int d) { X(s * tokens + t, column + d) = stacked(r, d); });
+      });
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                                     \
+  template void split_heads<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&, int, int, int, \
+                                    const tensor::Matrix<Scalar>&);                                                   \
+  template void merge_heads<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&, int, int, int, \
+                                    const tensor::Matrix<Scalar>&);
+KPIPE_INSTANTIATE(float)
+KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+}  // namespace kpipe::kernels

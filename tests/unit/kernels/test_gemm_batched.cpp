@@ -1,0 +1,113 @@
+// Batched GEMM: every block equals a plain GEMM of that block, on both paths,
+// and all of them equal a long-double host product.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "catch.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/kernels/gemm.hpp"
+#include "random_matrix.hpp"
+
+using namespace kpipe::kernels;
+using namespace kpipe::tensor;
+using kpipe::test::random_matrix;
+
+namespace {
+
+// Rows [block·rows, (block + 1)·rows) of a stack, as a matrix of its own.
+template <class Scalar>
+Matrix<Scalar> block_of(const Matrix<Scalar>& stack, int block, int batch) {
+  const int rows = static_cast<int>(stack.extent(0)) / batch;
+  auto copy = uninitialized_matrix<Scalar>("test::block", rows, static_cast<int>(stack.extent(1)));
+  Kokkos::deep_copy(copy, Kokkos::subview(stack, std::pair<int, int>(block * rows, (block + 1) * rows), Kokkos::ALL));
+  return copy;
+}
+
+// alpha op(A_i) op(B_i) + beta C_i for every block i, in long double, stacked.
+template <class Scalar>
+std::vector<long double> reference(int batch, Trans ta, Trans tb, double alpha, const Matrix<Scalar>& A,
+                                   const Matrix<Scalar>& B, double beta, const Matrix<Scalar>& C) {
+  const auto a = to_host<Scalar>(A);
+  const auto b = to_host<Scalar>(B);
+  const auto c = to_host<Scalar>(C);
+  const std::size_t m = C.extent(0) / batch, n = C.extent(1);
+  const std::size_t k = ta == Trans::no ? A.extent(1) : A.extent(0) / batch;
+  std::vector<long double> out(c.size());
+  for (int block = 0; block < batch; ++block) {
+    const Scalar* ab = a.data() + block * m * k;
+    const Scalar* bb = b.data() + block * k * n;
+    const auto op_a = [&](std::size_t i, std::size_t l) { return ta == Trans::no ? ab[i * k + l] : ab[l * m + i]; };
+    const auto op_b = [&](std::size_t l, std::size_t j) { return tb == Trans::no ? bb[l * n + j] : bb[j * k + l]; };
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        long double sum = 0;
+        for (std::size_t l = 0; l < k; ++l) sum += static_cast<long double>(op_a(i, l)) * op_b(l, j);
+        const std::size_t e = (block * m + i) * n + j;
+        out[e] = alpha * sum + beta * static_cast<long double>(c[e]);
+      }
+    }
+  }
+  return out;
+}
+
+template <class Scalar>
+double relative_error(const std::vector<Scalar>& x, const std::vector<long double>& y) {
+  double diff = 0, size = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    diff = std::max(diff, static_cast<double>(std::abs(static_cast<long double>(x[i]) - y[i])));
+    size = std::max(size, static_cast<double>(std::abs(y[i])));
+  }
+  return diff / size;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("each block of a batched GEMM equals the GEMM of that block", "[kernels][gemm]", float, double) {
+  using Scalar = TestType;
+  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{40, 70, 20});
+  const int batch = GENERATE(1, 3, 5);
+  const auto ta = GENERATE(Trans::no, Trans::yes);
+  const auto tb = GENERATE(Trans::no, Trans::yes);
+  const auto path = GENERATE(GemmPath::vendor, GemmPath::portable);
+  INFO("m = " << m << ", n = " << n << ", k = " << k << ", batch " << batch << ", transpose A " << (ta == Trans::yes)
+              << ", transpose B " << (tb == Trans::yes) << ", portable " << (path == GemmPath::portable));
+  const auto A = ta == Trans::no ? random_matrix<Scalar>(batch * m, k, 1) : random_matrix<Scalar>(batch * k, m, 1);
+  const auto B = tb == Trans::no ? random_matrix<Scalar>(batch * k, n, 2) : random_matrix<Scalar>(batch * n, k, 2);
+  const auto C0 = random_matrix<Scalar>(batch * m, n, 3);
+  const double alpha = 0.75, beta = -0.5;
+
+  const auto C = clone<Scalar>("test::batched", C0);
+  gemm_batched(ExecutionSpace(), batch, ta, tb, alpha, A, B, beta, C, path);
+  const auto batched = to_host<Scalar>(C);
+  for (int block = 0; block < batch; ++block) {
+    const auto Ci = block_of(C0, block, batch);
+    gemm(ExecutionSpace(), ta, tb, alpha, block_of(A, block, batch), block_of(B, block, batch), beta, Ci, path);
+    const auto single = to_host<Scalar>(Ci);
+    INFO("block " << block);
+    CHECK(std::equal(single.begin(), single.end(), batched.begin() + block * m * n));
+  }
+  const double tolerance = std::is_same_v<Scalar, float> ? 1e-5 : 1e-12;
+  CHECK(relative_error(batched, reference(batch, ta, tb, alpha, A, B, beta, C0)) < tolerance);
+}
+
+TEST_CASE("batched GEMM shape errors are input errors that print the shapes", "[kernels][gemm]") {
+  const auto A = random_matrix<float>(6, 4, 1);
+  const auto B = random_matrix<float>(8, 5, 2);
+  auto C = uninitialized_matrix<float>("test::c", 6, 5);
+  const auto message = [&](int batch, const Matrix<float>& b) {
+    try {
+      gemm_batched(ExecutionSpace(), batch, Trans::no, Trans::no, 1.0f, A, b, 0.0f, C);
+    } catch (const kpipe::Error& e) {
+      CHECK(e.kind() == kpipe::ErrorKind::input);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message(4, B) == "gemm_batched cannot split A (6x4), B (8x5) and C (6x5) into 4 equal row blocks");
+  CHECK(message(0, B) == "gemm_batched cannot split A (6x4), B (8x5) and C (6x5) into 0 equal row blocks");
+  CHECK(message(2, B) == "no error");
+  CHECK(message(2, random_matrix<float>(6, 5, 3)) == "gemm_batched shapes do not fit: 2 blocks of A 3x4, B 3x5, C 3x5");
+}
