@@ -50,8 +50,8 @@ int run_command(const Environment& env, const RunOptions& options);
 int infer_command(const Environment& env, const RunOptions& options);
 
 struct GenerateOptions {
-  DeckArguments deck;  // without the sampling keys below
-  std::string prompt;  // prompt=TEXT
+  DeckArguments deck;                 // without the sampling keys below
+  std::string prompt;                 // prompt=TEXT
   runtime::SamplingOptions sampling;  // tokens=N temperature=T seed=S
 };
 // The generate command's own keys (prompt, tokens, temperature, seed) out of

@@ -6,8 +6,8 @@
 
 #include <charconv>
 #include <cstdio>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "commands.hpp"
 #include "kpipe/comm/agreement.hpp"
@@ -17,7 +17,7 @@
 #include "kpipe/core/strings.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/generation.hpp"
-#include "kpipe/runtime/token_data.hpp"
+#include "kpipe/runtime/token_source.hpp"
 
 namespace kpipe::app {
 
@@ -72,7 +72,7 @@ int generate_command(const Environment&, const GenerateOptions& options) {
   }
   const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
   const auto vocabulary = runtime::load_vocabulary(config.data, spec);
-  const std::vector<int> prompt = vocabulary.encode(options.prompt);
+  const std::vector<std::int32_t> prompt = vocabulary.encode(options.prompt, "the prompt");
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
   const auto owned = comm::collectively(comm::world(), watchdog, "set-up", [&] {
     return std::make_unique<Pipeline>(config, comm::world(), runtime::Mode::infer);

@@ -4,6 +4,8 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/model/markov_tokens.hpp"
+#include "kpipe/model/token_stream.hpp"
 
 namespace kpipe::model {
 
@@ -62,9 +64,25 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   return spec;
 }
 
+namespace {
+
+// data.source = "synthetic": seeded teachers for an MLP, the Markov token
+// stream's training walk for a transformer (what runtime::make_data_source
+// gives a pipeline).
+template <class Scalar>
+std::unique_ptr<DataSource<Scalar>> synthetic_source(const TrainerSpec& spec, tensor::ExecContext& exec) {
+  if (spec.model.kind != ModelKind::transformer) return std::make_unique<SyntheticData<Scalar>>(spec.data, exec);
+  const TokenStreamSpec stream{TokenSampling::random_windows, spec.data.seed, spec.model.context, spec.global_batch};
+  return std::make_unique<TokenStreamSource<Scalar>>(std::make_shared<const std::vector<std::int32_t>>(markov_split(
+                                                         spec.model.vocab, spec.model.context, spec.data.seed, true)),
+                                                     stream, exec);
+}
+
+}  // namespace
+
 template <class Scalar>
 SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec)
-    : SequentialTrainer(spec, exec, std::make_unique<SyntheticData<Scalar>>(spec.data, exec)) {}
+    : SequentialTrainer(spec, exec, synthetic_source<Scalar>(spec, exec)) {}
 
 template <class Scalar>
 SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::ExecContext& exec,

@@ -8,6 +8,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/synthetic.hpp"
+#include "kpipe/runtime/token_source.hpp"
 
 namespace kpipe::runtime {
 
@@ -124,6 +125,8 @@ template <class Scalar>
 std::unique_ptr<model::DataSource<Scalar>> make_data_source(const config::DataConfig& data,
                                                             const model::TrainerSpec& spec, io::Split split,
                                                             tensor::ExecContext& exec) {
+  // A transformer reads sequences of a token stream (runtime/token_source.hpp).
+  if (spec.model.kind == config::ModelKind::transformer) return make_token_source<Scalar>(data, spec, split, exec);
   if (data.source == config::DataSource::hdf5) {
     return std::make_unique<DatasetSource<Scalar>>(data.path, split, spec, exec);
   }

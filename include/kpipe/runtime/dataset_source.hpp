@@ -63,7 +63,8 @@ class DatasetSource final : public model::DataSource<Scalar> {
 };
 
 // The source a run configuration names (data.source): synthetic teachers, or
-// data.path's `split` (training reads train, inference test). Seed, task and
+// data.path's `split` (training reads train, inference test); for a
+// transformer, sequences of a token stream (make_token_source). Seed, task and
 // dimensions come from `spec` (TrainerSpec::from_config copies data.seed and
 // data.task into spec.data), so a test can vary them there.
 template <class Scalar>

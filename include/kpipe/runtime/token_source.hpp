@@ -1,0 +1,56 @@
+#pragma once
+// A transformer's data (model.kind = "transformer"): a token stream split in
+// two, served as model::TokenStreamSource sequences. make_data_source calls
+// make_token_source for a transformer; `kpipe generate` calls load_vocabulary
+// to encode its prompt and decode its samples.
+//
+// data.source picks the stream:
+//   text       data.path is UTF-8 text; the vocabulary is the sorted distinct
+//              code points of the whole file, the tokens their indices; the
+//              first 90% (floor(N·9/10)) train, the rest validate, as
+//              examples/data/bible_kjv.py splits.
+//   hdf5       a token-stream file (docs/formats.md, "Token streams"):
+//              /train/tokens, /test/tokens and the vocabulary attribute.
+//   synthetic  model::markov_tokens over model.vocab symbols from data.seed:
+//              max(2^16, 16(T+1)) train and max(2^13, 4(T+1)) test tokens;
+//              its vocabulary is synthetic_vocabulary(model.vocab).
+// The data must match the model: its vocabulary size is model.vocab, and each
+// split holds at least model.context + 1 tokens (input errors saying which
+// value to set).
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kpipe/config/run_config.hpp"
+#include "kpipe/io/dataset.hpp"
+#include "kpipe/model/data_source.hpp"
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/model/vocabulary.hpp"
+#include "kpipe/tensor/exec_context.hpp"
+
+namespace kpipe::runtime {
+
+// Token ids of split `split` (train, or test for validation and inference) of
+// the configured stream, checked against spec.model (vocab, context).
+std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataConfig& data,
+                                                             const model::TrainerSpec& spec, io::Split split);
+
+// The vocabulary whose ids the configured stream holds, checked against
+// model.vocab.
+model::Vocabulary load_vocabulary(const config::DataConfig& data, const model::TrainerSpec& spec);
+
+// The synthetic stream's symbols: the first `size` printable characters in
+// code point order: ' ' to '~' (95), then from U+00A1 on, skipping the soft
+// hyphen U+00AD and the surrogates. Enough for any realistic model.vocab; past
+// U+10FFFF it is an input error.
+model::Vocabulary synthetic_vocabulary(int size);
+
+// Sequences of T = model.context tokens from `split`: random windows seeded
+// by data.seed for train, consecutive windows for test.
+template <class Scalar>
+std::unique_ptr<model::DataSource<Scalar>> make_token_source(const config::DataConfig& data,
+                                                             const model::TrainerSpec& spec, io::Split split,
+                                                             tensor::ExecContext& exec);
+
+}  // namespace kpipe::runtime

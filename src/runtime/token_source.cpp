@@ -1,0 +1,208 @@
+#include "kpipe/runtime/token_source.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/io/token_stream.hpp"
+#include "kpipe/model/markov_tokens.hpp"
+#include "kpipe/model/token_stream.hpp"
+
+namespace kpipe::runtime {
+
+namespace {
+
+using config::DataSource;
+
+// One split of a stream and what the checks need to name it.
+struct Loaded {
+  std::vector<std::int32_t> tokens;
+  int vocabulary_size = 0;
+  std::string vocabulary_text;  // "65 distinct characters", for the model.vocab message
+};
+
+const char* split_name(io::Split split) { return split == io::Split::train ? "training" : "validation"; }
+
+std::string read_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw input_error(fmt::format("data.path '{}' is a directory; set data.path to a UTF-8 text file", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw input_error(fmt::format("data.path '{}' cannot be read ({}); check the path and its permissions", path,
+                                  std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw input_error(fmt::format("data.path '{}' cannot be read to the end; check the file", path));
+  return text.str();
+}
+
+// The whole file's code points; empty text is an input error.
+std::vector<char32_t> text_code_points(const std::string& path) {
+  const std::string text = read_file(path);
+  if (text.empty()) {
+    throw input_error(fmt::format("data.path '{}' is empty; set data.path to a UTF-8 text file to train on", path));
+  }
+  return model::decode_utf8(text, fmt::format("data.path '{}'", path));
+}
+
+// Tokens before this index train, the rest validate (bible_kjv.py's int(0.9 N), exactly).
+std::size_t train_tokens(std::size_t n) { return n * 9 / 10; }
+
+Loaded text_split(const std::string& path, io::Split split) {
+  const auto code_points = text_code_points(path);
+  const auto vocabulary = model::Vocabulary::of_text(code_points);
+  const auto all = vocabulary.encode(code_points);
+  const auto middle = all.begin() + static_cast<std::ptrdiff_t>(train_tokens(all.size()));
+  Loaded loaded;
+  loaded.tokens = split == io::Split::train ? std::vector<std::int32_t>(all.begin(), middle)
+                                            : std::vector<std::int32_t>(middle, all.end());
+  loaded.vocabulary_size = vocabulary.size();
+  loaded.vocabulary_text = fmt::format("{} distinct characters", vocabulary.size());
+  return loaded;
+}
+
+// The file's vocabulary, its vocabulary_size attribute checked against it.
+model::Vocabulary hdf5_vocabulary(const std::string& path, const io::TokenStream& stream) {
+  model::Vocabulary vocabulary(
+      model::decode_utf8(stream.vocabulary, fmt::format("the vocabulary attribute of data.path '{}'", path)));
+  if (stream.vocabulary_size >= 0 && stream.vocabulary_size != vocabulary.size()) {
+    throw input_error(
+        fmt::format("data.path '{}': the attribute vocabulary_size = {} but vocabulary holds {} "
+                    "symbols; rewrite the file with matching attributes",
+                    path, stream.vocabulary_size, vocabulary.size()));
+  }
+  return vocabulary;
+}
+
+Loaded hdf5_split(const std::string& path, io::Split split) {
+  auto stream = io::read_token_stream(path, split);
+  const auto vocabulary = hdf5_vocabulary(path, stream);
+  const auto outside = std::find_if(stream.tokens.begin(), stream.tokens.end(),
+                                    [&](std::int32_t id) { return id < 0 || id >= vocabulary.size(); });
+  if (outside != stream.tokens.end()) {
+    throw input_error(
+        fmt::format("data.path '{}': /{}/tokens[{}] = {} is outside the vocabulary's [0, {}); rewrite "
+                    "the file with ids that index its vocabulary attribute",
+                    path, io::name_of(split), outside - stream.tokens.begin(), *outside, vocabulary.size()));
+  }
+  Loaded loaded;
+  loaded.tokens = std::move(stream.tokens);
+  loaded.vocabulary_size = vocabulary.size();
+  loaded.vocabulary_text = fmt::format("a vocabulary of {} symbols", vocabulary.size());
+  return loaded;
+}
+
+Loaded synthetic_split(const model::TrainerSpec& spec, io::Split split) {
+  Loaded loaded;
+  loaded.tokens = model::markov_split(spec.model.vocab, spec.model.context, spec.data.seed, split == io::Split::train);
+  loaded.vocabulary_size = spec.model.vocab;
+  return loaded;
+}
+
+// The data against the model: one line naming both numbers and the fix.
+void check_against_model(const Loaded& loaded, const config::DataConfig& data, const model::TrainerSpec& spec,
+                         io::Split split) {
+  const std::string where = data.source == DataSource::synthetic ? "the synthetic stream" : "'" + data.path + "'";
+  // The synthetic stream is drawn over model.vocab symbols, so only files can disagree.
+  if (data.source != DataSource::synthetic && loaded.vocabulary_size != spec.model.vocab) {
+    throw input_error(fmt::format("model.vocab = {} but data.path {} has {}; set model.vocab = {}", spec.model.vocab,
+                                  where, loaded.vocabulary_text, loaded.vocabulary_size));
+  }
+  const std::int64_t needed = std::int64_t{spec.model.context} + 1;
+  if (static_cast<std::int64_t>(loaded.tokens.size()) < needed) {
+    throw input_error(
+        fmt::format("model.context = {} needs at least {} tokens, but the {} split of {} has {}; lower "
+                    "model.context or use more text",
+                    spec.model.context, needed, split_name(split), where, loaded.tokens.size()));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataConfig& data,
+                                                             const model::TrainerSpec& spec, io::Split split) {
+  Loaded loaded;
+  switch (data.source) {
+    case DataSource::text:
+      loaded = text_split(data.path, split);
+      break;
+    case DataSource::hdf5:
+      loaded = hdf5_split(data.path, split);
+      break;
+    case DataSource::synthetic:
+      loaded = synthetic_split(spec, split);
+      break;
+  }
+  check_against_model(loaded, data, spec, split);
+  return std::make_shared<const std::vector<std::int32_t>>(std::move(loaded.tokens));
+}
+
+model::Vocabulary synthetic_vocabulary(int size) {
+  std::vector<char32_t> symbols;
+  symbols.reserve(static_cast<std::size_t>(std::max(size, 0)));
+  for (char32_t c = 0x20; static_cast<int>(symbols.size()) < size; ++c) {
+    if (c > 0x10ffff) {
+      throw input_error(
+          fmt::format("model.vocab = {} is more than the {} printable symbols a synthetic vocabulary "
+                      "has; lower model.vocab",
+                      size, symbols.size()));
+    }
+    const bool control = c == 0x7f || (c >= 0x80 && c <= 0xa0) || c == 0xad;
+    const bool surrogate = c >= 0xd800 && c <= 0xdfff;
+    if (!control && !surrogate) symbols.push_back(c);
+  }
+  return model::Vocabulary(std::move(symbols));
+}
+
+model::Vocabulary load_vocabulary(const config::DataConfig& data, const model::TrainerSpec& spec) {
+  model::Vocabulary vocabulary;
+  std::string described;
+  switch (data.source) {
+    case DataSource::text:
+      vocabulary = model::Vocabulary::of_text(text_code_points(data.path));
+      described = fmt::format("data.path '{}' has {} distinct characters", data.path, vocabulary.size());
+      break;
+    case DataSource::hdf5:
+      vocabulary = hdf5_vocabulary(data.path, io::read_token_stream(data.path, io::Split::train));
+      described = fmt::format("data.path '{}' has a vocabulary of {} symbols", data.path, vocabulary.size());
+      break;
+    case DataSource::synthetic:
+      return synthetic_vocabulary(spec.model.vocab);
+  }
+  if (vocabulary.size() != spec.model.vocab) {
+    throw input_error(
+        fmt::format("model.vocab = {} but {}; set model.vocab = {}", spec.model.vocab, described, vocabulary.size()));
+  }
+  return vocabulary;
+}
+
+template <class Scalar>
+std::unique_ptr<model::DataSource<Scalar>> make_token_source(const config::DataConfig& data,
+                                                             const model::TrainerSpec& spec, io::Split split,
+                                                             tensor::ExecContext& exec) {
+  model::TokenStreamSpec stream;
+  stream.sampling = split == io::Split::train ? model::TokenSampling::random_windows : model::TokenSampling::windows;
+  stream.seed = spec.data.seed;
+  stream.context = spec.model.context;
+  stream.global_batch = spec.global_batch;
+  return std::make_unique<model::TokenStreamSource<Scalar>>(load_tokens(data, spec, split), stream, exec);
+}
+
+template std::unique_ptr<model::DataSource<float>> make_token_source<float>(const config::DataConfig&,
+                                                                            const model::TrainerSpec&, io::Split,
+                                                                            tensor::ExecContext&);
+template std::unique_ptr<model::DataSource<double>> make_token_source<double>(const config::DataConfig&,
+                                                                              const model::TrainerSpec&, io::Split,
+                                                                              tensor::ExecContext&);
+
+}  // namespace kpipe::runtime
