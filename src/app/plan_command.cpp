@@ -93,7 +93,7 @@ void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const s
     log::info("{}", bubble_line(fmt::format("bubble, theory {}:", theory->formula).c_str(), theory->bubble));
   }
   log::info("{}", bubble_line("bubble, simulated:", result.bubble()));
-  log::info("transfers: {} of {} bytes each (b x widest layer x 4 B), {:.1f} MiB moved", result.transfers,
+  log::info("transfers: {} of {} bytes each (b x boundary width x 4 B), {:.1f} MiB moved", result.transfers,
             plan.costs.bytes_per_transfer, static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
   print_memory(loaded.config, schedule);

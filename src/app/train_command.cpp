@@ -128,7 +128,18 @@ int run_command(const Environment& env, const RunOptions& options) {
   print_setup(pipeline, "training");
   const int steps = loaded.config.train.steps;
   const double samples_per_step = pipeline.spec().global_batch;
-  if (const std::int64_t samples = pipeline.data_samples(); samples > 0) {
+  const model::ModelSpec& model = pipeline.spec().model;
+  if (const std::int64_t samples = pipeline.data_samples(); model.kind == model::ModelKind::transformer) {
+    // Token streams hand out windows at random offsets: "epochs" are in tokens.
+    const std::int64_t tokens = samples * model.context;
+    log::info(
+        "data: {} training tokens ({}), {} per step in sequences of {} at seeded random offsets; {} steps read "
+        "{:.2f} times the split",
+        tokens,
+        loaded.config.data.source == config::DataSource::synthetic ? "synthetic Markov chain" : loaded.config.data.path,
+        samples_per_step * model.context, model.context, steps,
+        steps * samples_per_step * model.context / static_cast<double>(std::max<std::int64_t>(1, tokens)));
+  } else if (samples > 0) {
     log::info("data: {} training samples from {}, reshuffled every epoch of {:.2f} steps; {} steps are {:.2f} epochs",
               samples, loaded.config.data.path, samples / samples_per_step, steps,
               steps * samples_per_step / static_cast<double>(samples));

@@ -13,10 +13,14 @@ namespace kpipe::schedule {
 
 namespace {
 
-// The boundary tensor of one microbatch, taken as wide as the widest layer.
+// The boundary tensor of one microbatch, taken as wide as the widest layer; a
+// transformer's boundaries are all b x T x dim.
 std::int64_t bytes_per_transfer(const config::RunConfig& config) {
   const auto& hidden = config.model.hidden;
-  const std::int64_t width = hidden.empty() ? config.model.input_dim : *std::max_element(hidden.begin(), hidden.end());
+  const std::int64_t width = config.model.kind == config::ModelKind::transformer
+                                 ? std::int64_t{config.model.context} * config.model.dim
+                             : hidden.empty() ? config.model.input_dim
+                                              : *std::max_element(hidden.begin(), hidden.end());
   return config.train.microbatch_size * width * static_cast<std::int64_t>(sizeof(float));
 }
 
