@@ -7,6 +7,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
+#include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
 
@@ -22,15 +23,20 @@ schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Com
                     "one of the training schedules",
                     plan.spec.name));
   }
-  if (mode == Mode::infer) {
-    plan.spec.name = "forward";
-    plan.schedule_file.clear();
-  }
+  if (mode == Mode::infer) plan.schedule_file.clear();
   if (!plan.schedule_file.empty()) {
     plan.schedule_text =
         comm::broadcast_from_root(world, [&] { return schedule::read_schedule_text(plan.schedule_file); });
   }
   return plan;
+}
+
+// Inference runs forward passes on the placement the deck's schedule trains
+// with (so an interleaved or zb-v deck evaluates on its own chunks).
+schedule::Schedule schedule_for(const schedule::RunPlan& plan, Mode mode) {
+  schedule::Schedule schedule = schedule::make_schedule(plan);
+  if (mode == Mode::train || schedule.name == "forward") return schedule;
+  return schedule::forward_schedule(schedule, schedule.m);
 }
 
 template <class Scalar>
@@ -88,7 +94,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
     : spec_(model::TrainerSpec::from_config(config)),
       plan_(plan_for(config, mode, world)),
       grid_(world, plan_.spec.p, plan_.data_parallel),
-      schedule_(schedule::make_schedule(plan_)),
+      schedule_(schedule_for(plan_, mode)),
       watchdog_(config.runtime.watchdog_seconds, grid_.world_rank()),
       memory_(checked_memory(config, spec_, schedule_, grid_,
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),

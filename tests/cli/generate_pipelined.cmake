@@ -1,0 +1,32 @@
+# A tiny character transformer trains 4 steps on 2 ranks with validation and a
+# checkpoint; greedy sampling from that checkpoint on 2 ranks (its stages on
+# different ranks) must print exactly what 1 rank prints, and continue the prompt.
+function(kpipe_step name)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 240)
+  if(NOT code EQUAL 0)
+    message(FATAL_ERROR "${name} failed (${code}):\n${out}\n${err}")
+  endif()
+  set(${name}_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(deck tests/data/lm/genesis.toml)
+kpipe_step(train ${MPIEXEC} -n 2 ${KPIPE} run ${deck} checkpoint.every=4 checkpoint.path=${WORK_DIR})
+if(NOT train_output MATCHES "validation after step 2: loss [0-9.]+ \\([0-9.]+ bits per token\\)")
+  message(FATAL_ERROR "training printed no validation loss after step 2:\n${train_output}")
+endif()
+set(sampling checkpoint.restart=${WORK_DIR}/step-4.h5 "prompt=In the beginning" tokens=40 temperature=0)
+kpipe_step(one_rank ${KPIPE} generate ${deck} pipeline.stages=1 ${sampling})
+kpipe_step(two_ranks ${MPIEXEC} -n 2 ${KPIPE} generate ${deck} ${sampling})
+# The sample is the line that starts with the prompt; the others are the log.
+string(REGEX MATCH "In the beginning[^\n]*" one_rank "${one_rank_output}")
+string(REGEX MATCH "In the beginning[^\n]*" two_ranks "${two_ranks_output}")
+message("1 rank:  '${one_rank}'\n2 ranks: '${two_ranks}'")
+if(NOT one_rank STREQUAL two_ranks)
+  message(FATAL_ERROR "pipelined sampling differs from one rank's")
+endif()
+string(LENGTH "${two_ranks}" length)
+if(NOT length EQUAL 56)
+  message(FATAL_ERROR "expected the prompt and 40 characters, got ${length} characters")
+endif()
