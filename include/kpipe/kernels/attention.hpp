@@ -65,9 +65,9 @@ void attention_backward_gemm(const tensor::ExecutionSpace& space, const Attentio
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& P,
-                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO, const tensor::Matrix<Scalar>& dP,
-                             const tensor::Matrix<Scalar>& dQ, const tensor::Matrix<Scalar>& dK,
-                             const tensor::Matrix<Scalar>& dV, GemmPath gemm);
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO,
+                             const tensor::Matrix<Scalar>& dP, const tensor::Matrix<Scalar>& dQ,
+                             const tensor::Matrix<Scalar>& dK, const tensor::Matrix<Scalar>& dV, GemmPath gemm);
 
 // fused path, forward: O and the log-sum-exp L ((batch·heads·T) x 1) of each
 // query's scaled, masked scores.
