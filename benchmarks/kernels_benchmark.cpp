@@ -3,7 +3,10 @@
 //    rows times a 1024 x 1024 weight) for b = 1 .. 256 and 1024^3, through
 //    kpipe's vendor path, its portable kernel, and cblas_sgemm called directly
 //    on the same memory as the baseline the vendor path must match;
-//  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size.
+//  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size;
+//  * causal attention forward + backward in tokens/s, gemm and fused paths, for
+//    T = 64, 256, 1024 (4 heads of 32, 4096 tokens per call), with the bytes
+//    each path keeps between forward and backward (P, or O and L).
 // Run with OPENBLAS_NUM_THREADS=1 so that both sides use the same threads.
 #include <benchmark/benchmark.h>
 
@@ -13,6 +16,7 @@
 #include <cblas.h>
 #endif
 
+#include "kpipe/kernels/attention.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/optimizer.hpp"
@@ -130,5 +134,62 @@ void BM_adamw_update(benchmark::State& state) {
   bandwidth_benchmark(state, 7, [&] { adamw_update(ExecutionSpace(), c, w, g, m, v); });
 }
 BENCHMARK(BM_adamw_update)->UseRealTime();
+
+// Attention: argument T; sequences of T tokens, 4096 tokens per call.
+constexpr int attention_tokens = 4096;
+constexpr int attention_heads = 4;
+constexpr int attention_head_dim = 32;
+
+template <class Step>
+void attention_benchmark(benchmark::State& state, Step&& step) {
+  const int T = static_cast<int>(state.range(0));
+  const AttentionShape shape{attention_tokens / T * attention_heads, T, attention_head_dim};
+  const int rows = shape.batch_heads * T;
+  const auto Q = random_matrix(rows, shape.head_dim, 1);
+  const auto K = random_matrix(rows, shape.head_dim, 2);
+  const auto V = random_matrix(rows, shape.head_dim, 3);
+  const auto dO = random_matrix(rows, shape.head_dim, 4);
+  auto O = uninitialized_matrix<float>("kpipe::benchmark::o", rows, shape.head_dim);
+  auto dQ = uninitialized_matrix<float>("kpipe::benchmark::dq", rows, shape.head_dim);
+  auto dK = uninitialized_matrix<float>("kpipe::benchmark::dk", rows, shape.head_dim);
+  auto dV = uninitialized_matrix<float>("kpipe::benchmark::dv", rows, shape.head_dim);
+  const std::size_t saved = step(shape, Q, K, V, dO, O, dQ, dK, dV, state);
+  state.counters["tokens/s"] = benchmark::Counter(attention_tokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["saved_bytes"] = static_cast<double>(saved);
+}
+
+void BM_attention_gemm(benchmark::State& state) {
+  attention_benchmark(
+      state, [](const AttentionShape& shape, const auto& Q, const auto& K, const auto& V, const auto& dO, const auto& O,
+                const auto& dQ, const auto& dK, const auto& dV, benchmark::State& st) {
+        const int rows = shape.batch_heads * shape.tokens;
+        auto P = uninitialized_matrix<float>("kpipe::benchmark::p", rows, shape.tokens);
+        auto dP = uninitialized_matrix<float>("kpipe::benchmark::dp", rows, shape.tokens);
+        for (auto _ : st) {
+          attention_forward_gemm(ExecutionSpace(), shape, Q, K, V, P, O, GemmPath::vendor);
+          attention_backward_gemm(ExecutionSpace(), shape, Q, K, V, P, dO, dP, dQ, dK, dV, GemmPath::vendor);
+          Kokkos::fence();
+        }
+        return bytes(P);
+      });
+}
+BENCHMARK(BM_attention_gemm)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_attention_fused(benchmark::State& state) {
+  attention_benchmark(
+      state, [](const AttentionShape& shape, const auto& Q, const auto& K, const auto& V, const auto& dO, const auto& O,
+                const auto& dQ, const auto& dK, const auto& dV, benchmark::State& st) {
+        const int rows = shape.batch_heads * shape.tokens;
+        auto L = uninitialized_matrix<float>("kpipe::benchmark::l", rows, 1);
+        auto D = uninitialized_matrix<float>("kpipe::benchmark::d", rows, 1);
+        for (auto _ : st) {
+          attention_forward_fused(ExecutionSpace(), shape, Q, K, V, O, L);
+          attention_backward_fused(ExecutionSpace(), shape, Q, K, V, O, L, dO, D, dQ, dK, dV);
+          Kokkos::fence();
+        }
+        return bytes(L) + bytes(O);
+      });
+}
+BENCHMARK(BM_attention_fused)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

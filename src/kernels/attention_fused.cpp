@@ -33,7 +33,7 @@ using Tile = Kokkos::View<Scalar**, Kokkos::LayoutRight, Scratch, Unmanaged>;
 template <class Scalar>
 using Column = Kokkos::View<Scalar*, Scratch, Unmanaged>;
 
-constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+using detail::host_memory;
 
 // The scratch a team needs, counted as the views are declared; each view may
 // be padded up to the scratch alignment.
@@ -58,44 +58,113 @@ Launch launch(const tensor::ExecutionSpace& space, int league, std::size_t scrat
   return {policy, level};
 }
 
+// A thread's loop over [first, last): vector lanes on GPUs, a plain loop on
+// the host, where ThreadVectorRange's runtime stride keeps compilers from
+// vectorising.
+template <class F>
+KOKKOS_INLINE_FUNCTION void vector_for(const Member& team, int first, int last, const F& f) {
+  if constexpr (host_memory) {
+    (void)team;
+    for (int i = first; i < last; ++i) f(i);
+  } else {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, last), f);
+  }
+}
+
+// max_j x[j] over [0, n), n >= 1.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar vector_max(const Member& team, int n, const Scalar* x) {
+  Scalar result = x[0];
+  if constexpr (host_memory) {
+    (void)team;
+    for (int j = 1; j < n; ++j) result = x[j] > result ? x[j] : result;
+  } else {
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, n), [&](int j, Scalar& partial) { partial = x[j] > partial ? x[j] : partial; },
+        Kokkos::Max<Scalar>(result));
+  }
+  return result;
+}
+
+// Σ_j x[j] over [0, n), ascending on the host.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar vector_sum(const Member& team, int n, const Scalar* x) {
+  Scalar result = 0;
+  if constexpr (host_memory) {
+    (void)team;
+    for (int j = 0; j < n; ++j) result += x[j];
+  } else {
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, n), [&](int j, Scalar& partial) { partial += x[j]; }, result);
+  }
+  return result;
+}
+
 // out(r, c) = scale · source(row0 + r, c) for r < rows, or its transpose (out(c, r)).
 template <bool Transposed, class Scalar, class Source>
 KOKKOS_INLINE_FUNCTION void stage(const Member& team, const Source& source, int row0, int rows, Scalar scale,
                                   const Tile<Scalar>& out) {
   const int cols = static_cast<int>(source.extent(1));
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cols),
-                         [&](int c) { (Transposed ? out(c, r) : out(r, c)) = scale * source(row0 + r, c); });
+    vector_for(team, 0, cols, [&](int c) { (Transposed ? out(c, r) : out(r, c)) = scale * source(row0 + r, c); });
   });
+}
+
+// out[i] += Σ_k a[k] y[k·ld + i] for i in [first, last), k ascending over
+// [k_begin, k_end): four k per pass, so that out is loaded and stored once per
+// four products while every out[i] still adds them one by one in k order.
+// Raw pointers, not views: through a view compilers reload its data pointer
+// after every store and do not vectorise.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void multiply_add(const Member& team, int k_begin, int k_end, const Scalar* a, const Scalar* y,
+                                         int ld, int first, int last, Scalar* out) {
+  int k = k_begin;
+  for (; k + 4 <= k_end; k += 4) {
+    const Scalar a0 = a[k], a1 = a[k + 1], a2 = a[k + 2], a3 = a[k + 3];
+    const Scalar* const y0 = y + k * ld;
+    const Scalar* const y1 = y0 + ld;
+    const Scalar* const y2 = y1 + ld;
+    const Scalar* const y3 = y2 + ld;
+    vector_for(team, first, last, [&](int i) {
+      Scalar o = out[i];
+      o += a0 * y0[i];
+      o += a1 * y1[i];
+      o += a2 * y2[i];
+      o += a3 * y3[i];
+      out[i] = o;
+    });
+  }
+  for (; k < k_end; ++k) {
+    const Scalar ak = a[k];
+    const Scalar* const yk = y + k * ld;
+    vector_for(team, first, last, [&](int i) { out[i] += ak * yk[i]; });
+  }
 }
 
 // s(row, j) = Σ_d x(row, d) yT(d, j) for j in [first, last), d ascending.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION void row_products(const Member& team, const Tile<Scalar>& x, int row, const Tile<Scalar>& yT,
                                          int first, int last, const Tile<Scalar>& s) {
-  Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, last), [&](int j) { s(row, j) = Scalar(0); });
-  for (int d = 0; d < static_cast<int>(x.extent(1)); ++d) {
-    const Scalar xd = x(row, d);
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, last), [&](int j) { s(row, j) += xd * yT(d, j); });
-  }
+  Scalar* const out = &s(row, 0);
+  vector_for(team, first, last, [&](int j) { out[j] = Scalar(0); });
+  multiply_add(team, 0, static_cast<int>(x.extent(1)), &x(row, 0), yT.data(), static_cast<int>(yT.stride(0)), first,
+               last, out);
 }
 
 // acc(row, d) += Σ_j w(row, j) y(j, d) for j in [first, last), j ascending.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION void accumulate_rows(const Member& team, const Tile<Scalar>& w, int row, const Tile<Scalar>& y,
                                             int first, int last, const Tile<Scalar>& acc) {
-  const int features = static_cast<int>(acc.extent(1));
-  for (int j = first; j < last; ++j) {
-    const Scalar wj = w(row, j);
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, features), [&](int d) { acc(row, d) += wj * y(j, d); });
-  }
+  multiply_add(team, first, last, &w(row, 0), y.data(), static_cast<int>(y.stride(0)), 0,
+               static_cast<int>(acc.extent(1)), &acc(row, 0));
 }
 
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION void zero_rows(const Member& team, int rows, const Tile<Scalar>& acc) {
   const int features = static_cast<int>(acc.extent(1));
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, features), [&](int d) { acc(r, d) = Scalar(0); });
+    Scalar* const out = &acc(r, 0);
+    vector_for(team, 0, features, [&](int d) { out[d] = Scalar(0); });
   });
 }
 
@@ -154,24 +223,15 @@ void attention_forward_fused(const tensor::ExecutionSpace& space, const Attentio
             // Keys k0 .. q0 + i of this tile; at least key k0, since k0 <= q0.
             const int valid = tensor::compat::min(keys, q0 + i - k0 + 1);
             row_products(team, q, i, kT, 0, valid, s);
-            Scalar tile_max = s(i, 0);
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, valid),
-                [&](int j, Scalar& partial) { partial = s(i, j) > partial ? s(i, j) : partial; },
-                Kokkos::Max<Scalar>(tile_max));
+            Scalar* const p = &s(i, 0);
+            const Scalar tile_max = vector_max(team, valid, p);
             const Scalar new_max = k0 == 0 ? tile_max : tensor::compat::max(row_max(i), tile_max);
             // Rescales what earlier tiles summed against the old maximum.
             const Scalar correction = k0 == 0 ? Scalar(0) : detail::softmax_exp(row_max(i) - new_max);
-            Scalar tile_sum = 0;
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(team, valid),
-                [&](int j, Scalar& partial) {
-                  const Scalar p = detail::softmax_exp(s(i, j) - new_max);
-                  s(i, j) = p;
-                  partial += p;
-                },
-                tile_sum);
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd), [&](int d) { acc(i, d) *= correction; });
+            vector_for(team, 0, valid, [&](int j) { p[j] = detail::softmax_exp(p[j] - new_max); });
+            const Scalar tile_sum = vector_sum(team, valid, p);
+            Scalar* const out = &acc(i, 0);
+            vector_for(team, 0, hd, [&](int d) { out[d] *= correction; });
             accumulate_rows(team, s, i, v, 0, valid, acc);
             Kokkos::single(Kokkos::PerThread(team), [&] {
               row_sum(i) = (k0 == 0 ? Scalar(0) : row_sum(i) * correction) + tile_sum;
@@ -183,7 +243,7 @@ void attention_forward_fused(const tensor::ExecutionSpace& space, const Attentio
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
           const int row = base + q0 + i;
           const Scalar sum = row_sum(i);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd), [&](int d) { O(row, d) = acc(i, d) / sum; });
+          vector_for(team, 0, hd, [&](int d) { O(row, d) = acc(i, d) / sum; });
           Kokkos::single(Kokkos::PerThread(team), [&] { L(row, 0) = row_max(i) + tensor::compat::math::log(sum); });
         });
       });
@@ -271,16 +331,17 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
             const int valid = tensor::compat::min(keys, q0 + i - k0 + 1);
             row_products(team, q, i, kT, 0, valid, s);
             row_products(team, dq_out, i, vT, 0, valid, dp);
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, valid), [&](int j) {
-              s(i, j) = detail::softmax_exp(s(i, j) - lse(i)) * (dp(i, j) - delta(i));
-            });
+            Scalar* const ds = &s(i, 0);
+            const Scalar* const dpi = &dp(i, 0);
+            const Scalar lse_i = lse(i);
+            const Scalar delta_i = delta(i);
+            vector_for(team, 0, valid, [&](int j) { ds[j] = detail::softmax_exp(ds[j] - lse_i) * (dpi[j] - delta_i); });
             accumulate_rows(team, s, i, k, 0, valid, acc);
           });
         }
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd),
-                               [&](int d) { dQ(base + q0 + i, d) = scale * acc(i, d); });
+          vector_for(team, 0, hd, [&](int d) { dQ(base + q0 + i, d) = scale * acc(i, d); });
         });
       });
 
@@ -334,10 +395,14 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
             if (first >= queries) return;
             row_products(team, k, j, qT, first, queries, p);
             row_products(team, v, j, gT, first, queries, ds);
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, first, queries), [&](int i) {
-              const Scalar probability = detail::softmax_exp(p(j, i) - lse(i));
-              p(j, i) = probability;
-              ds(j, i) = probability * (ds(j, i) - delta(i));
+            Scalar* const pj = &p(j, 0);
+            Scalar* const dsj = &ds(j, 0);
+            const Scalar* const lse_row = &lse(0);
+            const Scalar* const delta_row = &delta(0);
+            vector_for(team, first, queries, [&](int i) {
+              const Scalar probability = detail::softmax_exp(pj[i] - lse_row[i]);
+              pj[i] = probability;
+              dsj[i] = probability * (dsj[i] - delta_row[i]);
             });
             accumulate_rows(team, p, j, g, first, queries, dv);
             accumulate_rows(team, ds, j, q, first, queries, dk);
@@ -345,7 +410,7 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
         }
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](int j) {
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, hd), [&](int d) {
+          vector_for(team, 0, hd, [&](int d) {
             dK(base + k0 + j, d) = dk(j, d);
             dV(base + k0 + j, d) = dv(j, d);
           });

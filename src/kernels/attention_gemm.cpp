@@ -11,35 +11,21 @@ namespace kpipe::kernels {
 
 namespace {
 
-// One team per score row: its threads share the row's reductions.
-using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
-using Member = Policy::member_type;
-
 // Row r of P holds scores of position t = r mod T; it becomes the softmax of
 // its entries 0..t, and the masked entries above the diagonal exact zeros.
 template <class Scalar>
 void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tensor::Matrix<Scalar>& P) {
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_causal_softmax", Policy(space, static_cast<int>(P.extent(0)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
+      "kpipe::kernels::attention_causal_softmax", detail::row_policy(space, static_cast<int>(P.extent(0))),
+      KOKKOS_LAMBDA(const detail::RowMember& team) {
         const int r = team.league_rank();
         const int valid = r % tokens + 1;
-        Scalar max = P(r, 0);
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, valid),
-            [&](int j, Scalar& partial) { partial = P(r, j) > partial ? P(r, j) : partial; }, Kokkos::Max<Scalar>(max));
-        Scalar sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, valid),
-            [&](int j, Scalar& partial) {
-              const Scalar e = detail::softmax_exp(P(r, j) - max);
-              P(r, j) = e;
-              partial += e;
-            },
-            sum);
+        Scalar* const p = &P(r, 0);
+        const Scalar max = detail::row_max(team, valid, p);
+        detail::row_for(team, valid, [&](int j) { p[j] = detail::softmax_exp(p[j] - max); });
         team.team_barrier();
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tokens),
-                             [&](int j) { P(r, j) = j < valid ? P(r, j) / sum : Scalar(0); });
+        const Scalar sum = detail::row_sum(team, valid, p);
+        detail::row_for(team, tokens, [&](int j) { p[j] = j < valid ? p[j] / sum : Scalar(0); });
       });
 }
 
@@ -49,15 +35,20 @@ template <class Scalar>
 void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, Scalar scale,
                              const tensor::ConstMatrix<Scalar>& P, const tensor::Matrix<Scalar>& dP) {
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_softmax_backward", Policy(space, static_cast<int>(P.extent(0)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
+      "kpipe::kernels::attention_softmax_backward", detail::row_policy(space, static_cast<int>(P.extent(0))),
+      KOKKOS_LAMBDA(const detail::RowMember& team) {
         const int r = team.league_rank();
         const int valid = r % tokens + 1;
+        const Scalar* const p = &P(r, 0);
+        Scalar* const dp = &dP(r, 0);
         Scalar dot = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, valid), [&](int j, Scalar& partial) { partial += dP(r, j) * P(r, j); }, dot);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, tokens),
-                             [&](int j) { dP(r, j) = j < valid ? scale * P(r, j) * (dP(r, j) - dot) : Scalar(0); });
+        if constexpr (detail::host_memory) {
+          for (int j = 0; j < valid; ++j) dot += dp[j] * p[j];
+        } else {
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, valid), [&](int j, Scalar& partial) { partial += dp[j] * p[j]; }, dot);
+        }
+        detail::row_for(team, tokens, [&](int j) { dp[j] = j < valid ? scale * p[j] * (dp[j] - dot) : Scalar(0); });
       });
 }
 

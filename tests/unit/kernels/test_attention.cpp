@@ -151,7 +151,9 @@ TEST_CASE("fused and gemm attention agree forward and backward in float", "[kern
   INFO("T = " << T << ", hd = " << hd);
   const auto q = random_values(rows_of(s), hd, 4, 2), k = random_values(rows_of(s), hd, 5, 2),
              v = random_values(rows_of(s), hd, 6), dout = random_values(rows_of(s), hd, 7);
-  const auto gemm = run<float>(AttentionPath::gemm, s, q, k, v, dout);
+  const auto gemm_path = GENERATE(GemmPath::vendor, GemmPath::portable);
+  INFO("portable GEMM " << (gemm_path == GemmPath::portable));
+  const auto gemm = run<float>(AttentionPath::gemm, s, q, k, v, dout, gemm_path);
   const auto fused = run<float>(AttentionPath::fused, s, q, k, v, dout);
   CHECK(relative_error(fused.forward.O, gemm.forward.O) < 1e-5);
   CHECK(relative_error(fused.backward.dQ, gemm.backward.dQ) < 1e-5);
