@@ -66,3 +66,45 @@ TEST_CASE("optimizer state is named per parameter as in PyTorch", "[model][optim
   for (const auto& s : adamw.state()) names.push_back(s.name);
   CHECK(names == std::vector<std::string>{"layer2.weight.exp_avg", "layer2.weight.exp_avg_sq"});
 }
+
+TEST_CASE("the learning rate warms up linearly, then stays or follows a cosine", "[model][optimizer]") {
+  OptimizerSpec spec;
+  spec.lr = 0.01;
+  spec.warmup_steps = 4;
+  spec.total_steps = 24;
+  for (int t = 0; t < 4; ++t) CHECK(learning_rate(spec, t) == Approx(0.01 * (t + 1) / 4).epsilon(1e-15));
+  spec.lr_schedule = config::LrSchedule::constant;
+  CHECK(learning_rate(spec, 4) == 0.01);
+  CHECK(learning_rate(spec, 1000) == 0.01);
+  spec.lr_schedule = config::LrSchedule::cosine;
+  CHECK(learning_rate(spec, 4) == Approx(0.01).epsilon(1e-15));
+  CHECK(learning_rate(spec, 14) == Approx(0.005).epsilon(1e-12));  // half way: cos(pi/2) = 0
+  CHECK(learning_rate(spec, 9) == Approx(0.005 * (1 + std::cos(M_PI / 4))).epsilon(1e-12));
+  CHECK(learning_rate(spec, 24) == Approx(0.0).margin(1e-18));
+  CHECK(learning_rate(spec, 30) == Approx(0.0).margin(1e-18));  // stays at 0 past train.steps
+  spec.warmup_steps = 0;
+  CHECK(learning_rate(spec, 0) == 0.01);
+}
+
+TEST_CASE("weight decay reaches only the parameters that decay", "[model][optimizer]") {
+  tensor::ExecContext exec;
+  auto weight = parameter("layer0.weight", {1, -2}, {0, 0});
+  weight.decays = true;
+  const auto bias = parameter("layer0.bias", {1, -2}, {0, 0});
+  for (const auto kind : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+    tensor::from_host<double>({1, -2}, weight.value);
+    tensor::from_host<double>({1, -2}, bias.value);
+    OptimizerSpec spec;
+    spec.kind = kind;
+    spec.lr = 0.1;
+    spec.momentum = 0;
+    spec.weight_decay = 0.5;
+    Optimizer<double> optimizer(spec, {weight, bias}, exec);
+    optimizer.step();
+    // A zero gradient: only decay moves a weight, by lr * wd * w in both optimizers.
+    const auto decayed = tensor::to_host<double>(weight.value);
+    CHECK(decayed[0] == Approx(0.95).epsilon(1e-12));
+    CHECK(decayed[1] == Approx(-1.9).epsilon(1e-12));
+    CHECK(tensor::to_host<double>(bias.value) == std::vector<double>{1, -2});
+  }
+}
