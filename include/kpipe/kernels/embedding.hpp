@@ -23,7 +23,7 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
 // sums are bitwise reproducible on every backend.
 template <class Scalar>
 void embedding_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
-                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
-                        const tensor::Matrix<Scalar>& dtoken, const tensor::Matrix<Scalar>& dposition);
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dtoken,
+                        const tensor::Matrix<Scalar>& dposition);
 
 }  // namespace kpipe::kernels
