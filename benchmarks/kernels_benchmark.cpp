@@ -6,7 +6,9 @@
 //  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size;
 //  * causal attention forward + backward in tokens/s, gemm and fused paths, for
 //    T = 64, 256, 1024 (4 heads of 32, 4096 tokens per call), with the bytes
-//    each path keeps between forward and backward (P, or O and L).
+//    each path keeps between forward and backward (P, or O and L);
+//  * the embedding backward, whose token gradient scans every id once per
+//    vocabulary row (embedding.cpp), at a GPT-2 vocabulary.
 // Run with OPENBLAS_NUM_THREADS=1 so that both sides use the same threads.
 #include <benchmark/benchmark.h>
 
@@ -18,6 +20,7 @@
 
 #include "kpipe/kernels/attention.hpp"
 #include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/embedding.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/optimizer.hpp"
 #include "kpipe/kernels/random.hpp"
@@ -191,5 +194,24 @@ void BM_attention_fused(benchmark::State& state) {
       });
 }
 BENCHMARK(BM_attention_fused)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Argument: vocabulary size; 16 sequences of 256 tokens, 256 features.
+void BM_embedding_backward(benchmark::State& state) {
+  const int vocab = static_cast<int>(state.range(0));
+  const int rows = 16, T = 256, dim = 256;
+  auto ids = uninitialized_matrix<float>("kpipe::benchmark::ids", rows, T);
+  Kokkos::parallel_for(
+      "kpipe::benchmark::ids", Kokkos::RangePolicy<ExecutionSpace>(0, rows * T),
+      KOKKOS_LAMBDA(int p) { ids(p / T, p % T) = static_cast<float>((p * 7919) % vocab); });
+  const auto dY = random_matrix(rows, T * dim, 5);
+  auto dtoken = zero_matrix<float>("kpipe::benchmark::dtoken", vocab, dim);
+  auto dposition = zero_matrix<float>("kpipe::benchmark::dposition", T, dim);
+  for (auto _ : state) {
+    embedding_backward(ExecutionSpace(), ids, dY, dtoken, dposition);
+    Kokkos::fence();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(rows * T, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_embedding_backward)->Arg(1024)->Arg(50257)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace

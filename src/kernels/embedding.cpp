@@ -1,12 +1,13 @@
 // Token and position embeddings. Forward is a gather. Backward is a scatter
 // whose deterministic form gives every output element one owner: the token
-// gradient has a team per vocabulary row that scans all rows·T ids in
-// ascending (s, t) order and sums the hits in scratch, which costs
-// O(vocab · rows · T) id comparisons per call (plus O(rows · T · dim) for the
-// hits): for vocab = 50k and 4k positions, 2·10^8 comparisons, i.e. tens of
-// milliseconds on a host core. A stable sort of positions by id would make it
-// O(rows · T · dim); the scan is kept because it is short, needs no atomics
-// and no temporary buffers.
+// gradient has a team per block of `block_rows` vocabulary rows that scans all
+// rows·T ids in ascending (s, t) order and sums the hits of its rows in
+// scratch. That costs O(vocab / block_rows · rows · T) id comparisons per call
+// plus O(rows · T · dim) additions: for a 50k vocabulary and 4k positions,
+// 6·10^6 comparisons (a team per row made it 2·10^8, 128 ms on a host core,
+// kernels_benchmark's BM_embedding_backward). No atomics and no buffers beyond
+// team scratch; a stable sort of positions by id would remove the scan but
+// needs both.
 #include "kpipe/kernels/embedding.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +23,11 @@ using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
 using Member = Policy::member_type;
 using Scratch = tensor::ExecutionSpace::scratch_memory_space;
 template <class Scalar>
-using Row = Kokkos::View<Scalar*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Rows = Kokkos::View<Scalar**, Kokkos::LayoutRight, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Flags = Kokkos::View<int*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// Vocabulary rows per team of the token gradient.
+constexpr int block_rows = 32;
 
 // The shapes every embedding call shares: rows x T ids, output rows x (T·dim),
 // a token table of dim columns and a position table of at least T rows.
@@ -71,26 +76,37 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
   const int dim = static_cast<int>(dtoken.extent(1));
   const int vocab = static_cast<int>(dtoken.extent(0));
 
-  // dtoken: a team per vocabulary row v; rows that no id names are not written.
-  Policy token_policy(space, vocab, Kokkos::AUTO);
-  token_policy.set_scratch_size(0, Kokkos::PerTeam(Row<Scalar>::shmem_size(dim) + 128));
+  // dtoken: a team per block of vocabulary rows; rows no id names are not written.
+  const int blocks = (vocab + block_rows - 1) / block_rows;
+  const std::size_t scratch = Rows<Scalar>::shmem_size(block_rows, dim) + Flags::shmem_size(block_rows) + 256;
+  const int level = scratch <= static_cast<std::size_t>(Policy::scratch_size_max(0)) ? 0 : 1;
+  Policy token_policy(space, blocks, Kokkos::AUTO);
+  token_policy.set_scratch_size(level, Kokkos::PerTeam(scratch));
   Kokkos::parallel_for(
       "kpipe::kernels::embedding_backward_token", token_policy, KOKKOS_LAMBDA(const Member& team) {
-        const int v = team.league_rank();
-        const Row<Scalar> sum(team.team_scratch(0), dim);
-        bool hit = false;
+        const int v0 = team.league_rank() * block_rows;
+        const int block = tensor::compat::min(block_rows, vocab - v0);
+        const Rows<Scalar> sum(team.team_scratch(level), block_rows, dim);
+        const Flags hit(team.team_scratch(level), block_rows);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, block), [&](int r) {
+          hit(r) = 0;
+          for (int j = 0; j < dim; ++j) sum(r, j) = Scalar(0);
+        });
+        team.team_barrier();
         for (int s = 0; s < rows; ++s) {
           for (int t = 0; t < tokens; ++t) {
-            if (static_cast<int>(ids(s, t)) != v) continue;
-            // Every thread sees the same id, so all reach the barriers.
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim),
-                                 [&](int j) { sum(j) = (hit ? sum(j) : Scalar(0)) + dY(s, t * dim + j); });
+            const int r = static_cast<int>(ids(s, t)) - v0;
+            if (r < 0 || r >= block) continue;
+            // Every thread sees the same id, so all reach the barrier.
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int j) { sum(r, j) += dY(s, t * dim + j); });
+            Kokkos::single(Kokkos::PerTeam(team), [&] { hit(r) = 1; });
             team.team_barrier();
-            hit = true;
           }
         }
-        if (!hit) return;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int j) { dtoken(v, j) += sum(j); });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, block), [&](int r) {
+          if (hit(r) == 0) return;
+          for (int j = 0; j < dim; ++j) dtoken(v0 + r, j) += sum(r, j);
+        });
       });
 
   // dposition: one thread per element (t, j), summing the rows in ascending order.

@@ -15,14 +15,15 @@ using kpipe::test::random_matrix;
 
 namespace {
 
-constexpr int vocab = 11;
+constexpr int vocab = 70;   // more than one team's block of rows
 constexpr int context = 6;  // position table rows; T may be shorter
 constexpr int rows = 3;
 constexpr int T = 4;
 constexpr int dim = 5;
 
-// Token 3 five times, token 7 twice, some tokens never: rows x T.
-const std::vector<int> ids = {3, 7, 3, 0, 10, 3, 3, 7, 1, 2, 3, 5};
+// Token 3 five times, token 7 twice, tokens in three blocks of 32 rows, most
+// tokens never: rows x T.
+const std::vector<int> ids = {3, 7, 3, 0, 69, 3, 3, 7, 33, 31, 3, 64};
 
 template <class Scalar>
 Matrix<Scalar> id_matrix() {
@@ -86,7 +87,7 @@ TEMPLATE_TEST_CASE("embedding backward accumulates each token's and position's g
   const auto final_token = to_host<Scalar>(dtoken);
   for (int j = 0; j < dim; ++j) {
     CHECK(final_token[4 * dim + j] == untouched_token[4 * dim + j]);
-    CHECK(final_token[9 * dim + j] == untouched_token[9 * dim + j]);
+    CHECK(final_token[32 * dim + j] == untouched_token[32 * dim + j]);
   }
 }
 
@@ -100,6 +101,6 @@ TEST_CASE("embedding shapes are checked", "[kernels][embedding]") {
   } catch (const kpipe::Error& e) {
     CHECK(e.kind() == kpipe::ErrorKind::input);
     CHECK(std::string(e.what()) ==
-          "embedding shapes do not fit: ids 3x4, token table 11x5, position table 3x5 (at least T rows), output 3x20");
+          "embedding shapes do not fit: ids 3x4, token table 70x5, position table 3x5 (at least T rows), output 3x20");
   }
 }
