@@ -5,6 +5,8 @@
 //
 //   mpirun -n 2 build/benchmarks/transformer_benchmark [DECK] [STEPS] [key=value ...]
 //
+// On a rank count other than the deck's p · d only the sequential part runs.
+//
 // Without the deck's text file the synthetic token stream stands in (the
 // step's cost does not depend on which tokens it reads).
 #include <mpi.h>
@@ -29,25 +31,32 @@ namespace {
 using namespace kpipe;
 using Clock = std::chrono::steady_clock;
 
-// Inclusive seconds per profiling-region family, from Kokkos Tools callbacks
-// (the Serial backend runs kernels synchronously, so host time is kernel time).
+// Inclusive seconds per profiling region of the model's leaf layers, loss and
+// optimizer, from Kokkos Tools callbacks (the Serial backend runs kernels
+// synchronously, so host time is kernel time). Composite layers (residual)
+// contain leaves and are left out.
 struct RegionTimes {
   std::vector<std::pair<std::string, Clock::time_point>> open;
   std::map<std::string, double> seconds;
 };
 RegionTimes regions;
 
-const char* family(const std::string& name) {
-  if (name.rfind("kpipe::model::attention", 0) == 0) return "attention";
-  if (name.rfind("kpipe::model::linear", 0) == 0) return "linear";
-  return nullptr;
+bool leaf(const std::string& name) {
+  return name.rfind("kpipe::model::", 0) == 0 && name.rfind("kpipe::model::residual", 0) != 0;
 }
 
 void push_region(const char* name) { regions.open.emplace_back(name, Clock::now()); }
 void pop_region() {
   const auto [name, start] = regions.open.back();
   regions.open.pop_back();
-  if (const char* f = family(name)) regions.seconds[f] += std::chrono::duration<double>(Clock::now() - start).count();
+  if (leaf(name)) regions.seconds[name] += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The seconds of the regions whose name starts with `prefix`.
+double seconds_of(const std::string& prefix) {
+  double total = 0;
+  for (const auto& [name, seconds] : regions.seconds) total += name.rfind(prefix, 0) == 0 ? seconds : 0.0;
+  return total;
 }
 
 config::RunConfig load(int argc, char** argv) {
@@ -77,13 +86,16 @@ nlohmann::json sequential(const config::RunConfig& config, int steps) {
   Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
   Kokkos::Tools::Experimental::set_pop_region_callback(nullptr);
   const double tokens = static_cast<double>(spec.global_batch) * spec.model.context * steps;
-  const double attention = regions.seconds["attention"], linear = regions.seconds["linear"];
+  const double attention = seconds_of("kpipe::model::attention"), linear = seconds_of("kpipe::model::linear");
+  nlohmann::json by_region;
+  for (const auto& [name, time] : regions.seconds) by_region[name] = time / seconds;
   return {{"tokens_per_second", tokens / seconds},
           {"seconds_per_step", seconds / steps},
           {"share",
            {{"attention", attention / seconds},
             {"linear_gemm_and_bias", linear / seconds},
-            {"rest", (seconds - attention - linear) / seconds}}}};
+            {"rest", (seconds - attention - linear) / seconds}}},
+          {"share_by_region", by_region}};
 }
 
 nlohmann::json pipelined(const config::RunConfig& config, int steps) {
@@ -118,12 +130,15 @@ int main(int argc, char** argv) {
                              {"steps", steps}};
     if (rank == 0) result["sequential"] = sequential(config, steps);
     comm::barrier(comm::world());
-    result["pipelined"] = pipelined(config, steps);
-    if (rank == 0) {
-      result["speedup"] = result["pipelined"]["tokens_per_second"].get<double>() /
-                          result["sequential"]["tokens_per_second"].get<double>();
-      std::cout << result.dump(2) << std::endl;
+    // On one rank (or any other count than the deck's p · d) the sequential trainer alone.
+    if (comm::size_of(comm::world()) == config.pipeline.world_size()) {
+      result["pipelined"] = pipelined(config, steps);
+      if (rank == 0) {
+        result["speedup"] = result["pipelined"]["tokens_per_second"].get<double>() /
+                            result["sequential"]["tokens_per_second"].get<double>();
+      }
     }
+    if (rank == 0) std::cout << result.dump(2) << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "transformer_benchmark: " << e.what() << std::endl;
     code = 2;

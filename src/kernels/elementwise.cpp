@@ -18,6 +18,9 @@ namespace {
 
 using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
 
+// Host backends want contiguous inner loops, GPUs neighbouring threads on neighbouring memory.
+constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+
 // One struct per activation, so the kernels are compiled once per function
 // with no branch inside the loop. fast_math keeps the loops free of libm calls
 // for float, so they vectorize.
@@ -133,10 +136,20 @@ void add_row(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tens
   tensor::require_shape("bias", row, 1, Y.extent(1));
   const std::int64_t rows = static_cast<std::int64_t>(Y.extent(0));
   const std::int64_t cols = static_cast<std::int64_t>(Y.extent(1));
-  Kokkos::parallel_for(
-      "kpipe::kernels::add_row",
-      Kokkos::MDRangePolicy<tensor::ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, cols}),
-      KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { Y(i, j) += row(0, j); });
+  if constexpr (host_memory) {
+    // A thread per row and a contiguous inner loop, which vectorises.
+    Kokkos::parallel_for(
+        "kpipe::kernels::add_row", Range(space, 0, rows), KOKKOS_LAMBDA(std::int64_t i) {
+          Scalar* y = &Y(i, 0);
+          const Scalar* r = &row(0, 0);
+          for (std::int64_t j = 0; j < cols; ++j) y[j] += r[j];
+        });
+  } else {
+    Kokkos::parallel_for(
+        "kpipe::kernels::add_row",
+        Kokkos::MDRangePolicy<tensor::ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, cols}),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { Y(i, j) += row(0, j); });
+  }
 }
 
 template <class Scalar>
@@ -144,13 +157,22 @@ void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMat
                      const tensor::Matrix<Scalar>& sums) {
   tensor::require_shape("column sums", sums, 1, X.extent(1));
   const int rows = static_cast<int>(X.extent(0));
-  // One thread per column: neighbouring threads read neighbouring memory, and
-  // each sum runs over the rows in order.
+  const int cols = static_cast<int>(X.extent(1));
+  // Each sum runs over the rows in order, on every backend. On GPUs one
+  // thread per column, so neighbouring threads read neighbouring memory; on the
+  // host one thread per block of columns walking the rows, so the inner loop
+  // is contiguous and vectorises (a thread per column strides through memory).
+  constexpr int block = host_memory ? 64 : 1;
   Kokkos::parallel_for(
-      "kpipe::kernels::add_column_sums", Range(space, 0, X.extent(1)), KOKKOS_LAMBDA(std::int64_t j) {
-        Scalar sum = 0;
-        for (int i = 0; i < rows; ++i) sum += X(i, j);
-        sums(0, j) += sum;
+      "kpipe::kernels::add_column_sums", Range(space, 0, (cols + block - 1) / block), KOKKOS_LAMBDA(std::int64_t b) {
+        const int first = static_cast<int>(b) * block;
+        const int width = cols - first < block ? cols - first : block;
+        Scalar sum[block] = {};
+        for (int i = 0; i < rows; ++i) {
+          const Scalar* row = &X(i, first);
+          for (int j = 0; j < width; ++j) sum[j] += row[j];
+        }
+        for (int j = 0; j < width; ++j) sums(0, first + j) += sum[j];
       });
 }
 
