@@ -8,6 +8,9 @@ function(kpipe_target_options target)
   endif()
   # kpipe uses MPI's C API; the deprecated C++ bindings only add warnings.
   target_compile_definitions(${target} PRIVATE OMPI_SKIP_MPICXX MPICH_SKIP_MPICXX)
+  if(KPIPE_ARCH_NATIVE AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+  endif()
   if(KPIPE_ENABLE_SANITIZERS)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
                                              -fno-sanitize-recover=undefined)
