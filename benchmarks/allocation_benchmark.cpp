@@ -92,7 +92,7 @@ nlohmann::json run(const config::RunConfig& config, const std::string& deck_path
 
 int main(int argc, char** argv) {
   comm::Session mpi(argc, argv);
-  Kokkos::initialize(argc, argv);
+  kpipe::tensor::compat::initialize(argc, argv);
   int status = 0;
   try {
     if (argc < 2) throw input_error("usage: allocation_benchmark DECK [key=value ...]");

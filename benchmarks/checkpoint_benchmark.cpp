@@ -21,6 +21,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/io/checkpoint.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 using namespace kpipe;
 
@@ -86,7 +87,7 @@ nlohmann::json run(const std::string& directory, int repeats, int rank, int size
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  Kokkos::initialize(argc, argv);
+  kpipe::tensor::compat::initialize(argc, argv);
   int rank = 0, size = 1, code = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

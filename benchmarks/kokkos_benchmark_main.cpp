@@ -4,8 +4,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "kpipe/tensor/compat.hpp"
+
 int main(int argc, char** argv) {
-  Kokkos::initialize(argc, argv);
+  kpipe::tensor::compat::initialize(argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -20,6 +20,7 @@
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/timeline.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 using namespace kpipe;
 
@@ -115,7 +116,7 @@ nlohmann::json run(const config::RunConfig& config) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  Kokkos::initialize(argc, argv);
+  kpipe::tensor::compat::initialize(argc, argv);
   int rank = 0, code = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   try {

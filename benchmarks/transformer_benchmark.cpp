@@ -25,6 +25,7 @@
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace {
 
@@ -118,7 +119,7 @@ nlohmann::json pipelined(const config::RunConfig& config, int steps) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  Kokkos::initialize(argc, argv);
+  kpipe::tensor::compat::initialize(argc, argv);
   int code = 0;
   try {
     const config::RunConfig config = load(argc, argv);

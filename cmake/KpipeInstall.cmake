@@ -12,6 +12,8 @@ install(DIRECTORY include/kpipe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_BINARY_DIR}/include/kpipe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT kpipeTargets NAMESPACE kpipe:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kpipe)
 
+# The package config pins the Kokkos found at configure time (KokkosConfig.cmake's directory).
+set(KPIPE_KOKKOS_DIR "${Kokkos_DIR}")
 configure_package_config_file(cmake/kpipeConfig.cmake.in
   ${PROJECT_BINARY_DIR}/kpipeConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kpipe)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Configure, build and unit-test kpipe against the Kokkos installed under a
+# Configure, build and test kpipe against the Kokkos installed under a
 # prefix, e.g. a Spack or site build with CUDA, or a newer Kokkos than the
 # distribution's. Nothing is downloaded.
 #
@@ -7,9 +7,9 @@
 #
 #   --build-dir DIR  build directory (default: build-<basename of KOKKOS_PREFIX>)
 #   --target NAME    build only this target, and run only the test of that
-#                    name; repeatable (default: build everything, run every
-#                    unit test)
-#   --jobs N         parallel build jobs (default: 2)
+#                    name; repeatable (default: build everything, run the
+#                    whole suite: unit, CLI, MPI, consumer)
+#   --jobs N         parallel build and test jobs (default: 2)
 #   --no-test        build only (e.g. a CUDA build on a machine without a GPU)
 #
 # The C++ compiler is the one Kokkos needs: the prefix's nvcc_wrapper when that
@@ -57,8 +57,15 @@ if grep -q '^#define KOKKOS_ENABLE_CUDA$' "$config_header"; then
 else
   compiler=${CXX:-c++}
 fi
-echo "build-against.sh: Kokkos $(grep -m1 -o 'KOKKOS_VERSION [0-9]*' "$config_header" | cut -d' ' -f2) from $prefix," \
-     "compiler $compiler, build directory $build_dir"
+# KOKKOS_VERSION is major * 10000 + minor * 100 + patch (the comments above
+# the #define name it too, hence the anchored match).
+version_number=$(sed -n 's/^#define KOKKOS_VERSION \([0-9][0-9]*\)[[:space:]]*$/\1/p' "$config_header" | head -n 1)
+if [[ -n $version_number ]]; then
+  version="$((version_number / 10000)).$((version_number / 100 % 100)).$((version_number % 100))"
+else
+  version="(version unknown: no #define KOKKOS_VERSION in $config_header)"
+fi
+echo "build-against.sh: Kokkos $version from $prefix, compiler $compiler, build directory $build_dir"
 
 cmake -S "$source_dir" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DKokkos_ROOT="$prefix" -DCMAKE_CXX_COMPILER="$compiler" "${cmake_args[@]}"
@@ -68,11 +75,14 @@ for target in "${targets[@]}"; do build+=(--target "$target"); done
 "${build[@]}"
 
 if [[ $run_tests -eq 1 ]]; then
-  selection=(-L unit)
+  selection=()
   if [[ ${#targets[@]} -gt 0 ]]; then
     selection=(-R "^($(IFS='|'; echo "${targets[*]}"))\$")
   fi
+  # The MPI tests need what this machine needs to launch ranks (root, oversubscription).
+  # shellcheck source=scripts/mpi-env.sh
+  source "$source_dir/scripts/mpi-env.sh"
   # One BLAS thread, and a bound OpenMP pool of two threads, as on CI.
   OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_PROC_BIND=${OMP_PROC_BIND:-spread} \
-    OMP_PLACES=${OMP_PLACES:-threads} ctest --test-dir "$build_dir" "${selection[@]}" --output-on-failure
+    OMP_PLACES=${OMP_PLACES:-threads} ctest --test-dir "$build_dir" "${selection[@]}" -j "$jobs" --output-on-failure
 fi

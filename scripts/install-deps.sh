@@ -12,6 +12,7 @@ packages=(
   libtoml11-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   catch2 libbenchmark-dev
   clang-format                                # the committed .clang-format, checked by a test
+  shellcheck                                  # every shell script is linted by a test
   python3-h5py python3-numpy python3-matplotlib
 )
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the scripts that launch MPI jobs: the Open MPI settings a job
 # needs on this machine, and nothing where it does not need them.
 # As root, Open MPI refuses to start without these two.

@@ -10,6 +10,7 @@ deck=${2:?usage: local.sh run|infer DECK [key=value ...]}
 shift 2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 kpipe=${KPIPE:-$root/build/src/app/kpipe}
+# shellcheck source=scripts/mpi-env.sh
 source "$root/scripts/mpi-env.sh"
 ranks=$("$kpipe" deck "$deck" "$@" | sed -n 's/.*(world size \([0-9]*\)).*/\1/p')
 exec mpirun -n "$ranks" "$kpipe" "$command" "$deck" "$@"

@@ -17,13 +17,14 @@ Environment::Environment(int& argc, char**& argv) : mpi_(argc, argv) {
   log::set_rank(mpi_.rank());
   // Kokkos 3 also reads un-prefixed flags such as --help and --threads; give
   // it only its --kokkos-* ones, the rest belong to kpipe's command line.
+  // Kokkos' warnings stay off stderr, which kpipe owns (compat::initialize).
   std::vector<char*> kokkos_args = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]).rfind("--kokkos-", 0) == 0) kokkos_args.push_back(argv[i]);
   }
   int kokkos_argc = static_cast<int>(kokkos_args.size());
   kokkos_args.push_back(nullptr);
-  Kokkos::initialize(kokkos_argc, kokkos_args.data());
+  tensor::compat::initialize(kokkos_argc, kokkos_args.data());
 }
 
 Environment::~Environment() { Kokkos::finalize(); }

@@ -6,7 +6,7 @@
 # Usage: fault_injection.sh MPIEXEC KPIPE RANKS DECK (run with pipeline.stages = RANKS)
 set -uo pipefail
 mpiexec=$1 kpipe=$2 ranks=$3 deck=$4
-shm_before=$(ls /dev/shm 2>/dev/null | sort)
+shm_before=$(find /dev/shm -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
@@ -22,7 +22,7 @@ for phase in setup step:1 checkpoint; do
     milliseconds=$((($(date +%s%N) - start) / 1000000))
     lines=$(grep -c "kpipe: error:" "$err")
     case="rank $rank, phase $phase"
-    [ "$code" -ne 0 ] && [ "$code" -ne 124 ] || fail "$case: exit code $code"
+    if [ "$code" -eq 0 ] || [ "$code" -eq 124 ]; then fail "$case: exit code $code"; fi
     [ "$lines" -eq 1 ] || fail "$case: $lines kpipe error lines: $(cat "$err")"
     grep -q "kpipe: error: rank $rank: injected fault" "$err" || fail "$case: the error does not name rank $rank: $(cat "$err")"
     ((milliseconds < 10000)) || fail "$case: took $milliseconds ms"
@@ -33,7 +33,7 @@ for phase in setup step:1 checkpoint; do
   done
 done
 
-shm_after=$(ls /dev/shm 2>/dev/null | sort)
+shm_after=$(find /dev/shm -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort)
 left=$(comm -13 <(echo "$shm_before") <(echo "$shm_after"))
 [ -z "$left" ] || fail "shared-memory segments left behind: $left"
 echo "$failures failures"

@@ -3,9 +3,10 @@
 #include <Kokkos_Core.hpp>
 
 #include "catch.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 int main(int argc, char** argv) {
-  Kokkos::initialize(argc, argv);
+  kpipe::tensor::compat::initialize(argc, argv);
   const int failures = Catch::Session().run(argc, argv);
   Kokkos::finalize();
   return failures;

@@ -6,10 +6,11 @@
 #include <Kokkos_Core.hpp>
 
 #include "catch.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  Kokkos::initialize(argc, argv);
+  kpipe::tensor::compat::initialize(argc, argv);
   int failures = Catch::Session().run(argc, argv);
   int any_failures = 0;
   MPI_Allreduce(&failures, &any_failures, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

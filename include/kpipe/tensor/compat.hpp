@@ -7,8 +7,11 @@
 #include <Kokkos_Profiling_ScopedRegion.hpp>
 #endif
 
+#include <cstdlib>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kpipe::tensor::compat {
 
@@ -21,6 +24,40 @@ int concurrency(const ExecutionSpace& space = ExecutionSpace()) {
   (void)space;
   return ExecutionSpace::concurrency();
 #endif
+}
+
+// Kokkos::initialize with Kokkos' own warnings off, for every kpipe program
+// (the executable, tests, benchmarks). Kokkos 4's OpenMP backend warns on
+// stderr when OMP_PROC_BIND is unset and when ranks times threads exceed the
+// cores; kpipe owns its stderr (a bad input is one `kpipe: error:` line), so
+// --kokkos-disable-warnings goes first on Kokkos' command line. Kokkos 3.4 and
+// 4.x both know the flag (4.x also as =true/false; set_disable_warnings(true)
+// is the same switch, but Kokkos has no public call taking both settings and
+// argv). The user decides when they asked: a --kokkos-disable-warnings[=...]
+// of their own, or KOKKOS_DISABLE_WARNINGS (Kokkos 3 aborts if flag and
+// variable disagree). Like Kokkos::initialize, it removes from argc/argv the
+// flags Kokkos consumed.
+inline void initialize(int& argc, char* argv[]) {
+  static char disable_warnings[] = "--kokkos-disable-warnings";
+  bool user_chose = argc < 1 || std::getenv("KOKKOS_DISABLE_WARNINGS") != nullptr;
+  for (int i = 1; i < argc && !user_chose; ++i) {
+    user_chose = std::string_view(argv[i]).rfind(disable_warnings, 0) == 0;
+  }
+  if (user_chose) {
+    Kokkos::initialize(argc, argv);
+    return;
+  }
+  std::vector<char*> args(argv, argv + argc);
+  args.insert(args.begin() + 1, disable_warnings);
+  int args_count = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  Kokkos::initialize(args_count, args.data());
+  int kept = 0;
+  for (int i = 0; i < args_count; ++i) {
+    if (args[i] != disable_warnings) argv[kept++] = args[i];
+  }
+  argv[kept] = nullptr;  // kept <= argc, and argv[argc] exists
+  argc = kept;
 }
 
 inline std::string kokkos_version() {

@@ -18,5 +18,5 @@ head -c $((size / 2)) $here/good.h5 > $here/truncated.h5
 offset=$(h5dump -p -H -d /parameters/layer0.weight $here/good.h5 | sed -n 's/.*OFFSET \([0-9]*\).*/\1/p')
 cp $here/good.h5 $here/flipped.h5
 byte=$(od -An -tu1 -j "$offset" -N1 $here/good.h5 | tr -d ' ')
-printf "$(printf '\\%03o' $((byte ^ 1)))" | dd of=$here/flipped.h5 bs=1 seek="$offset" conv=notrunc status=none
+printf '%b' "$(printf '\\0%03o' $((byte ^ 1)))" | dd of=$here/flipped.h5 bs=1 seek="$offset" conv=notrunc status=none
 echo "this is a text file, not a kpipe checkpoint" > $here/not-hdf5.h5
