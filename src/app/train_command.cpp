@@ -73,9 +73,12 @@ int inference_batches(const Pipeline& pipeline, const config::RunConfig& config)
                     "lower train.global_batch to at most {}",
                     config.data.path, samples, B, samples));
   }
-  log::info("data: the {} test samples of {} in {} batches of {} (train.steps is not used){}", samples,
-            config.data.path, samples / B, B,
-            samples % B ? fmt::format("; the last {} samples do not fill a batch and are left out", samples % B) : "");
+  // A language model's held-out samples are windows of T tokens of its validation split.
+  const char* what = config.model.kind == config::ModelKind::transformer ? "validation sequences" : "test samples";
+  log::info("data: the {} {} of {} in {} batches of {} (train.steps is not used){}", samples, what,
+            config.data.source == config::DataSource::synthetic ? "the synthetic stream" : config.data.path,
+            samples / B, B,
+            samples % B ? fmt::format("; the last {} do not fill a batch and are left out", samples % B) : "");
   return static_cast<int>(samples / B);
 }
 
