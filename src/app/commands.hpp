@@ -53,7 +53,7 @@ int infer_command(const Environment& env, const RunOptions& options);
 struct SweepOptions {
   DeckArguments deck;
   std::vector<int> sizes;  // microbatch sizes to measure; empty: every b dividing B/d
-  int steps = 5;           // measured steps per size, after one warm-up step
+  int steps = 10;          // measured steps per size, after one warm-up step
   std::string json_path;
 };
 int sweep_command(const Environment& env, const SweepOptions& options);

@@ -17,20 +17,27 @@ constexpr double smallest_cost = 1e-9;  // seconds: the simulator takes positive
 LinearCost fit_line(const std::vector<double>& x, const std::vector<double>& y, bool proportional) {
   const std::size_t n = std::min(x.size(), y.size());
   if (n == 0) return {};
-  double mx = 0.0, my = 0.0;
+  // Relative residuals (weights 1/y²): a size whose step takes 1 ms counts as much as one that takes 100 ms,
+  // so the fixed cost, which matters most at small b, is not lost under the large ones.
+  std::vector<double> w(n, 1.0);
   for (std::size_t i = 0; i < n; ++i) {
-    mx += x[i];
-    my += y[i];
+    if (y[i] > 0.0) w[i] = 1.0 / (y[i] * y[i]);
   }
-  mx /= n;
-  my /= n;
+  double sw = 0.0, mx = 0.0, my = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sw += w[i];
+    mx += w[i] * x[i];
+    my += w[i] * y[i];
+  }
+  mx /= sw;
+  my /= sw;
   double sxx = 0.0, sxy = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    sxx += (x[i] - mx) * (x[i] - mx);
-    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += w[i] * (x[i] - mx) * (x[i] - mx);
+    sxy += w[i] * (x[i] - mx) * (y[i] - my);
   }
   // One distinct size: a line through the origin or a flat one, as the caller knows which is likelier.
-  if (!(sxx > 1e-12 * std::max(1.0, mx * mx))) {
+  if (!(sxx > 1e-12 * sw * std::max(1.0, mx * mx))) {
     if (proportional && mx > 0.0) return {0.0, my / mx};
     return {my, 0.0};
   }

@@ -73,8 +73,9 @@ struct LinearCost {
   double at(double b) const { return fixed + per_sample * b; }
 };
 
-// Least squares of y = fixed + per_sample · x. With one distinct x the line
-// goes through the origin when `proportional` (compute), else it is flat.
+// Least squares of y = fixed + per_sample · x in relative residuals (weights
+// 1/y²). With one distinct x the line goes through the origin when
+// `proportional` (compute), else it is flat.
 LinearCost fit_line(const std::vector<double>& x, const std::vector<double>& y, bool proportional);
 
 struct CostFit {
