@@ -37,7 +37,8 @@ struct PlanOptions {
   std::string svg_path;
   std::string trace_path;
   std::string json_path;
-  bool ascii = true;  // the ASCII timeline, when it fits the terminal
+  std::string costs_path;  // --costs: measured costs (run --json, sweep --json or a --profile file)
+  bool ascii = true;       // the ASCII timeline, when it fits the terminal
 };
 int plan_command(const Environment& env, const PlanOptions& options);
 
@@ -48,6 +49,14 @@ struct RunOptions {
 };
 int run_command(const Environment& env, const RunOptions& options);
 int infer_command(const Environment& env, const RunOptions& options);
+
+struct SweepOptions {
+  DeckArguments deck;
+  std::vector<int> sizes;  // microbatch sizes to measure; empty: every b dividing B/d
+  int steps = 10;          // measured steps per size, after one warm-up step
+  std::string json_path;
+};
+int sweep_command(const Environment& env, const SweepOptions& options);
 
 struct GenerateOptions {
   DeckArguments deck;                 // without the sampling keys below

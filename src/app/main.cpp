@@ -60,10 +60,6 @@ void check_command(const CLI::App& cli, const std::vector<std::string>& args) {
                                 near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), choose));
 }
 
-[[noreturn]] void not_built(const std::string& command, const std::string& instead) {
-  throw runtime_error(fmt::format("'kpipe {}' is not part of this version of kpipe yet; {}", command, instead));
-}
-
 int run_cli(const app::Environment& env, std::vector<std::string> args) {
   CLI::App cli{"kpipe: pipeline-parallel training and inference of layered models with Kokkos and MPI", "kpipe"};
   cli.set_version_flag("--version", std::string("kpipe ") + version_string);
@@ -81,6 +77,9 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   plan->add_option("--svg", plan_options.svg_path, "Write an SVG timeline");
   plan->add_option("--trace", plan_options.trace_path, "Write a Chrome-trace JSON timeline (Perfetto)");
   plan->add_option("--json", plan_options.json_path, "Write the summary as JSON");
+  plan->add_option("--costs", plan_options.costs_path,
+                   "Also predict the step in seconds from measured costs: a 'run --json' or 'sweep --json' file, or a "
+                   "'run --profile' HDF5 file");
   plan->add_flag("!--no-ascii", plan_options.ascii, "Do not print the ASCII timeline");
 
   app::RunOptions run_options;
@@ -98,9 +97,15 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
       "generate", "Sample text from a transformer deck: prompt=TEXT tokens=N temperature=T seed=S (and key=value)");
   add_deck_arguments(*generate, generate_deck);
 
-  app::DeckArguments unbuilt_deck;
+  app::SweepOptions sweep_options;
   auto* sweep = cli.add_subcommand("sweep", "Measure throughput over microbatch sizes and recommend one");
-  add_deck_arguments(*sweep, unbuilt_deck);
+  add_deck_arguments(*sweep, sweep_options.deck);
+  sweep->add_option("--sizes", sweep_options.sizes, "Microbatch sizes, e.g. 4,8,16 (default: every b dividing B/d)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  sweep->add_option("--steps", sweep_options.steps, "Measured steps per size, after one warm-up step")
+      ->check(CLI::Range(1, 10000));
+  sweep->add_option("--json", sweep_options.json_path, "Write the table, the fit and the recommendation as JSON");
   app::TraceOptions trace_options;
   auto* trace = cli.add_subcommand("trace", "Export a profile to Chrome-trace JSON and an SVG timeline");
   trace->add_option("PROFILE", trace_options.profile_path, "Profile file (HDF5) of 'kpipe run --profile'")->required();
@@ -128,7 +133,7 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   if (*infer) return app::infer_command(env, run_options);
   if (*trace) return app::trace_command(env, trace_options);
   if (*generate) return app::generate_command(env, app::split_generate_arguments(generate_deck));
-  not_built("sweep", "compare microbatch sizes with 'kpipe run DECK train.microbatch_size=N --json F'");
+  return app::sweep_command(env, sweep_options);
 }
 
 }  // namespace

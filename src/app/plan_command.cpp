@@ -11,9 +11,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "commands.hpp"
+#include "cost_file.hpp"
 #include "kpipe/comm/transport.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
@@ -21,6 +24,7 @@
 #include "kpipe/core/strings.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/render.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 #include "output_file.hpp"
@@ -99,10 +103,43 @@ void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const s
   print_memory(loaded.config, schedule);
 }
 
+// The measured costs at the deck's b, for the deck's pipeline shape only.
+schedule::Calibration deck_calibration(const schedule::CostFit& fit, const std::string& path,
+                                       const schedule::Schedule& schedule, int b) {
+  if (fit.p != schedule.p || fit.v != schedule.v) {
+    throw input_error(fmt::format(
+        "--costs {}: the costs were measured with p = {}, v = {}, but the deck has p = {}, v = {}; calibrate with a "
+        "run of this pipeline shape",
+        printable(path), fit.p, fit.v, schedule.p, schedule.v));
+  }
+  return fit.at(b);
+}
+
+void print_calibrated(const std::string& path, const schedule::CostFit& fit, const schedule::Calibration& c,
+                      const schedule::CalibratedStep& step, int global_batch) {
+  std::string sizes;
+  for (int b : fit.sizes) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
+  const bool measured = std::find(fit.sizes.begin(), fit.sizes.end(), c.microbatch_size) != fit.sizes.end();
+  log::info("calibrated: costs of {} (measured at b = {}{})", printable(path), sizes,
+            measured ? "" : "; this b is extrapolated along the fit");
+  for (std::size_t s = 0; s < c.stages.size(); ++s) {
+    log::info("  model stage {}: F {:.4f} ms, B {:.4f} ms, W {:.4f} ms", s, 1e3 * c.stages[s].forward,
+              1e3 * c.stages[s].backward_input, 1e3 * c.stages[s].backward_weight);
+  }
+  log::info(
+      "  per message: send {:.1f} us, receive {:.1f} us, link {:.1f} us + {} bytes at {}", 1e6 * c.send_seconds,
+      1e6 * c.receive_seconds, 1e6 * c.link_latency, c.bytes_per_transfer,
+      c.link_bandwidth > 0 ? fmt::format("{:.2f} GB/s", c.link_bandwidth / 1e9) : std::string("no bandwidth term"));
+  log::info("predicted step: {:.3f} ms = pipeline makespan {:.3f} ms + {:.3f} ms after it; {:.0f} samples/s",
+            1e3 * step.step_seconds, 1e3 * step.makespan, 1e3 * c.step_overhead, global_batch / step.step_seconds);
+  log::info("{}", bubble_line(fmt::format("bubble, calibrated ({} draws):", step.simulations).c_str(), step.bubble));
+}
+
 }  // namespace
 
 int plan_command(const Environment& env, const PlanOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
+  if (!options.costs_path.empty()) protect_input(options.costs_path);
   require_writable(options.svg_path, "--svg");
   require_writable(options.trace_path, "--trace");
   require_writable(options.json_path, "--json");
@@ -113,6 +150,13 @@ int plan_command(const Environment& env, const PlanOptions& options) {
   }
   // simulate() makes the validator's cross-rank run as it goes.
   const schedule::Schedule schedule = schedule::make_schedule(plan, schedule::Checks::per_rank);
+  // The costs file is read before anything is printed: a bad one is an input error alone.
+  std::optional<schedule::CostFit> fit;
+  std::optional<schedule::Calibration> calibration;
+  if (!options.costs_path.empty()) {
+    fit = read_cost_file(options.costs_path);
+    calibration = deck_calibration(*fit, options.costs_path, schedule, loaded.config.train.microbatch_size);
+  }
   // Every action's time is kept only when a timeline will be drawn.
   const int columns = terminal_columns();
   const bool ascii = options.ascii && schedule::ascii_timeline_can_fit(schedule, columns);
@@ -129,7 +173,11 @@ int plan_command(const Environment& env, const PlanOptions& options) {
     svg = text.str();
   }
 
+  std::optional<schedule::CalibratedStep> calibrated;
+  if (calibration) calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
   print_plan(loaded, plan, schedule, result);
+  if (calibrated)
+    print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
   if (options.ascii) {
     const auto timeline = ascii ? schedule::ascii_timeline(schedule, result, columns) : std::nullopt;
     if (timeline) {
@@ -143,7 +191,22 @@ int plan_command(const Environment& env, const PlanOptions& options) {
   write_output(options.trace_path, "--trace",
                [&](std::ostream& out) { schedule::write_chrome_trace(out, schedule, result); });
   write_output(options.json_path, "--json", [&](std::ostream& out) {
-    out << schedule::summary_json(schedule, plan.costs, result, plan.data_parallel);
+    if (!calibrated) {
+      out << schedule::summary_json(schedule, plan.costs, result, plan.data_parallel);
+      return;
+    }
+    nlohmann::json json =
+        nlohmann::json::parse(schedule::summary_json(schedule, plan.costs, result, plan.data_parallel));
+    json["calibrated"] = {{"costs", options.costs_path},
+                          {"costs_at_b", nlohmann::json::parse(schedule::calibration_json(*calibration))},
+                          {"step_seconds", calibrated->step_seconds},
+                          {"makespan_seconds", calibrated->makespan},
+                          {"simulations", calibrated->simulations},
+                          {"samples_per_second", loaded.config.train.global_batch / calibrated->step_seconds},
+                          {"bubble",
+                           {{"idle_over_useful", calibrated->bubble.idle_over_useful},
+                            {"idle_over_total", calibrated->bubble.idle_over_total}}}};
+    out << json.dump(2) << '\n';
   });
   return 0;
 }

@@ -31,11 +31,12 @@ nlohmann::json to_json(const schedule::Bubble& b) {
 
 }  // namespace
 
-RunReport::RunReport(const runtime::Pipeline<float>& pipeline) : pipeline_(pipeline) {
+RunReport::RunReport(const runtime::Pipeline<float>& pipeline) : pipeline_(pipeline), calibration_(pipeline) {
   if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
 }
 
-void RunReport::add_step(double loss, double seconds, const runtime::StepResult& result) {
+void RunReport::add_step(double loss, double step_start, double seconds, const runtime::StepResult& result) {
+  calibration_.add_step(step_start, seconds, result);
   losses_.push_back(loss);
   step_seconds_.push_back(seconds);
   peak_stashed_ = std::max(peak_stashed_, result.peak_stashed);
@@ -59,7 +60,11 @@ void RunReport::finish(double seconds) {
       pipeline_.memory().total() / double(1 << 20),
       runtime::peak_resident_bytes() / double(1 << 20)};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
+  calibrated_ = calibration_.finish();
   if (!log::is_root()) return;
+  if (calibrated_ && predicted_) {
+    recalibrated_ = schedule::predict_step(pipeline_.schedule(), *calibrated_, pipeline_.plan().costs.max_in_flight);
+  }
   const int size = comm::size_of(grid.world());
   for (int r = 0; r < size; ++r) {
     const double* row = &all[mine.size() * static_cast<std::size_t>(r)];
@@ -81,6 +86,14 @@ void RunReport::print() const {
                                predicted_->bubble().idle_over_useful, predicted_->bubble().idle_over_total)
                  : std::string("no simulation (schedule not validated)");
   log::info("bubble:  measured idle/useful {:.3f}, idle/total {:.3f} | {}", useful, total, simulated);
+  if (calibrated_ && recalibrated_) {
+    const auto& c = *calibrated_;
+    log::info(
+        "calibration: step {:.3f} ms = pipeline {:.3f} ms + {:.3f} ms after it; simulated with these costs: step "
+        "{:.3f} ms, bubble idle/useful {:.3f} (kpipe plan --costs reads them from --json)",
+        1e3 * c.step_seconds, 1e3 * c.makespan, 1e3 * c.step_overhead, 1e3 * recalibrated_->step_seconds,
+        recalibrated_->bubble.idle_over_useful);
+  }
   log::info("{:>6} {:>7} {:>14} {:>15} {:>14} {:>10} {:>14} {:>13}", "stage", "replica", "peak stashed",
             "predicted peak", "stashed MiB", "sent MiB", "estimated MiB", "peak RSS MiB");
   for (const auto& row : rows_) {
@@ -125,6 +138,11 @@ nlohmann::json RunReport::json() const {
        {{"measured", to_json(measured)},
         {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
       {"ranks", ranks},
+      {"calibration", calibrated_ ? nlohmann::json::parse(schedule::calibration_json(*calibrated_)) : nlohmann::json()},
+      {"calibrated_prediction", recalibrated_ ? nlohmann::json{{"step_seconds", recalibrated_->step_seconds},
+                                                               {"makespan_seconds", recalibrated_->makespan},
+                                                               {"bubble", to_json(recalibrated_->bubble)}}
+                                              : nlohmann::json()},
       {"checkpoints", checkpoints_},
       {"validation", validation_},
       {"restarted_from", restart_}};

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "calibration_recorder.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
@@ -19,9 +20,11 @@ class RunReport {
  public:
   explicit RunReport(const runtime::Pipeline<float>& pipeline);
 
-  // Collective over the pipeline: every rank calls it after every step.
-  void add_step(double loss, double seconds, const runtime::StepResult& result);
-  // Collective over the world: gathers the per-rank statistics.
+  // Collective over the pipeline: every rank calls it after every step;
+  // `step_start` is when this rank began it, on a clock all ranks share.
+  void add_step(double loss, double step_start, double seconds, const runtime::StepResult& result);
+  // Collective over the world: gathers the per-rank statistics and the
+  // calibration (per-stage and per-message costs in seconds).
   void finish(double seconds);
 
   // A checkpoint written after `step` completed steps, and how long it took.
@@ -46,6 +49,9 @@ class RunReport {
   // The simulator's prediction; none for a schedule run unchecked
   // (pipeline.validate_schedule = false), which the simulator may reject.
   std::optional<schedule::SimulationResult> predicted_;
+  CalibrationRecorder calibration_;
+  std::optional<schedule::Calibration> calibrated_;       // rank 0, after finish()
+  std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs
   std::vector<double> losses_, step_seconds_;
   std::vector<schedule::Bubble> measured_bubbles_;
   int peak_stashed_ = 0;

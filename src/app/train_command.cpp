@@ -20,6 +20,7 @@
 #include "output_file.hpp"
 #include "profile_recorder.hpp"
 #include "run_report.hpp"
+#include "training.hpp"
 
 namespace kpipe::app {
 
@@ -30,14 +31,6 @@ using Pipeline = runtime::Pipeline<float>;
 std::string duration(double seconds) {
   const long s = static_cast<long>(seconds + 0.5);
   return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
-}
-
-// Set-up runs on every rank on its own (allocations, the rank's stages) and
-// may fail on one rank only; all ranks agree on it before the first step.
-std::unique_ptr<Pipeline> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
-  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
-  return comm::collectively(comm::world(), watchdog, "set-up",
-                            [&] { return std::make_unique<Pipeline>(config, comm::world(), mode); });
 }
 
 void print_setup(const Pipeline& pipeline, const char* what) {
@@ -109,6 +102,12 @@ double mebibytes(const std::string& file) {
 
 }  // namespace
 
+std::unique_ptr<Pipeline> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
+  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
+  return comm::collectively(comm::world(), watchdog, "set-up",
+                            [&] { return std::make_unique<Pipeline>(config, comm::world(), mode); });
+}
+
 std::size_t peak_stashed_bytes(const Pipeline& pipeline) {
   std::size_t peak = 0;
   for (const auto& chunk : pipeline.chunks()) peak += chunk->peak_stashed_bytes();
@@ -165,7 +164,7 @@ int run_command(const Environment& env, const RunOptions& options) {
     const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
     profile.add_step(step, step_start - start, result);
     const double loss = runtime::global_loss(pipeline.grid(), result);
-    report.add_step(loss, comm::wall_time() - step_start, result);
+    report.add_step(loss, step_start - start, comm::wall_time() - step_start, result);
     const double elapsed = comm::wall_time() - start;
     log::info("step {:>{}}/{}  loss {:.6f}  {:>9.0f} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
               steps, loss, samples_per_step / (comm::wall_time() - step_start),

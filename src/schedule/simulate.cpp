@@ -49,6 +49,20 @@ void check_costs(const CostModel& costs, const Schedule& schedule) {
     throw input_error(fmt::format("communication costs must be >= 0, but latency = {}, bandwidth = {}, bytes = {}",
                                   costs.comm_latency, costs.comm_bandwidth, costs.bytes_per_transfer));
   }
+  if (!(costs.send_time >= 0.0) || !(costs.receive_time >= 0.0) || !std::isfinite(costs.send_time) ||
+      !std::isfinite(costs.receive_time)) {
+    throw input_error(fmt::format("per-message costs must be >= 0, but send = {}, receive = {}", costs.send_time,
+                                  costs.receive_time));
+  }
+  if (costs.variation) {
+    for (const auto* factors : {&costs.variation->compute, &costs.variation->transfer, &costs.variation->receive}) {
+      for (double x : *factors) {
+        if (!std::isfinite(x) || x < 0.0) {
+          throw input_error(fmt::format("measured cost factors must be finite and >= 0, but one is {}", x));
+        }
+      }
+    }
+  }
   const std::size_t stages = static_cast<std::size_t>(schedule.p) * schedule.v;
   if (!costs.stages.empty() && costs.stages.size() != stages) {
     throw input_error(
@@ -99,6 +113,29 @@ class ComputeTimes {
   std::vector<double> times_;
 };
 
+// Draws factors of a Variation: a split-mix generator, so that a seed gives
+// the same simulation on every platform.
+class Draws {
+ public:
+  explicit Draws(const std::optional<Variation>& variation)
+      : variation_(variation ? &*variation : nullptr), state_(variation ? variation->seed : 0) {}
+  double compute() { return pick(variation_ ? &variation_->compute : nullptr); }
+  double transfer() { return pick(variation_ ? &variation_->transfer : nullptr); }
+  double receive() { return pick(variation_ ? &variation_->receive : nullptr); }
+
+ private:
+  double pick(const std::vector<double>* factors) {
+    if (!factors || factors->empty()) return 1.0;
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (*factors)[z % factors->size()];
+  }
+  const Variation* variation_;
+  std::uint64_t state_;
+};
+
 }  // namespace
 
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record) {
@@ -114,19 +151,22 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
 
   const ComputeTimes compute_time(schedule, costs);
   const double transfer = costs.transfer_time();
+  Draws draw(costs.variation);
   std::vector<double> clock(schedule.p, 0.0);
   detail::Execution<double> execution(schedule);
   execution.run([&](int rank, std::size_t /*index*/, const Action& a, double arrival) {
     double& now = clock[rank];
     double sent = 0.0;
     if (is_compute(a.kind)) {
-      const double time = compute_time(rank, a);
+      const double time = compute_time(rank, a) * draw.compute();
       now += time;
       result.ranks[rank].busy += time;
+      result.last_compute_end = std::max(result.last_compute_end, now);
     } else if (is_receive(a.kind)) {
-      now = std::max(now, arrival);
+      now = std::max(now, arrival) + costs.receive_time * draw.receive();
     } else if (is_send(a.kind)) {
-      sent = now + transfer;
+      now += costs.send_time;
+      sent = now + transfer * draw.transfer();
       result.ranks[rank].bytes_sent += costs.bytes_per_transfer;
       ++result.transfers;
     }

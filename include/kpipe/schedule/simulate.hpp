@@ -9,10 +9,18 @@
 //   BW             B + W
 //   transfer       comm_latency + bytes_per_transfer / comm_bandwidth
 //                  (bandwidth 0: latency only); the link, not the rank, is busy
+//   SEND_*         send_time on the rank (posting it; 0 unless calibrated)
+//   RECV_*         receive_time on the rank once the message has arrived
+//                  (completing it; 0 unless calibrated); idle, not busy
 //   other actions  no time (a send is posted, LOSS is folded into F, the step
 //                  actions are outside the pipeline)
 // A rank is busy during compute actions and idle otherwise, including the
 // time after it finishes and before the slowest rank does.
+//
+// With a Variation (calibrated costs) every compute, transfer and receive
+// time is its cost times a factor drawn from measured factors (mean 1),
+// seeded, so one simulation is one plausible step: waits between ranks add
+// up the slow draws the way a real step does, which mean costs alone miss.
 
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +39,14 @@ struct StageCosts {
   double backward_weight = 1.0;  // one W
 };
 
+// Measured spread of the costs: factors of their mean, each equally likely.
+struct Variation {
+  std::vector<double> compute;   // F, B, W, BW
+  std::vector<double> transfer;  // the link's delay of a message
+  std::vector<double> receive;   // a rank's time completing a receive
+  std::uint64_t seed = 1;
+};
+
 struct CostModel {
   double forward = 1.0;            // one F of one model stage
   double backward_input = 1.0;     // one B
@@ -39,7 +55,10 @@ struct CostModel {
   double comm_latency = 0.0;
   double comm_bandwidth = 0.0;  // bytes per time unit; 0 means transfers cost latency only
   std::int64_t bytes_per_transfer = 0;
-  int max_in_flight = 0;  // most stashed microbatches a rank may hold; 0 is unlimited
+  double send_time = 0.0;              // a rank's own time in each SEND_*
+  double receive_time = 0.0;           // a rank's own time in each RECV_* after its message arrived
+  int max_in_flight = 0;               // most stashed microbatches a rank may hold; 0 is unlimited
+  std::optional<Variation> variation;  // none: every action takes its cost exactly
 
   double compute_time(ActionKind kind, int stage) const;
   double transfer_time() const;
@@ -60,6 +79,7 @@ struct RankStats {
 
 struct SimulationResult {
   double makespan = 0.0;
+  double last_compute_end = 0.0;  // when the last F, B, W or BW on any rank ends (what a measured makespan counts)
   double total_busy = 0.0;
   double total_idle = 0.0;
   std::int64_t transfers = 0;

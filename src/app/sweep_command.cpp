@@ -1,0 +1,219 @@
+// kpipe sweep: short training runs over microbatch sizes b, each measured
+// (samples/s, peak stashed activations) and calibrated; the costs of all runs
+// fitted as fixed + per-sample · b; the simulator's prediction from that fit
+// next to the measurement, and a recommendation (docs/performance.md,
+// "Sweep and calibrated plan").
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "calibration_recorder.hpp"
+#include "commands.hpp"
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+#include "kpipe/core/strings.hpp"
+#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/schedule/calibration.hpp"
+#include "kpipe/schedule/registry.hpp"
+#include "output_file.hpp"
+#include "training.hpp"
+
+namespace kpipe::app {
+
+namespace {
+
+constexpr double agreement = 0.05;  // the predicted best counts as right within 5% of the measured best's throughput
+
+struct Row {
+  int b = 0, m = 0;
+  double measured_samples_per_second = 0.0;
+  double peak_activation_mib = 0.0;  // the largest rank's peak stashed activations
+  schedule::Schedule schedule;
+  std::optional<schedule::Calibration> calibration;  // rank 0 only
+  // Filled on rank 0 from the fit:
+  double predicted_samples_per_second = 0.0;
+  double predicted_step_seconds = 0.0;
+  schedule::Bubble predicted_bubble;
+};
+
+std::string size_list(const std::vector<int>& sizes) {
+  std::string out;
+  for (int b : sizes) out += (out.empty() ? "" : ", ") + std::to_string(b);
+  return out;
+}
+
+// Every b that makes m = B/(b·d) an integer, or the requested ones (each checked against those).
+std::vector<int> sizes_to_measure(const config::RunConfig& config, const std::vector<int>& requested) {
+  const int per_replica = config.train.global_batch / config.pipeline.data_parallel;
+  std::vector<int> valid;
+  for (int b = 1; b <= per_replica; ++b) {
+    if (per_replica % b == 0) valid.push_back(b);
+  }
+  if (requested.empty()) return valid;
+  std::vector<int> sizes;
+  for (int b : requested) {
+    if (per_replica % b != 0) {
+      throw input_error(fmt::format(
+          "--sizes: b = {} does not divide B/d = {}/{} = {}, so m would not be an integer; valid sizes are {}", b,
+          config.train.global_batch, config.pipeline.data_parallel, per_replica, size_list(valid)));
+    }
+    if (std::find(sizes.begin(), sizes.end(), b) == sizes.end()) sizes.push_back(b);
+  }
+  return sizes;
+}
+
+void check_sweepable(const config::RunConfig& config) {
+  if (!schedule::find_schedule(config.pipeline.schedule).trains) {
+    throw input_error(fmt::format(
+        "kpipe sweep measures training steps, but pipeline.schedule = \"{}\" runs inference only; choose a training "
+        "schedule",
+        config.pipeline.schedule));
+  }
+  if (!config.pipeline.schedule_file.empty()) {
+    throw input_error(fmt::format(
+        "pipeline.schedule_file = \"{}\" fixes m, so kpipe sweep cannot vary b; sweep the deck without it (the "
+        "generated {} schedule)",
+        printable(config.pipeline.schedule_file), config.pipeline.schedule));
+  }
+}
+
+// One warm-up and `steps` measured steps at the deck's b.
+Row measure(const config::RunConfig& config, int steps) {
+  const auto pipeline = build_pipeline(config, runtime::Mode::train);
+  CalibrationRecorder recorder(*pipeline);
+  comm::barrier(comm::world());
+  const double start = comm::wall_time();
+  double measured_seconds = 0.0;
+  for (int step = 0; step <= steps; ++step) {
+    const double step_start = comm::wall_time();
+    const runtime::StepResult result = abort_on_error([&] { return pipeline->run_step(step); });
+    runtime::global_loss(pipeline->grid(), result);  // as kpipe run does in every step
+    const double seconds = comm::wall_time() - step_start;
+    recorder.add_step(step_start - start, seconds, result);
+    if (step > 0) measured_seconds += seconds;
+  }
+  Row row;
+  row.b = config.train.microbatch_size;
+  row.m = pipeline->schedule().m;
+  row.schedule = pipeline->schedule();
+  row.measured_samples_per_second = config.train.global_batch * steps / measured_seconds;
+  row.peak_activation_mib =
+      comm::max(comm::world(), static_cast<double>(peak_stashed_bytes(*pipeline))) / double(1 << 20);
+  row.calibration = recorder.finish();
+  // Rank 0's step times set samples/s, as in kpipe run; every rank reports the same.
+  std::vector<double> rate = {row.measured_samples_per_second};
+  comm::broadcast(comm::world(), 0, rate);
+  row.measured_samples_per_second = rate.front();
+  return row;
+}
+
+std::size_t best(const std::vector<Row>& rows, double Row::*rate) {
+  std::size_t at = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].*rate > rows[at].*rate) at = i;
+  }
+  return at;
+}
+
+}  // namespace
+
+int sweep_command(const Environment& env, const SweepOptions& options) {
+  const LoadedDeck base = load_deck(options.deck);
+  require_writable(options.json_path, "--json");
+  check_sweepable(base.config);
+  const std::vector<int> sizes = sizes_to_measure(base.config, options.sizes);
+  log::info("sweep: {} schedule, p = {}, d = {}, B = {}; b = {}; {} measured steps after 1 warm-up step each",
+            base.config.pipeline.schedule, base.config.pipeline.stages, base.config.pipeline.data_parallel,
+            base.config.train.global_batch, size_list(sizes), options.steps);
+
+  std::vector<Row> rows;
+  for (int b : sizes) {
+    DeckArguments arguments = options.deck;
+    arguments.overrides.push_back(fmt::format("train.microbatch_size={}", b));
+    LoadedDeck loaded = [&] {
+      try {
+        return load_deck(arguments);
+      } catch (const Error& e) {
+        // The schedule's own rules (e.g. interleaved needs m >= p) fail alike on every rank.
+        throw input_error(fmt::format("b = {}: {}", b, e.what()));
+      }
+    }();
+    rows.push_back(measure(loaded.config, options.steps));
+    log::info("b = {:>4} (m = {:>4}): {:>10.0f} samples/s measured, peak activations {:.2f} MiB", b, rows.back().m,
+              rows.back().measured_samples_per_second, rows.back().peak_activation_mib);
+  }
+  if (env.rank() != 0) return 0;
+
+  std::vector<schedule::Calibration> calibrations;
+  for (const Row& row : rows) calibrations.push_back(*row.calibration);
+  const schedule::CostFit fit = schedule::fit_costs(calibrations);
+  const int B = base.config.train.global_batch;
+  for (Row& row : rows) {
+    const schedule::CalibratedStep step =
+        schedule::predict_step(row.schedule, fit.at(row.b), base.config.sim.max_in_flight);
+    row.predicted_step_seconds = step.step_seconds;
+    row.predicted_samples_per_second = B / step.step_seconds;
+    row.predicted_bubble = step.bubble;
+  }
+
+  log::info("{:>6} {:>6} {:>17} {:>16} {:>21} {:>20} {:>15}", "b", "m", "predicted bubble", "measured bubble",
+            "predicted samples/s", "measured samples/s", "peak act. MiB");
+  for (const Row& row : rows) {
+    log::info("{:>6} {:>6} {:>17.3f} {:>16.3f} {:>21.0f} {:>20.0f} {:>15.2f}", row.b, row.m,
+              row.predicted_bubble.idle_over_useful, row.calibration->bubble.idle_over_useful,
+              row.predicted_samples_per_second, row.measured_samples_per_second, row.peak_activation_mib);
+  }
+  const Row& measured_best = rows[best(rows, &Row::measured_samples_per_second)];
+  const Row& predicted_best = rows[best(rows, &Row::predicted_samples_per_second)];
+  const double ratio = predicted_best.measured_samples_per_second / measured_best.measured_samples_per_second;
+  const bool agrees = ratio >= 1.0 - agreement;
+  log::info(
+      "recommendation: b = {} (measured best, {:.0f} samples/s); the fitted model predicts b = {} as best, "
+      "which measured {:.0f} samples/s ({:.1f}% of the best): {}",
+      measured_best.b, measured_best.measured_samples_per_second, predicted_best.b,
+      predicted_best.measured_samples_per_second, 100.0 * ratio,
+      predicted_best.b == measured_best.b ? "the same choice"
+      : agrees                            ? "within 5%, they agree"
+                                          : "more than 5% apart, prefer the measured best");
+  log::info(
+      "bubble = idle/useful; predicted from the costs fitted to all sizes (fixed + per-sample x b; "
+      "kpipe plan DECK --costs takes this file's --json)");
+
+  write_output(options.json_path, "--json", [&](std::ostream& out) {
+    nlohmann::json table = nlohmann::json::array();
+    for (const Row& row : rows) {
+      table.push_back({{"b", row.b},
+                       {"m", row.m},
+                       {"predicted_bubble", row.predicted_bubble.idle_over_useful},
+                       {"measured_bubble", row.calibration->bubble.idle_over_useful},
+                       {"predicted_step_seconds", row.predicted_step_seconds},
+                       {"measured_step_seconds", B / row.measured_samples_per_second},
+                       {"predicted_samples_per_second", row.predicted_samples_per_second},
+                       {"measured_samples_per_second", row.measured_samples_per_second},
+                       {"peak_activation_mib", row.peak_activation_mib},
+                       {"calibration", nlohmann::json::parse(schedule::calibration_json(*row.calibration))}});
+    }
+    const nlohmann::json json = {{"command", "sweep"},
+                                 {"deck", options.deck.path},
+                                 {"schedule", base.config.pipeline.schedule},
+                                 {"p", base.config.pipeline.stages},
+                                 {"v", base.config.pipeline.virtual_stages},
+                                 {"d", base.config.pipeline.data_parallel},
+                                 {"global_batch", B},
+                                 {"steps", options.steps},
+                                 {"rows", table},
+                                 {"cost_fit", nlohmann::json::parse(schedule::cost_fit_json(fit))},
+                                 {"recommendation",
+                                  {{"measured_best_b", measured_best.b},
+                                   {"predicted_best_b", predicted_best.b},
+                                   {"predicted_best_measured_fraction", ratio},
+                                   {"agree_within_5_percent", agrees}}}};
+    out << json.dump(2) << '\n';
+  });
+  return 0;
+}
+
+}  // namespace kpipe::app

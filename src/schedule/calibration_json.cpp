@@ -1,0 +1,203 @@
+// Calibrations and cost fits as JSON, and reading them back for
+// `kpipe plan --costs` with one-line errors naming the field.
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/strings.hpp"
+#include "kpipe/schedule/calibration.hpp"
+
+namespace kpipe::schedule {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* writers = "write it with 'kpipe run DECK --json FILE' or 'kpipe sweep DECK --json FILE'";
+
+json line_json(const LinearCost& line) {
+  return {{"fixed_seconds", line.fixed}, {"per_sample_seconds", line.per_sample}};
+}
+
+json calibration_object(const Calibration& c) {
+  json stages = json::array();
+  for (const StageCosts& s : c.stages) {
+    stages.push_back({{"forward_seconds", s.forward},
+                      {"backward_input_seconds", s.backward_input},
+                      {"backward_weight_seconds", s.backward_weight}});
+  }
+  return {{"p", c.p},
+          {"v", c.v},
+          {"microbatch_size", c.microbatch_size},
+          {"stages", stages},
+          {"send_seconds", c.send_seconds},
+          {"receive_seconds", c.receive_seconds},
+          {"link_latency_seconds", c.link_latency},
+          {"link_bandwidth_bytes_per_second", c.link_bandwidth},
+          {"bytes_per_transfer", c.bytes_per_transfer},
+          {"step_overhead_seconds", c.step_overhead},
+          {"compute_spread", c.compute_spread},
+          {"transfer_spread", c.transfer_spread},
+          {"receive_spread", c.receive_spread},
+          {"step_seconds", c.step_seconds},
+          {"makespan_seconds", c.makespan},
+          {"bubble", {{"idle_over_useful", c.bubble.idle_over_useful}, {"idle_over_total", c.bubble.idle_over_total}}}};
+}
+
+// Field access with the error a user can act on.
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  const json& object(const json& parent, const char* key, const std::string& where) const {
+    const auto found = parent.find(key);
+    if (found == parent.end() || !(found->is_object() || found->is_array())) missing(key, where, "an object");
+    return *found;
+  }
+  double number(const json& parent, const char* key, const std::string& where) const {
+    const auto found = parent.find(key);
+    if (found == parent.end() || !found->is_number() || !std::isfinite(found->get<double>())) {
+      missing(key, where, "a number");
+    }
+    return found->get<double>();
+  }
+  int positive(const json& parent, const char* key, const std::string& where) const {
+    const double x = number(parent, key, where);
+    if (!(x >= 1 && x <= 1 << 30 && x == std::floor(x))) {
+      throw input_error(
+          fmt::format("{}: '{}' in {} is {}, not a positive integer; {}", printable(source_), key, where, x, writers));
+    }
+    return static_cast<int>(x);
+  }
+  // Optional: a list of factors >= 0; absent means no spread.
+  std::vector<double> factors(const json& parent, const char* key, const std::string& where) const {
+    const auto found = parent.find(key);
+    if (found == parent.end()) return {};
+    std::vector<double> out;
+    if (!found->is_array()) missing(key, where, "a list of numbers");
+    for (const json& x : *found) {
+      if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0) {
+        missing(key, where, "a list of numbers >= 0");
+      }
+      out.push_back(x.get<double>());
+    }
+    return out;
+  }
+  LinearCost line(const json& parent, const char* key, const std::string& where) const {
+    const json& o = object(parent, key, where);
+    const std::string inner = fmt::format("{}.{}", where, key);
+    return {number(o, "fixed_seconds", inner), number(o, "per_sample_seconds", inner)};
+  }
+
+  [[noreturn]] void missing(const char* key, const std::string& where, const char* what) const {
+    throw input_error(
+        fmt::format("{}: '{}' in {} is missing or not {}; {}", printable(source_), key, where, what, writers));
+  }
+
+ private:
+  std::string source_;
+};
+
+Calibration read_calibration(const json& o, const Reader& read) {
+  const std::string where = "'calibration'";
+  Calibration c;
+  c.p = read.positive(o, "p", where);
+  c.v = read.positive(o, "v", where);
+  c.microbatch_size = read.positive(o, "microbatch_size", where);
+  const json& stages = read.object(o, "stages", where);
+  if (!stages.is_array() || stages.size() != static_cast<std::size_t>(c.p) * c.v)
+    read.missing("stages", where, "a list of p·v stage costs");
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const std::string at = fmt::format("{}.stages[{}]", where, s);
+    if (!stages[s].is_object()) read.missing("stages", where, "a list of objects");
+    c.stages.push_back({read.number(stages[s], "forward_seconds", at),
+                        read.number(stages[s], "backward_input_seconds", at),
+                        read.number(stages[s], "backward_weight_seconds", at)});
+  }
+  c.send_seconds = read.number(o, "send_seconds", where);
+  c.receive_seconds = read.number(o, "receive_seconds", where);
+  c.link_latency = read.number(o, "link_latency_seconds", where);
+  c.link_bandwidth = read.number(o, "link_bandwidth_bytes_per_second", where);
+  c.bytes_per_transfer = static_cast<std::int64_t>(read.number(o, "bytes_per_transfer", where));
+  c.step_overhead = read.number(o, "step_overhead_seconds", where);
+  c.step_seconds = read.number(o, "step_seconds", where);
+  c.makespan = read.number(o, "makespan_seconds", where);
+  c.compute_spread = read.factors(o, "compute_spread", where);
+  c.transfer_spread = read.factors(o, "transfer_spread", where);
+  c.receive_spread = read.factors(o, "receive_spread", where);
+  return c;
+}
+
+CostFit read_fit(const json& o, const Reader& read) {
+  const std::string where = "'cost_fit'";
+  CostFit fit;
+  fit.p = read.positive(o, "p", where);
+  fit.v = read.positive(o, "v", where);
+  const json& stages = read.object(o, "stages", where);
+  if (!stages.is_array() || stages.size() != static_cast<std::size_t>(fit.p) * fit.v)
+    read.missing("stages", where, "a list of p·v stage costs");
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const std::string at = fmt::format("{}.stages[{}]", where, s);
+    if (!stages[s].is_object()) read.missing("stages", where, "a list of objects");
+    fit.stages.push_back({read.line(stages[s], "forward", at), read.line(stages[s], "backward_input", at),
+                          read.line(stages[s], "backward_weight", at)});
+  }
+  fit.send = read.line(o, "send", where);
+  fit.receive = read.line(o, "receive", where);
+  fit.link = read.line(o, "link", where);
+  fit.step_overhead = read.line(o, "step_overhead", where);
+  fit.bytes_per_sample = read.number(o, "bytes_per_sample", where);
+  fit.compute_spread = read.factors(o, "compute_spread", where);
+  fit.transfer_spread = read.factors(o, "transfer_spread", where);
+  fit.receive_spread = read.factors(o, "receive_spread", where);
+  return fit;
+}
+
+}  // namespace
+
+std::string calibration_json(const Calibration& calibration) { return calibration_object(calibration).dump(); }
+
+std::string cost_fit_json(const CostFit& fit) {
+  json stages = json::array();
+  for (const auto& s : fit.stages) {
+    stages.push_back(
+        {{"forward", line_json(s[0])}, {"backward_input", line_json(s[1])}, {"backward_weight", line_json(s[2])}});
+  }
+  return json{{"p", fit.p},
+              {"v", fit.v},
+              {"sizes", fit.sizes},
+              {"stages", stages},
+              {"send", line_json(fit.send)},
+              {"receive", line_json(fit.receive)},
+              {"link", line_json(fit.link)},
+              {"step_overhead", line_json(fit.step_overhead)},
+              {"bytes_per_sample", fit.bytes_per_sample},
+              {"compute_spread", fit.compute_spread},
+              {"transfer_spread", fit.transfer_spread},
+              {"receive_spread", fit.receive_spread}}
+      .dump();
+}
+
+CostFit read_costs_json(const std::string& text, const std::string& source) {
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw input_error(fmt::format("{}: not a JSON file (byte {}); {}", printable(source), e.byte, writers));
+  }
+  const Reader read(source);
+  if (!document.is_object()) read.missing("calibration", "the file", "an object (the file is not a JSON object)");
+  if (document.contains("cost_fit")) return read_fit(read.object(document, "cost_fit", "the file"), read);
+  if (document.contains("calibration")) {
+    const json& c = document["calibration"];
+    if (!c.is_object()) read.missing("calibration", "the file", "an object");
+    return fit_costs({read_calibration(c, read)});
+  }
+  throw input_error(fmt::format("{}: holds neither 'calibration' nor 'cost_fit'; {}", printable(source), writers));
+}
+
+}  // namespace kpipe::schedule
