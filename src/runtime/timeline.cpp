@@ -32,25 +32,10 @@ schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,
   const int v = schedule.v;
   // Per chunk: seconds of F (with LOSS), B, W and BW, and how many F, B, W, BW ran.
   std::vector<double> seconds(4 * static_cast<std::size_t>(v), 0.0), counts(4 * static_cast<std::size_t>(v), 0.0);
-  const auto slot = [](ActionKind kind) {
-    switch (kind) {
-      case ActionKind::forward:
-      case ActionKind::loss:
-        return 0;
-      case ActionKind::backward_input:
-        return 1;
-      case ActionKind::backward_weight:
-        return 2;
-      case ActionKind::backward:
-        return 3;
-      default:
-        return -1;
-    }
-  };
   for (const auto& timings : steps) {
     for (const auto& t : timings) {
       const auto& action = schedule.ranks[rank][t.index];
-      const int k = slot(action.kind);
+      const int k = schedule::compute_slot(action.kind);
       if (k < 0) continue;
       seconds[4 * action.chunk + k] += t.end - t.start;
       if (action.kind != ActionKind::loss) counts[4 * action.chunk + k] += 1;

@@ -37,23 +37,6 @@ double mean(const std::vector<double>& values) {
   return values.empty() ? 0.0 : std::accumulate(values.begin(), values.end(), 0.0) / values.size();
 }
 
-// F (with LOSS, which runs inside the last stage's forward work), B, W and BW.
-int compute_slot(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::forward:
-    case ActionKind::loss:
-      return 0;
-    case ActionKind::backward_input:
-      return 1;
-    case ActionKind::backward_weight:
-      return 2;
-    case ActionKind::backward:
-      return 3;
-    default:
-      return -1;
-  }
-}
-
 // A message: (receiver, sender, tag, direction).
 using MessageKey = std::tuple<int, int, int, int>;
 

@@ -60,6 +60,23 @@ constexpr bool is_send(ActionKind k) { return k == ActionKind::send_act || k == 
 constexpr bool is_receive(ActionKind k) { return k == ActionKind::recv_act || k == ActionKind::recv_grad; }
 constexpr bool is_communication(ActionKind k) { return is_send(k) || is_receive(k); }
 constexpr bool is_step_level(ActionKind k) { return k == ActionKind::reduce_grads || k == ActionKind::optimizer_step; }
+// Where measured compute time is booked: 0 F (with LOSS, which runs inside the
+// last stage's forward work), 1 B, 2 W, 3 BW; -1 for every other action.
+constexpr int compute_slot(ActionKind k) {
+  switch (k) {
+    case ActionKind::forward:
+    case ActionKind::loss:
+      return 0;
+    case ActionKind::backward_input:
+      return 1;
+    case ActionKind::backward_weight:
+      return 2;
+    case ActionKind::backward:
+      return 3;
+    default:
+      return -1;
+  }
+}
 
 // What a message carries: activations flow to the next model stage, gradients
 // to the previous one.

@@ -4,28 +4,13 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "input_error.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/vocabulary.hpp"
 
 using namespace kpipe;
+using kpipe::test::input_error_of;
 using namespace kpipe::model;
-
-namespace {
-
-// The message of the input error `f` throws ("" when it throws none).
-template <class F>
-std::string input_error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    CHECK(error.exit_code() == 2);
-    return error.what();
-  }
-  FAIL("no error");
-  return "";
-}
-
-}  // namespace
 
 TEST_CASE("utf-8: multi-byte characters decode to code points and back", "[model][vocabulary]") {
   const std::string text = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\n";  // a é € 😀 newline

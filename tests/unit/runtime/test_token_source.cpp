@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "input_error.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/io/dataset.hpp"
 #include "kpipe/io/hdf5.hpp"
@@ -19,6 +20,7 @@
 #include "kpipe/runtime/token_source.hpp"
 
 using namespace kpipe;
+using kpipe::test::input_error_of;
 namespace fs = std::filesystem;
 
 namespace {
@@ -50,19 +52,6 @@ config::DataConfig data_of(config::DataSource source, const std::string& path) {
   data.path = path;
   data.seed = 11;
   return data;
-}
-
-// The message of the input error `f` throws.
-template <class F>
-std::string input_error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    CHECK(error.exit_code() == 2);
-    return error.what();
-  }
-  FAIL("no error");
-  return "";
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
