@@ -58,6 +58,20 @@ void check_bitwise(const std::vector<model::Parameter<float>>& reference,
   }
 }
 
+// `steps` pipelined steps of `config` against the sequential reference on the
+// same data source, bitwise.
+void check_against_reference(const config::RunConfig& config) {
+  runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+  for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+  tensor::ExecContext exec;
+  const auto spec = model::TrainerSpec::from_config(config);
+  model::SequentialTrainer<float> reference(
+      spec, exec, runtime::make_data_source<float>(config.data, spec, io::Split::train, exec));
+  for (int step = 0; step < steps; ++step) reference.step();
+  INFO(fmt::format("stage {} replica {}", pipeline.grid().pipeline_rank(), pipeline.grid().replica()));
+  check_bitwise(reference.parameters(), pipeline.parameters());
+}
+
 }  // namespace
 
 TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]") {
@@ -103,17 +117,8 @@ TEST_CASE("pipelined training on an HDF5 dataset is bitwise the sequential refer
     config::RunConfig config = config_for(p, d, schedule, "none");
     config.data.source = config::DataSource::hdf5;
     config.data.path = path;
-    runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
-    for (int step = 0; step < steps; ++step) pipeline.run_step(step);
-    tensor::ExecContext exec;
-    const auto spec = model::TrainerSpec::from_config(config);
-    model::SequentialTrainer<float> reference(
-        spec, exec, runtime::make_data_source<float>(config.data, spec, io::Split::train, exec));
-    for (int step = 0; step < steps; ++step) reference.step();
-
-    INFO(fmt::format("{} p={} d={} stage {} replica {}", schedule, p, d, pipeline.grid().pipeline_rank(),
-                     pipeline.grid().replica()));
-    check_bitwise(reference.parameters(), pipeline.parameters());
+    INFO(fmt::format("{} p={} d={}", schedule, p, d));
+    check_against_reference(config);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::remove(path.c_str());
@@ -140,17 +145,8 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
             "compute.attention = \"{}\"\nruntime.watchdog_seconds = 60\n",
             16 * d, steps, p, d, schedule, v, recompute, attention);
         const config::RunConfig config = config::run_config(config::parse_deck(text, "transformer.toml"));
-        runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
-        for (int step = 0; step < steps; ++step) pipeline.run_step(step);
-        tensor::ExecContext exec;
-        const auto spec = model::TrainerSpec::from_config(config);
-        model::SequentialTrainer<float> reference(
-            spec, exec, runtime::make_data_source<float>(config.data, spec, io::Split::train, exec));
-        for (int step = 0; step < steps; ++step) reference.step();
-
-        INFO(fmt::format("transformer {} p={} d={} recompute={} stage {} replica {}", schedule, p, d, recompute,
-                         pipeline.grid().pipeline_rank(), pipeline.grid().replica()));
-        check_bitwise(reference.parameters(), pipeline.parameters());
+        INFO(fmt::format("transformer {} p={} d={} recompute={}", schedule, p, d, recompute));
+        check_against_reference(config);
       }
     }
   }
