@@ -34,11 +34,16 @@ import statistics
 import time
 import tomllib
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-import torch.nn as nn
-import torch.nn.functional as F
+# One BLAS and one OpenMP thread per process, as kpipe's ranks run
+# (scripts/mpi-env.sh); OpenBLAS reads these when torch loads it.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 # kpipe's defaults for the keys this peer reads (docs/deck.md); the deck and
 # the overrides replace them.
@@ -262,8 +267,9 @@ def timed(c, args, run_step, barrier):
         start = time.perf_counter()
         losses.append(run_step(step))
         seconds.append(time.perf_counter() - start)
-    median = statistics.median(seconds)
+    median, mean = statistics.median(seconds), statistics.mean(seconds)
     return {"median_step_ms": 1e3 * median, "samples_per_second": c["train.global_batch"] / median,
+            "mean_step_ms": 1e3 * mean, "samples_per_second_mean": c["train.global_batch"] / mean,
             "step_ms": [1e3 * s for s in seconds], "first_loss": losses[0], "last_loss": losses[-1]}
 
 
@@ -281,6 +287,21 @@ def describe(c, args, stages, partition):
             "steps_timed": args.steps}
 
 
+def gemm_share(run_step, first, steps, step_ms):
+    """Milliseconds per step inside aten's matrix products (self time of mm
+    and addmm: the BLAS calls) from torch's profiler, over the unprofiled
+    step time `step_ms`. Profiled after the timed steps, so that the
+    profiler's overhead (it slows the steps themselves) touches neither."""
+    with torch.autograd.profiler.profile() as prof:
+        for step in range(first, first + steps):
+            run_step(step)
+    ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    per_step_ms = {e.key: e.self_cpu_time_total / 1e3 / steps for e in ops}
+    gemm_ms = per_step_ms.get("aten::mm", 0.0) + per_step_ms.get("aten::addmm", 0.0)
+    return {"profiled_steps": steps, "gemm_ms_per_step": gemm_ms, "gemm": gemm_ms / step_ms,
+            "top_ops_ms_per_step": {e.key: per_step_ms[e.key] for e in ops[:10]}}
+
+
 def sequential_main(c, args):
     set_threads()
     layers = len(layer_widths(c))
@@ -288,7 +309,13 @@ def sequential_main(c, args):
     optimizer = make_optimizer(c, model.parameters())
     teacher = Teacher(c)
     result = describe(c, args, 1, [layers])
-    result.update(timed(c, args, lambda step: sequential_step(c, model, optimizer, teacher, step), lambda: None))
+
+    def run_step(step):
+        return sequential_step(c, model, optimizer, teacher, step)
+
+    result.update(timed(c, args, run_step, lambda: None))
+    if args.profile:
+        result["share"] = gemm_share(run_step, args.warmup + args.steps, args.profile, result["mean_step_ms"])
     print(json.dumps(result))
 
 
@@ -327,6 +354,8 @@ def main():
     parser.add_argument("--mode", choices=["sequential", "1f1b"], default="1f1b")
     parser.add_argument("--steps", type=int, default=None, help="timed steps (default: the deck's train.steps)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="sequential: after the timed steps, profile this many for the GEMM share")
     args = parser.parse_args()
     c = read_deck(args.deck, args.overrides)
     check_supported(c)
@@ -339,8 +368,6 @@ def main():
     if c["pipeline.schedule"] != "1f1b":
         raise SystemExit(f"torch_mlp_pipeline.py: --mode 1f1b runs pipeline.schedule = \"1f1b\", "
                          f"not {c['pipeline.schedule']!r}")
-    # Each stage process would otherwise start a full OpenMP pool before set_num_threads.
-    os.environ["OMP_NUM_THREADS"] = "1"
     mp.spawn(stage_main, args=(c, args, stages, free_port()), nprocs=stages, join=True)
 
 
