@@ -287,21 +287,6 @@ def describe(c, args, stages, partition):
             "steps_timed": args.steps}
 
 
-def gemm_share(run_step, first, steps, step_ms):
-    """Milliseconds per step inside aten's matrix products (self time of mm
-    and addmm: the BLAS calls) from torch's profiler, over the unprofiled
-    step time `step_ms`. Profiled after the timed steps, so that the
-    profiler's overhead (it slows the steps themselves) touches neither."""
-    with torch.autograd.profiler.profile() as prof:
-        for step in range(first, first + steps):
-            run_step(step)
-    ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
-    per_step_ms = {e.key: e.self_cpu_time_total / 1e3 / steps for e in ops}
-    gemm_ms = per_step_ms.get("aten::mm", 0.0) + per_step_ms.get("aten::addmm", 0.0)
-    return {"profiled_steps": steps, "gemm_ms_per_step": gemm_ms, "gemm": gemm_ms / step_ms,
-            "top_ops_ms_per_step": {e.key: per_step_ms[e.key] for e in ops[:10]}}
-
-
 def sequential_main(c, args):
     set_threads()
     layers = len(layer_widths(c))
@@ -314,8 +299,6 @@ def sequential_main(c, args):
         return sequential_step(c, model, optimizer, teacher, step)
 
     result.update(timed(c, args, run_step, lambda: None))
-    if args.profile:
-        result["share"] = gemm_share(run_step, args.warmup + args.steps, args.profile, result["mean_step_ms"])
     print(json.dumps(result))
 
 
@@ -354,8 +337,6 @@ def main():
     parser.add_argument("--mode", choices=["sequential", "1f1b"], default="1f1b")
     parser.add_argument("--steps", type=int, default=None, help="timed steps (default: the deck's train.steps)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
-    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
-                        help="sequential: after the timed steps, profile this many for the GEMM share")
     args = parser.parse_args()
     c = read_deck(args.deck, args.overrides)
     check_supported(c)
