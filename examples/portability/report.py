@@ -97,10 +97,11 @@ def main():
         for p, r in zip(platforms, results):
             rows.append([deck_name, p["label"], f"{p['gemm_gflops']:.1f}", f"{p['bandwidth_gbs']:.1f}",
                          f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}",
-                         f"{r['architectural']:.3f}", f"{r['application']:.3f}"])
+                         f"{r['architectural']:.3f}", f"{r['application']:.3f}",
+                         f"{p.get('load_average_after', [float('nan')])[0]:.1f}"])
     print("| deck | platform | GEMM peak GFLOP/s | bandwidth GB/s | roofline GFLOP/s | samples/s | achieved GFLOP/s "
-          "| architectural eff. | application eff. |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| architectural eff. | application eff. | load (1 min) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()

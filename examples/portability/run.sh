@@ -47,6 +47,7 @@ else
   steps=100 roof_args=(--benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
 fi
 decks=(inputs/quickstart.toml benchmarks/decks/compute_bound.toml)
+caller_bind=${OMP_PROC_BIND:-} caller_places=${OMP_PLACES:-}
 say() { echo "portability: $*" >&2; }
 
 for build in "${builds[@]}"; do
@@ -74,7 +75,9 @@ for build in "${builds[@]}"; do
     # both cores. OpenBLAS (the vendor GEMM) gets the rank's threads as well.
     bind=(--bind-to core)
     [[ $threads -gt 1 ]] && bind=(--bind-to none)
-    export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_PROC_BIND=spread OMP_PLACES=threads
+    # OMP_PROC_BIND, OMP_PLACES and OMP_WAIT_POLICY from the caller win (README.md, "Platforms").
+    export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+    export OMP_PROC_BIND=${caller_bind:-spread} OMP_PLACES=${caller_places:-threads}
     # The roofline of this layout: every rank runs the GEMM and bandwidth
     # kernels at the same time (report.py adds the ranks up).
     # shellcheck disable=SC2016 # $OMPI_COMM_WORLD_RANK is each rank's own, expanded there
@@ -90,10 +93,12 @@ for build in "${builds[@]}"; do
         say "$name: $deck_name failed (counts as unsupported; $out/$name-$deck_name.log)"
     done
     /usr/bin/python3 - "$out/$name.json" "$build" "$banner" "$kokkos" "$ranks" "$threads" <<'EOF'
-import json, sys
+import json, os, sys
 path, build, banner, kokkos, ranks, threads = sys.argv[1:]
-json.dump({"build": build, "banner": banner, "kokkos": kokkos, "ranks": int(ranks), "threads": int(threads)},
-          open(path, "w"), indent=2)
+env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
+                                      "OMP_WAIT_POLICY")}
+json.dump({"build": build, "banner": banner, "kokkos": kokkos, "ranks": int(ranks), "threads": int(threads),
+           "environment": env, "load_average_after": os.getloadavg()}, open(path, "w"), indent=2)
 EOF
   done
 done
