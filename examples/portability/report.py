@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""The portability study's report (README.md here): from run.sh's results
+directory, per platform (a build in one ranks x threads layout) and deck,
+
+  * architectural efficiency: achieved FLOP/s over the layout's roofline,
+    min(GEMM peak, arithmetic intensity x memory bandwidth), both measured by
+    kernels_benchmark on every rank at once;
+  * application efficiency: samples/s over the best samples/s of that deck on
+    any platform;
+  * Pennycook's metric over the platforms: their harmonic mean, 0 when a
+    platform could not run the deck.
+
+Prints a markdown table, writes DIR/portability.json and DIR/portability.png
+and .svg.
+
+  /usr/bin/python3 examples/portability/report.py DIR DECK [DECK ...]
+"""
+import glob
+import json
+import os
+import sys
+import tomllib
+
+# kpipe's defaults for the model keys (docs/deck.md), under the deck's values.
+DEFAULTS = {"input_dim": 64, "hidden": [256, 256, 256, 256], "output_dim": 10}
+
+
+def load(path):
+    with open(path) as file:
+        return json.load(file)
+
+
+def deck_model(path):
+    """FLOPs per trained sample and the GEMMs' arithmetic intensity of an MLP
+    deck: a Linear of in x out costs 2 in out FLOPs per sample forward, twice
+    that backward (input and weight gradients), and each of its three GEMMs
+    on a microbatch of b rows moves the b x in, in x out and b x out floats."""
+    with open(path, "rb") as file:
+        deck = tomllib.load(file)
+    model = dict(DEFAULTS, **deck.get("model", {}))
+    b = deck.get("train", {}).get("microbatch_size", 16)
+    widths = [model["input_dim"], *model["hidden"], model["output_dim"]]
+    layers = list(zip(widths[:-1], widths[1:]))
+    flops = sum(2 * i * o for i, o in layers)
+    gemm_bytes = sum(4 * (b * i + i * o + b * o) for i, o in layers)
+    return {"flops_per_sample": 3 * flops, "microbatch_size": b, "arithmetic_intensity": b * flops / gemm_bytes}
+
+
+def roofline(prefix):
+    """Summed over the ranks that ran at once: vendor GEMM at 1024^3 (GFLOP/s)
+    and the better of deep_copy and add (GB/s); medians when repeated."""
+    gemm = bandwidth = 0.0
+    for path in sorted(glob.glob(prefix + "-*.json")):
+        runs = [b for b in load(path)["benchmarks"]
+                if b.get("run_type") != "aggregate" or b.get("aggregate_name") == "median"]
+        gemm += max(b["GFLOP/s"] for b in runs if b["run_name"].startswith("BM_gemm_vendor/1024/"))
+        bandwidth += max(b["bytes_per_second"] for b in runs if b["run_name"].startswith(("BM_deep_copy", "BM_add"))) / 1e9
+    return gemm, bandwidth
+
+
+def pennycook(efficiencies):
+    """|H| / sum(1 / e_i), and 0 if any platform does not run the application."""
+    if not efficiencies or any(e <= 0 for e in efficiencies):
+        return 0.0
+    return len(efficiencies) / sum(1.0 / e for e in efficiencies)
+
+
+def main():
+    d, decks = sys.argv[1], sys.argv[2:]
+    platforms = []
+    for path in sorted(glob.glob(os.path.join(d, "*.json"))):
+        meta = load(path)
+        if not isinstance(meta, dict) or "banner" not in meta:
+            continue
+        name = os.path.basename(path)[:-5]
+        gemm, bandwidth = roofline(os.path.join(d, name + "-roofline"))
+        platforms.append(dict(meta, name=name, label=f"{meta['kokkos']}, {meta['ranks']} rank x {meta['threads']} thr",
+                              gemm_gflops=gemm, bandwidth_gbs=bandwidth))
+    rows, summary = [], {}
+    for deck in decks:
+        deck_name = os.path.basename(deck)[:-5]
+        model = deck_model(deck)
+        results = []
+        for p in platforms:
+            path = os.path.join(d, f"{p['name']}-{deck_name}.json")
+            rate = load(path)["samples_per_second"] if os.path.exists(path) else 0.0
+            achieved = rate * model["flops_per_sample"] / 1e9
+            roof = min(p["gemm_gflops"], model["arithmetic_intensity"] * p["bandwidth_gbs"])
+            results.append({"platform": p["name"], "samples_per_second": rate, "achieved_gflops": achieved,
+                            "roofline_gflops": roof, "architectural": achieved / roof if roof else 0.0})
+        best = max(r["samples_per_second"] for r in results)
+        for r in results:
+            r["application"] = r["samples_per_second"] / best if best else 0.0
+        summary[deck_name] = {"model": model, "results": results,
+                              "pp_architectural": pennycook([r["architectural"] for r in results]),
+                              "pp_application": pennycook([r["application"] for r in results])}
+        for p, r in zip(platforms, results):
+            rows.append([deck_name, p["label"], f"{p['gemm_gflops']:.1f}", f"{p['bandwidth_gbs']:.1f}",
+                         f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}",
+                         f"{r['architectural']:.3f}", f"{r['application']:.3f}",
+                         f"{p.get('load_average_after', [float('nan')])[0]:.1f}"])
+    print("| deck | platform | GEMM peak GFLOP/s | bandwidth GB/s | roofline GFLOP/s | samples/s | achieved GFLOP/s "
+          "| architectural eff. | application eff. | load (1 min) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+    for deck_name, s in summary.items():
+        m = s["model"]
+        print(f"{deck_name}: {m['flops_per_sample'] / 1e6:.2f} MFLOP per trained sample, GEMM arithmetic intensity "
+              f"{m['arithmetic_intensity']:.1f} FLOP/B at b = {m['microbatch_size']}; Pennycook PP over "
+              f"{len(platforms)} platforms: architectural {s['pp_architectural']:.3f}, "
+              f"application {s['pp_application']:.3f}")
+    with open(os.path.join(d, "portability.json"), "w") as file:
+        json.dump({"platforms": platforms, "decks": summary}, file, indent=2)
+    plot(d, platforms, summary)
+
+
+def plot(d, platforms, summary):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(summary), figsize=(5.5 * len(summary), 4.2), squeeze=False)
+    width = 0.38
+    for ax, (deck_name, s) in zip(axes[0], summary.items()):
+        x = range(len(platforms))
+        ax.bar([i - width / 2 for i in x], [r["architectural"] for r in s["results"]], width, label="architectural")
+        ax.bar([i + width / 2 for i in x], [r["application"] for r in s["results"]], width, label="application")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([p["label"].replace(", ", "\n") for p in platforms], fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("efficiency")
+        ax.set_title(f"{deck_name}\nPP arch {s['pp_architectural']:.2f}, PP app {s['pp_application']:.2f}", fontsize=10)
+        ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(d, f"portability.{ext}"), dpi=120)
+
+
+if __name__ == "__main__":
+    main()
