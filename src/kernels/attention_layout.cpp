@@ -42,6 +42,32 @@ AttentionShape layout_shape(const char* what, const XView& X, const StackView& s
   return shape;
 }
 
+// Copies between the position-major X and the heads-major stack, either way
+// (to_stack: X is read, else the stack is): the one index map of
+// split_heads and merge_heads.
+template <bool to_stack, class XView, class StackView>
+void move_heads(const tensor::ExecutionSpace& space, const char* name, const XView& X, const StackView& stacked,
+                int offset, int heads, int tokens) {
+  const AttentionShape shape = layout_shape(name, X, stacked, offset, heads, tokens);
+  const int hd = shape.head_dim;
+  Kokkos::parallel_for(
+      name, Policy(space, static_cast<int>(detail::stack_rows(shape)), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Member& team) {
+        const int r = team.league_rank();
+        const int t = r % tokens;
+        const int h = r / tokens % heads;
+        const int s = r / tokens / heads;
+        const int column = offset + h * hd;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, hd), [&](int d) {
+          if constexpr (to_stack) {
+            stacked(r, d) = X(s * tokens + t, column + d);
+          } else {
+            X(s * tokens + t, column + d) = stacked(r, d);
+          }
+        });
+      });
+}
+
 }  // namespace
 
 AttentionPath parse_attention_path(std::string_view name) {
@@ -54,37 +80,13 @@ AttentionPath parse_attention_path(std::string_view name) {
 template <class Scalar>
 void split_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
                  int offset, int heads, int tokens, const tensor::Matrix<Scalar>& stacked) {
-  const AttentionShape shape = layout_shape("split_heads", X, stacked, offset, heads, tokens);
-  const int hd = shape.head_dim;
-  Kokkos::parallel_for(
-      "kpipe::kernels::split_heads", Policy(space, static_cast<int>(detail::stack_rows(shape)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
-        const int r = team.league_rank();
-        const int t = r % tokens;
-        const int h = r / tokens % heads;
-        const int s = r / tokens / heads;
-        const int column = offset + h * hd;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, hd),
-                             [&](int d) { stacked(r, d) = X(s * tokens + t, column + d); });
-      });
+  move_heads<true>(space, "kpipe::kernels::split_heads", X, stacked, offset, heads, tokens);
 }
 
 template <class Scalar>
 void merge_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& stacked,
                  int offset, int heads, int tokens, const tensor::Matrix<Scalar>& X) {
-  const AttentionShape shape = layout_shape("merge_heads", X, stacked, offset, heads, tokens);
-  const int hd = shape.head_dim;
-  Kokkos::parallel_for(
-      "kpipe::kernels::merge_heads", Policy(space, static_cast<int>(detail::stack_rows(shape)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
-        const int r = team.league_rank();
-        const int t = r % tokens;
-        const int h = r / tokens % heads;
-        const int s = r / tokens / heads;
-        const int column = offset + h * hd;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, hd),
-                             [&](int d) { X(s * tokens + t, column + d) = stacked(r, d); });
-      });
+  move_heads<false>(space, "kpipe::kernels::merge_heads", X, stacked, offset, heads, tokens);
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                                     \

@@ -12,10 +12,8 @@ namespace {
 // The sequences' own stream domain (as runtime's shuffle), apart from detail::Stream's.
 constexpr std::uint64_t token_domain = 0x746f6b656eULL;  // "token"
 
-template <class T>
-using HostRows = Kokkos::View<T**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-using HostLabels =
-    Kokkos::View<int*, typename tensor::Labels::array_layout, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+using tensor::HostLabels;
+using tensor::HostRows;
 
 }  // namespace
 

@@ -17,10 +17,8 @@ namespace {
 // The shuffle's own stream domain, apart from the model's weight and teacher streams.
 constexpr std::uint64_t shuffle_domain = 0x7368756666ULL;  // "shuff"
 
-template <class Scalar>
-using HostRows = Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-using HostLabels =
-    Kokkos::View<int*, typename tensor::Labels::array_layout, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+using tensor::HostLabels;
+using tensor::HostRows;
 
 // The file against the model: one line naming both numbers and the fix.
 void check_against_model(const io::DatasetFile& file, const model::TrainerSpec& spec) {

@@ -41,6 +41,12 @@ using ConstMatrix = Kokkos::View<const Scalar**, Kokkos::LayoutRight, MemorySpac
 using Labels = Kokkos::View<int*, MemorySpace>;
 using ConstLabels = Kokkos::View<const int*, MemorySpace>;
 
+// Host staging that wraps a std::vector, for deep_copy to and from the device:
+// rows x cols row-major values, and labels.
+template <class Scalar>
+using HostRows = Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+using HostLabels = Kokkos::View<int*, typename Labels::array_layout, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
 namespace detail {
 // Keeps a template argument out of deduction, so that `gemm(..., C)` deduces
 // Scalar from C alone and a Matrix converts to a ConstMatrix argument.
