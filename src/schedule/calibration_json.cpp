@@ -87,6 +87,18 @@ class Reader {
     }
     return out;
   }
+  // "stages": one object per model stage, p·v of them; each read by `stage(object, where)`.
+  template <class ReadStage>
+  void stages(const json& parent, int count, const std::string& where, ReadStage&& stage) const {
+    const json& list = object(parent, "stages", where);
+    if (!list.is_array() || list.size() != static_cast<std::size_t>(count)) {
+      missing("stages", where, "a list of p·v stage costs");
+    }
+    for (std::size_t s = 0; s < list.size(); ++s) {
+      if (!list[s].is_object()) missing("stages", where, "a list of objects");
+      stage(list[s], fmt::format("{}.stages[{}]", where, s));
+    }
+  }
   LinearCost line(const json& parent, const char* key, const std::string& where) const {
     const json& o = object(parent, key, where);
     const std::string inner = fmt::format("{}.{}", where, key);
@@ -108,16 +120,10 @@ Calibration read_calibration(const json& o, const Reader& read) {
   c.p = read.positive(o, "p", where);
   c.v = read.positive(o, "v", where);
   c.microbatch_size = read.positive(o, "microbatch_size", where);
-  const json& stages = read.object(o, "stages", where);
-  if (!stages.is_array() || stages.size() != static_cast<std::size_t>(c.p) * c.v)
-    read.missing("stages", where, "a list of p·v stage costs");
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const std::string at = fmt::format("{}.stages[{}]", where, s);
-    if (!stages[s].is_object()) read.missing("stages", where, "a list of objects");
-    c.stages.push_back({read.number(stages[s], "forward_seconds", at),
-                        read.number(stages[s], "backward_input_seconds", at),
-                        read.number(stages[s], "backward_weight_seconds", at)});
-  }
+  read.stages(o, c.p * c.v, where, [&](const json& stage, const std::string& at) {
+    c.stages.push_back({read.number(stage, "forward_seconds", at), read.number(stage, "backward_input_seconds", at),
+                        read.number(stage, "backward_weight_seconds", at)});
+  });
   c.send_seconds = read.number(o, "send_seconds", where);
   c.receive_seconds = read.number(o, "receive_seconds", where);
   c.link_latency = read.number(o, "link_latency_seconds", where);
@@ -137,15 +143,10 @@ CostFit read_fit(const json& o, const Reader& read) {
   CostFit fit;
   fit.p = read.positive(o, "p", where);
   fit.v = read.positive(o, "v", where);
-  const json& stages = read.object(o, "stages", where);
-  if (!stages.is_array() || stages.size() != static_cast<std::size_t>(fit.p) * fit.v)
-    read.missing("stages", where, "a list of p·v stage costs");
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const std::string at = fmt::format("{}.stages[{}]", where, s);
-    if (!stages[s].is_object()) read.missing("stages", where, "a list of objects");
-    fit.stages.push_back({read.line(stages[s], "forward", at), read.line(stages[s], "backward_input", at),
-                          read.line(stages[s], "backward_weight", at)});
-  }
+  read.stages(o, fit.p * fit.v, where, [&](const json& stage, const std::string& at) {
+    fit.stages.push_back({read.line(stage, "forward", at), read.line(stage, "backward_input", at),
+                          read.line(stage, "backward_weight", at)});
+  });
   fit.send = read.line(o, "send", where);
   fit.receive = read.line(o, "receive", where);
   fit.link = read.line(o, "link", where);
