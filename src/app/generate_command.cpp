@@ -10,14 +10,13 @@
 #include <type_traits>
 
 #include "commands.hpp"
-#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/generation.hpp"
 #include "kpipe/runtime/token_source.hpp"
+#include "training.hpp"
 
 namespace kpipe::app {
 
@@ -73,18 +72,13 @@ int generate_command(const Environment&, const GenerateOptions& options) {
   const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
   const auto vocabulary = runtime::load_vocabulary(config.data, spec);
   const std::vector<std::int32_t> prompt = vocabulary.encode(options.prompt, "the prompt");
-  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
-  const auto owned = comm::collectively(comm::world(), watchdog, "set-up", [&] {
-    return std::make_unique<Pipeline>(config, comm::world(), runtime::Mode::infer);
-  });
+  const auto owned = build_pipeline(config, runtime::Mode::infer);
   const Pipeline& pipeline = *owned;
   if (config.checkpoint.restart.empty()) {
     log::info("weights: initialised from model.seed = {} (set checkpoint.restart to sample from a checkpoint)",
               config.model.seed);
-  } else {
-    const auto step = runtime::load_checkpoint(*owned, config.checkpoint.restart);
-    log::info("weights: {} after {} steps", config.checkpoint.restart, step);
   }
+  restore(*owned, config.checkpoint);
   log::info("generate: {} tokens at temperature {} (seed {}) after a prompt of {} tokens", options.sampling.tokens,
             options.sampling.temperature, options.sampling.seed, prompt.size());
   const bool root = log::is_root();

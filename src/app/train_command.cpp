@@ -42,18 +42,6 @@ void print_setup(const Pipeline& pipeline, const char* what) {
             pipeline.transport().staged() ? "staged through host memory" : "direct");
 }
 
-// Loads checkpoint.restart (every rank agrees on a bad file: exit code 2) and
-// returns the next step to run; 0 without a restart.
-int restore(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
-  if (checkpoint.restart.empty()) return 0;
-  const double start = comm::wall_time();
-  const auto step = runtime::load_checkpoint(pipeline, checkpoint.restart);
-  const double seconds = comm::wall_time() - start;
-  log::info("weights: {} after {} steps (read and verified in {:.3f} s)", checkpoint.restart, step, seconds);
-  if (report) report->restarted_from(checkpoint.restart, step, seconds);
-  return static_cast<int>(step);
-}
-
 // Synthetic data: train.steps batches. A dataset: its whole test split in
 // order, in batches of train.global_batch (a last partial batch is left out).
 int inference_batches(const Pipeline& pipeline, const config::RunConfig& config) {
@@ -106,6 +94,16 @@ std::unique_ptr<Pipeline> build_pipeline(const config::RunConfig& config, runtim
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
   return comm::collectively(comm::world(), watchdog, "set-up",
                             [&] { return std::make_unique<Pipeline>(config, comm::world(), mode); });
+}
+
+int restore(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
+  if (checkpoint.restart.empty()) return 0;
+  const double start = comm::wall_time();
+  const auto step = runtime::load_checkpoint(pipeline, checkpoint.restart);
+  const double seconds = comm::wall_time() - start;
+  log::info("weights: {} after {} steps (read and verified in {:.3f} s)", checkpoint.restart, step, seconds);
+  if (report) report->restarted_from(checkpoint.restart, step, seconds);
+  return static_cast<int>(step);
 }
 
 std::size_t peak_stashed_bytes(const Pipeline& pipeline) {

@@ -28,8 +28,8 @@ double loss_and_gradient(const tensor::ExecContext& exec, LossKind loss,
   const auto& space = exec.space();
   if (loss == LossKind::mse) return kernels::mean_squared_error(space, Y, targets.values, scale, dY);
   const std::int64_t predictions = targets.labels.extent(0);
-  const tensor::ConstMatrix<Scalar> by_row(Y.data(), predictions, Y.size() / predictions);
-  return kernels::softmax_cross_entropy(space, by_row, targets.labels, scale, by_prediction(dY, predictions));
+  return kernels::softmax_cross_entropy(space, by_prediction(Y, predictions), targets.labels, scale,
+                                        by_prediction(dY, predictions));
 }
 
 void require_finite_loss(double loss, std::int64_t step, int microbatch, int replica, int data_parallel) {

@@ -55,6 +55,22 @@ kernels::Activation kernel_activation(config::ActivationKind kind) {
   throw runtime_error("unknown activation kind");
 }
 
+std::int64_t linear_flops(std::int64_t in, std::int64_t out) { return 2 * in * out; }
+
+std::vector<LayerSpec> transformer_layers(const ModelSpec& spec) {
+  const std::int64_t T = spec.context;
+  const std::int64_t d = spec.dim;
+  const std::int64_t hidden = d * spec.mlp_ratio;
+  const std::int64_t block =
+      T * (linear_flops(d, 3 * d) + linear_flops(d, d) + 2 * linear_flops(d, hidden)) + 2 * T * T * d;
+  const int width = static_cast<int>(T * d);
+  std::vector<LayerSpec> out;
+  out.push_back({LayerKind::embedding, spec.context, width, T * d});
+  for (int b = 0; b < spec.blocks; ++b) out.push_back({LayerKind::decoder_block, width, width, block});
+  out.push_back({LayerKind::lm_head, width, spec.context * spec.vocab, T * linear_flops(d, spec.vocab)});
+  return out;
+}
+
 }  // namespace
 
 ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
@@ -80,26 +96,6 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   }
   return spec;
 }
-
-namespace {
-
-std::int64_t linear_flops(std::int64_t in, std::int64_t out) { return 2 * in * out; }
-
-std::vector<LayerSpec> transformer_layers(const ModelSpec& spec) {
-  const std::int64_t T = spec.context;
-  const std::int64_t d = spec.dim;
-  const std::int64_t hidden = d * spec.mlp_ratio;
-  const std::int64_t block =
-      T * (linear_flops(d, 3 * d) + linear_flops(d, d) + 2 * linear_flops(d, hidden)) + 2 * T * T * d;
-  const int width = static_cast<int>(T * d);
-  std::vector<LayerSpec> out;
-  out.push_back({LayerKind::embedding, spec.context, width, T * d});
-  for (int b = 0; b < spec.blocks; ++b) out.push_back({LayerKind::decoder_block, width, width, block});
-  out.push_back({LayerKind::lm_head, width, spec.context * spec.vocab, T * linear_flops(d, spec.vocab)});
-  return out;
-}
-
-}  // namespace
 
 std::vector<LayerSpec> ModelSpec::layers() const {
   if (kind == ModelKind::transformer) {

@@ -1,7 +1,5 @@
 #include "kpipe/runtime/generation.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -10,34 +8,6 @@
 #include "kpipe/kernels/random.hpp"
 
 namespace kpipe::runtime {
-
-namespace {
-
-// Which rank and chunk hold each model stage.
-struct Owner {
-  int rank = -1;
-  int chunk = -1;
-};
-
-std::vector<Owner> stage_owners(const schedule::Schedule& schedule) {
-  std::vector<Owner> owners(static_cast<std::size_t>(schedule.p * schedule.v));
-  for (int rank = 0; rank < schedule.p; ++rank) {
-    for (int chunk = 0; chunk < schedule.v; ++chunk) {
-      owners.at(static_cast<std::size_t>(schedule.placement.stage(rank, chunk))) = {rank, chunk};
-    }
-  }
-  return owners;
-}
-
-template <class Scalar>
-tensor::Matrix<Scalar> device_row(const std::vector<Scalar>& host) {
-  auto row = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::generation_row", 1, static_cast<int>(host.size()));
-  Kokkos::deep_copy(row,
-                    Kokkos::View<const Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace>(host.data(), 1, host.size()));
-  return row;
-}
-
-}  // namespace
 
 int sample_token(const std::vector<double>& logits, double temperature, double u) {
   const auto best = std::max_element(logits.begin(), logits.end());
@@ -62,7 +32,10 @@ std::vector<int> generate_tokens(const Pipeline<Scalar>& pipeline, std::vector<i
   }
   if (prompt.empty()) throw input_error("the prompt is empty; give at least one character, e.g. prompt=\"In\"");
   const int T = model.context;
-  const auto owners = stage_owners(pipeline.schedule());
+  const schedule::Placement& placement = pipeline.schedule().placement;
+  // Every rank knows each stage's output width from the model, so only the rows travel.
+  const auto layers = model.layers();
+  const auto& stages = pipeline.spec().stages;
   const comm::Communicator group = pipeline.grid().pipeline();
   const int me = pipeline.grid().pipeline_rank();
   const std::uint64_t stream = kernels::stream_key(options.seed, 0x67656e);  // "gen"
@@ -72,19 +45,18 @@ std::vector<int> generate_tokens(const Pipeline<Scalar>& pipeline, std::vector<i
     const int length = std::min<int>(T, static_cast<int>(prompt.size()));
     std::vector<Scalar> row(static_cast<std::size_t>(T), Scalar(0));
     std::copy(prompt.end() - length, prompt.end(), row.begin());
-    for (std::size_t stage = 0; stage < owners.size(); ++stage) {
-      const Owner owner = owners[stage];
+    for (int stage = 0; stage < placement.stage_count(); ++stage) {
+      const schedule::StagePlace owner = placement.place(stage);
+      const int width = layers.at(static_cast<std::size_t>(stages.at(stage).end() - 1)).output_dim;
       if (owner.rank == me) {
         const model::Stage<Scalar>& chunk = *pipeline.chunks().at(static_cast<std::size_t>(owner.chunk));
-        const auto X = device_row(row);
-        const auto Y = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::generation_output", 1, chunk.output_dim());
+        const auto X = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::generation_input", 1, chunk.input_dim());
+        tensor::from_host<Scalar>(row, X);
+        const auto Y = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::generation_output", 1, width);
         chunk.forward_no_grad(X, Y);
         row = tensor::to_host<Scalar>(Y);
       }
-      // Everybody learns the width, then the row: the next stage's rank needs it.
-      std::vector<int> width{static_cast<int>(row.size())};
-      comm::broadcast(group, owner.rank, width);
-      row.resize(static_cast<std::size_t>(width[0]));
+      row.resize(static_cast<std::size_t>(width));
       comm::broadcast(group, owner.rank, row);
     }
     const auto first = row.begin() + static_cast<std::ptrdiff_t>(length - 1) * model.vocab;

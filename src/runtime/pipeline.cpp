@@ -116,8 +116,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       validator_(mode == Mode::train && config.train.eval_every > 0
                      ? std::make_unique<Validator<Scalar>>(config, spec_, schedule_, grid_, pointers(chunks_),
                                                            transport_, exec_)
-                     : nullptr),
-      eval_batches_(config.train.eval_batches) {
+                     : nullptr) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
 }
 

@@ -20,6 +20,14 @@ MicrobatchIO<Scalar> validation_io(DataFeed<Scalar>& feed, LossHead<Scalar>& hea
   return io;
 }
 
+// train.eval_batches of the split's `available` whole batches: all of them
+// when it is 0 or more than there are. Synthetic data has no end
+// (available = 0): as many as asked for, at least one.
+int evaluated_batches(std::int64_t available, int asked) {
+  if (available == 0) return std::max(1, asked);
+  return asked <= 0 || asked > available ? static_cast<int>(available) : asked;
+}
+
 }  // namespace
 
 template <class Scalar>
@@ -32,9 +40,7 @@ Validator<Scalar>::Validator(const config::RunConfig& config, const model::Train
       head_(spec, grid.replica(), feed_, exec),
       executor_(schedule_, grid, std::move(chunks), spec.microbatch_size, transport, validation_io(feed_, head_), {},
                 exec),
-      // Synthetic data has no end: its validation batches are as many as asked for.
-      batches_(feed_.samples() == 0 ? std::max(1, config.train.eval_batches)
-                                    : static_cast<int>(feed_.samples() / spec.global_batch)) {
+      batches_(evaluated_batches(feed_.samples() / spec.global_batch, config.train.eval_batches)) {
   if (batches_ < 1) {
     throw input_error(
         fmt::format("train.eval_every needs a validation split of at least train.global_batch = {} "
@@ -44,10 +50,9 @@ Validator<Scalar>::Validator(const config::RunConfig& config, const model::Train
 }
 
 template <class Scalar>
-Evaluation Validator<Scalar>::evaluate(int batches) {
-  const int count = batches <= 0 || batches > batches_ ? batches_ : batches;
+Evaluation Validator<Scalar>::evaluate() {
   Evaluation total;
-  for (int batch = 0; batch < count; ++batch) {
+  for (int batch = 0; batch < batches_; ++batch) {
     head_.start_step();
     executor_.run_step(batch);
     total += head_.evaluation();

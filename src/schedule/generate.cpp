@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
 #include "lowering.hpp"
@@ -68,13 +66,12 @@ Schedule forward_schedule(const Schedule& training, int m) {
   Schedule schedule{"forward", training.p, training.v, m, {}, training.placement};
   std::vector<Action> compute;
   for (int rank = 0; rank < schedule.p; ++rank) {
-    std::vector<int> chunks(static_cast<std::size_t>(schedule.v));
-    for (int c = 0; c < schedule.v; ++c) chunks[static_cast<std::size_t>(c)] = c;
-    std::sort(chunks.begin(), chunks.end(),
-              [&](int a, int b) { return schedule.placement.stage(rank, a) < schedule.placement.stage(rank, b); });
     compute.clear();
     for (int j = 0; j < m; ++j) {
-      for (const int c : chunks) compute.push_back(compute_action(ActionKind::forward, j, c));
+      for (int stage = 0; stage < schedule.placement.stage_count(); ++stage) {
+        const StagePlace place = schedule.placement.place(stage);
+        if (place.rank == rank) compute.push_back(compute_action(ActionKind::forward, j, place.chunk));
+      }
     }
     schedule.ranks.push_back(detail::lower_rank(schedule, rank, compute, false, nullptr));
   }

@@ -38,10 +38,10 @@ inline double loss_scale(const ModelSpec& model, int global_batch) {
 
 // Y (rows x positions·classes) as one row per prediction, the view the loss
 // and the accuracy take when the targets hold more labels than Y has rows.
-template <class Scalar>
-tensor::Matrix<Scalar> by_prediction(const tensor::Matrix<Scalar>& Y, std::int64_t predictions) {
+template <class MatrixView>
+MatrixView by_prediction(const MatrixView& Y, std::int64_t predictions) {
   if (predictions == static_cast<std::int64_t>(Y.extent(0)) || predictions == 0) return Y;
-  return tensor::Matrix<Scalar>(Y.data(), predictions, Y.size() / predictions);
+  return MatrixView(Y.data(), predictions, Y.size() / predictions);
 }
 
 // Returns scale * sum of the per-prediction losses of Y and writes dY, on the

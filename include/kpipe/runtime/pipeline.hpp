@@ -52,9 +52,8 @@ class Pipeline {
   const comm::Transport<Scalar>& transport() const { return transport_; }
   // Training with train.eval_every: this rank's evaluation of the first
   // train.eval_batches validation batches with the current weights (see
-  // global_evaluation); null validator() otherwise.
-  Evaluation validate() { return validator_->evaluate(eval_batches_); }
-  const Validator<Scalar>* validator() const { return validator_.get(); }
+  // global_evaluation). Only with train.eval_every > 0.
+  Evaluation validate() { return validator_->evaluate(); }
   // Inference: this rank's evaluation of the last step (see global_evaluation).
   const Evaluation& evaluation() const { return loss_head_.evaluation(); }
   // The model chunks of this rank: chunk c is the model stage
@@ -96,8 +95,7 @@ class Pipeline {
   std::unique_ptr<ActivationDump> dump_;                 // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;
   std::unique_ptr<Validator<Scalar>> validator_;  // training with train.eval_every only
-  int eval_batches_ = 0;
-  int step_ = 0;  // the step in flight, for messages
+  int step_ = 0;                                  // the step in flight, for messages
 };
 
 // Training: the global mean loss of a step, the same on every rank.

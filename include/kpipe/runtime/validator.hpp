@@ -25,19 +25,17 @@ class Validator {
             const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks,
             comm::Transport<Scalar>& transport, tensor::ExecContext& exec);
 
-  // Evaluates the first `batches` batches of the validation split (all of it
-  // when batches is 0 or more than it holds); this rank's share, to be summed
-  // with global_evaluation. Weights do not change.
-  Evaluation evaluate(int batches);
-  // Batches of global_batch sequences in the validation split.
-  int batches() const { return batches_; }
+  // Evaluates the first train.eval_batches batches of the validation split
+  // (all of it when that is 0 or more than it holds); this rank's share, to
+  // be summed with global_evaluation. Weights do not change.
+  Evaluation evaluate();
 
  private:
   schedule::Schedule schedule_;
   DataFeed<Scalar> feed_;
   LossHead<Scalar> head_;
   Executor<Scalar> executor_;
-  int batches_;
+  int batches_;  // evaluated per call
 };
 
 }  // namespace kpipe::runtime
