@@ -160,6 +160,19 @@ SimConfig sim_config(const Deck& deck) {
   return sim;
 }
 
+InferenceConfig inference_config(const Deck& deck) {
+  InferenceConfig inference;
+  inference.batching =
+      choice<Batching>(deck, "inference.batching", {{"request", Batching::request}, {"uniform", Batching::uniform}});
+  inference.token_budget = static_cast<int>(deck.integer("inference.token_budget"));
+  inference.max_sequences = static_cast<int>(deck.integer("inference.max_sequences"));
+  inference.kv_cache_mib = deck.real("inference.kv_cache_mib");
+  inference.block_tokens = static_cast<int>(deck.integer("inference.block_tokens"));
+  inference.temperature = deck.real("inference.temperature");
+  inference.seed = static_cast<std::uint64_t>(deck.integer("inference.seed"));
+  return inference;
+}
+
 // The shape the schedule registry judges, in deck keys.
 schedule::ShapeCheck shape_check(const Deck& deck, const RunConfig& config) {
   const PipelineConfig& shape = config.pipeline;
@@ -221,9 +234,21 @@ void check_transformer(const Deck& deck, const RunConfig& config) {
   }
 }
 
+// A uniform microbatch holds one decode of every running request.
+void check_inference(const Deck& deck, const RunConfig& config) {
+  const InferenceConfig& inference = config.inference;
+  if (inference.batching == Batching::uniform && inference.max_sequences > inference.token_budget) {
+    throw input_error(fmt::format(
+        "{} exceeds {}: a uniform microbatch must hold one decode of every running request; raise "
+        "inference.token_budget to at least {} or lower inference.max_sequences",
+        deck.describe("inference.max_sequences"), deck.describe("inference.token_budget"), inference.max_sequences));
+  }
+}
+
 // Every rule that involves more than one key.
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_transformer(deck, config);
+  check_inference(deck, config);
   check_shape(deck, config);
   const PipelineConfig& shape = config.pipeline;
   if (shape.model_stages() > config.layers) {
@@ -270,6 +295,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.compute.attention = choice<AttentionKind>(deck, "compute.attention",
                                                    {{"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused}});
   config.sim = sim_config(deck);
+  config.inference = inference_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");
   config.debug.dump_steps = ints(deck.integers("debug.dump_steps"));

@@ -128,6 +128,24 @@ std::vector<KeySpec> build_schema() {
            "Simulated bytes per time unit; 0 means transfers cost only latency"),
       integer("sim.max_in_flight", 0, 0, int_max,
               "Limit on stashed microbatches per rank in the simulator; 0 is unlimited"),
+      // inference (kpipe serve)
+      choice("inference.batching", "uniform", {"request", "uniform"},
+             "How kpipe serve forms microbatches: request, whole prefills first and then the decodes (unequal "
+             "microbatches, the baseline), or uniform, decodes first and prefills chunked to fill "
+             "inference.token_budget (Sarathi-Serve: equal microbatches, smaller bubbles)"),
+      integer("inference.token_budget", 64, 1, 1 << 20,
+              "uniform batching: tokens per microbatch (decodes plus prefill chunks); at least "
+              "inference.max_sequences"),
+      integer("inference.max_sequences", 16, 1, 1 << 20,
+              "Requests being served at once; later arrivals wait in arrival order"),
+      real("inference.kv_cache_mib", 64.0, 0.0, std::nullopt, true,
+           "KV cache of each stage's layers in MiB; a request is admitted only when blocks for its whole prompt "
+           "and output are free"),
+      integer("inference.block_tokens", 16, 1, 1 << 16,
+              "Tokens per KV cache block: the unit the cache allocates to a request"),
+      real("inference.temperature", 0.0, 0.0, 100.0, false,
+           "Sampling temperature of kpipe serve; 0: greedy (the most likely token)"),
+      integer("inference.seed", 0, 0, int_max, "Seed of the sampled tokens (temperature > 0)"),
       // runtime
       real("runtime.watchdog_seconds", 120.0, 0.0, std::nullopt, true,
            "Abort the job when any wait takes longer than this, naming the rank and the message"),

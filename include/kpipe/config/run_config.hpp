@@ -24,6 +24,7 @@ enum class AttentionKind { gemm, fused };
 enum class LrSchedule { constant, cosine };
 enum class Recompute { none, full };
 enum class ActivationStore { memory, hdf5 };
+enum class Batching { request, uniform };
 
 // model.*
 struct ModelConfig {
@@ -110,6 +111,17 @@ struct SimConfig {
   int max_in_flight = 0;        // 0: unlimited
 };
 
+// inference.*: how kpipe serve batches requests and sizes its KV cache.
+struct InferenceConfig {
+  Batching batching = Batching::uniform;
+  int token_budget = 64;     // uniform: tokens per microbatch
+  int max_sequences = 16;    // requests served at once
+  double kv_cache_mib = 64;  // per stage
+  int block_tokens = 16;     // tokens per KV cache block
+  double temperature = 0.0;  // 0: greedy
+  std::uint64_t seed = 0;
+};
+
 // runtime.*
 struct RuntimeConfig {
   double watchdog_seconds = 120.0;
@@ -139,6 +151,7 @@ struct RunConfig {
   PipelineConfig pipeline;
   ComputeConfig compute;
   SimConfig sim;
+  InferenceConfig inference;
   RuntimeConfig runtime;
   CheckpointConfig checkpoint;
   DebugConfig debug;

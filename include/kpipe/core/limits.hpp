@@ -66,6 +66,10 @@ inline constexpr std::int64_t schedule_missing_forwards = 4096;
 // them and the file runs to gigabytes; --trace (Perfetto) takes any plan.
 inline constexpr std::size_t svg_compute_actions = 100000;
 
+// A request trace (kpipe serve) holds one JSON line per request, a prompt of
+// at most model.context tokens each: 256 MiB is far beyond a replayed day.
+inline constexpr std::size_t request_trace_bytes = std::size_t{256} << 20;
+
 // COLUMNS from the environment is clamped: no terminal is wider, and a huge
 // value would make `plan` print an ASCII timeline of hundreds of megabytes.
 inline constexpr int terminal_columns = 1000;

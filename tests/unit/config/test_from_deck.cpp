@@ -88,3 +88,27 @@ TEST_CASE("every deck value arrives typed in the run configuration", "[config]")
   CHECK(c.runtime.watchdog_seconds == 9.0);
   CHECK(c.layers == 4);
 }
+
+TEST_CASE("inference keys arrive typed, and uniform batching needs a budget for every running decode", "[config]") {
+  const auto defaults = shape_of("train.steps = 1\n");
+  CHECK(defaults.inference.batching == config::Batching::uniform);
+  CHECK(defaults.inference.token_budget == 64);
+  CHECK(defaults.inference.max_sequences == 16);
+  CHECK(defaults.inference.kv_cache_mib == 64.0);
+  CHECK(defaults.inference.block_tokens == 16);
+  CHECK(defaults.inference.temperature == 0.0);
+  const auto c = shape_of(
+      "inference.batching = \"request\"\ninference.token_budget = 8\ninference.max_sequences = 32\n"
+      "inference.kv_cache_mib = 0.5\ninference.block_tokens = 4\ninference.temperature = 0.7\ninference.seed = 9\n");
+  CHECK(c.inference.batching == config::Batching::request);
+  CHECK(c.inference.token_budget == 8);
+  CHECK(c.inference.max_sequences == 32);  // request batching has no token budget
+  CHECK(c.inference.kv_cache_mib == 0.5);
+  CHECK(c.inference.block_tokens == 4);
+  CHECK(c.inference.temperature == 0.7);
+  CHECK(c.inference.seed == 9);
+  CHECK(error_of("inference.token_budget = 8\ninference.max_sequences = 9\n") ==
+        "inference.max_sequences = 9 (deck.toml:2) exceeds inference.token_budget = 8 (deck.toml:1): a uniform "
+        "microbatch must hold one decode of every running request; raise inference.token_budget to at least 9 or "
+        "lower inference.max_sequences");
+}
