@@ -67,6 +67,34 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
 }
 
 template <class Scalar>
+void embedding_forward_at(const tensor::ExecutionSpace& space,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
+                          const Kokkos::View<const int*, tensor::MemorySpace>& positions,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
+                          const tensor::Matrix<Scalar>& Y) {
+  const std::size_t n = ids.extent(0);
+  const int dim = static_cast<int>(token.extent(1));
+  if (ids.extent(1) != 1 || positions.extent(0) != n || Y.extent(0) != n || Y.extent(1) != token.extent(1) ||
+      position.extent(1) != token.extent(1)) {
+    throw input_error(fmt::format(
+        "embedding of single tokens: ids {} (n x 1), {} positions, token table {}, position table {}, output {} "
+        "(n x dim) do not fit",
+        tensor::shape_string(ids), positions.extent(0), tensor::shape_string(token), tensor::shape_string(position),
+        tensor::shape_string(Y)));
+  }
+  Kokkos::parallel_for(
+      "kpipe::kernels::embedding_forward_at", Policy(space, static_cast<int>(n), Kokkos::AUTO),
+      KOKKOS_LAMBDA(const Member& team) {
+        const int i = team.league_rank();
+        const int id = static_cast<int>(ids(i, 0));
+        const int t = positions(i);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim),
+                             [&](int j) { Y(i, j) = token(id, j) + position(t, j); });
+      });
+}
+
+template <class Scalar>
 void embedding_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dtoken,
                         const tensor::Matrix<Scalar>& dposition) {
@@ -121,12 +149,16 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
       });
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                 \
-  template void embedding_forward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,      \
-                                          const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
-                                          const tensor::Matrix<Scalar>&);                                         \
-  template void embedding_backward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,     \
-                                           const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,     \
+#define KPIPE_INSTANTIATE(Scalar)                                                                                    \
+  template void embedding_forward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,         \
+                                          const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,    \
+                                          const tensor::Matrix<Scalar>&);                                            \
+  template void embedding_forward_at<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,      \
+                                             const Kokkos::View<const int*, tensor::MemorySpace>&,                   \
+                                             const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
+                                             const tensor::Matrix<Scalar>&);                                         \
+  template void embedding_backward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,        \
+                                           const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,        \
                                            const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)

@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/attention_cached.hpp"
+#include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/transformer_layers.hpp"
 
 namespace kpipe::model {
@@ -9,9 +11,9 @@ using kernels::AttentionPath;
 using tensor::TensorSpec;
 
 template <class Scalar>
-CausalSelfAttention<Scalar>::CausalSelfAttention(int heads, int context, int dim, KernelChoice kernels,
+CausalSelfAttention<Scalar>::CausalSelfAttention(int heads, int context, int dim, int layer, KernelChoice kernels,
                                                  LayerEnvironment env)
-    : env_(env), heads_(heads), context_(context), dim_(dim), kernels_(kernels) {}
+    : env_(env), heads_(heads), context_(context), dim_(dim), layer_(layer), kernels_(kernels) {}
 
 template <class Scalar>
 kernels::AttentionShape CausalSelfAttention<Scalar>::shape(int rows) const {
@@ -108,6 +110,15 @@ void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads
   kernels::merge_heads(space, dK, dim_, heads_, context_, dX);
   kernels::merge_heads(space, dV, 2 * dim_, heads_, context_, dX);
   ctx.clear();
+}
+
+template <class Scalar>
+void CausalSelfAttention<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList outputs,
+                                        CachedBatch<Scalar>& batch) const {
+  const auto region = env_.exec.region("kpipe::model::attention::infer");
+  const KvCache<Scalar>& cache = batch.cache();
+  kernels::attention_cached(env_.exec.space(), heads_, batch.paged(), inputs.at(0).matrix<Scalar>(), cache.keys(layer_),
+                            cache.values(layer_), outputs.at(0).matrix<Scalar>());
 }
 
 template class CausalSelfAttention<float>;

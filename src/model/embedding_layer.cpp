@@ -1,5 +1,6 @@
 #include "kpipe/kernels/embedding.hpp"
 #include "kpipe/kernels/random.hpp"
+#include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/transformer_layers.hpp"
 
 namespace kpipe::model {
@@ -54,6 +55,14 @@ void TokenEmbedding<Scalar>::backward_weight(Context& ctx) {
   kernels::embedding_backward(env_.exec.space(), ctx.saved("ids").matrix<Scalar>(), ctx.saved("dy").matrix<Scalar>(),
                               token_.grad, position_.grad);
   ctx.clear();
+}
+
+template <class Scalar>
+void TokenEmbedding<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList outputs,
+                                   CachedBatch<Scalar>& batch) const {
+  const auto region = env_.exec.region("kpipe::model::embedding::infer");
+  kernels::embedding_forward_at(env_.exec.space(), inputs.at(0).matrix<Scalar>(), batch.paged().position, token_.value,
+                                position_.value, outputs.at(0).matrix<Scalar>());
 }
 
 template class TokenEmbedding<float>;

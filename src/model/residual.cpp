@@ -7,14 +7,30 @@ Residual<Scalar>::Residual(std::unique_ptr<Layer<Scalar>> branch, LayerEnvironme
     : env_(env), branch_(std::move(branch)) {}
 
 template <class Scalar>
-void Residual<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
-  const auto region = env_.exec.region("kpipe::model::residual::forward");
+template <class RunBranch>
+void Residual<Scalar>::add_branch(tensor::TensorList inputs, tensor::TensorList outputs, const char* region,
+                                  const RunBranch& run_branch) const {
+  const auto scope = env_.exec.region(region);
   const auto X = inputs.at(0).matrix<Scalar>();
+  const auto Y = outputs.at(0).matrix<Scalar>();
   // Nothing saves the branch output, so the buffer is free again on return.
-  const auto branch = env_.exec.pool().take<Scalar>("kpipe::model::residual_branch", X.extent_int(0), output_dim());
+  const auto branch = env_.exec.pool().take<Scalar>("kpipe::model::residual_branch", Y.extent_int(0), Y.extent_int(1));
+  run_branch(tensor::Tensor(branch));
+  kernels::add(env_.exec.space(), X, branch, Y);
+}
+
+template <class Scalar>
+void Residual<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   if (ctx) ctx->children.assign(1, {});
-  branch_->forward(inputs, {branch}, ctx ? &ctx->children[0] : nullptr);
-  kernels::add(env_.exec.space(), X, branch, outputs.at(0).matrix<Scalar>());
+  add_branch(inputs, outputs, "kpipe::model::residual::forward", [&](const tensor::Tensor& branch) {
+    branch_->forward(inputs, {branch}, ctx ? &ctx->children[0] : nullptr);
+  });
+}
+
+template <class Scalar>
+void Residual<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const {
+  add_branch(inputs, outputs, "kpipe::model::residual::infer",
+             [&](const tensor::Tensor& branch) { branch_->infer(inputs, {branch}, batch); });
 }
 
 template <class Scalar>

@@ -7,9 +7,10 @@ Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layer
     : env_(env), layers_(std::move(layers)) {}
 
 template <class Scalar>
-void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+template <class Width, class Step>
+void Sequential<Scalar>::chain(tensor::TensorList inputs, tensor::TensorList outputs, const Width& width,
+                               const Step& step) const {
   const int rows = static_cast<int>(inputs.at(0).spec().extent(0));
-  if (ctx) ctx->children.assign(layers_.size(), {});
   tensor::Tensor input = inputs.at(0);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     // A pooled intermediate per call: a buffer some microbatch's context
@@ -17,10 +18,19 @@ void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList o
     const tensor::Tensor output =
         i + 1 == layers_.size()
             ? outputs.at(0)
-            : tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::activation", rows, layers_[i]->output_dim()));
-    layers_[i]->forward({input}, {output}, ctx ? &ctx->children[i] : nullptr);
+            : tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::activation", rows, width(*layers_[i])));
+    step(i, input, output);
     input = output;
   }
+}
+
+template <class Scalar>
+void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  if (ctx) ctx->children.assign(layers_.size(), {});
+  const auto width = [](const Layer<Scalar>& layer) { return layer.output_dim(); };
+  chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
+    layers_[i]->forward({input}, {output}, ctx ? &ctx->children[i] : nullptr);
+  });
 }
 
 template <class Scalar>
@@ -41,6 +51,15 @@ template <class Scalar>
 void Sequential<Scalar>::backward_weight(Context& ctx) {
   for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->backward_weight(ctx.children.at(i));
   ctx.clear();
+}
+
+template <class Scalar>
+void Sequential<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList outputs,
+                               CachedBatch<Scalar>& batch) const {
+  const auto width = [](const Layer<Scalar>& layer) { return layer.token_output_dim(); };
+  chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
+    layers_[i]->infer({input}, {output}, batch);
+  });
 }
 
 template <class Scalar>

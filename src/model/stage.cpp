@@ -28,6 +28,15 @@ std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange lay
   return std::make_unique<Sequential<Scalar>>(std::move(body), env);
 }
 
+std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers) {
+  const auto specs = model.layers();
+  std::vector<int> blocks;
+  for (int index = layers.first; index < layers.end(); ++index) {
+    if (specs.at(static_cast<std::size_t>(index)).kind == LayerKind::decoder_block) blocks.push_back(index);
+  }
+  return blocks;
+}
+
 std::string stage_name(LayerRange layers) {
   return fmt::format("stage of layers [{}, {})", layers.first, layers.end());
 }
@@ -41,7 +50,10 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       exec_(exec),
       serial_(std::make_unique<SerialCollectives>(exec)),
       env_{exec, *serial_},
-      body_(build_body<Scalar>(model, layers, options.kernels, env_)) {}
+      body_(build_body<Scalar>(model, layers, options.kernels, env_)),
+      positions_(model.positions()),
+      dim_(model.kind == ModelKind::transformer ? model.dim : 0),
+      attention_layers_(decoder_blocks(model, layers)) {}
 
 template <class Scalar>
 Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions options, Collectives& collectives,
@@ -50,7 +62,10 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       options_(options),
       exec_(exec),
       env_{exec, collectives},
-      body_(build_body<Scalar>(model, layers, options.kernels, env_)) {}
+      body_(build_body<Scalar>(model, layers, options.kernels, env_)),
+      positions_(model.positions()),
+      dim_(model.kind == ModelKind::transformer ? model.dim : 0),
+      attention_layers_(decoder_blocks(model, layers)) {}
 
 namespace {
 // A pooled copy of `source` for the stash, queued on the context's instance.
@@ -224,6 +239,41 @@ void Stage<Scalar>::forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const 
   tensor::require_shape("stage input", X, X.extent(0), input_dim());
   tensor::require_shape("stage output", Y, X.extent(0), output_dim());
   body_->forward({X}, {Y}, nullptr);
+}
+
+template <class Scalar>
+void Stage<Scalar>::enable_kv_cache(int blocks, int block_tokens) {
+  if (dim_ == 0) {
+    throw input_error(
+        fmt::format("{}: a KV cache serves transformers; this model has no attention", stage_name(layers_)));
+  }
+  if (blocks < 1 || block_tokens < 1) {
+    throw input_error(fmt::format("{}: a KV cache of {} blocks of {} tokens is empty; both must be at least 1",
+                                  stage_name(layers_), blocks, block_tokens));
+  }
+  cache_ = std::make_unique<KvCache<Scalar>>(attention_layers_, blocks, block_tokens, dim_);
+}
+
+template <class Scalar>
+void Stage<Scalar>::infer(const KvBlockTable& table, const TokenBatch& tokens, const tensor::ConstMatrix<Scalar>& X,
+                          const tensor::Matrix<Scalar>& Y) {
+  const auto region = exec_.region("kpipe::F");
+  if (!cache_) {
+    throw runtime_error(fmt::format("{}: infer without a KV cache; call enable_kv_cache(blocks, block_tokens) first",
+                                    stage_name(layers_)));
+  }
+  const auto n = static_cast<std::size_t>(tokens.size());
+  tensor::require_shape("stage token input", X, n, static_cast<std::size_t>(token_input_width()));
+  tensor::require_shape("stage token output", Y, n, static_cast<std::size_t>(token_output_width()));
+  for (std::size_t i = 0; i < tokens.position.size(); ++i) {
+    // The position table has T rows, and every stage must agree on the batch.
+    if (tokens.position[i] >= positions_) {
+      throw input_error(fmt::format("{}: token {} of the batch is at position {}, past the context T = {}",
+                                    stage_name(layers_), i, tokens.position[i], positions_));
+    }
+  }
+  CachedBatch<Scalar> batch(*cache_, table, tokens, exec_);
+  body_->infer({X}, {Y}, batch);
 }
 
 template <class Scalar>

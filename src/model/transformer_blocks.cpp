@@ -55,7 +55,8 @@ std::unique_ptr<Layer<Scalar>> make_decoder_block(const ModelSpec& model, int in
   std::vector<std::unique_ptr<Layer<Scalar>>> attention;
   attention.push_back(std::make_unique<LayerNorm<Scalar>>(d, linear.name("attn_norm"), env));
   attention.push_back(linear(d, 3 * d, "attn.qkv"));
-  attention.push_back(std::make_unique<CausalSelfAttention<Scalar>>(model.heads, model.context, d, kernels, env));
+  attention.push_back(
+      std::make_unique<CausalSelfAttention<Scalar>>(model.heads, model.context, d, index, kernels, env));
   attention.push_back(linear(d, d, "attn.proj", true));
   std::vector<std::unique_ptr<Layer<Scalar>>> mlp;
   mlp.push_back(std::make_unique<LayerNorm<Scalar>>(d, linear.name("mlp_norm"), env));

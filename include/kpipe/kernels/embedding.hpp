@@ -17,6 +17,16 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
                        const tensor::Matrix<Scalar>& Y);
 
+// One token per row, for incremental inference: Y[i, j] = token[ids(i, 0),
+// j] + position[positions(i), j] with ids n x 1 and Y n x dim.
+template <class Scalar>
+void embedding_forward_at(const tensor::ExecutionSpace& space,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
+                          const Kokkos::View<const int*, tensor::MemorySpace>& positions,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
+                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
+                          const tensor::Matrix<Scalar>& Y);
+
 // dtoken[v, j] += Σ dY[s, t·dim + j] over the positions (s, t) holding token v,
 // in ascending (s, t) order; dposition[t, j] += Σ_s dY[s, t·dim + j], s
 // ascending. No atomics: each output element is owned by one thread, so the

@@ -85,6 +85,9 @@ class Context {
 };
 
 template <class Scalar>
+class CachedBatch;  // kv_cache.hpp
+
+template <class Scalar>
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -118,6 +121,17 @@ class Layer {
 
   // W: grad = grad + dW of this microbatch for every parameter; empties ctx.
   virtual void backward_weight(Context& ctx) = 0;
+
+  // Incremental inference (serving): outputs from inputs for the n tokens of
+  // `batch`, one row each (n x the per-token width), reading and extending
+  // the stage's KV cache; saves nothing. Position-wise layers compute a row
+  // from that row alone, so forward serves them.
+  virtual void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& /*batch*/) const {
+    forward(inputs, outputs, nullptr);
+  }
+  // The width of one token's output row in infer: output_dim() for
+  // position-wise layers, a position's share for layers over whole sequences.
+  virtual int token_output_dim() const { return output_dim(); }
 
   virtual std::vector<Parameter<Scalar>> parameters() const { return {}; }
 };

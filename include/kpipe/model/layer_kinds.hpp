@@ -124,9 +124,16 @@ class Sequential final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
+  void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
+  int token_output_dim() const override { return layers_.back()->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override;
 
  private:
+  // Runs step(i, input, output) for each layer i in order, the intermediates
+  // from the pool, width(layer) columns wide.
+  template <class Width, class Step>
+  void chain(tensor::TensorList inputs, tensor::TensorList outputs, const Width& width, const Step& step) const;
+
   LayerEnvironment env_;
   std::vector<std::unique_ptr<Layer<Scalar>>> layers_;
 };
@@ -144,9 +151,16 @@ class Residual final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
+  void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
+  int token_output_dim() const override { return branch_->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override { return branch_->parameters(); }
 
  private:
+  // outputs = inputs + what run_branch(branch output) writes.
+  template <class RunBranch>
+  void add_branch(tensor::TensorList inputs, tensor::TensorList outputs, const char* region,
+                  const RunBranch& run_branch) const;
+
   LayerEnvironment env_;
   std::unique_ptr<Layer<Scalar>> branch_;
 };

@@ -12,6 +12,10 @@
 // allocates nothing. Every kernel runs on the context's instance; each action
 // is a profiling region named as in the schedule IR: "kpipe::F", "kpipe::B",
 // "kpipe::W", "kpipe::BW".
+//
+// Serving: a transformer stage with a KV cache (enable_kv_cache) runs
+// infer() on token batches, one row per token of any sequence and position
+// (DESIGN.md §5b); only those rows cross stage boundaries.
 
 #include <cstddef>
 #include <map>
@@ -20,6 +24,7 @@
 
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/model/collectives.hpp"
+#include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/layer.hpp"
 #include "kpipe/model/layer_kinds.hpp"
 #include "kpipe/model/partition.hpp"
@@ -66,6 +71,24 @@ class Stage {
   // Inference: Y from X, nothing stashed.
   void forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) const;
 
+  // Widths of one token's row in infer: a transformer's boundary holds T
+  // positions per sample (input_dim()/T: 1 token id for the first stage, dim
+  // after it; output_dim()/T: dim, or vocab logits for the last).
+  int token_input_width() const { return input_dim() / positions_; }
+  int token_output_width() const { return body_->token_output_dim(); }
+  // The stage's decoder blocks, each with one attention layer in the cache.
+  int attention_layers() const { return static_cast<int>(attention_layers_.size()); }
+  // Allocates the stage's KV cache: `blocks` blocks of `block_tokens` tokens
+  // for each attention layer, replacing any earlier one. A transformer only.
+  void enable_kv_cache(int blocks, int block_tokens);
+  // Bytes of the KV cache, 0 before enable_kv_cache.
+  std::size_t kv_cache_bytes() const { return cache_ ? cache_->bytes() : 0; }
+  // Incremental inference: Y (n x token_output_width()) from X (n x
+  // token_input_width()) for the n tokens of `tokens`, whose slots `table`
+  // has reserved; writes their K and V to the cache and stashes nothing.
+  void infer(const KvBlockTable& table, const TokenBatch& tokens, const tensor::ConstMatrix<Scalar>& X,
+             const tensor::Matrix<Scalar>& Y);
+
   void zero_grad();
   // Parameters in global layer order, named "layer<global index>.<...>".
   std::vector<Parameter<Scalar>> parameters() const { return body_->parameters(); }
@@ -110,6 +133,10 @@ class Stage {
   std::unique_ptr<SerialCollectives> serial_;  // only when no collectives were given (stable across moves)
   LayerEnvironment env_;
   std::unique_ptr<Layer<Scalar>> body_;
+  int positions_;                      // T for a transformer, 1 otherwise
+  int dim_;                            // the transformer's width, 0 otherwise
+  std::vector<int> attention_layers_;  // global indices of the decoder blocks
+  std::unique_ptr<KvCache<Scalar>> cache_;
   std::map<int, Stashed> stash_;
   int peak_microbatches_ = 0;
   std::size_t peak_bytes_ = 0;

@@ -20,7 +20,8 @@ namespace kpipe::model {
 // integers in Scalar, so the first stage's input travels like any other) to
 // rows x (T·dim). Both tables start normal(0, 0.02), as in GPT-2, and decay.
 // It is the first layer, so it computes no input gradient. Saves "ids" in F,
-// "ids" and "dy" from B to W.
+// "ids" and "dy" from B to W. In infer, n x 1 ids of single tokens give
+// n x dim rows, each with the position its token has in the batch.
 template <class Scalar>
 class TokenEmbedding final : public Layer<Scalar> {
  public:
@@ -34,6 +35,8 @@ class TokenEmbedding final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
+  void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
+  int token_output_dim() const override { return dim(); }
   std::vector<Parameter<Scalar>> parameters() const override { return {token_, position_}; }
 
  private:
@@ -50,11 +53,14 @@ class TokenEmbedding final : public Layer<Scalar> {
 // parameters. compute.attention picks the kernels (kernels/attention.hpp):
 // the GEMM path saves Q, K, V and the probabilities P, the fused path Q, K,
 // V, O and the log-sum-exp L and recomputes P in backward. Everything is
-// freed by B: attention has no weight gradient.
+// freed by B: attention has no weight gradient. In infer, n x 3·dim rows of
+// single tokens: their K and V go to the KV cache pools of global layer
+// `layer` (its decoder block), and each token attends to its sequence's
+// cached positions (kernels/attention_cached.hpp).
 template <class Scalar>
 class CausalSelfAttention final : public Layer<Scalar> {
  public:
-  CausalSelfAttention(int heads, int context, int dim, KernelChoice kernels, LayerEnvironment env);
+  CausalSelfAttention(int heads, int context, int dim, int layer, KernelChoice kernels, LayerEnvironment env);
 
   const char* kind() const override { return "attention"; }
   int input_dim() const override { return 3 * dim_; }
@@ -63,6 +69,7 @@ class CausalSelfAttention final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override { ctx.clear(); }
+  void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
 
  private:
   // The shape of one call on `rows` positions (a multiple of T).
@@ -72,12 +79,15 @@ class CausalSelfAttention final : public Layer<Scalar> {
   int heads_;
   int context_;
   int dim_;
+  int layer_;
   KernelChoice kernels_;
 };
 
 // Runs a position-wise layer on sequences: the rows x (T·in) input is seen as
 // (rows·T) x in positions and the output likewise, without copies. Saves
-// nothing itself; the inner layer keeps its state in the same context.
+// nothing itself; the inner layer keeps its state in the same context. In
+// infer the rows already are positions, so they go to the inner layer as
+// they are.
 template <class Scalar>
 class PerPosition final : public Layer<Scalar> {
  public:
@@ -90,6 +100,10 @@ class PerPosition final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override { inner_->backward_weight(ctx); }
+  void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override {
+    inner_->infer(inputs, outputs, batch);
+  }
+  int token_output_dim() const override { return inner_->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override { return inner_->parameters(); }
 
  private:

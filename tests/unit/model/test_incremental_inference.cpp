@@ -1,0 +1,203 @@
+// Incremental inference through a stage's KV cache: prompts of two sequences
+// fed through Stage::infer in chunks, interleaved in shared microbatches, one
+// stage or two, give the logits forward_no_grad computes on the whole window;
+// chunked and one-shot prefill agree; and the misuses are clear errors.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/kernels/random.hpp"
+#include "kpipe/model/stage.hpp"
+#include "test_models.hpp"
+
+using namespace kpipe;
+using namespace kpipe::model;
+
+namespace {
+
+constexpr int block_tokens = 4;
+const std::vector<int> sequence_ids = {3, 8};  // any ids, not rows
+
+// 4 layers: embedding, two blocks, head.
+ModelSpec serving_transformer() {
+  ModelSpec spec;
+  spec.kind = ModelKind::transformer;
+  spec.vocab = 11;
+  spec.context = 12;
+  spec.dim = 8;
+  spec.heads = 2;
+  spec.blocks = 2;
+  spec.mlp_ratio = 2;
+  spec.input_dim = spec.context;
+  spec.output_dim = spec.context * spec.vocab;
+  spec.init = config::InitKind::gpt2;
+  spec.seed = 23;
+  return spec;
+}
+
+// A prompt of T token ids per sequence, row s for sequence_ids[s].
+std::vector<std::vector<int>> prompts(const ModelSpec& spec) {
+  std::vector<std::vector<int>> out;
+  for (std::size_t s = 0; s < sequence_ids.size(); ++s) {
+    std::vector<int> ids;
+    for (int t = 0; t < spec.context; ++t) {
+      ids.push_back(static_cast<int>(kernels::random_bits(60 + s, static_cast<std::uint64_t>(t)) %
+                                     static_cast<std::uint64_t>(spec.vocab)));
+    }
+    out.push_back(ids);
+  }
+  return out;
+}
+
+template <class Scalar>
+tensor::Matrix<Scalar> device_rows(const std::vector<Scalar>& values, int rows, int cols) {
+  auto out = tensor::uninitialized_matrix<Scalar>("test::rows", rows, cols);
+  tensor::from_host<Scalar>(values, out);
+  return out;
+}
+
+// forward_no_grad's logits of the whole prompts: sequences x (T·vocab).
+template <class Scalar>
+std::vector<Scalar> whole_window(const Stage<Scalar>& model, const std::vector<std::vector<int>>& prompt) {
+  std::vector<Scalar> ids;
+  for (const auto& row : prompt) ids.insert(ids.end(), row.begin(), row.end());
+  const int rows = static_cast<int>(prompt.size());
+  const auto Y = tensor::uninitialized_matrix<Scalar>("test::logits", rows, model.output_dim());
+  model.forward_no_grad(device_rows(ids, rows, model.input_dim()), Y);
+  return tensor::to_host<Scalar>(Y);
+}
+
+// The same logits through `stages`' infer: microbatch m carries the next
+// chunks[min(m, last)] tokens of each sequence, a table all stages share
+// reserves their slots as a serving scheduler would, and a sequence that
+// comes and goes makes the blocks non-contiguous.
+template <class Scalar>
+std::vector<Scalar> served(const std::vector<Stage<Scalar>*>& stages, const std::vector<std::vector<int>>& prompt,
+                           const std::vector<int>& chunks) {
+  const int T = static_cast<int>(prompt.front().size());
+  const int vocab = stages.back()->token_output_width();
+  KvBlockTable table(16, block_tokens);
+  for (Stage<Scalar>* stage : stages) stage->enable_kv_cache(table.blocks(), table.block_tokens());
+  table.extend(99, 3);
+  std::vector<Scalar> logits(prompt.size() * static_cast<std::size_t>(T * vocab));
+  std::vector<int> done(prompt.size(), 0);
+  for (std::size_t m = 0; *std::min_element(done.begin(), done.end()) < T; ++m) {
+    if (m == 1) table.release(99);
+    const int chunk = chunks[std::min(m, chunks.size() - 1)];
+    TokenBatch batch;
+    std::vector<Scalar> ids;
+    for (std::size_t s = 0; s < prompt.size(); ++s) {
+      const int end = std::min(T, done[s] + chunk);
+      table.extend(sequence_ids[s], end);
+      for (int t = done[s]; t < end; ++t) {
+        batch.sequence.push_back(sequence_ids[s]);
+        batch.position.push_back(t);
+        ids.push_back(static_cast<Scalar>(prompt[s][static_cast<std::size_t>(t)]));
+      }
+      done[s] = end;
+    }
+    tensor::Matrix<Scalar> X = device_rows(ids, batch.size(), 1);
+    for (Stage<Scalar>* stage : stages) {
+      const auto Y = tensor::uninitialized_matrix<Scalar>("test::y", batch.size(), stage->token_output_width());
+      stage->infer(table, batch, X, Y);
+      X = Y;
+    }
+    const auto rows = tensor::to_host<Scalar>(X);
+    for (int i = 0; i < batch.size(); ++i) {
+      const auto s = static_cast<std::size_t>(std::find(sequence_ids.begin(), sequence_ids.end(), batch.sequence[i]) -
+                                              sequence_ids.begin());
+      std::copy(rows.begin() + i * vocab, rows.begin() + (i + 1) * vocab,
+                logits.begin() + static_cast<std::ptrdiff_t>((s * T + batch.position[i]) * vocab));
+    }
+  }
+  return logits;
+}
+
+// max |x - y| / max |y|.
+template <class Scalar>
+double relative_error(const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
+  double diff = 0, size = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(x[i]) - static_cast<double>(y[i])));
+    size = std::max(size, std::abs(static_cast<double>(y[i])));
+  }
+  return diff / size;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("a prompt served through the KV cache in chunks gives the whole window's logits",
+                   "[model][kv_cache][transformer]", float, double) {
+  using Scalar = TestType;
+  const double tolerance = std::is_same_v<Scalar, float> ? 1e-5 : 1e-10;
+  tensor::ExecContext exec;
+  const auto spec = serving_transformer();
+  const int layers = spec.layer_count();
+  const auto prompt = prompts(spec);
+  const Stage<Scalar> reference(spec, {0, layers}, {}, exec);
+  const auto expected = whole_window(reference, prompt);
+  const auto chunks = GENERATE(std::vector<int>{5, 1}, std::vector<int>{1}, std::vector<int>{3, 4, 100});
+  const bool split = GENERATE(false, true);
+  INFO("first chunk " << chunks.front() << ", two stages " << split);
+  std::vector<std::unique_ptr<Stage<Scalar>>> stages;
+  for (const LayerRange range :
+       split ? std::vector<LayerRange>{{0, 2}, {2, layers - 2}} : std::vector<LayerRange>{{0, layers}}) {
+    stages.push_back(std::make_unique<Stage<Scalar>>(spec, range, StageOptions{}, exec));
+  }
+  std::vector<Stage<Scalar>*> pipeline;
+  for (const auto& stage : stages) pipeline.push_back(stage.get());
+  CHECK(relative_error(served(pipeline, prompt, chunks), expected) < tolerance);
+}
+
+TEST_CASE("chunked and one-shot prefill through the KV cache agree in float", "[model][kv_cache][transformer]") {
+  tensor::ExecContext exec;
+  const auto spec = serving_transformer();
+  const auto prompt = prompts(spec);
+  Stage<float> stage(spec, {0, spec.layer_count()}, {}, exec);
+  const auto one_shot = served<float>({&stage}, prompt, {spec.context});
+  CHECK(relative_error(served<float>({&stage}, prompt, {5, 1}), one_shot) < 1e-5);
+}
+
+TEST_CASE("a transformer stage reports its per-token widths and KV cache size", "[model][kv_cache]") {
+  tensor::ExecContext exec;
+  const auto spec = serving_transformer();
+  const Stage<double> first(spec, {0, 2}, {}, exec);
+  Stage<double> last(spec, {2, 2}, {}, exec);
+  CHECK(first.token_input_width() == 1);
+  CHECK(first.token_output_width() == spec.dim);
+  CHECK(first.attention_layers() == 1);
+  CHECK(last.token_input_width() == spec.dim);
+  CHECK(last.token_output_width() == spec.vocab);
+  CHECK(last.attention_layers() == 1);
+  CHECK(last.kv_cache_bytes() == 0);
+  last.enable_kv_cache(10, block_tokens);
+  CHECK(last.kv_cache_bytes() == 2 * 1 * 10 * block_tokens * spec.dim * sizeof(double));
+  CHECK(KvCache<float>::bytes_per_block(3, 64, 16) == 2 * 3 * 16 * 64 * sizeof(float));
+}
+
+TEST_CASE("incremental inference is refused where it cannot work", "[model][kv_cache]") {
+  tensor::ExecContext exec;
+  const auto spec = serving_transformer();
+  Stage<double> stage(spec, {0, spec.layer_count()}, {}, exec);
+  KvBlockTable table(4, block_tokens);
+  table.extend(1, 2);
+  const TokenBatch batch{{1, 1}, {0, 1}};
+  const auto X = device_rows<double>({2, 5}, 2, 1);
+  const auto Y = tensor::uninitialized_matrix<double>("test::y", 2, spec.vocab);
+  CHECK_THROWS_WITH(stage.infer(table, batch, X, Y), Catch::Contains("enable_kv_cache"));
+  stage.enable_kv_cache(table.blocks(), table.block_tokens());
+  CHECK_NOTHROW(stage.infer(table, batch, X, Y));
+  // A position the table has not reserved, past the context, out of order.
+  CHECK_THROWS_AS(stage.infer(table, TokenBatch{{1, 1}, {1, 2}}, X, Y), kpipe::Error);
+  table.extend(1, spec.context + 1);
+  CHECK_THROWS_AS(stage.infer(table, TokenBatch{{1, 1}, {0, spec.context}}, X, Y), kpipe::Error);
+  CHECK_THROWS_AS(stage.infer(table, TokenBatch{{1, 1}, {1, 0}}, X, Y), kpipe::Error);
+  // Wrong widths, and a model without attention.
+  CHECK_THROWS_AS(stage.infer(table, batch, Y, Y), kpipe::Error);
+  Stage<double> mlp(test::residual_model(), {0, 2}, {}, exec);
+  CHECK_THROWS_AS(mlp.enable_kv_cache(4, block_tokens), kpipe::Error);
+}
