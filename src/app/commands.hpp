@@ -68,6 +68,16 @@ struct GenerateOptions {
 GenerateOptions split_generate_arguments(DeckArguments arguments);
 int generate_command(const Environment& env, const GenerateOptions& options);
 
+struct ServeOptions {
+  DeckArguments deck;         // without requests=
+  std::string requests_path;  // requests=FILE: the JSON-lines trace
+  std::string json_path;
+  std::string svg_path;  // measured timeline above the simulated one
+};
+// The serve command's own key (requests=FILE) out of the key=value arguments.
+ServeOptions split_serve_arguments(DeckArguments arguments);
+int serve_command(const Environment& env, const ServeOptions& options);
+
 struct TraceOptions {
   std::string profile_path;
   std::string json_path;  // Chrome-trace JSON (Perfetto)

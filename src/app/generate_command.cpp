@@ -85,11 +85,12 @@ int generate_command(const Environment&, const GenerateOptions& options) {
   if (root) std::fputs(options.prompt.c_str(), stdout);
   const double start = comm::wall_time();
   abort_on_error([&] {
-    return runtime::generate_tokens(pipeline, prompt, options.sampling, [&](int token) {
-      if (!root) return;
-      std::fputs(vocabulary.decode({token}).c_str(), stdout);
-      std::fflush(stdout);
-    });
+    return runtime::generate_tokens(pipeline, prompt, options.sampling, config.inference,
+                                    [&](const std::vector<int>& tokens) {
+                                      if (!root) return;
+                                      std::fputs(vocabulary.decode(tokens).c_str(), stdout);
+                                      std::fflush(stdout);
+                                    });
   });
   if (root) std::fputs("\n", stdout);
   const double seconds = comm::wall_time() - start;

@@ -97,6 +97,14 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
       "generate", "Sample text from a transformer deck: prompt=TEXT tokens=N temperature=T seed=S (and key=value)");
   add_deck_arguments(*generate, generate_deck);
 
+  app::DeckArguments serve_deck;
+  std::string serve_json, serve_svg;
+  auto* serve = cli.add_subcommand(
+      "serve", "Replay a request trace through the pipelined transformer: requests=FILE (and key=value)");
+  add_deck_arguments(*serve, serve_deck);
+  serve->add_option("--json", serve_json, "Write the summary and every request's tokens as JSON");
+  serve->add_option("--svg", serve_svg, "Write the measured timeline above the simulated one (SVG)");
+
   app::SweepOptions sweep_options;
   auto* sweep = cli.add_subcommand("sweep", "Measure throughput over microbatch sizes and recommend one");
   add_deck_arguments(*sweep, sweep_options.deck);
@@ -133,6 +141,12 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   if (*infer) return app::infer_command(env, run_options);
   if (*trace) return app::trace_command(env, trace_options);
   if (*generate) return app::generate_command(env, app::split_generate_arguments(generate_deck));
+  if (*serve) {
+    app::ServeOptions serve_options = app::split_serve_arguments(serve_deck);
+    serve_options.json_path = serve_json;
+    serve_options.svg_path = serve_svg;
+    return app::serve_command(env, serve_options);
+  }
   return app::sweep_command(env, sweep_options);
 }
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/kernels/random.hpp"
+#include "kpipe/runtime/serve.hpp"
 
 namespace kpipe::runtime {
 
@@ -25,53 +27,43 @@ int sample_token(const std::vector<double>& logits, double temperature, double u
 
 template <class Scalar>
 std::vector<int> generate_tokens(const Pipeline<Scalar>& pipeline, std::vector<int> prompt,
-                                 const SamplingOptions& options, const std::function<void(int)>& emit) {
-  const model::ModelSpec& model = pipeline.spec().model;
-  if (model.kind != model::ModelKind::transformer) {
-    throw input_error("kpipe generate samples text from a transformer; set model.kind = \"transformer\"");
-  }
+                                 const SamplingOptions& options, config::InferenceConfig inference,
+                                 const std::function<void(const std::vector<int>&)>& emit) {
   if (prompt.empty()) throw input_error("the prompt is empty; give at least one character, e.g. prompt=\"In\"");
-  const int T = model.context;
-  const schedule::Placement& placement = pipeline.schedule().placement;
-  // Every rank knows each stage's output width from the model, so only the rows travel.
-  const auto layers = model.layers();
-  const auto& stages = pipeline.spec().stages;
-  const comm::Communicator group = pipeline.grid().pipeline();
-  const int me = pipeline.grid().pipeline_rank();
-  const std::uint64_t stream = kernels::stream_key(options.seed, 0x67656e);  // "gen"
-  for (int n = 0; n < options.tokens; ++n) {
-    // The last T tokens; a shorter window is padded after its end, which a
-    // causal model never looks at, and read at its last real position.
-    const int length = std::min<int>(T, static_cast<int>(prompt.size()));
-    std::vector<Scalar> row(static_cast<std::size_t>(T), Scalar(0));
-    std::copy(prompt.end() - length, prompt.end(), row.begin());
-    for (int stage = 0; stage < placement.stage_count(); ++stage) {
-      const schedule::StagePlace owner = placement.place(stage);
-      const int width = layers.at(static_cast<std::size_t>(stages.at(stage).end() - 1)).output_dim;
-      if (owner.rank == me) {
-        const model::Stage<Scalar>& chunk = *pipeline.chunks().at(static_cast<std::size_t>(owner.chunk));
-        const auto X = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::generation_input", 1, chunk.input_dim());
-        tensor::from_host<Scalar>(row, X);
-        const auto Y = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::generation_output", 1, width);
-        chunk.forward_no_grad(X, Y);
-        row = tensor::to_host<Scalar>(Y);
-      }
-      row.resize(static_cast<std::size_t>(width));
-      comm::broadcast(group, owner.rank, row);
+  const int T = pipeline.spec().model.context;
+  inference.temperature = options.temperature;
+  inference.seed = options.seed;
+  int left = options.tokens;
+  for (int window = 0; left > 0; ++window) {
+    // A full window leaves no position for a new token: keep its last half.
+    const int keep = static_cast<int>(prompt.size()) < T ? static_cast<int>(prompt.size()) : T / 2;
+    Request request;
+    request.id = window;  // a fresh sampling stream per window
+    request.prompt.assign(prompt.end() - keep, prompt.end());
+    request.max_new_tokens = std::min(left, T - keep);
+    const ServeResult result = serve(pipeline, {request}, inference);
+    // The tokens on every rank; -1 marks a window the KV cache cannot hold.
+    std::vector<int> generated(static_cast<std::size_t>(request.max_new_tokens), -1);
+    if (!result.requests.empty() && result.requests.front().rejected.empty()) {
+      generated = result.requests.front().generated;
     }
-    const auto first = row.begin() + static_cast<std::ptrdiff_t>(length - 1) * model.vocab;
-    const std::vector<double> logits(first, first + model.vocab);
-    const int token =
-        sample_token(logits, options.temperature, kernels::uniform01(stream, static_cast<std::uint64_t>(n)));
-    prompt.push_back(token);
-    if (emit) emit(token);
+    comm::broadcast(pipeline.grid().pipeline(), pipeline.schedule().placement.place(0).rank, generated);
+    if (generated.front() < 0) {
+      throw input_error(fmt::format("a window of {} tokens does not fit inference.kv_cache_mib = {}; raise it", T,
+                                    inference.kv_cache_mib));
+    }
+    left -= request.max_new_tokens;
+    prompt.insert(prompt.end(), generated.begin(), generated.end());
+    if (emit) emit(generated);
   }
   return prompt;
 }
 
 template std::vector<int> generate_tokens<float>(const Pipeline<float>&, std::vector<int>, const SamplingOptions&,
-                                                 const std::function<void(int)>&);
+                                                 config::InferenceConfig,
+                                                 const std::function<void(const std::vector<int>&)>&);
 template std::vector<int> generate_tokens<double>(const Pipeline<double>&, std::vector<int>, const SamplingOptions&,
-                                                  const std::function<void(int)>&);
+                                                  config::InferenceConfig,
+                                                  const std::function<void(const std::vector<int>&)>&);
 
 }  // namespace kpipe::runtime

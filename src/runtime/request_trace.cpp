@@ -151,10 +151,13 @@ Trace parse_request_trace(std::string_view text, std::string_view name, const mo
   return trace;
 }
 
-Trace read_request_trace(const std::string& path, const model::Vocabulary& vocabulary, int context) {
-  const std::string text = read_input_file(
+std::string read_request_trace_text(const std::string& path) {
+  return read_input_file(
       path, {"request trace", limits::request_trace_bytes, "; examples/inference/make_trace.py writes traces"});
-  return parse_request_trace(text, path, vocabulary, context);
+}
+
+Trace read_request_trace(const std::string& path, const model::Vocabulary& vocabulary, int context) {
+  return parse_request_trace(read_request_trace_text(path), path, vocabulary, context);
 }
 
 }  // namespace kpipe::runtime

@@ -84,22 +84,31 @@ void BatchScheduler::add(Microbatch& microbatch, Sequence& sequence, int length)
   sequence.in_flight = true;
 }
 
+int BatchScheduler::decode_cap() const {
+  const int depth = std::max(limits_.pipeline_depth, 1);
+  return (static_cast<int>(running_.size()) + depth - 1) / depth;
+}
+
 void BatchScheduler::request_batch(Microbatch& microbatch) {
   const bool prefill =
       std::any_of(running_.begin(), running_.end(), [](const Sequence& s) { return !s.in_flight && s.prefilling(); });
+  int decodes = decode_cap();
   for (Sequence& s : running_) {
     if (s.in_flight || s.prefilling() != prefill) continue;
+    if (!prefill && decodes-- == 0) return;
     add(microbatch, s, prefill ? static_cast<int>(s.request.prompt.size()) : 1);
   }
 }
 
 void BatchScheduler::uniform_batch(Microbatch& microbatch) {
   int budget = limits_.token_budget;
+  int decodes = decode_cap();
   for (Sequence& s : running_) {
-    if (budget == 0) return;
+    if (budget == 0 || decodes == 0) break;
     if (s.in_flight || s.prefilling()) continue;
     add(microbatch, s, 1);
     --budget;
+    --decodes;
   }
   for (Sequence& s : running_) {
     if (budget == 0) return;

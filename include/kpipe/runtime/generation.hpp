@@ -1,17 +1,15 @@
 #pragma once
-// Autoregressive sampling from a transformer held by a pipeline (kpipe
-// generate): each new token runs the model stages on the ranks that hold
-// them, in model-stage order, one sequence of the last T tokens at a time.
-// Each stage's output goes to the rank of the next stage (a broadcast over
-// the pipeline group, a T·dim row: small next to the compute), and the last
-// stage's rank samples the token and sends it to every rank. Without a KV
-// cache each token recomputes the whole window, T times the work of an
-// incremental decoder (pipelined serving with a cache is kpipe serve's job).
+// Sampling text from a transformer held by a pipeline (kpipe generate): one
+// request served by the pipelined serving engine (runtime/serve.hpp), with
+// its KV cache. Learned positions end at the model's context T, so a
+// continuation longer than the window shifts it: the last T/2 tokens become
+// the prompt of a fresh request (recomputed, as llama.cpp's context shift).
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 
 namespace kpipe::runtime {
@@ -22,18 +20,19 @@ struct SamplingOptions {
   std::uint64_t seed = 0;    // of the counter-based stream the samples draw from
 };
 
-// Token `index` drawn from `logits` (one row of vocab scores) at the given
+// Token drawn from `logits` (one row of vocab scores) at the given
 // temperature with the uniform number `u` in [0, 1): inverse-CDF sampling of
 // softmax(logits / temperature), or the argmax when temperature is 0 (ties:
 // the lowest id).
 int sample_token(const std::vector<double>& logits, double temperature, double u);
 
-// `prompt` continued by options.tokens tokens, the same on every rank; every
-// rank of the pipeline must call it. `emit` (optional) sees each new token
-// as it is drawn, on every rank. Throws an input error for an empty prompt or
-// a model that is not a transformer.
+// `prompt` continued by options.tokens tokens; every rank of the pipeline
+// must call it and gets the same tokens. `emit` (optional) sees the new
+// tokens a window at a time. Throws an
+// input error for an empty prompt or a model that is not a transformer.
 template <class Scalar>
 std::vector<int> generate_tokens(const Pipeline<Scalar>& pipeline, std::vector<int> prompt,
-                                 const SamplingOptions& options, const std::function<void(int)>& emit = {});
+                                 const SamplingOptions& options, config::InferenceConfig inference,
+                                 const std::function<void(const std::vector<int>&)>& emit = {});
 
 }  // namespace kpipe::runtime

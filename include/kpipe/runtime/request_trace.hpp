@@ -43,7 +43,10 @@ struct Trace {
 // vocabulary and context (tokens per sequence).
 Trace parse_request_trace(std::string_view text, std::string_view name, const model::Vocabulary& vocabulary,
                           int context);
-// The same, read from the file `path`. A file that cannot be read as text is
+// The text of the trace file `path` (an input error when it cannot be read
+// as text), for a caller that reads on one rank and broadcasts.
+std::string read_request_trace_text(const std::string& path);
+// The requests of the file `path`. A file that cannot be read as text is
 // an input error (thrown: there is no request to serve).
 Trace read_request_trace(const std::string& path, const model::Vocabulary& vocabulary, int context);
 

@@ -7,13 +7,16 @@
 // Policies (inference.batching):
 //   request  prefill first: while an admitted request waits for its prefill,
 //            a microbatch holds whole prompts of every such request; else it
-//            holds one decode of every ready request. Microbatches of very
-//            unequal work: the baseline.
-//   uniform  Sarathi-Serve: one decode of every ready request, then prefill
+//            holds decodes of ready requests. Microbatches of very unequal
+//            work: the baseline.
+//   uniform  Sarathi-Serve: decodes of ready requests, then prefill
 //            chunks of admitted requests in arrival order up to token_budget
 //            tokens, a prompt split over microbatches where it does not fit.
 // A request is in at most one microbatch in flight: its next tokens depend
-// on the previous ones.
+// on the previous ones. Either policy puts at most ceil(running /
+// pipeline_depth) decodes in a microbatch, so the running requests spread
+// over the microbatches in flight (as vLLM's virtual engines do) instead of
+// travelling as one group with the other stages idle.
 //
 // KV admission: a request reserves, when admitted, the blocks of every token
 // the cache will ever hold for it, ceil((prompt + max_new_tokens - 1) /
@@ -69,6 +72,9 @@ struct BatchLimits {
   int kv_blocks = 0;       // blocks of the KV cache (of the smallest stage)
   int block_tokens = 16;
   int context = 64;  // the model's positions: prompt + max_new_tokens must fit
+  // Microbatches in flight at once (p): decodes spread over that many, so a
+  // pipeline full of decoding requests keeps every stage busy.
+  int pipeline_depth = 1;
 };
 
 class BatchScheduler {
@@ -105,6 +111,7 @@ class BatchScheduler {
   };
 
   void admit();
+  int decode_cap() const;
   void add(Microbatch& microbatch, Sequence& sequence, int length) const;
   void request_batch(Microbatch& microbatch);
   void uniform_batch(Microbatch& microbatch);
