@@ -91,6 +91,7 @@ class PerPosition final : public Layer<Scalar> {
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override { inner_->backward_weight(ctx); }
   std::vector<Parameter<Scalar>> parameters() const override { return inner_->parameters(); }
+  void weights_changed() override { inner_->weights_changed(); }
 
  private:
   // `tensor` (rows x (positions·width)) as (rows·positions) x width.
