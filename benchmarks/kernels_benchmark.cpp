@@ -2,7 +2,10 @@
 //  * GEMM in GFLOP/s over training shapes, b x 1024 x 1024 (a microbatch of b
 //    rows times a 1024 x 1024 weight) for b = 1 .. 256 and 1024^3, through
 //    kpipe's vendor path, its portable kernel, and cblas_sgemm called directly
-//    on the same memory as the baseline the vendor path must match;
+//    on the same memory as the baseline the vendor path must match; the packed
+//    path (compute.gemm = "packed": X W + bias on a weight packed once), and
+//    at b = 32 the same with a repack every call (the once-per-step reorder's
+//    cost is the difference) and the vendor input-gradient product dY W^T;
 //  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size;
 //  * causal attention forward + backward in tokens/s, gemm and fused paths, for
 //    T = 64, 256, 1024 (4 heads of 32, 4096 tokens per call), with the bytes
@@ -23,6 +26,7 @@
 #include "kpipe/kernels/embedding.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/optimizer.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/random.hpp"
 
 namespace {
@@ -69,6 +73,32 @@ void BM_gemm_portable(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_gemm_portable)->Apply(gemm_shapes)->UseRealTime();
+
+// A Linear's forward product on a packed weight (with its bias, zero here).
+// `repack`: invalidate before every call, so each pays the reorder.
+void packed_benchmark(benchmark::State& state, bool repack) {
+  PackedWeight<float> packed;
+  const auto bias = zero_matrix<float>("kpipe::benchmark::bias", 1, static_cast<int>(state.range(1)));
+  state.SetLabel(packed_gemm_library());
+  gemm_benchmark(state, [&](const auto& A, const auto& B, const auto& C) {
+    if (repack) packed.invalidate();
+    packed.linear_forward(ExecutionSpace(), A, B, bias, C);
+  });
+}
+
+void BM_gemm_packed(benchmark::State& state) { packed_benchmark(state, false); }
+BENCHMARK(BM_gemm_packed)->Apply(gemm_shapes)->UseRealTime();
+
+void BM_gemm_packed_repack(benchmark::State& state) { packed_benchmark(state, true); }
+BENCHMARK(BM_gemm_packed_repack)->Args({32, 1024, 1024})->UseRealTime();
+
+// The Linear's input gradient dX = dY W^T on the vendor path (A is dY, B is W^T's source).
+void BM_gemm_vendor_transposed_b(benchmark::State& state) {
+  gemm_benchmark(state, [](const auto& A, const auto& B, const auto& C) {
+    gemm(ExecutionSpace(), Trans::no, Trans::yes, 1.0f, A, B, 0.0f, C, GemmPath::vendor);
+  });
+}
+BENCHMARK(BM_gemm_vendor_transposed_b)->Args({32, 1024, 1024})->UseRealTime();
 
 #if defined(KPIPE_HAVE_CBLAS)
 void BM_cblas_sgemm(benchmark::State& state) {

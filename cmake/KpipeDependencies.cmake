@@ -36,3 +36,29 @@ else()
   set(KPIPE_HAVE_CBLAS OFF)
   message(STATUS "kpipe: no CBLAS found; host GEMM uses the portable Kokkos kernel")
 endif()
+
+# oneDNN is optional: it backs compute.gemm = "packed" (weights reordered once
+# per step into its blocked layout). Without it "packed" runs the vendor path.
+# Debian ships a package config; elsewhere the header and library suffice.
+find_package(dnnl CONFIG QUIET)
+if(TARGET DNNL::dnnl)
+  set(KPIPE_DNNL_LIBRARIES DNNL::dnnl)
+  set(KPIPE_DNNL_CONFIG ON)
+else()
+  find_path(KPIPE_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+  find_library(KPIPE_DNNL_LIBRARY dnnl)
+  if(KPIPE_DNNL_INCLUDE_DIR AND KPIPE_DNNL_LIBRARY)
+    set(KPIPE_DNNL_LIBRARIES ${KPIPE_DNNL_LIBRARY})
+  endif()
+  set(KPIPE_DNNL_CONFIG OFF)
+endif()
+if(KPIPE_DNNL_LIBRARIES AND NOT "CUDA" IN_LIST Kokkos_DEVICES)
+  set(KPIPE_HAVE_DNNL ON)
+  # oneDNN's OpenMP runtime is pinned to one thread per rank (gemm_onednn.cpp):
+  # link libgomp for omp_set_num_threads, without compiling kpipe with -fopenmp.
+  find_package(OpenMP COMPONENTS CXX)
+  message(STATUS "kpipe: oneDNN found; compute.gemm = \"packed\" uses it")
+else()
+  set(KPIPE_HAVE_DNNL OFF)
+  message(STATUS "kpipe: no oneDNN (or a CUDA build); compute.gemm = \"packed\" runs the vendor path")
+endif()

@@ -9,6 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin                  # MPI
   libhdf5-openmpi-dev hdf5-tools              # parallel HDF5, h5dump
   libopenblas-dev                             # CBLAS for the vendor GEMM path
+  libdnnl-dev                                 # oneDNN for compute.gemm = "packed" (optional: CMake detects it)
   libtoml11-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   catch2 libbenchmark-dev
   clang-format                                # the committed .clang-format, checked by a test

@@ -13,6 +13,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/timeline.hpp"
@@ -91,6 +92,10 @@ double mebibytes(const std::string& file) {
 }  // namespace
 
 std::unique_ptr<Pipeline> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
+  // "packed" is valid in every build; say what it means in this one.
+  if (config.compute.gemm == config::GemmKind::packed) {
+    log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
+  }
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
   return comm::collectively(comm::world(), watchdog, "set-up",
                             [&] { return std::make_unique<Pipeline>(config, comm::world(), mode); });

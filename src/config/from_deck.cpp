@@ -291,7 +291,8 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
       {{"synthetic", DataSource::synthetic}, {"hdf5", DataSource::hdf5}, {"text", DataSource::text}});
   config.data.path = deck.string("data.path");
   config.compute.gemm =
-      choice<GemmKind>(deck, "compute.gemm", {{"vendor", GemmKind::vendor}, {"portable", GemmKind::portable}});
+      choice<GemmKind>(deck, "compute.gemm",
+                       {{"vendor", GemmKind::vendor}, {"packed", GemmKind::packed}, {"portable", GemmKind::portable}});
   config.compute.attention = choice<AttentionKind>(deck, "compute.attention",
                                                    {{"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused}});
   config.sim = sim_config(deck);

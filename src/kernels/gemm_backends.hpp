@@ -2,6 +2,9 @@
 // The backends behind kernels::gemm. gemm.cpp checks shapes and picks one;
 // each backend lives in its own file and is compiled only where it exists.
 
+#include <memory>
+#include <string>
+
 #include "kpipe/kernels/gemm.hpp"
 
 namespace kpipe::kernels::detail {
@@ -54,5 +57,22 @@ template <class Scalar>
 void portable_gemm(const tensor::ExecutionSpace& space, int batch, Trans trans_a, Trans trans_b, Scalar alpha,
                    const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& B, Scalar beta,
                    const tensor::Matrix<Scalar>& C);
+
+// The packed copies of one weight behind PackedWeight (packed_gemm.hpp). A
+// host-side interface: the backend's library types stay out of the headers.
+template <class Scalar>
+class PackedBackend {
+ public:
+  virtual ~PackedBackend() = default;
+  virtual void invalidate() = 0;
+  // op.c = op.a op.b + bias with alpha 1, beta 0 and no transposition; op.b is
+  // read only when its packed copy is stale.
+  virtual void linear_forward(const GemmOperands<Scalar>& op, const Scalar* bias) = 0;
+};
+
+// oneDNN matmul on blocked weights, for host memory (gemm_onednn.cpp, with KPIPE_HAVE_DNNL).
+std::unique_ptr<PackedBackend<float>> make_onednn_packed();
+// "oneDNN <version>", for packed_gemm_library().
+std::string onednn_version();
 
 }  // namespace kpipe::kernels::detail

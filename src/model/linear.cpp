@@ -55,9 +55,14 @@ template <class Scalar>
 void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::forward");
   const auto& space = env_.exec.space();
+  const auto X = inputs.at(0).matrix<Scalar>();
   const auto Y = outputs.at(0).matrix<Scalar>();
-  kernels::gemm(space, Trans::no, Trans::no, 1, inputs.at(0).matrix<Scalar>(), weight_.value, 0, Y, gemm_);
-  kernels::add_row(space, bias_.value, Y);
+  if (gemm_ == kernels::GemmPath::packed) {
+    packed_.linear_forward(space, X, weight_.value, bias_.value, Y);
+  } else {
+    kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
+    kernels::add_row(space, bias_.value, Y);
+  }
   if (ctx) ctx->save("x", inputs.at(0));
 }
 

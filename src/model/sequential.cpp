@@ -67,6 +67,11 @@ std::vector<Parameter<Scalar>> Sequential<Scalar>::parameters() const {
   return parameters_of(layers_);
 }
 
+template <class Scalar>
+void Sequential<Scalar>::weights_changed() {
+  for (auto& layer : layers_) layer->weights_changed();
+}
+
 template class Sequential<float>;
 template class Sequential<double>;
 

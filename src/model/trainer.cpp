@@ -44,6 +44,18 @@ std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, tensor::ExecCon
   return stages;
 }
 
+kernels::GemmPath gemm_path(config::GemmKind kind) {
+  switch (kind) {
+    case config::GemmKind::vendor:
+      return kernels::GemmPath::vendor;
+    case config::GemmKind::packed:
+      return kernels::GemmPath::packed;
+    case config::GemmKind::portable:
+      break;
+  }
+  return kernels::GemmPath::portable;
+}
+
 }  // namespace
 
 TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
@@ -55,8 +67,7 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.microbatch_size = config.train.microbatch_size;
   spec.data_parallel = config.pipeline.data_parallel;
   spec.stages = partition_layers(config);
-  spec.stage.kernels.gemm =
-      config.compute.gemm == config::GemmKind::vendor ? kernels::GemmPath::vendor : kernels::GemmPath::portable;
+  spec.stage.kernels.gemm = gemm_path(config.compute.gemm);
   spec.stage.kernels.attention = config.compute.attention == config::AttentionKind::gemm
                                      ? kernels::AttentionPath::gemm
                                      : kernels::AttentionPath::fused;
@@ -129,6 +140,7 @@ double SequentialTrainer<Scalar>::step() {
     clip_gradients(exec_, params, global_norm(gradient_squared_norms(exec_, params)), spec_.optimizer.grad_clip);
   }
   optimizer_.step();
+  for (auto& stage : stages_) stage.weights_changed();
   ++steps_;
   return loss;
 }

@@ -66,6 +66,7 @@ std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file
     return io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));
   });
   if (pipeline.optimizer()) pipeline.optimizer()->set_steps(static_cast<int>(info.optimizer_steps));
+  for (const auto& chunk : pipeline.chunks()) chunk->weights_changed();
   Kokkos::fence();
   return info.step;
 }

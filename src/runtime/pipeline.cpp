@@ -148,6 +148,7 @@ StepHooks Pipeline<Scalar>::step_hooks() {
             comm::agree(grid_.world(), watchdog_, fmt::format("step {}", step_), loss_head_.failure());
             gradient_sync_.clip();
             optimizer_->step();
+            for (auto& chunk : chunks_) chunk->weights_changed();
           }};
 }
 

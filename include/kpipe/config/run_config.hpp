@@ -19,7 +19,7 @@ enum class LossKind { cross_entropy, mse };
 enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
 enum class DataSource { synthetic, hdf5, text };
-enum class GemmKind { vendor, portable };
+enum class GemmKind { vendor, packed, portable };
 enum class AttentionKind { gemm, fused };
 enum class LrSchedule { constant, cosine };
 enum class Recompute { none, full };

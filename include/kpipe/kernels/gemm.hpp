@@ -4,6 +4,8 @@
 // CudaSpace); the portable path is a Kokkos TeamPolicy kernel that tiles
 // through scratch memory and runs on every backend. The deck chooses with
 // compute.gemm; where no vendor BLAS exists the portable kernel serves both.
+// The packed path (packed_gemm.hpp) is a property of a weight, not of a call:
+// gemm() runs GemmPath::packed as the vendor path.
 
 #include <string>
 #include <string_view>
@@ -13,9 +15,9 @@
 namespace kpipe::kernels {
 
 enum class Trans { no, yes };
-enum class GemmPath { vendor, portable };
+enum class GemmPath { vendor, packed, portable };
 
-// "vendor" or "portable" (the values of compute.gemm); anything else is an input error.
+// "vendor", "packed" or "portable" (the values of compute.gemm); anything else is an input error.
 GemmPath parse_gemm_path(std::string_view name);
 
 // The library behind GemmPath::vendor in this build: "cblas", "cublas" or

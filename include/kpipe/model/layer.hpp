@@ -134,6 +134,13 @@ class Layer {
   virtual int token_output_dim() const { return output_dim(); }
 
   virtual std::vector<Parameter<Scalar>> parameters() const { return {}; }
+  // The values of parameters() changed (an optimizer step, a checkpoint
+  // restore): refresh whatever was derived from them, such as a Linear's
+  // packed weight; composites pass it to their children. A hook rather than a
+  // version counter on each parameter: weights change only in those two
+  // places, which hold the whole model, whereas a counter would need a bump in
+  // every writer and a check in every forward.
+  virtual void weights_changed() {}
 };
 
 // What layers are built with: the instance and pool they run on, and the

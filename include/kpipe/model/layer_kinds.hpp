@@ -13,6 +13,7 @@
 #include "kpipe/kernels/attention.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/model/layer.hpp"
 #include "kpipe/model/spec.hpp"
 
@@ -60,12 +61,14 @@ class Linear final : public Layer<Scalar> {
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
   std::vector<Parameter<Scalar>> parameters() const override { return {weight_, bias_}; }
+  void weights_changed() override { packed_.invalidate(); }
 
  private:
   LayerEnvironment env_;
   Parameter<Scalar> weight_;
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
+  kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W in the library's layout, for forward
 };
 
 // Y = f(X) elementwise. Saves "x" in F; nothing after B.
@@ -127,6 +130,7 @@ class Sequential final : public Layer<Scalar> {
   void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
   int token_output_dim() const override { return layers_.back()->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override;
+  void weights_changed() override;
 
  private:
   // Runs step(i, input, output) for each layer i in order, the intermediates
@@ -154,6 +158,7 @@ class Residual final : public Layer<Scalar> {
   void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
   int token_output_dim() const override { return branch_->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override { return branch_->parameters(); }
+  void weights_changed() override { branch_->weights_changed(); }
 
  private:
   // outputs = inputs + what run_branch(branch output) writes.

@@ -92,6 +92,8 @@ class Stage {
   void zero_grad();
   // Parameters in global layer order, named "layer<global index>.<...>".
   std::vector<Parameter<Scalar>> parameters() const { return body_->parameters(); }
+  // After the parameters' values changed (Layer::weights_changed).
+  void weights_changed() { body_->weights_changed(); }
 
   // Microbatches whose F is done and whose B (or BW) is not.
   int stashed_microbatches() const;

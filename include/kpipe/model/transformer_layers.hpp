@@ -105,6 +105,7 @@ class PerPosition final : public Layer<Scalar> {
   }
   int token_output_dim() const override { return inner_->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override { return inner_->parameters(); }
+  void weights_changed() override { inner_->weights_changed(); }
 
  private:
   // `tensor` (rows x (positions·width)) as (rows·positions) x width.

@@ -8,6 +8,7 @@
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/trainer.hpp"
+#include "random_matrix.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
@@ -56,8 +57,10 @@ TEST_CASE("the trainer drives the classification loss down 10x in 200 steps", "[
 TEST_CASE("p = 1 and p = 4 stages give bitwise the same weights after 20 steps", "[model][trainer]") {
   const auto kind = GENERATE(std::string("model.kind=mlp"), std::string("model.kind=residual_mlp"));
   const auto hidden = kind == "model.kind=mlp" ? "model.hidden=[32, 24, 32, 16, 32]" : "model.hidden=[32, 32, 32, 32]";
-  const auto one = from_text(six_layers, {kind, hidden, "pipeline.stages=1"});
-  const auto four = from_text(six_layers, {kind, hidden, "pipeline.stages=4", "pipeline.recompute=full"});
+  const auto gemm = GENERATE(std::string("compute.gemm=vendor"), std::string("compute.gemm=packed"));
+  INFO(kind << ", " << gemm);
+  const auto one = from_text(six_layers, {kind, hidden, gemm, "pipeline.stages=1"});
+  const auto four = from_text(six_layers, {kind, hidden, gemm, "pipeline.stages=4", "pipeline.recompute=full"});
   REQUIRE(one.stages.size() == 1);
   REQUIRE(four.stages.size() == 4);
   const auto reference = train<float>(one, 20);
@@ -129,4 +132,36 @@ TEST_CASE("a batch that does not split into microbatches is an input error", "[m
   spec.microbatch_size = 5;
   CHECK_THROWS_WITH(SequentialTrainer<float>(spec, exec),
                     "global batch 32 must split into data_parallel 1 replicas of whole microbatches of 5 samples");
+}
+
+TEST_CASE("compute.gemm = packed computes with the weights of the last update", "[model][trainer][packed]") {
+  const auto kind = GENERATE(std::string("model.kind=mlp"), std::string("model.kind=residual_mlp"));
+  const auto hidden = kind == "model.kind=mlp" ? "model.hidden=[32, 24, 32, 16, 32]" : "model.hidden=[32, 32, 32, 32]";
+  const auto packed = from_text(six_layers, {kind, hidden, "compute.gemm=packed", "pipeline.stages=2"});
+  tensor::ExecContext exec;
+  SequentialTrainer<float> trainer(packed, exec);
+  // A vendor-path copy of the whole model, given the trainer's weights after each step.
+  StageOptions vendor_options = packed.stage;
+  vendor_options.kernels.gemm = kernels::GemmPath::vendor;
+  Stage<float> vendor(packed.model, {0, packed.model.layer_count()}, vendor_options, exec);
+  const auto X = test::random_matrix<float>(8, packed.model.input_dim, 1);
+  auto hidden_y = tensor::uninitialized_matrix<float>("test::hidden", 8, trainer.stages()[0].output_dim());
+  auto y = tensor::uninitialized_matrix<float>("test::y", 8, packed.model.output_dim);
+  auto expected = tensor::uninitialized_matrix<float>("test::expected", 8, packed.model.output_dim);
+  std::vector<float> previous;
+  for (int step = 0; step < 3; ++step) {
+    INFO(kind << ", after " << step << " steps");
+    const auto mine = trainer.parameters();
+    const auto theirs = vendor.parameters();
+    for (std::size_t i = 0; i < mine.size(); ++i) Kokkos::deep_copy(theirs[i].value, mine[i].value);
+    trainer.stages()[0].forward_no_grad(X, hidden_y);
+    trainer.stages()[1].forward_no_grad(hidden_y, y);
+    vendor.forward_no_grad(X, expected);
+    const auto now = tensor::to_host<float>(y);
+    const auto want = tensor::to_host<float>(expected);
+    for (std::size_t i = 0; i < now.size(); ++i) CHECK(now[i] == Approx(want[i]).margin(1e-5));
+    CHECK(now != previous);
+    previous = now;
+    trainer.step();
+  }
 }

@@ -1,0 +1,60 @@
+#pragma once
+// compute.gemm = "packed" (issue #12): a Linear's weight W is reordered into
+// the GEMM library's preferred blocked layout once after every change and
+// reused by the forward products of all microbatches of a step, instead of
+// being re-read in row-major order by every call. The backend is oneDNN's
+// matmul with the weights' layout left to the library (format_tag::any) and
+// the bias fused into the call. Builds without oneDNN, CUDA builds and double
+// precision (oneDNN's CPU matmul is float) run the vendor GEMM and add the
+// bias instead, so "packed" is always a valid choice.
+
+#include <memory>
+#include <string>
+
+#include "kpipe/tensor/matrix.hpp"
+
+namespace kpipe::kernels {
+
+namespace detail {
+template <class Scalar>
+class PackedBackend;
+}  // namespace detail
+
+// True where GemmPath::packed has its own backend for Scalar in this build.
+template <class Scalar>
+bool packed_gemm_available();
+
+// What GemmPath::packed runs in this build, for the run log: "oneDNN 2.6.3
+// matmul on blocked weights (float)" or "the vendor path (cblas), as this
+// build has no oneDNN".
+std::string packed_gemm_library();
+
+// The packed copies of one weight matrix. They follow W only through
+// invalidate(): the owner must call it whenever W's values change (the layer
+// hook Layer::weights_changed does). Not safe for concurrent use: kpipe runs
+// one thread per rank.
+template <class Scalar>
+class PackedWeight {
+ public:
+  PackedWeight();
+  ~PackedWeight();
+  PackedWeight(PackedWeight&&) noexcept;
+  PackedWeight& operator=(PackedWeight&&) noexcept;
+
+  // Marks every packed copy stale; the next linear_forward repacks W. Cheap:
+  // calling it more often than W changes costs nothing but that repack.
+  void invalidate();
+
+  // Y = X W + bias with X m x k, W k x n and bias a 1 x n row, from W's packed
+  // copy (made first when stale or when a new m needs another layout).
+  // Deterministic: the same X, W and bias give bitwise the same Y. Shapes that
+  // do not fit are an input error that prints all four.
+  void linear_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                      const tensor::ConstMatrix<Scalar>& W, const tensor::ConstMatrix<Scalar>& bias,
+                      const tensor::Matrix<Scalar>& Y) const;
+
+ private:
+  std::unique_ptr<detail::PackedBackend<Scalar>> backend_;  // null: the vendor GEMM and a bias kernel
+};
+
+}  // namespace kpipe::kernels

@@ -1,0 +1,132 @@
+// The packed backend: oneDNN matmul. One primitive per product shape, created
+// with the weights' layout left to oneDNN (format_tag::any) so it picks the
+// blocked layout its kernel streams best; the weights are reordered into that
+// layout once per invalidate() and the bias is the primitive's bias argument
+// (added once per output, no extra pass over Y). A primitive of fixed shape
+// and thread count computes every output in a fixed order: deterministic.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <vector>
+
+#include "gemm_backends.hpp"
+#include "kpipe/core/error.hpp"
+
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
+#include <omp.h>
+#endif
+
+namespace kpipe::kernels::detail {
+
+namespace {
+
+using dnnl::memory;
+
+struct Runtime {
+  dnnl::engine engine;
+  dnnl::stream stream;
+};
+
+// One engine and stream per process, made on first use.
+Runtime& runtime() {
+  static Runtime shared = [] {
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
+    // One thread per rank, as OpenBLAS runs (OPENBLAS_NUM_THREADS=1): the
+    // ranks fill the cores, and oneDNN may split K over its threads, which
+    // would make the sum order depend on how many it gets.
+    omp_set_num_threads(1);
+#endif
+    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    return Runtime{engine, dnnl::stream(engine)};
+  }();
+  return shared;
+}
+
+// A row-major rows x cols float matrix whose rows lie `ld` elements apart.
+memory::desc row_major(int rows, int cols, int ld) {
+  return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{ld, 1});
+}
+
+class OnednnPacked final : public PackedBackend<float> {
+ public:
+  void invalidate() override { ++version_; }
+
+  void linear_forward(const GemmOperands<float>& op, const float* bias) override {
+    try {
+      const Product& product = product_for(op);
+      const memory& weights = packed(product.pd.weights_desc(), op);
+      Runtime& rt = runtime();
+      // oneDNN wraps the caller's buffers; it never writes an input.
+      memory src(product.pd.src_desc(), rt.engine, const_cast<float*>(op.a));
+      memory bias_memory(product.pd.bias_desc(), rt.engine, const_cast<float*>(bias));
+      memory dst(product.pd.dst_desc(), rt.engine, op.c);
+      product.matmul.execute(
+          rt.stream,
+          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias_memory}, {DNNL_ARG_DST, dst}});
+      rt.stream.wait();
+    } catch (const dnnl::error& e) {
+      throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
+                                      e.what(), static_cast<int>(e.status)));
+    }
+  }
+
+ private:
+  struct Product {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul matmul;
+  };
+  struct Packed {
+    memory::desc layout;
+    memory copy;
+    long version = 0;
+  };
+  // m, n, k and the leading dimensions of X, W and Y.
+  using Shape = std::tuple<int, int, int, int, int, int>;
+
+  const Product& product_for(const GemmOperands<float>& op) {
+    const Shape shape{op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
+    auto found = products_.find(shape);
+    if (found == products_.end()) {
+      const memory::desc any({op.k, op.n}, memory::data_type::f32, memory::format_tag::any);
+      const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
+      const dnnl::matmul::desc desc(row_major(op.m, op.k, op.lda), any, bias, row_major(op.m, op.n, op.ldc));
+      dnnl::matmul::primitive_desc pd(desc, runtime().engine);
+      found = products_.emplace(shape, Product{pd, dnnl::matmul(pd)}).first;
+    }
+    return found->second;
+  }
+
+  // W in `layout`, reordered from op.b when W changed since the last reorder.
+  // Products of different m may want different layouts: one copy each.
+  const memory& packed(const memory::desc& layout, const GemmOperands<float>& op) {
+    auto found = std::find_if(packed_.begin(), packed_.end(), [&](const Packed& p) { return p.layout == layout; });
+    if (found == packed_.end()) found = packed_.insert(packed_.end(), {layout, memory(layout, runtime().engine)});
+    Packed& entry = *found;
+    if (entry.version != version_) {
+      Runtime& rt = runtime();
+      memory source(row_major(op.k, op.n, op.ldb), rt.engine, const_cast<float*>(op.b));
+      dnnl::reorder(source, entry.copy).execute(rt.stream, source, entry.copy);
+      rt.stream.wait();
+      entry.version = version_;
+    }
+    return entry.copy;
+  }
+
+  std::map<Shape, Product> products_;
+  std::vector<Packed> packed_;  // one per layout asked for, compared by its oneDNN description
+  long version_ = 1;            // starts ahead of every copy: the first use packs
+};
+
+}  // namespace
+
+std::unique_ptr<PackedBackend<float>> make_onednn_packed() { return std::make_unique<OnednnPacked>(); }
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return fmt::format("oneDNN {}.{}.{}", v->major, v->minor, v->patch);
+}
+
+}  // namespace kpipe::kernels::detail

@@ -1,0 +1,85 @@
+// PackedWeight: checks shapes and hands the product to the packed backend
+// where this build has one for the scalar type and memory space, else to the
+// vendor GEMM and the bias kernel, which is what a Linear does without it.
+#include <fmt/format.h>
+
+#include <type_traits>
+
+#include "gemm_backends.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
+
+namespace kpipe::kernels {
+
+template <class Scalar>
+bool packed_gemm_available() {
+#if defined(KPIPE_HAVE_DNNL)
+  return std::is_same_v<Scalar, float> &&
+         Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+#else
+  return false;
+#endif
+}
+
+std::string packed_gemm_library() {
+#if defined(KPIPE_HAVE_DNNL)
+  if (packed_gemm_available<float>()) return detail::onednn_version() + " matmul on blocked weights (float)";
+  return fmt::format("the vendor path ({}), as oneDNN cannot read {}", vendor_gemm_library(),
+                     tensor::MemorySpace::name());
+#else
+  return fmt::format("the vendor path ({}), as this build has no oneDNN", vendor_gemm_library());
+#endif
+}
+
+template <class Scalar>
+PackedWeight<Scalar>::PackedWeight() {
+#if defined(KPIPE_HAVE_DNNL)
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (packed_gemm_available<Scalar>()) backend_ = detail::make_onednn_packed();
+  }
+#endif
+}
+
+template <class Scalar>
+PackedWeight<Scalar>::~PackedWeight() = default;
+template <class Scalar>
+PackedWeight<Scalar>::PackedWeight(PackedWeight&&) noexcept = default;
+template <class Scalar>
+PackedWeight<Scalar>& PackedWeight<Scalar>::operator=(PackedWeight&&) noexcept = default;
+
+template <class Scalar>
+void PackedWeight<Scalar>::invalidate() {
+  if (backend_) backend_->invalidate();
+}
+
+template <class Scalar>
+void PackedWeight<Scalar>::linear_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                                          const tensor::ConstMatrix<Scalar>& W, const tensor::ConstMatrix<Scalar>& bias,
+                                          const tensor::Matrix<Scalar>& Y) const {
+  const std::size_t m = X.extent(0), k = X.extent(1), n = W.extent(1);
+  if (W.extent(0) != k || bias.extent(0) != 1 || bias.extent(1) != n || Y.extent(0) != m || Y.extent(1) != n) {
+    throw input_error(fmt::format("packed linear shapes do not fit: X is {}, W is {}, bias is {}, Y is {}",
+                                  tensor::shape_string(X), tensor::shape_string(W), tensor::shape_string(bias),
+                                  tensor::shape_string(Y)));
+  }
+  if (!backend_) {
+    gemm(space, Trans::no, Trans::no, 1, X, W, 0, Y, GemmPath::vendor);
+    add_row(space, bias, Y);
+    return;
+  }
+  if (m == 0 || n == 0) return;
+  // The backend runs on the calling thread: earlier kernels must have finished.
+  space.fence();
+  backend_->linear_forward({Trans::no, Trans::no, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1,
+                            X.data(), static_cast<int>(X.stride(0)), W.data(), static_cast<int>(W.stride(0)), 0,
+                            Y.data(), static_cast<int>(Y.stride(0))},
+                           bias.data());
+}
+
+template bool packed_gemm_available<float>();
+template bool packed_gemm_available<double>();
+template class PackedWeight<float>;
+template class PackedWeight<double>;
+
+}  // namespace kpipe::kernels
