@@ -2,11 +2,12 @@
 # Run a deck on this machine with p * d MPI ranks, host backend.
 #   examples/jobs/local.sh run inputs/1f1b.toml [key=value ...]
 #   examples/jobs/local.sh infer inputs/forward.toml
+#   examples/jobs/local.sh serve inputs/kjv-serve.toml requests=examples/inference/kjv.jsonl
 # The rank count is read from the deck (pipeline.stages * pipeline.data_parallel),
 # so the deck alone decides the layout.
 set -euo pipefail
-command=${1:?usage: local.sh run|infer DECK [key=value ...]}
-deck=${2:?usage: local.sh run|infer DECK [key=value ...]}
+command=${1:?usage: local.sh run|infer|generate|serve DECK [key=value ...]}
+deck=${2:?usage: local.sh run|infer|generate|serve DECK [key=value ...]}
 shift 2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 kpipe=${KPIPE:-$root/build/src/app/kpipe}

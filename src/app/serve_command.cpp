@@ -94,6 +94,10 @@ int serve_command(const Environment&, const ServeOptions& options) {
       comm::broadcast_from_root(comm::world(), [&] { return runtime::read_request_trace_text(options.requests_path); });
   const runtime::Trace trace =
       runtime::parse_request_trace(text, options.requests_path, vocabulary, spec.model.context);
+  for (const runtime::Clipped& clipped : trace.clipped) {
+    log::info("serve: request {} asks for {} new tokens; {} fit the context of {}", clipped.request, clipped.requested,
+              trace.requests.at(static_cast<std::size_t>(clipped.request)).max_new_tokens, spec.model.context);
+  }
   const auto owned = build_pipeline(config, runtime::Mode::infer);
   restore(*owned, config.checkpoint);
   const std::string batching = loaded.deck.string("inference.batching");

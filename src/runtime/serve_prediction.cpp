@@ -44,6 +44,7 @@ ServePrediction predict_serving(const std::vector<Request>& requests, const Batc
                                 const ServeResult& measured, int stages) {
   const schedule::ServeSimulation run = as_simulation(measured, stages);
   ServePrediction prediction;
+  if (run.microbatches.empty()) return prediction;  // nothing ran: nothing to fit or to predict
   std::vector<std::vector<schedule::ServeSample>> samples(static_cast<std::size_t>(stages));
   prediction.transfer = std::numeric_limits<double>::infinity();
   for (const schedule::ServedMicrobatch& m : run.microbatches) {

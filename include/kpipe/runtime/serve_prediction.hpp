@@ -24,6 +24,7 @@ struct ServePrediction {
   double tokens_per_second = 0.0;
 };
 
+// Empty (no costs, an empty simulation) when no microbatch ran.
 ServePrediction predict_serving(const std::vector<Request>& requests, const BatchLimits& limits,
                                 const ServeResult& measured, int stages);
 

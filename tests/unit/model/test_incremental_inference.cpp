@@ -201,3 +201,18 @@ TEST_CASE("incremental inference is refused where it cannot work", "[model][kv_c
   Stage<double> mlp(test::residual_model(), {0, 2}, {}, exec);
   CHECK_THROWS_AS(mlp.enable_kv_cache(4, block_tokens), kpipe::Error);
 }
+
+TEST_CASE("an unchunked prefill gives bitwise the same logits alone or batched with another",
+          "[model][kv_cache][transformer]") {
+  // Every kernel of the token path is row-wise (GEMM rows, LayerNorm, GELU)
+  // or per token (cached attention), so what else a microbatch holds never
+  // changes a sequence's logits: serving is bitwise its own reference.
+  tensor::ExecContext exec;
+  const auto spec = serving_transformer();
+  const auto prompt = prompts(spec);
+  Stage<float> stage(spec, {0, spec.layer_count()}, {}, exec);
+  const auto batched = served<float>({&stage}, prompt, {spec.context});
+  const auto alone = served<float>({&stage}, {prompt.front()}, {spec.context});
+  REQUIRE(alone.size() * 2 == batched.size());
+  CHECK(std::equal(alone.begin(), alone.end(), batched.begin()));
+}

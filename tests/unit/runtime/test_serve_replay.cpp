@@ -38,7 +38,7 @@ TEST_CASE("example traces: uniform batching leaves a smaller bubble than request
   const runtime::Trace trace =
       runtime::read_request_trace(examples + "synthetic.jsonl", runtime::synthetic_vocabulary(vocab), context);
   REQUIRE_FALSE(trace.error);
-  REQUIRE(trace.requests.size() == 32);
+  REQUIRE(trace.requests.size() == 64);
   const auto uniform = replay(trace, config::Batching::uniform);
   const auto request = replay(trace, config::Batching::request);
   for (const auto& m : uniform.microbatches) CHECK(m.work.tokens <= 64);
@@ -53,6 +53,6 @@ TEST_CASE("example traces: the KJV trace encodes with the KJV text's vocabulary"
   REQUIRE(kjv.size() == vocab);
   const runtime::Trace trace = runtime::read_request_trace(examples + "kjv.jsonl", kjv, context);
   CHECK(trace.error.value_or("") == "");
-  CHECK(trace.requests.size() == 32);
+  CHECK(trace.requests.size() == 64);
   CHECK(trace.clipped.empty());
 }
