@@ -37,10 +37,15 @@ struct PlanOptions {
   std::string svg_path;
   std::string trace_path;
   std::string json_path;
-  std::string costs_path;  // --costs: measured costs (run --json, sweep --json or a --profile file)
-  bool ascii = true;       // the ASCII timeline, when it fits the terminal
+  std::string costs_path;     // --costs: measured costs (run --json, sweep --json or a --profile file)
+  bool ascii = true;          // the ASCII timeline, when it fits the terminal
+  std::string requests_path;  // requests=FILE: a serving plan of this trace instead of a training step
 };
-int plan_command(const Environment& env, const PlanOptions& options);
+int plan_command(const Environment& env, PlanOptions options);
+// The serving plan of plan_command with requests=FILE (serve_plan.cpp).
+int serve_plan_command(const LoadedDeck& loaded, const PlanOptions& options);
+// Takes `requests=FILE` out of the key=value arguments; empty when absent.
+std::string take_requests_argument(DeckArguments& arguments);
 
 struct RunOptions {
   DeckArguments deck;
@@ -74,7 +79,7 @@ struct ServeOptions {
   std::string json_path;
   std::string svg_path;  // measured timeline above the simulated one
 };
-// The serve command's own key (requests=FILE) out of the key=value arguments.
+// The serve command's own key (requests=FILE, required) out of the key=value arguments.
 ServeOptions split_serve_arguments(DeckArguments arguments);
 int serve_command(const Environment& env, const ServeOptions& options);
 

@@ -72,14 +72,15 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
   deck->add_flag("--resolved", deck_options.resolved, "Also print every key with its resolved value");
 
   app::PlanOptions plan_options;
-  auto* plan = cli.add_subcommand("plan", "Schedule, validate and simulate a deck without computing");
+  auto* plan = cli.add_subcommand(
+      "plan", "Schedule, validate and simulate a deck without computing (requests=FILE: simulate serving that trace)");
   add_deck_arguments(*plan, plan_options.deck);
   plan->add_option("--svg", plan_options.svg_path, "Write an SVG timeline");
   plan->add_option("--trace", plan_options.trace_path, "Write a Chrome-trace JSON timeline (Perfetto)");
   plan->add_option("--json", plan_options.json_path, "Write the summary as JSON");
   plan->add_option("--costs", plan_options.costs_path,
                    "Also predict the step in seconds from measured costs: a 'run --json' or 'sweep --json' file, or a "
-                   "'run --profile' HDF5 file");
+                   "'run --profile' HDF5 file; with requests=FILE, a 'serve --json' file");
   plan->add_flag("!--no-ascii", plan_options.ascii, "Do not print the ASCII timeline");
 
   app::RunOptions run_options;

@@ -137,8 +137,10 @@ void print_calibrated(const std::string& path, const schedule::CostFit& fit, con
 
 }  // namespace
 
-int plan_command(const Environment& env, const PlanOptions& options) {
+int plan_command(const Environment& env, PlanOptions options) {
+  options.requests_path = take_requests_argument(options.deck);
   const LoadedDeck loaded = load_deck(options.deck);
+  if (!options.requests_path.empty()) return serve_plan_command(loaded, options);
   if (!options.costs_path.empty()) protect_input(options.costs_path);
   require_writable(options.svg_path, "--svg");
   require_writable(options.trace_path, "--trace");

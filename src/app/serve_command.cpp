@@ -60,21 +60,27 @@ nlohmann::json percentiles(const std::vector<double>& values) {
 
 }  // namespace
 
-ServeOptions split_serve_arguments(DeckArguments arguments) {
-  ServeOptions options;
+std::string take_requests_argument(DeckArguments& arguments) {
+  std::string path;
   std::vector<std::string> overrides;
   for (const std::string& argument : arguments.overrides) {
     if (argument.rfind("requests=", 0) == 0) {
-      options.requests_path = argument.substr(9);
+      path = argument.substr(9);
     } else {
       overrides.push_back(argument);
     }
   }
+  arguments.overrides = overrides;
+  return path;
+}
+
+ServeOptions split_serve_arguments(DeckArguments arguments) {
+  ServeOptions options;
+  options.requests_path = take_requests_argument(arguments);
   if (options.requests_path.empty()) {
     throw input_error(
         "kpipe serve needs a request trace: requests=FILE (JSON lines, see examples/inference/README.md)");
   }
-  arguments.overrides = overrides;
   options.deck = arguments;
   return options;
 }
@@ -147,6 +153,10 @@ int serve_command(const Environment&, const ServeOptions& options) {
                             {"token_times", r.token_times},
                             {"rejected", r.rejected}});
       }
+      nlohmann::json stage_costs = nlohmann::json::array();
+      for (const schedule::ServeCosts& c : predicted.costs) {
+        stage_costs.push_back({{"fixed", c.fixed}, {"per_token", c.per_token}, {"per_context", c.per_context}});
+      }
       const nlohmann::json json = {{"command", "serve"},
                                    {"deck", options.deck.path},
                                    {"requests_file", options.requests_path},
@@ -162,6 +172,8 @@ int serve_command(const Environment&, const ServeOptions& options) {
                                    {"time_between_tokens", percentiles(l.between_tokens)},
                                    {"bubble", {{"measured", measured}, {"simulated", predicted.simulation.bubble()}}},
                                    {"simulated_tokens_per_second", predicted.tokens_per_second},
+                                   {"stage_costs", stage_costs},
+                                   {"transfer_seconds", predicted.transfer},
                                    {"requests", requests}};
       out << json.dump(2) << '\n';
     });

@@ -51,10 +51,10 @@ Microbatch decode(const std::vector<std::int32_t>& header) {
   return microbatch;
 }
 
-// The KV blocks every stage can hold in inference.kv_cache_mib: the stage
-// with the most attention layers decides, since all stages follow one table.
+}  // namespace
+
 template <class Scalar>
-int kv_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference) {
+int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference) {
   const auto layers = spec.model.layers();
   int most = 0;
   for (const model::LayerRange& stage : spec.stages) {
@@ -77,7 +77,8 @@ int kv_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inf
   return blocks;
 }
 
-}  // namespace
+template int kv_cache_blocks<float>(const model::TrainerSpec&, const config::InferenceConfig&);
+template int kv_cache_blocks<double>(const model::TrainerSpec&, const config::InferenceConfig&);
 
 BatchLimits batch_limits(const config::InferenceConfig& inference, int kv_blocks, int context, int p) {
   BatchLimits limits;
@@ -106,7 +107,7 @@ class Server {
         group_(pipeline.grid().pipeline()),
         me_(pipeline.grid().pipeline_rank()),
         root_(placement_.place(0).rank),
-        blocks_(kv_blocks<Scalar>(pipeline.spec(), inference)),
+        blocks_(kv_cache_blocks<Scalar>(pipeline.spec(), inference)),
         most_tokens_(std::max(inference.token_budget, inference.max_sequences * model_.context)),
         mailbox_(group_, pipeline.watchdog(), 8 + 4 * static_cast<std::size_t>(most_tokens_) + requests.size(),
                  static_cast<std::size_t>(most_tokens_) * static_cast<std::size_t>(model_.dim)) {

@@ -49,6 +49,12 @@ struct ServeResult {
   int peak_kv_blocks = 0;  // the most any stage held at once
 };
 
+// The KV blocks of inference.kv_cache_mib every stage holds: the stage with
+// the most decoder blocks decides, since all stages follow one block table.
+// An input error when the budget holds no block.
+template <class Scalar>
+int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference);
+
 // The scheduler's limits for a deck's inference keys on p ranks.
 BatchLimits batch_limits(const config::InferenceConfig& inference, int kv_blocks, int context, int p);
 
