@@ -10,10 +10,13 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/attention.hpp"
 #include "random_matrix.hpp"
+#include "relative_error.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
 using kpipe::test::random_matrix;
+
+using kpipe::test::relative_error;
 
 namespace {
 
@@ -111,18 +114,6 @@ Run<Scalar> run(AttentionPath path, const AttentionShape& s, const std::vector<d
 
 std::vector<double> random_values(int rows, int cols, std::uint64_t stream, double range = 1) {
   return host(random_matrix<double>(rows, cols, stream, -range, range));
-}
-
-// max |x - y| / max |y|, or max |x - y| where y is all zero (the query and key
-// gradients of a single position, whose softmax is constant).
-double relative_error(const std::vector<double>& x, const std::vector<double>& y) {
-  REQUIRE(x.size() == y.size());
-  double diff = 0, size = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, std::abs(x[i] - y[i]));
-    size = std::max(size, std::abs(y[i]));
-  }
-  return size == 0 ? diff : diff / size;
 }
 
 const char* name(AttentionPath path) { return path == AttentionPath::gemm ? "gemm" : "fused"; }

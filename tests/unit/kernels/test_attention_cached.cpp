@@ -14,10 +14,13 @@
 #include "kpipe/kernels/attention.hpp"
 #include "kpipe/kernels/attention_cached.hpp"
 #include "random_matrix.hpp"
+#include "relative_error.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
 using kpipe::test::random_matrix;
+
+using kpipe::test::relative_error;
 
 namespace {
 
@@ -142,19 +145,6 @@ std::vector<std::vector<Scalar>> cached(const Prompts& p, const std::vector<int>
     }
   }
   return out;
-}
-
-// max |x - y| / max |y| over all sequences.
-template <class Scalar>
-double relative_error(const std::vector<std::vector<Scalar>>& x, const std::vector<std::vector<double>>& y) {
-  double diff = 0, size = 0;
-  for (std::size_t s = 0; s < y.size(); ++s) {
-    for (std::size_t e = 0; e < y[s].size(); ++e) {
-      diff = std::max(diff, std::abs(static_cast<double>(x[s][e]) - y[s][e]));
-      size = std::max(size, std::abs(y[s][e]));
-    }
-  }
-  return diff / size;
 }
 
 }  // namespace

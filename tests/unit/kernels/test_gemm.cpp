@@ -10,24 +10,15 @@
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "random_matrix.hpp"
+#include "relative_error.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
 using kpipe::test::random_matrix;
 
-namespace {
+using kpipe::test::relative_error;
 
-// max |x - y| / max |y|
-template <class Scalar, class Reference>
-double relative_error(const std::vector<Scalar>& x, const std::vector<Reference>& y) {
-  double diff = 0;
-  double size = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(static_cast<Reference>(x[i]) - y[i])));
-    size = std::max(size, static_cast<double>(std::abs(y[i])));
-  }
-  return diff / size;
-}
+namespace {
 
 // alpha op(A) op(B) + beta C on the host, in long double.
 template <class Scalar>

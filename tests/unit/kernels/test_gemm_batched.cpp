@@ -10,10 +10,13 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "random_matrix.hpp"
+#include "relative_error.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
 using kpipe::test::random_matrix;
+
+using kpipe::test::relative_error;
 
 namespace {
 
@@ -51,16 +54,6 @@ std::vector<long double> reference(int batch, Trans ta, Trans tb, double alpha, 
     }
   }
   return out;
-}
-
-template <class Scalar>
-double relative_error(const std::vector<Scalar>& x, const std::vector<long double>& y) {
-  double diff = 0, size = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(static_cast<long double>(x[i]) - y[i])));
-    size = std::max(size, static_cast<double>(std::abs(y[i])));
-  }
-  return diff / size;
 }
 
 }  // namespace

@@ -6,9 +6,12 @@
 #include "catch.hpp"
 #include "kpipe/kernels/layer_norm.hpp"
 #include "kpipe/kernels/random.hpp"
+#include "relative_error.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
+
+using kpipe::test::relative_error;
 
 namespace {
 
@@ -66,15 +69,6 @@ std::vector<double> numeric_gradient(Inputs in, std::vector<double> Inputs::*val
     gradient.push_back((up - down) / (2 * h));
   }
   return gradient;
-}
-
-double relative_error(const std::vector<double>& analytic, const std::vector<double>& numeric) {
-  double diff = 0, size = 0;
-  for (std::size_t i = 0; i < numeric.size(); ++i) {
-    diff = std::max(diff, std::abs(analytic[i] - numeric[i]));
-    size = std::max(size, std::abs(numeric[i]));
-  }
-  return diff / size;
 }
 
 }  // namespace

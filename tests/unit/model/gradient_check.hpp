@@ -10,6 +10,7 @@
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/tensor/matrix.hpp"
 #include "random_matrix.hpp"
+#include "relative_error.hpp"
 
 namespace kpipe::test {
 
@@ -31,16 +32,6 @@ inline std::vector<double> numeric_gradient(const Matrix<double>& tensor, const 
     gradient.push_back((up - down) / (2 * h));
   }
   return gradient;
-}
-
-// max |analytic - numeric| / max |numeric| over the tensor.
-inline double relative_error(const std::vector<double>& analytic, const std::vector<double>& numeric) {
-  double diff = 0, size = 0;
-  for (std::size_t i = 0; i < numeric.size(); ++i) {
-    diff = std::max(diff, std::abs(analytic[i] - numeric[i]));
-    size = std::max(size, std::abs(numeric[i]));
-  }
-  return size > 0 ? diff / size : diff;
 }
 
 // sum(Y * R): a scalar whose gradient with respect to Y is R.

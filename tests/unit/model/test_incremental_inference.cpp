@@ -12,10 +12,13 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/stage.hpp"
+#include "relative_error.hpp"
 #include "test_models.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
+
+using kpipe::test::relative_error;
 
 namespace {
 
@@ -115,17 +118,6 @@ std::vector<Scalar> served(const std::vector<Stage<Scalar>*>& stages, const std:
     }
   }
   return logits;
-}
-
-// max |x - y| / max |y|.
-template <class Scalar>
-double relative_error(const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
-  double diff = 0, size = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(x[i]) - static_cast<double>(y[i])));
-    size = std::max(size, std::abs(static_cast<double>(y[i])));
-  }
-  return diff / size;
 }
 
 }  // namespace
