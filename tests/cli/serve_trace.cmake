@@ -5,18 +5,25 @@
 # Usage: cmake -DKPIPE=... -DMPIEXEC=... -DWORK_DIR=... -P serve_trace.cmake (from the source root)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
-set(deck tests/data/lm/genesis.toml)
 
-execute_process(COMMAND ${MPIEXEC} -n 2 ${KPIPE} serve ${deck} requests=tests/data/serve/malformed.jsonl
-                        --json ${WORK_DIR}/partial.json
-                RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-if(NOT code STREQUAL "2")
-  message(FATAL_ERROR "a malformed trace must exit with code 2, got '${code}'\n${out}\n${err}")
-endif()
+# Serves tests/data/serve/TRACE.jsonl on the Genesis deck into WORK_DIR/TRACE.json,
+# expecting exit code CODE; sets `err` (stderr) and `json` (the --json file).
+function(serve trace code)
+  execute_process(COMMAND ${MPIEXEC} -n 2 ${KPIPE} serve tests/data/lm/genesis.toml
+                          requests=tests/data/serve/${trace}.jsonl --json ${WORK_DIR}/${trace}.json
+                  RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT result STREQUAL code)
+    message(FATAL_ERROR "serving ${trace}.jsonl: expected exit code ${code}, got '${result}'\n${out}\n${err}")
+  endif()
+  file(READ ${WORK_DIR}/${trace}.json json)
+  set(err "${err}" PARENT_SCOPE)
+  set(json "${json}" PARENT_SCOPE)
+endfunction()
+
+serve(malformed 2)
 if(NOT err MATCHES "kpipe: error: tests/data/serve/malformed.jsonl:3: is not valid JSON")
   message(FATAL_ERROR "the error does not name line 3:\n${err}")
 endif()
-file(READ ${WORK_DIR}/partial.json json)
 string(JSON served LENGTH "${json}" requests)
 if(NOT served EQUAL 2)
   message(FATAL_ERROR "expected the 2 requests before the bad line in --json, got ${served}")
@@ -28,13 +35,7 @@ foreach(index expected IN ZIP_LISTS "0;1" "4;3")
   endif()
 endforeach()
 
-execute_process(COMMAND ${MPIEXEC} -n 2 ${KPIPE} serve ${deck} requests=tests/data/serve/text.jsonl
-                        --json ${WORK_DIR}/text.json
-                RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-if(NOT code STREQUAL "0")
-  message(FATAL_ERROR "serving a text prompt failed (${code}):\n${out}\n${err}")
-endif()
-file(READ ${WORK_DIR}/text.json json)
+serve(text 0)
 string(JSON prompt GET "${json}" requests 0 prompt_tokens)
 string(JSON text GET "${json}" requests 0 text)
 string(LENGTH "${text}" characters)
