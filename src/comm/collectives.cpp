@@ -91,6 +91,10 @@ std::vector<double> all_gather(Communicator comm, const std::vector<double>& min
   return gather_equal(comm, mine, MPI_DOUBLE);
 }
 
+std::vector<unsigned char> all_gather(Communicator comm, const std::vector<unsigned char>& mine) {
+  return gather_equal(comm, mine, MPI_BYTE);
+}
+
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
                                        const std::vector<int>& counts) {
   std::vector<int> offsets(counts.size(), 0);

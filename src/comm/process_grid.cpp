@@ -6,34 +6,53 @@
 
 namespace kpipe::comm {
 
-ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int data_parallel)
-    : world_(world), stages_(stages), replicas_(data_parallel) {
+ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int data_parallel, int tensor_parallel)
+    : world_(world), stages_(stages), replicas_(data_parallel), tensor_size_(tensor_parallel) {
   int size = 0;
   MPI_Comm_size(world, &size);
   MPI_Comm_rank(world, &world_rank_);
-  if (size != stages * data_parallel) {
-    throw input_error(
-        fmt::format("the job has {} MPI rank{}, but pipeline.stages * pipeline.data_parallel = {} * {} "
-                    "= {}; launch with mpirun -n {} or change the deck",
-                    size, size == 1 ? "" : "s", stages, data_parallel, stages * data_parallel, stages * data_parallel));
+  const int wanted = stages * data_parallel * tensor_parallel;
+  if (size != wanted) {
+    const std::string product =
+        tensor_parallel == 1
+            ? fmt::format("pipeline.stages * pipeline.data_parallel = {} * {}", stages, data_parallel)
+            : fmt::format("pipeline.stages * pipeline.tensor_parallel * pipeline.data_parallel = {} * {} * {}", stages,
+                          tensor_parallel, data_parallel);
+    throw input_error(fmt::format("the job has {} MPI rank{}, but {} = {}; launch with mpirun -n {} or change the deck",
+                                  size, size == 1 ? "" : "s", product, wanted, wanted));
   }
-  pipeline_rank_ = world_rank_ % stages;
-  replica_ = world_rank_ / stages;
-  MPI_Comm_split(world, replica_, pipeline_rank_, &pipeline_);
-  MPI_Comm_split(world, pipeline_rank_, replica_, &data_);
+  tensor_rank_ = world_rank_ % tensor_parallel;
+  const int position = world_rank_ / tensor_parallel;  // replica · p + pipeline rank
+  pipeline_rank_ = position % stages;
+  replica_ = position / stages;
+  MPI_Comm_split(world, replica_ * tensor_parallel + tensor_rank_, pipeline_rank_, &pipeline_);
+  MPI_Comm_split(world, pipeline_rank_ * tensor_parallel + tensor_rank_, replica_, &data_);
+  MPI_Comm_split(world, position, tensor_rank_, &tensor_);
 }
 
 ProcessGrid::~ProcessGrid() {
   MPI_Comm_free(&pipeline_);
   MPI_Comm_free(&data_);
+  MPI_Comm_free(&tensor_);
 }
 
 std::string ProcessGrid::layout() const {
-  std::string text = fmt::format("process grid: world {} = {} pipeline{} x {} stage{}", stages_ * replicas_, replicas_,
-                                 replicas_ == 1 ? "" : "s", stages_, stages_ == 1 ? "" : "s");
+  const int t = tensor_size_;
+  std::string text = fmt::format("process grid: world {} = {} pipeline{} x {} stage{}", stages_ * replicas_ * t,
+                                 replicas_, replicas_ == 1 ? "" : "s", stages_, stages_ == 1 ? "" : "s");
+  if (t > 1) text += fmt::format(" x {} tensor ranks", t);
   for (int replica = 0; replica < replicas_; ++replica) {
-    text += fmt::format("\n  pipeline {}: world ranks {}..{} hold stages 0..{}", replica, replica * stages_,
-                        (replica + 1) * stages_ - 1, stages_ - 1);
+    const int first = replica * stages_ * t;
+    if (t == 1) {
+      text += fmt::format("\n  pipeline {}: world ranks {}..{} hold stages 0..{}", replica, first, first + stages_ - 1,
+                          stages_ - 1);
+      continue;
+    }
+    text += fmt::format("\n  pipeline {}:", replica);
+    for (int stage = 0; stage < stages_; ++stage) {
+      text += fmt::format(" stage {} on world ranks {}..{}{}", stage, first + stage * t, first + (stage + 1) * t - 1,
+                          stage + 1 < stages_ ? "," : "");
+    }
   }
   return text;
 }

@@ -69,12 +69,97 @@ double mean_squared_error(const tensor::ExecutionSpace& space, const tensor::Con
   return loss;
 }
 
+namespace {
+
+// The largest of row i's shard maxima.
+template <class Maxima>
+KOKKOS_INLINE_FUNCTION auto largest(const Maxima& maxima, int i) {
+  auto m = maxima(i, 0);
+  for (int r = 1; r < static_cast<int>(maxima.extent(1)); ++r) m = maxima(i, r) > m ? maxima(i, r) : m;
+  return m;
+}
+
+}  // namespace
+
+template <class Scalar>
+void vocab_shard_max(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                     int rank, const tensor::Matrix<Scalar>& maxima) {
+  const int rows = static_cast<int>(logits.extent(0));
+  const int columns = static_cast<int>(logits.extent(1));
+  const int ranks = static_cast<int>(maxima.extent(1));
+  tensor::require_shape("shard maxima", maxima, rows, ranks);
+  Kokkos::parallel_for(
+      "kpipe::kernels::vocab_shard_max", Range(space, 0, rows), KOKKOS_LAMBDA(int i) {
+        Scalar max = logits(i, 0);
+        for (int j = 1; j < columns; ++j) max = logits(i, j) > max ? logits(i, j) : max;
+        for (int r = 0; r < ranks; ++r) maxima(i, r) = r == rank ? max : Scalar(0);
+      });
+}
+
+template <class Scalar>
+void vocab_shard_sums(const tensor::ExecutionSpace& space,
+                      const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                      const tensor::ConstMatrix<tensor::identity_t<Scalar>>& maxima, const tensor::ConstLabels& labels,
+                      int first, const tensor::Matrix<Scalar>& sums) {
+  const int rows = static_cast<int>(logits.extent(0));
+  const int columns = static_cast<int>(logits.extent(1));
+  tensor::require_shape("shard sums", sums, rows, 2);
+  Kokkos::parallel_for(
+      "kpipe::kernels::vocab_shard_sums", Range(space, 0, rows), KOKKOS_LAMBDA(int i) {
+        const Scalar max = largest(maxima, i);
+        Scalar sum = 0;
+        for (int j = 0; j < columns; ++j) sum += tensor::compat::math::exp(logits(i, j) - max);
+        const int local = labels(i) - first;
+        sums(i, 0) = sum;
+        sums(i, 1) = local >= 0 && local < columns ? logits(i, local) : Scalar(0);
+      });
+}
+
+template <class Scalar>
+double vocab_shard_loss(const tensor::ExecutionSpace& space,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& maxima,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& sums, const tensor::ConstLabels& labels,
+                        int first, int vocab, tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dlogits) {
+  const int rows = static_cast<int>(logits.extent(0));
+  const int columns = static_cast<int>(logits.extent(1));
+  if (labels.extent(0) != logits.extent(0)) {
+    throw input_error(
+        fmt::format("{} labels for {} logits; give one label per row", labels.extent(0), tensor::shape_string(logits)));
+  }
+  tensor::require_shape("logit gradient", dlogits, rows, columns);
+  double loss = 0;
+  Kokkos::parallel_reduce(
+      "kpipe::kernels::vocab_shard_loss", Range(space, 0, rows),
+      KOKKOS_LAMBDA(int i, double& partial) {
+        const Scalar log_sum = largest(maxima, i) + tensor::compat::math::log(sums(i, 0));
+        const int label = labels(i);
+        for (int j = 0; j < columns; ++j) {
+          const Scalar p = tensor::compat::math::exp(logits(i, j) - log_sum);
+          dlogits(i, j) = scale * (first + j == label ? p - Scalar(1) : p);
+        }
+        const bool valid = label >= 0 && label < vocab;
+        partial += valid ? static_cast<double>(scale * (log_sum - sums(i, 1))) : tensor::compat::quiet_nan<double>();
+      },
+      loss);
+  return loss;
+}
+
 #define KPIPE_INSTANTIATE(Scalar)                                                                                   \
   template double softmax_cross_entropy<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,  \
                                                 const tensor::ConstLabels&, Scalar, const tensor::Matrix<Scalar>&); \
   template double mean_squared_error<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,     \
                                              const tensor::ConstMatrix<Scalar>&, Scalar,                            \
-                                             const tensor::Matrix<Scalar>&);
+                                             const tensor::Matrix<Scalar>&);                                        \
+  template void vocab_shard_max<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&, int,     \
+                                        const tensor::Matrix<Scalar>&);                                             \
+  template void vocab_shard_sums<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,         \
+                                         const tensor::ConstMatrix<Scalar>&, const tensor::ConstLabels&, int,       \
+                                         const tensor::Matrix<Scalar>&);                                            \
+  template double vocab_shard_loss<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,       \
+                                           const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,  \
+                                           const tensor::ConstLabels&, int, int, Scalar,                            \
+                                           const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

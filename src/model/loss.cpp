@@ -42,10 +42,29 @@ void require_finite_loss(double loss, std::int64_t step, int microbatch, int rep
                   loss, step, where));
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                     \
-  template Targets<Scalar> make_targets<Scalar>(LossKind, int, int);                                                  \
-  template double loss_and_gradient<Scalar>(const tensor::ExecContext&, LossKind, const tensor::ConstMatrix<Scalar>&, \
-                                            const Targets<Scalar>&, Scalar, const tensor::Matrix<Scalar>&);
+template <class Scalar>
+double vocab_parallel_cross_entropy(const tensor::ExecContext& exec, Collectives& collectives,
+                                    const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                                    const tensor::ConstLabels& labels, int first, int vocab,
+                                    tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dlogits) {
+  const int rows = static_cast<int>(logits.extent(0));
+  const int ranks = collectives.size(Group::tensor);
+  const auto maxima = tensor::uninitialized_matrix<Scalar>("kpipe::model::shard_maxima", rows, ranks);
+  kernels::vocab_shard_max<Scalar>(exec.space(), logits, collectives.rank(Group::tensor), maxima);
+  collectives.all_reduce_sum(Group::tensor, maxima);
+  const auto sums = tensor::uninitialized_matrix<Scalar>("kpipe::model::shard_sums", rows, 2);
+  kernels::vocab_shard_sums<Scalar>(exec.space(), logits, maxima, labels, first, sums);
+  collectives.all_reduce_sum(Group::tensor, sums);
+  return kernels::vocab_shard_loss<Scalar>(exec.space(), logits, maxima, sums, labels, first, vocab, scale, dlogits);
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                                      \
+  template Targets<Scalar> make_targets<Scalar>(LossKind, int, int);                                                   \
+  template double loss_and_gradient<Scalar>(const tensor::ExecContext&, LossKind, const tensor::ConstMatrix<Scalar>&,  \
+                                            const Targets<Scalar>&, Scalar, const tensor::Matrix<Scalar>&);            \
+  template double vocab_parallel_cross_entropy<Scalar>(const tensor::ExecContext&, Collectives&,                       \
+                                                       const tensor::ConstMatrix<Scalar>&, const tensor::ConstLabels&, \
+                                                       int, int, Scalar, const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -1,8 +1,11 @@
 #pragma once
-// The MPI process grid (DESIGN.md §4): world = p · d ranks, one communicator
-// per pipeline (p ranks; a rank's pipeline rank holds its model chunks) and one per data-parallel
-// group (d ranks of the same pipeline rank). World rank = replica · p + pipeline rank, so
-// the ranks of one pipeline are neighbours, usually on the same node.
+// The MPI process grid (DESIGN.md §4): world = p · t · d ranks, one
+// communicator per pipeline (p ranks: the same replica and tensor rank; a
+// rank's pipeline rank holds its model chunks), one per tensor-parallel group
+// (t ranks sharing one model stage of one replica) and one per data-parallel
+// group (d ranks of the same stage and tensor rank). World rank =
+// (replica · p + pipeline rank) · t + tensor rank: a tensor group, which talks
+// in every layer, is the closest ranks (one node), then a pipeline.
 
 #include <mpi.h>
 
@@ -12,8 +15,8 @@ namespace kpipe::comm {
 
 class ProcessGrid {
  public:
-  // Throws an input error, before any compute, when the world size is not p · d.
-  ProcessGrid(MPI_Comm world, int stages, int data_parallel);
+  // Throws an input error, before any compute, when the world size is not p · t · d.
+  ProcessGrid(MPI_Comm world, int stages, int data_parallel, int tensor_parallel = 1);
   ~ProcessGrid();
   ProcessGrid(const ProcessGrid&) = delete;
   ProcessGrid& operator=(const ProcessGrid&) = delete;
@@ -22,21 +25,28 @@ class ProcessGrid {
   int replicas() const { return replicas_; }
   int pipeline_rank() const { return pipeline_rank_; }  // rank in the pipeline communicator
   int replica() const { return replica_; }              // rank in the data-parallel communicator
+  int tensor_size() const { return tensor_size_; }
+  int tensor_rank() const { return tensor_rank_; }  // rank in the tensor-parallel communicator
   int world_rank() const { return world_rank_; }
 
   MPI_Comm world() const { return world_; }
   MPI_Comm pipeline() const { return pipeline_; }
   MPI_Comm data() const { return data_; }
+  MPI_Comm tensor() const { return tensor_; }
 
-  // "world 4 = 2 pipelines x 2 stages" and one line per pipeline listing its ranks.
+  // "world 4 = 2 pipelines x 2 stages" (x t tensor ranks) and one line per
+  // pipeline listing its ranks.
   std::string layout() const;
 
  private:
   MPI_Comm world_;
   MPI_Comm pipeline_ = MPI_COMM_NULL;
   MPI_Comm data_ = MPI_COMM_NULL;
+  MPI_Comm tensor_ = MPI_COMM_NULL;
   int stages_;
   int replicas_;
+  int tensor_size_;
+  int tensor_rank_ = 0;
   int world_rank_ = 0;
   int pipeline_rank_ = 0;
   int replica_ = 0;

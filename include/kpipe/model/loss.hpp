@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kpipe/model/collectives.hpp"
 #include "kpipe/model/spec.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/matrix.hpp"
@@ -51,6 +52,18 @@ template <class Scalar>
 double loss_and_gradient(const tensor::ExecContext& exec, LossKind loss,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Y, const Targets<Scalar>& targets,
                          tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dY);
+
+// Softmax cross-entropy of logits split over the tensor-parallel group by
+// vocabulary (a vocabulary-parallel LM head): this rank holds the columns
+// [first, first + logits' width) of `vocab`; the labels are global ids.
+// Returns scale * the summed losses (the same on every rank of the group) and
+// writes this shard's dlogits; the full logits never travel, only two rows x t
+// and rows x 2 sums (kernels/loss.hpp). With one rank it is the plain loss.
+template <class Scalar>
+double vocab_parallel_cross_entropy(const tensor::ExecContext& exec, Collectives& collectives,
+                                    const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,
+                                    const tensor::ConstLabels& labels, int first, int vocab,
+                                    tensor::identity_t<Scalar> scale, const tensor::Matrix<Scalar>& dlogits);
 
 // Throws a runtime error naming the step and the microbatch (and the replica
 // when d > 1) if `loss` is NaN or Inf. Callers check before the optimizer

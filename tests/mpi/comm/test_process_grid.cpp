@@ -54,3 +54,53 @@ TEST_CASE("the layout names every pipeline", "[comm]") {
   CHECK(layout.rfind("process grid: world " + std::to_string(size), 0) == 0);
   CHECK(layout.find("pipeline " + std::to_string(size / 2 - 1) + ": world ranks") != std::string::npos);
 }
+
+TEST_CASE("with tensor parallelism the closest ranks form a tensor group", "[comm]") {
+  const int size = comm::size_of(comm::world());
+  for (int t = 2; t <= size; ++t) {
+    if (size % t != 0) continue;
+    for (int stages = 1; stages <= size / t; ++stages) {
+      if (size / t % stages != 0) continue;
+      const int d = size / t / stages;
+      INFO("p = " << stages << ", t = " << t << ", d = " << d);
+      const ProcessGrid grid(MPI_COMM_WORLD, stages, d, t);
+      // Independent truth: world rank = (replica * p + stage) * t + tensor rank.
+      CHECK((grid.replica() * stages + grid.pipeline_rank()) * t + grid.tensor_rank() == grid.world_rank());
+      int tensor_size = 0, tensor_rank = 0, pipeline_size = 0, data_size = 0;
+      MPI_Comm_size(grid.tensor(), &tensor_size);
+      MPI_Comm_rank(grid.tensor(), &tensor_rank);
+      MPI_Comm_size(grid.pipeline(), &pipeline_size);
+      MPI_Comm_size(grid.data(), &data_size);
+      CHECK(tensor_size == t);
+      CHECK(tensor_rank == grid.tensor_rank());
+      CHECK(pipeline_size == stages);
+      CHECK(data_size == d);
+      // A tensor group shares one stage of one replica; a pipeline and a
+      // data-parallel group share one tensor rank.
+      const auto same_across = [](MPI_Comm group, int value) {
+        int low = 0, high = 0;
+        MPI_Allreduce(&value, &low, 1, MPI_INT, MPI_MIN, group);
+        MPI_Allreduce(&value, &high, 1, MPI_INT, MPI_MAX, group);
+        return low == value && high == value;
+      };
+      CHECK(same_across(grid.tensor(), grid.pipeline_rank()));
+      CHECK(same_across(grid.tensor(), grid.replica()));
+      CHECK(same_across(grid.pipeline(), grid.tensor_rank()));
+      CHECK(same_across(grid.data(), grid.tensor_rank()));
+      CHECK(same_across(grid.data(), grid.pipeline_rank()));
+      CHECK(grid.layout().find("x " + std::to_string(t) + " tensor ranks") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a world size that is not p * t * d is an input error naming all three", "[comm]") {
+  const int size = comm::size_of(comm::world());
+  try {
+    ProcessGrid grid(MPI_COMM_WORLD, size, 1, 2);
+    FAIL("no error for a world of " << size << " ranks, " << size << " stages and t = 2");
+  } catch (const kpipe::Error& e) {
+    CHECK(e.kind() == kpipe::ErrorKind::input);
+    CHECK(std::string(e.what()).find("pipeline.stages * pipeline.tensor_parallel * pipeline.data_parallel = " +
+                                     std::to_string(size) + " * 2 * 1") != std::string::npos);
+  }
+}

@@ -3,6 +3,8 @@
 #include "catch.hpp"
 #include "gradient_check.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/loss.hpp"
+#include "kpipe/model/loss.hpp"
 #include "kpipe/model/stage.hpp"
 
 using namespace kpipe;
@@ -41,4 +43,19 @@ TEST_CASE("a stage with injected collectives computes bitwise what a stage with 
   own.forward_no_grad(X, Y1);
   given.forward_no_grad(X, Y2);
   CHECK(tensor::to_host<double>(Y1) == tensor::to_host<double>(Y2));
+}
+
+TEMPLATE_TEST_CASE("on one rank the vocabulary-parallel cross-entropy is bitwise the plain one", "[model][collectives]",
+                   float, double) {
+  using Scalar = TestType;
+  tensor::ExecContext exec;
+  SerialCollectives serial(exec);
+  const auto logits = test::random_matrix<Scalar>(6, 9, 4);
+  tensor::Labels labels("test::labels", 6);
+  Kokkos::deep_copy(labels, 4);
+  const auto expected = tensor::zero_matrix<Scalar>("test::expected", 6, 9);
+  const auto actual = tensor::zero_matrix<Scalar>("test::actual", 6, 9);
+  const double plain = kernels::softmax_cross_entropy<Scalar>(exec.space(), logits, labels, Scalar(0.5), expected);
+  CHECK(vocab_parallel_cross_entropy<Scalar>(exec, serial, logits, labels, 0, 9, Scalar(0.5), actual) == plain);
+  CHECK(tensor::to_host<Scalar>(actual) == tensor::to_host<Scalar>(expected));
 }

@@ -1,0 +1,32 @@
+#pragma once
+// model::Collectives over the process grid's communicators: what layers call
+// to talk to their tensor-parallel group (and their data-parallel replicas).
+// A sum is deterministic and the same on every rank: each rank gathers every
+// rank's buffer and adds them in rank order (an MPI reduction may order the
+// additions differently on different ranks, or between runs). Buffers are
+// staged through the host: the groups exchange a few rows per call.
+
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/comm/process_grid.hpp"
+#include "kpipe/model/collectives.hpp"
+
+namespace kpipe::runtime {
+
+class GridCollectives final : public model::Collectives {
+ public:
+  // `grid` and `exec` must outlive it.
+  GridCollectives(const comm::ProcessGrid& grid, tensor::ExecContext& exec) : grid_(grid), exec_(exec) {}
+
+  int size(model::Group group) const override;
+  int rank(model::Group group) const override;
+  void all_reduce_sum(model::Group group, const tensor::Tensor& buffer) override;
+  void all_gather(model::Group group, const tensor::Tensor& local, const tensor::Tensor& gathered) override;
+
+ private:
+  comm::Communicator communicator(model::Group group) const;
+
+  const comm::ProcessGrid& grid_;
+  tensor::ExecContext& exec_;
+};
+
+}  // namespace kpipe::runtime
