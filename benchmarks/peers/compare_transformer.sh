@@ -23,6 +23,6 @@ for _ in $(seq "$rounds"); do
   for b in 8 32; do
     "$benchmark" "$root/inputs/kjv-char.toml" "$steps" "train.microbatch_size=$b" pipeline.stages=1 "${overrides[@]}" |
       /usr/bin/python3 -c 'import json, sys; r = json.load(sys.stdin); s = r["sequential"]
-print(json.dumps({"peer": "kpipe", "microbatch_size": '"$b"', "overrides": sys.argv[1], "tokens_per_second": s["tokens_per_second"], "share": s["share"]}))' "${3:-}"
+print(json.dumps({"peer": "kpipe", "microbatch_size": '"$b"', "overrides": sys.argv[1], "tokens_per_second": s["tokens_per_second"], "cpu_tokens_per_second": s["cpu_tokens_per_second"], "share": s["share"]}))' "${3:-}"
   done
 done
