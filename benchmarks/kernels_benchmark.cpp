@@ -5,7 +5,9 @@
 //    on the same memory as the baseline the vendor path must match; the packed
 //    path (compute.gemm = "packed": X W + bias on a weight packed once), and
 //    at b = 32 the same with a repack every call (the once-per-step reorder's
-//    cost is the difference) and the vendor input-gradient product dY W^T;
+//    cost is the difference); the input-gradient product dY W^T, vendor and
+//    on a packed W^T (with and without a repack every call), and both
+//    products at the Linear shapes of the transformer (512 rows);
 //  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size;
 //  * causal attention forward + backward in tokens/s, gemm and fused paths, for
 //    T = 64, 256, 1024 (4 heads of 32, 4096 tokens per call), with the bytes
@@ -40,18 +42,33 @@ Matrix<float> random_matrix(int rows, int cols, std::uint64_t stream) {
   return m;
 }
 
-// Arguments: m, n, k; C (m x n) = A (m x k) B (k x n).
+// Arguments: m, n, k; C (m x n) = A (m x k) op(B) (k x n).
 void gemm_shapes(benchmark::internal::Benchmark* b) {
   for (int rows = 1; rows <= 256; rows *= 2) b->Args({rows, 1024, 1024});
   b->Args({1024, 1024, 1024});
 }
 
+// The Linear layers (rows, inputs -> outputs) of inputs/kjv-char.toml, a
+// microbatch of 8 x 64 positions (issue 12's MLP is 32 x 1024 -> 1024).
+constexpr int linears[][3] = {{512, 128, 384}, {512, 128, 128}, {512, 128, 512}, {512, 512, 128}, {512, 128, 63}};
+
+// Y = X W: m x outputs from m x inputs.
+void forward_shapes(benchmark::internal::Benchmark* b) {
+  for (const auto& [rows, inputs, outputs] : linears) b->Args({rows, outputs, inputs});
+}
+
+// dX = dY W^T: m x inputs from m x outputs.
+void input_gradient_shapes(benchmark::internal::Benchmark* b) {
+  for (const auto& [rows, inputs, outputs] : linears) b->Args({rows, inputs, outputs});
+}
+
+// trans_b = yes: B is stored n x k, as W is for the input gradient.
 template <class Run>
-void gemm_benchmark(benchmark::State& state, Run&& run) {
+void gemm_benchmark(benchmark::State& state, Run&& run, Trans trans_b = Trans::no) {
   const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
             k = static_cast<int>(state.range(2));
   const auto A = random_matrix(m, k, 1);
-  const auto B = random_matrix(k, n, 2);
+  const auto B = trans_b == Trans::no ? random_matrix(k, n, 2) : random_matrix(n, k, 2);
   auto C = uninitialized_matrix<float>("kpipe::benchmark::c", m, n);
   for (auto _ : state) {
     run(A, B, C);
@@ -65,7 +82,7 @@ void BM_gemm_vendor(benchmark::State& state) {
     gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, A, B, 0.0f, C, GemmPath::vendor);
   });
 }
-BENCHMARK(BM_gemm_vendor)->Apply(gemm_shapes)->UseRealTime();
+BENCHMARK(BM_gemm_vendor)->Apply(gemm_shapes)->Apply(forward_shapes)->UseRealTime();
 
 void BM_gemm_portable(benchmark::State& state) {
   gemm_benchmark(state, [](const auto& A, const auto& B, const auto& C) {
@@ -74,31 +91,48 @@ void BM_gemm_portable(benchmark::State& state) {
 }
 BENCHMARK(BM_gemm_portable)->Apply(gemm_shapes)->UseRealTime();
 
-// A Linear's forward product on a packed weight (with its bias, zero here).
-// `repack`: invalidate before every call, so each pays the reorder.
-void packed_benchmark(benchmark::State& state, bool repack) {
+// A Linear's products on a packed weight: the forward X W (+ a zero bias), or
+// with trans_b the input gradient dY W^T. `repack`: invalidate before every
+// call, so each pays the reorder.
+void packed_benchmark(benchmark::State& state, Trans trans_b, bool repack) {
   PackedWeight<float> packed;
   const auto bias = zero_matrix<float>("kpipe::benchmark::bias", 1, static_cast<int>(state.range(1)));
   state.SetLabel(packed_gemm_library());
-  gemm_benchmark(state, [&](const auto& A, const auto& B, const auto& C) {
-    if (repack) packed.invalidate();
-    packed.linear_forward(ExecutionSpace(), A, B, bias, C);
-  });
+  gemm_benchmark(
+      state,
+      [&](const auto& A, const auto& B, const auto& C) {
+        if (repack) packed.invalidate();
+        if (trans_b == Trans::no) {
+          packed.linear_forward(ExecutionSpace(), A, B, bias, C);
+        } else {
+          packed.input_gradient(ExecutionSpace(), A, B, C);
+        }
+      },
+      trans_b);
 }
 
-void BM_gemm_packed(benchmark::State& state) { packed_benchmark(state, false); }
-BENCHMARK(BM_gemm_packed)->Apply(gemm_shapes)->UseRealTime();
+void BM_gemm_packed(benchmark::State& state) { packed_benchmark(state, Trans::no, false); }
+BENCHMARK(BM_gemm_packed)->Apply(gemm_shapes)->Apply(forward_shapes)->UseRealTime();
 
-void BM_gemm_packed_repack(benchmark::State& state) { packed_benchmark(state, true); }
-BENCHMARK(BM_gemm_packed_repack)->Args({32, 1024, 1024})->UseRealTime();
+void BM_gemm_packed_repack(benchmark::State& state) { packed_benchmark(state, Trans::no, true); }
+BENCHMARK(BM_gemm_packed_repack)->Args({32, 1024, 1024})->Apply(forward_shapes)->UseRealTime();
 
-// The Linear's input gradient dX = dY W^T on the vendor path (A is dY, B is W^T's source).
+// The Linear's input gradient dX = dY W^T on the vendor path (A is dY, B is W).
 void BM_gemm_vendor_transposed_b(benchmark::State& state) {
-  gemm_benchmark(state, [](const auto& A, const auto& B, const auto& C) {
-    gemm(ExecutionSpace(), Trans::no, Trans::yes, 1.0f, A, B, 0.0f, C, GemmPath::vendor);
-  });
+  gemm_benchmark(
+      state,
+      [](const auto& A, const auto& B, const auto& C) {
+        gemm(ExecutionSpace(), Trans::no, Trans::yes, 1.0f, A, B, 0.0f, C, GemmPath::vendor);
+      },
+      Trans::yes);
 }
-BENCHMARK(BM_gemm_vendor_transposed_b)->Args({32, 1024, 1024})->UseRealTime();
+BENCHMARK(BM_gemm_vendor_transposed_b)->Args({32, 1024, 1024})->Apply(input_gradient_shapes)->UseRealTime();
+
+void BM_gemm_packed_transposed_b(benchmark::State& state) { packed_benchmark(state, Trans::yes, false); }
+BENCHMARK(BM_gemm_packed_transposed_b)->Args({32, 1024, 1024})->Apply(input_gradient_shapes)->UseRealTime();
+
+void BM_gemm_packed_transposed_b_repack(benchmark::State& state) { packed_benchmark(state, Trans::yes, true); }
+BENCHMARK(BM_gemm_packed_transposed_b_repack)->Args({32, 1024, 1024})->Apply(input_gradient_shapes)->UseRealTime();
 
 #if defined(KPIPE_HAVE_CBLAS)
 void BM_cblas_sgemm(benchmark::State& state) {

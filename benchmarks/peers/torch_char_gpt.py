@@ -121,7 +121,7 @@ def main():
         return float(np.mean(losses))
 
     losses, validation = [], []
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for step in range(args.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, args.lr, args.warmup, args.steps)
@@ -136,12 +136,13 @@ def main():
         losses.append(loss.item())
         if args.eval_every and (step + 1) % args.eval_every == 0:
             validation.append({"step": step + 1, "loss": evaluate()})
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     if not args.eval_every:
         validation.append({"step": args.steps, "loss": evaluate()})
     print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
                       "parameters": sum(p.numel() for p in model.parameters()), "steps": args.steps,
                       "tokens_per_second": args.steps * args.batch * T / seconds, "seconds": seconds,
+                      "cpu_tokens_per_second": args.steps * args.batch * T / cpu_seconds,
                       "final_train_loss": float(np.mean(losses[-20:])), "validation": validation}))
 
 

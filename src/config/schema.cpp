@@ -115,8 +115,9 @@ std::vector<KeySpec> build_schema() {
       // compute
       choice("compute.gemm", "vendor", {"vendor", "packed", "portable"},
              "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available; packed: as vendor, but each Linear's weight is "
-             "reordered once per step into oneDNN's blocked layout for the forward products (the vendor path in "
-             "builds without oneDNN, on CUDA and in double precision); or the portable Kokkos kernel"),
+             "reordered once per step into oneDNN's blocked layout, W for the forward and W^T for the "
+             "input-gradient products (the vendor path in builds without oneDNN, on CUDA and in double "
+             "precision); or the portable Kokkos kernel"),
       choice("compute.attention", "gemm", {"gemm", "fused"},
              "transformer attention: batched GEMMs and a causal-softmax kernel (keeps b*heads*T*T probabilities), or "
              "one fused kernel with online softmax that recomputes them in backward"),

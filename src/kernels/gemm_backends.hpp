@@ -65,9 +65,11 @@ class PackedBackend {
  public:
   virtual ~PackedBackend() = default;
   virtual void invalidate() = 0;
-  // op.c = op.a op.b + bias with alpha 1, beta 0 and no transposition; op.b is
-  // read only when its packed copy is stale.
-  virtual void linear_forward(const GemmOperands<Scalar>& op, const Scalar* bias) = 0;
+  // op.c = op.a op(op.b) (+ bias, a 1 x n row, unless null) with alpha 1,
+  // beta 0 and op.a not transposed. op.b is the weight W, op.trans_b says
+  // whether the product is by W (forward) or by Wᵀ (input gradient); each has
+  // its own packed copy, and op.b is read only when that copy is stale.
+  virtual void product(const GemmOperands<Scalar>& op, const Scalar* bias) = 0;
 };
 
 // oneDNN matmul on blocked weights, for host memory (gemm_onednn.cpp, with KPIPE_HAVE_DNNL).

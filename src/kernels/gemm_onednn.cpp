@@ -1,15 +1,18 @@
 // The packed backend: oneDNN matmul. One primitive per product shape, created
 // with the weights' layout left to oneDNN (format_tag::any) so it picks the
-// blocked layout its kernel streams best; the weights are reordered into that
-// layout once per invalidate() and the bias is the primitive's bias argument
-// (added once per output, no extra pass over Y). A primitive of fixed shape
-// and thread count computes every output in a fixed order: deterministic.
+// blocked layout its kernel streams best; W (forward) and Wᵀ (input gradient)
+// are each reordered into their layout on first use after an invalidate(),
+// Wᵀ straight from W's row-major storage read through transposed strides. The
+// bias is the primitive's bias argument (added once per output, no extra pass
+// over Y). A primitive of fixed shape and thread count computes every output
+// in a fixed order: deterministic.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "gemm_backends.hpp"
@@ -50,22 +53,27 @@ memory::desc row_major(int rows, int cols, int ld) {
   return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{ld, 1});
 }
 
+// op(B) (k x n) as it lies in memory: B row-major, or Bᵀ of B's row-major n x k.
+memory::desc weight_source(const GemmOperands<float>& op) {
+  if (op.trans_b == Trans::no) return row_major(op.k, op.n, op.ldb);
+  return memory::desc({op.k, op.n}, memory::data_type::f32, memory::dims{1, op.ldb});
+}
+
 class OnednnPacked final : public PackedBackend<float> {
  public:
   void invalidate() override { ++version_; }
 
-  void linear_forward(const GemmOperands<float>& op, const float* bias) override {
+  void product(const GemmOperands<float>& op, const float* bias) override {
     try {
-      const Product& product = product_for(op);
+      const Product& product = product_for(op, bias != nullptr);
       const memory& weights = packed(product.pd.weights_desc(), op);
       Runtime& rt = runtime();
       // oneDNN wraps the caller's buffers; it never writes an input.
       memory src(product.pd.src_desc(), rt.engine, const_cast<float*>(op.a));
-      memory bias_memory(product.pd.bias_desc(), rt.engine, const_cast<float*>(bias));
       memory dst(product.pd.dst_desc(), rt.engine, op.c);
-      product.matmul.execute(
-          rt.stream,
-          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias_memory}, {DNNL_ARG_DST, dst}});
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, memory(product.pd.bias_desc(), rt.engine, const_cast<float*>(bias)));
+      product.matmul.execute(rt.stream, args);
       rt.stream.wait();
     } catch (const dnnl::error& e) {
       throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
@@ -79,35 +87,40 @@ class OnednnPacked final : public PackedBackend<float> {
     dnnl::matmul matmul;
   };
   struct Packed {
+    Trans trans;  // a square W and its transpose may share a layout, never a copy
     memory::desc layout;
     memory copy;
     long version = 0;
   };
-  // m, n, k and the leading dimensions of X, W and Y.
-  using Shape = std::tuple<int, int, int, int, int, int>;
+  // W or Wᵀ, with or without bias, m, n, k and the leading dimensions of X, W and Y.
+  using Shape = std::tuple<Trans, bool, int, int, int, int, int, int>;
 
-  const Product& product_for(const GemmOperands<float>& op) {
-    const Shape shape{op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
+  const Product& product_for(const GemmOperands<float>& op, bool with_bias) {
+    const Shape shape{op.trans_b, with_bias, op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
     auto found = products_.find(shape);
     if (found == products_.end()) {
       const memory::desc any({op.k, op.n}, memory::data_type::f32, memory::format_tag::any);
+      const memory::desc src = row_major(op.m, op.k, op.lda), dst = row_major(op.m, op.n, op.ldc);
       const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
-      const dnnl::matmul::desc desc(row_major(op.m, op.k, op.lda), any, bias, row_major(op.m, op.n, op.ldc));
+      const auto desc = with_bias ? dnnl::matmul::desc(src, any, bias, dst) : dnnl::matmul::desc(src, any, dst);
       dnnl::matmul::primitive_desc pd(desc, runtime().engine);
       found = products_.emplace(shape, Product{pd, dnnl::matmul(pd)}).first;
     }
     return found->second;
   }
 
-  // W in `layout`, reordered from op.b when W changed since the last reorder.
-  // Products of different m may want different layouts: one copy each.
+  // op(W) in `layout`, reordered from op.b when W changed since the last
+  // reorder. Products of different m may want different layouts: one copy each.
   const memory& packed(const memory::desc& layout, const GemmOperands<float>& op) {
-    auto found = std::find_if(packed_.begin(), packed_.end(), [&](const Packed& p) { return p.layout == layout; });
-    if (found == packed_.end()) found = packed_.insert(packed_.end(), {layout, memory(layout, runtime().engine)});
+    auto found = std::find_if(packed_.begin(), packed_.end(),
+                              [&](const Packed& p) { return p.trans == op.trans_b && p.layout == layout; });
+    if (found == packed_.end()) {
+      found = packed_.insert(packed_.end(), {op.trans_b, layout, memory(layout, runtime().engine)});
+    }
     Packed& entry = *found;
     if (entry.version != version_) {
       Runtime& rt = runtime();
-      memory source(row_major(op.k, op.n, op.ldb), rt.engine, const_cast<float*>(op.b));
+      memory source(weight_source(op), rt.engine, const_cast<float*>(op.b));
       dnnl::reorder(source, entry.copy).execute(rt.stream, source, entry.copy);
       rt.stream.wait();
       entry.version = version_;
@@ -116,7 +129,7 @@ class OnednnPacked final : public PackedBackend<float> {
   }
 
   std::map<Shape, Product> products_;
-  std::vector<Packed> packed_;  // one per layout asked for, compared by its oneDNN description
+  std::vector<Packed> packed_;  // one per op(W) and layout asked for, compared by its oneDNN description
   long version_ = 1;            // starts ahead of every copy: the first use packs
 };
 

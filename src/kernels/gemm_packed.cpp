@@ -1,6 +1,7 @@
-// PackedWeight: checks shapes and hands the product to the packed backend
-// where this build has one for the scalar type and memory space, else to the
-// vendor GEMM and the bias kernel, which is what a Linear does without it.
+// PackedWeight: checks shapes and hands the product by W or Wᵀ to the packed
+// backend where this build has one for the scalar type and memory space, else
+// to the vendor GEMM (and the bias kernel), which is what a Linear does
+// without it.
 #include <fmt/format.h>
 
 #include <type_traits>
@@ -63,18 +64,37 @@ void PackedWeight<Scalar>::linear_forward(const tensor::ExecutionSpace& space, c
                                   tensor::shape_string(X), tensor::shape_string(W), tensor::shape_string(bias),
                                   tensor::shape_string(Y)));
   }
+  product(space, Trans::no, X, W, &bias, Y);
+}
+
+template <class Scalar>
+void PackedWeight<Scalar>::input_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& dY,
+                                          const tensor::ConstMatrix<Scalar>& W,
+                                          const tensor::Matrix<Scalar>& dX) const {
+  const std::size_t m = dY.extent(0), n = dY.extent(1), k = W.extent(0);
+  if (W.extent(1) != n || dX.extent(0) != m || dX.extent(1) != k) {
+    throw input_error(fmt::format("packed input gradient shapes do not fit: dY is {}, W is {}, dX is {}",
+                                  tensor::shape_string(dY), tensor::shape_string(W), tensor::shape_string(dX)));
+  }
+  product(space, Trans::yes, dY, W, nullptr, dX);
+}
+
+template <class Scalar>
+void PackedWeight<Scalar>::product(const tensor::ExecutionSpace& space, Trans trans_w,
+                                   const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& W,
+                                   const tensor::ConstMatrix<Scalar>* bias, const tensor::Matrix<Scalar>& C) const {
   if (!backend_) {
-    gemm(space, Trans::no, Trans::no, 1, X, W, 0, Y, GemmPath::vendor);
-    add_row(space, bias, Y);
+    gemm(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);
+    if (bias) add_row(space, *bias, C);
     return;
   }
+  const auto m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1)), k = static_cast<int>(A.extent(1));
   if (m == 0 || n == 0) return;
   // The backend runs on the calling thread: earlier kernels must have finished.
   space.fence();
-  backend_->linear_forward({Trans::no, Trans::no, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1,
-                            X.data(), static_cast<int>(X.stride(0)), W.data(), static_cast<int>(W.stride(0)), 0,
-                            Y.data(), static_cast<int>(Y.stride(0))},
-                           bias.data());
+  backend_->product({Trans::no, trans_w, m, n, k, 1, A.data(), static_cast<int>(A.stride(0)), W.data(),
+                     static_cast<int>(W.stride(0)), 0, C.data(), static_cast<int>(C.stride(0))},
+                    bias ? bias->data() : nullptr);
 }
 
 template bool packed_gemm_available<float>();

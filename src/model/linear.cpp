@@ -72,8 +72,12 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
   const auto region = env_.exec.region("kpipe::model::linear::backward_input");
   const auto dX = input_grads.at(0).matrix<Scalar>();
   if (dX.size() != 0) {
-    kernels::gemm(env_.exec.space(), Trans::no, Trans::yes, 1, output_grads.at(0).matrix<Scalar>(), weight_.value, 0,
-                  dX, gemm_);
+    const auto dY = output_grads.at(0).matrix<Scalar>();
+    if (gemm_ == kernels::GemmPath::packed) {
+      packed_.input_gradient(env_.exec.space(), dY, weight_.value, dX);
+    } else {
+      kernels::gemm(env_.exec.space(), Trans::no, Trans::yes, 1, dY, weight_.value, 0, dX, gemm_);
+    }
   }
   ctx.save("dy", output_grads.at(0));
 }

@@ -1,16 +1,17 @@
 #pragma once
-// compute.gemm = "packed" (issue #12): a Linear's weight W is reordered into
-// the GEMM library's preferred blocked layout once after every change and
-// reused by the forward products of all microbatches of a step, instead of
-// being re-read in row-major order by every call. The backend is oneDNN's
-// matmul with the weights' layout left to the library (format_tag::any) and
-// the bias fused into the call. Builds without oneDNN, CUDA builds and double
+// compute.gemm = "packed" (issue #12): a Linear's weight W, and for the input
+// gradient its transpose Wᵀ, are reordered into the GEMM library's preferred
+// blocked layout once after every change and reused by the products of all
+// microbatches of a step, instead of being re-read in row-major order by every
+// call. The backend is oneDNN's matmul with the weights' layout left to the
+// library (format_tag::any) and the forward's bias fused into the call. Builds without oneDNN, CUDA builds and double
 // precision (oneDNN's CPU matmul is float) run the vendor GEMM and add the
 // bias instead, so "packed" is always a valid choice.
 
 #include <memory>
 #include <string>
 
+#include "kpipe/kernels/gemm.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
@@ -41,8 +42,8 @@ class PackedWeight {
   PackedWeight(PackedWeight&&) noexcept;
   PackedWeight& operator=(PackedWeight&&) noexcept;
 
-  // Marks every packed copy stale; the next linear_forward repacks W. Cheap:
-  // calling it more often than W changes costs nothing but that repack.
+  // Marks every packed copy stale; the next product by W (or Wᵀ) repacks it.
+  // Cheap: calling it more often than W changes costs nothing but the repacks.
   void invalidate();
 
   // Y = X W + bias with X m x k, W k x n and bias a 1 x n row, from W's packed
@@ -53,7 +54,18 @@ class PackedWeight {
                       const tensor::ConstMatrix<Scalar>& W, const tensor::ConstMatrix<Scalar>& bias,
                       const tensor::Matrix<Scalar>& Y) const;
 
+  // dX = dY Wᵀ with dY m x n and W k x n (the Linear's input gradient), from
+  // Wᵀ's packed copy, made on first use after invalidate() (or for a new m).
+  // Deterministic like linear_forward; shapes that do not fit print all three.
+  void input_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& dY,
+                      const tensor::ConstMatrix<Scalar>& W, const tensor::Matrix<Scalar>& dX) const;
+
  private:
+  // C = A op(W) (+ bias unless null), shapes checked.
+  void product(const tensor::ExecutionSpace& space, Trans trans_w, const tensor::ConstMatrix<Scalar>& A,
+               const tensor::ConstMatrix<Scalar>& W, const tensor::ConstMatrix<Scalar>* bias,
+               const tensor::Matrix<Scalar>& C) const;
+
   std::unique_ptr<detail::PackedBackend<Scalar>> backend_;  // null: the vendor GEMM and a bias kernel
 };
 

@@ -68,7 +68,7 @@ class Linear final : public Layer<Scalar> {
   Parameter<Scalar> weight_;
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
-  kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W in the library's layout, for forward
+  kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W and Wᵀ in the library's layout
 };
 
 // Y = f(X) elementwise. Saves "x" in F; nothing after B.

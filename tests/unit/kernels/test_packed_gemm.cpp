@@ -1,5 +1,6 @@
-// compute.gemm = "packed": the packed weight against the vendor GEMM plus
-// bias, its determinism, and that invalidate() makes it follow a changed W.
+// compute.gemm = "packed": the packed weight's products by W (X W + bias) and
+// by Wᵀ (dY Wᵀ) against the vendor GEMM, their determinism, and that
+// invalidate() makes both follow a changed W.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -56,6 +57,24 @@ std::vector<Scalar> packed_linear(const PackedWeight<Scalar>& packed, const Matr
   return to_host<Scalar>(Y);
 }
 
+// dY W^T by the vendor GEMM: a Linear's input gradient without packing.
+template <class Scalar>
+std::vector<Scalar> vendor_input_gradient(const Matrix<Scalar>& dY, const Matrix<Scalar>& W) {
+  auto dX = uninitialized_matrix<Scalar>("test::vendor", static_cast<int>(dY.extent(0)), static_cast<int>(W.extent(0)));
+  gemm(ExecutionSpace(), Trans::no, Trans::yes, 1.0, dY, W, 0.0, dX, GemmPath::vendor);
+  return to_host<Scalar>(dX);
+}
+
+// dY W^T through `packed`, into a NaN-filled dX.
+template <class Scalar>
+std::vector<Scalar> packed_input_gradient(const PackedWeight<Scalar>& packed, const Matrix<Scalar>& dY,
+                                          const Matrix<Scalar>& W) {
+  auto dX = uninitialized_matrix<Scalar>("test::packed", static_cast<int>(dY.extent(0)), static_cast<int>(W.extent(0)));
+  Kokkos::deep_copy(dX, std::numeric_limits<Scalar>::quiet_NaN());
+  packed.input_gradient(ExecutionSpace(), dY, W, dX);
+  return to_host<Scalar>(dX);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("the packed linear agrees with the vendor GEMM plus bias, bitwise the same on every call",
@@ -77,6 +96,31 @@ TEMPLATE_TEST_CASE("the packed linear agrees with the vendor GEMM plus bias, bit
   CHECK(bitwise_equal(first, packed_linear(PackedWeight<Scalar>(), X, W, bias)));
 }
 
+TEMPLATE_TEST_CASE("the packed input gradient agrees with the vendor dY W^T, bitwise the same on every call",
+                   "[kernels][gemm][packed]", float, double) {
+  using Scalar = TestType;
+  // Square weights too: W and W^T then have the same shape and may get the
+  // same layout, but each product must use its own copy.
+  const auto [m, k, n] = GENERATE(std::tuple{32, 1024, 1024}, std::tuple{512, 128, 384}, std::tuple{512, 512, 128},
+                                  std::tuple{512, 128, 63}, std::tuple{1, 1, 1}, std::tuple{17, 33, 65},
+                                  std::tuple{7, 100, 3}, std::tuple{40, 96, 96});
+  INFO("dY " << m << "x" << n << ", W " << k << "x" << n << ", packed: " << packed_gemm_library());
+  const auto X = random_matrix<Scalar>(m, k, 1);
+  const auto W = random_matrix<Scalar>(k, n, 2);
+  const auto bias = random_matrix<Scalar>(1, n, 3);
+  const auto dY = random_matrix<Scalar>(m, n, 4);
+  const PackedWeight<Scalar> packed;
+
+  // As a Linear does: forward, input gradient, and the next microbatch's forward.
+  const auto Y = packed_linear(packed, X, W, bias);
+  const auto first = packed_input_gradient(packed, dY, W);
+  CHECK(std::all_of(first.begin(), first.end(), [](Scalar x) { return std::isfinite(x); }));
+  CHECK(relative_error(first, vendor_input_gradient(dY, W)) < 1e-5);
+  CHECK(bitwise_equal(Y, packed_linear(packed, X, W, bias)));
+  CHECK(bitwise_equal(first, packed_input_gradient(packed, dY, W)));
+  CHECK(bitwise_equal(first, packed_input_gradient(PackedWeight<Scalar>(), dY, W)));
+}
+
 TEST_CASE("after invalidate() the packed linear uses the changed weights", "[kernels][gemm][packed]") {
   const auto X = random_matrix<float>(32, 96, 4);
   const auto W = random_matrix<float>(96, 80, 5);
@@ -93,6 +137,21 @@ TEST_CASE("after invalidate() the packed linear uses the changed weights", "[ker
   CHECK(!bitwise_equal(before, after));
   CHECK(relative_error(after, vendor_linear(X, W, bias)) < 1e-5);
   CHECK(bitwise_equal(after, packed_linear(PackedWeight<float>(), X, W, bias)));
+}
+
+TEST_CASE("after invalidate() the packed input gradient uses the changed weights", "[kernels][gemm][packed]") {
+  const auto dY = random_matrix<float>(32, 80, 4);
+  const auto W = random_matrix<float>(96, 80, 5);
+  PackedWeight<float> packed;
+  const auto before = packed_input_gradient(packed, dY, W);
+
+  fill_uniform(ExecutionSpace(), stream_key(7, 0), -1, 1, W);
+  packed.invalidate();
+  const auto after = packed_input_gradient(packed, dY, W);
+
+  CHECK(!bitwise_equal(before, after));
+  CHECK(relative_error(after, vendor_input_gradient(dY, W)) < 1e-5);
+  CHECK(bitwise_equal(after, packed_input_gradient(PackedWeight<float>(), dY, W)));
 }
 
 TEST_CASE("one packed weight serves microbatches of different sizes", "[kernels][gemm][packed]") {
@@ -132,6 +191,14 @@ TEST_CASE("packed linear shape mismatches are input errors that print every shap
   } catch (const kpipe::Error& e) {
     CHECK(e.kind() == kpipe::ErrorKind::input);
     CHECK(std::string(e.what()) == "packed linear shapes do not fit: X is 3x4, W is 5x6, bias is 1x6, Y is 3x6");
+  }
+  auto dX = uninitialized_matrix<float>("test::dx", 3, 4);
+  try {
+    PackedWeight<float>().input_gradient(ExecutionSpace(), Y, W, dX);
+    FAIL("no error");
+  } catch (const kpipe::Error& e) {
+    CHECK(e.kind() == kpipe::ErrorKind::input);
+    CHECK(std::string(e.what()) == "packed input gradient shapes do not fit: dY is 3x6, W is 5x6, dX is 3x4");
   }
 }
 

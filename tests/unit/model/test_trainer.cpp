@@ -1,5 +1,7 @@
 // The sequential trainer: learning, partition independence (bitwise), the
 // 1/B gradient scaling, data-parallel replicas, and stopping on NaN.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -132,6 +134,26 @@ TEST_CASE("a batch that does not split into microbatches is an input error", "[m
   spec.microbatch_size = 5;
   CHECK_THROWS_WITH(SequentialTrainer<float>(spec, exec),
                     "global batch 32 must split into data_parallel 1 replicas of whole microbatches of 5 samples");
+}
+
+TEST_CASE("compute.gemm = packed trains like the vendor path", "[model][trainer][packed]") {
+  // Large plain SGD steps: a product on a packed copy of last step's W or W^T
+  // would move the weights far more than the two libraries' rounding does.
+  const std::vector<std::string> sgd{"train.optimizer=sgd", "train.momentum=0", "train.lr=0.5", "train.grad_clip=0"};
+  auto vendor = sgd, packed = sgd;
+  vendor.push_back("compute.gemm=vendor");
+  packed.push_back("compute.gemm=packed");
+  const auto w0 = train<float>(from_text(six_layers, vendor), 0);
+  const auto w_vendor = train<float>(from_text(six_layers, vendor), 4);
+  const auto w_packed = train<float>(from_text(six_layers, packed), 4);
+  double change = 0, diff = 0;
+  for (std::size_t i = 0; i < w0.size(); ++i) {
+    change = std::max(change, static_cast<double>(std::abs(w_vendor[i] - w0[i])));
+    diff = std::max(diff, static_cast<double>(std::abs(w_vendor[i] - w_packed[i])));
+  }
+  INFO("largest change " << change << ", largest difference " << diff);
+  CHECK(change > 1e-2);
+  CHECK(diff < 1e-5);
 }
 
 TEST_CASE("compute.gemm = packed computes with the weights of the last update", "[model][trainer][packed]") {
