@@ -14,24 +14,14 @@
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "random_matrix.hpp"
+#include "relative_error.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
 using kpipe::test::random_matrix;
+using kpipe::test::relative_error;
 
 namespace {
-
-// max |x - y| / max |y|
-template <class Scalar>
-double relative_error(const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
-  double diff = 0;
-  double size = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(x[i]) - static_cast<double>(y[i])));
-    size = std::max(size, std::abs(static_cast<double>(y[i])));
-  }
-  return diff / size;
-}
 
 template <class Scalar>
 bool bitwise_equal(const std::vector<Scalar>& a, const std::vector<Scalar>& b) {
