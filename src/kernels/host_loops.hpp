@@ -15,7 +15,7 @@
 
 #if defined(__x86_64__) && defined(__ELF__) && !defined(__CUDACC__) && !defined(__HIPCC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define KPIPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define KPIPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #endif
 #endif
 #ifndef KPIPE_VECTOR_CLONES
