@@ -13,22 +13,24 @@ namespace {
 
 // Row r of P holds scores of position t = r mod T; it becomes the softmax of
 // its entries 0..t, and the masked entries above the diagonal exact zeros.
-// The loops run over whole rows and mask by selection: the same results as
-// loops over the valid entries (a masked entry adds an exact zero to the sum),
-// without the scalar remainders that rows of 1..T valid entries would leave.
+// The loops run over the valid entries rounded up to whole vectors of lanes
+// and mask by selection: the same results as loops over the valid entries (a
+// masked entry adds an exact zero to the sum), without the scalar remainders
+// that rows of 1..T valid entries would leave.
 template <class Scalar>
 void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tensor::Matrix<Scalar>& P) {
   detail::for_each_row(
       space, "kpipe::kernels::attention_causal_softmax", static_cast<int>(P.extent(0)),
       KOKKOS_LAMBDA(const detail::Row& row, int r) {
         const int valid = r % tokens + 1;
+        const int used = detail::whole_lanes(valid, tokens);
         Scalar* const p = &P(r, 0);
-        const Scalar max = detail::row_max(row, tokens, [&](int j) { return j < valid ? p[j] : p[0]; });
-        detail::row_for(row, tokens, [&](int j) { p[j] = j < valid ? detail::softmax_exp(p[j] - max) : Scalar(0); });
+        const Scalar max = detail::row_max(row, used, [&](int j) { return j < valid ? p[j] : p[0]; });
+        detail::row_for(row, used, [&](int j) { p[j] = j < valid ? detail::softmax_exp(p[j] - max) : Scalar(0); });
         row.team_barrier();
         // One division per row: a vector division per entry cost as much as the exponentials.
-        const Scalar inverse = Scalar(1) / detail::row_sum(row, tokens, [&](int j) { return p[j]; });
-        detail::row_for(row, tokens, [&](int j) { p[j] *= inverse; });
+        const Scalar inverse = Scalar(1) / detail::row_sum(row, used, [&](int j) { return p[j]; });
+        detail::row_for(row, tokens, [&](int j) { p[j] = j < used ? p[j] * inverse : Scalar(0); });
       });
 }
 
@@ -43,7 +45,8 @@ void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, Sc
         const int valid = r % tokens + 1;
         const Scalar* const p = &P(r, 0);
         Scalar* const dp = &dP(r, 0);
-        const Scalar dot = detail::row_sum(row, tokens, [&](int j) { return j < valid ? dp[j] * p[j] : Scalar(0); });
+        const int used = detail::whole_lanes(valid, tokens);
+        const Scalar dot = detail::row_sum(row, used, [&](int j) { return j < valid ? dp[j] * p[j] : Scalar(0); });
         detail::row_for(row, tokens, [&](int j) { dp[j] = j < valid ? scale * p[j] * (dp[j] - dot) : Scalar(0); });
       });
 }

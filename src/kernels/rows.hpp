@@ -69,6 +69,13 @@ KOKKOS_INLINE_FUNCTION void row_single(const Team& team, const F& f) {
 // width up to 16 floats.
 constexpr int lanes = 16;
 
+// n rounded up to whole vectors of lanes, at most limit: how far a host loop
+// over a row's first n entries may run, masking the rest, without a remainder.
+KOKKOS_INLINE_FUNCTION int whole_lanes(int n, int limit) {
+  const int rounded = (n + lanes - 1) / lanes * lanes;
+  return rounded < limit ? rounded : limit;
+}
+
 // combine(a, b) over lanes partials: lane l + width into lane l, halving width.
 template <class Scalar, class Combine>
 KOKKOS_INLINE_FUNCTION Scalar fold_lanes(Scalar* partial, const Combine& combine) {
