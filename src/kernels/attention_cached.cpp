@@ -140,13 +140,13 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
             p(j) = s;
           });
           team.team_barrier();
-          const Scalar tile_max = detail::row_max(team, keys, p.data());
+          const Scalar tile_max = detail::row_max(team, keys, [&](int j) { return p(j); });
           const Scalar new_max = k0 == 0 ? tile_max : tensor::compat::max(running_max, tile_max);
           // Rescales what earlier tiles summed against the old maximum.
           const Scalar correction = k0 == 0 ? Scalar(0) : detail::softmax_exp(running_max - new_max);
           detail::row_for(team, keys, [&](int j) { p(j) = detail::softmax_exp(p(j) - new_max); });
           team.team_barrier();
-          const Scalar tile_sum = detail::row_sum(team, keys, p.data());
+          const Scalar tile_sum = detail::row_sum(team, keys, [&](int j) { return p(j); });
           accumulate(team, keys, correction, p, rows, V, column, acc);
           running_sum = running_sum * correction + tile_sum;
           running_max = new_max;

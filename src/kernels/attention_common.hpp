@@ -7,58 +7,9 @@
 
 #include "kpipe/kernels/attention.hpp"
 #include "kpipe/kernels/fast_math.hpp"
+#include "rows.hpp"
 
 namespace kpipe::kernels::detail {
-
-constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
-
-// One team per score row: of one thread on the host, whose plain loops
-// compilers vectorise (TeamThreadRange's runtime stride stops them), and of
-// Kokkos' choice on GPUs, whose threads split the row.
-using RowPolicy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
-using RowMember = RowPolicy::member_type;
-
-inline RowPolicy row_policy(const tensor::ExecutionSpace& space, int rows) {
-  return host_memory ? RowPolicy(space, rows, 1) : RowPolicy(space, rows, Kokkos::AUTO);
-}
-
-// f(j) for j in [0, n) over the team's threads.
-template <class F>
-KOKKOS_INLINE_FUNCTION void row_for(const RowMember& team, int n, const F& f) {
-  if constexpr (host_memory) {
-    (void)team;
-    for (int j = 0; j < n; ++j) f(j);
-  } else {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), f);
-  }
-}
-
-// Σ_j x[j] over [0, n) (ascending on the host) and max_j x[j] (n >= 1).
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar row_sum(const RowMember& team, int n, const Scalar* x) {
-  Scalar result = 0;
-  if constexpr (host_memory) {
-    (void)team;
-    for (int j = 0; j < n; ++j) result += x[j];
-  } else {
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, n), [&](int j, Scalar& partial) { partial += x[j]; }, result);
-  }
-  return result;
-}
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar row_max(const RowMember& team, int n, const Scalar* x) {
-  Scalar result = x[0];
-  if constexpr (host_memory) {
-    (void)team;
-    for (int j = 1; j < n; ++j) result = x[j] > result ? x[j] : result;
-  } else {
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, n), [&](int j, Scalar& partial) { partial = x[j] > partial ? x[j] : partial; },
-        Kokkos::Max<Scalar>(result));
-  }
-  return result;
-}
 
 // Throws an input error unless tokens and head_dim are positive and
 // batch_heads is not negative (attention_layout.cpp).

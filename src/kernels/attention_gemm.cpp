@@ -13,19 +13,24 @@ namespace {
 
 // Row r of P holds scores of position t = r mod T; it becomes the softmax of
 // its entries 0..t, and the masked entries above the diagonal exact zeros.
+// The loops run over the valid entries rounded up to whole vectors of lanes
+// and mask by selection: the same results as loops over the valid entries (a
+// masked entry adds an exact zero to the sum), without the scalar remainders
+// that rows of 1..T valid entries would leave.
 template <class Scalar>
 void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tensor::Matrix<Scalar>& P) {
-  Kokkos::parallel_for(
-      "kpipe::kernels::attention_causal_softmax", detail::row_policy(space, static_cast<int>(P.extent(0))),
-      KOKKOS_LAMBDA(const detail::RowMember& team) {
-        const int r = team.league_rank();
+  detail::for_each_row(
+      space, "kpipe::kernels::attention_causal_softmax", static_cast<int>(P.extent(0)),
+      KOKKOS_LAMBDA(const detail::Row& row, int r) {
         const int valid = r % tokens + 1;
+        const int used = detail::whole_lanes(valid, tokens);
         Scalar* const p = &P(r, 0);
-        const Scalar max = detail::row_max(team, valid, p);
-        detail::row_for(team, valid, [&](int j) { p[j] = detail::softmax_exp(p[j] - max); });
-        team.team_barrier();
-        const Scalar sum = detail::row_sum(team, valid, p);
-        detail::row_for(team, tokens, [&](int j) { p[j] = j < valid ? p[j] / sum : Scalar(0); });
+        const Scalar max = detail::row_max(row, used, [&](int j) { return j < valid ? p[j] : p[0]; });
+        detail::row_for(row, used, [&](int j) { p[j] = j < valid ? detail::softmax_exp(p[j] - max) : Scalar(0); });
+        row.team_barrier();
+        // One division per row: a vector division per entry cost as much as the exponentials.
+        const Scalar inverse = Scalar(1) / detail::row_sum(row, used, [&](int j) { return p[j]; });
+        detail::row_for(row, tokens, [&](int j) { p[j] = j < used ? p[j] * inverse : Scalar(0); });
       });
 }
 
@@ -34,21 +39,15 @@ void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tenso
 template <class Scalar>
 void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, Scalar scale,
                              const tensor::ConstMatrix<Scalar>& P, const tensor::Matrix<Scalar>& dP) {
-  Kokkos::parallel_for(
-      "kpipe::kernels::attention_softmax_backward", detail::row_policy(space, static_cast<int>(P.extent(0))),
-      KOKKOS_LAMBDA(const detail::RowMember& team) {
-        const int r = team.league_rank();
+  detail::for_each_row(
+      space, "kpipe::kernels::attention_softmax_backward", static_cast<int>(P.extent(0)),
+      KOKKOS_LAMBDA(const detail::Row& row, int r) {
         const int valid = r % tokens + 1;
         const Scalar* const p = &P(r, 0);
         Scalar* const dp = &dP(r, 0);
-        Scalar dot = 0;
-        if constexpr (detail::host_memory) {
-          for (int j = 0; j < valid; ++j) dot += dp[j] * p[j];
-        } else {
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, valid), [&](int j, Scalar& partial) { partial += dp[j] * p[j]; }, dot);
-        }
-        detail::row_for(team, tokens, [&](int j) { dp[j] = j < valid ? scale * p[j] * (dp[j] - dot) : Scalar(0); });
+        const int used = detail::whole_lanes(valid, tokens);
+        const Scalar dot = detail::row_sum(row, used, [&](int j) { return j < valid ? dp[j] * p[j] : Scalar(0); });
+        detail::row_for(row, tokens, [&](int j) { dp[j] = j < valid ? scale * p[j] * (dp[j] - dot) : Scalar(0); });
       });
 }
 

@@ -19,11 +19,6 @@ void check_attention_shape(const AttentionShape& shape) {
 
 namespace {
 
-// One team per stack row (sequence s, head h, position t); its threads copy
-// the row's hd features, contiguous on both sides.
-using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
-using Member = Policy::member_type;
-
 // The stack's shape for X and checks both: X has whole sequences of `tokens`
 // rows and room for heads · hd columns from `offset`.
 template <class XView, class StackView>
@@ -50,21 +45,23 @@ void move_heads(const tensor::ExecutionSpace& space, const char* name, const XVi
                 int offset, int heads, int tokens) {
   const AttentionShape shape = layout_shape(name, X, stacked, offset, heads, tokens);
   const int hd = shape.head_dim;
-  Kokkos::parallel_for(
-      name, Policy(space, static_cast<int>(detail::stack_rows(shape)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
-        const int r = team.league_rank();
-        const int t = r % tokens;
-        const int h = r / tokens % heads;
-        const int s = r / tokens / heads;
-        const int column = offset + h * hd;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, hd), [&](int d) {
-          if constexpr (to_stack) {
-            stacked(r, d) = X(s * tokens + t, column + d);
-          } else {
-            X(s * tokens + t, column + d) = stacked(r, d);
-          }
-        });
+  // A row per position (sequence s, position t) of X: each head's hd
+  // features, contiguous on both sides, to or from its stack row.
+  detail::for_each_row(
+      space, name, static_cast<int>(X.extent(0)), KOKKOS_LAMBDA(const detail::Row& row, int i) {
+        const int s = i / tokens;
+        const int t = i % tokens;
+        for (int h = 0; h < heads; ++h) {
+          const auto x = &X(i, offset + h * hd);
+          const auto y = &stacked((s * heads + h) * tokens + t, 0);
+          detail::row_for(row, hd, [&](int d) {
+            if constexpr (to_stack) {
+              y[d] = x[d];
+            } else {
+              x[d] = y[d];
+            }
+          });
+        }
       });
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "flat.hpp"
+#include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/fast_math.hpp"
 
@@ -19,11 +20,14 @@ namespace {
 using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
 
 // Host backends want contiguous inner loops, GPUs neighbouring threads on neighbouring memory.
-constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+using detail::host_memory;
+
+// Elements per host_loop call: large enough to amortise the call, small enough to spread over threads.
+constexpr std::int64_t grain = 4096;
 
 // One struct per activation, so the kernels are compiled once per function
 // with no branch inside the loop. fast_math keeps the loops free of libm calls
-// for float, so they vectorize.
+// for float, so they vectorize, on the host in every ISA clone (host_loops.hpp).
 struct Gelu {
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION static Scalar value(Scalar x) {
@@ -63,8 +67,8 @@ void forward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatr
                     const tensor::Matrix<Scalar>& Y) {
   const auto x = detail::flat(X);
   const auto y = detail::flat(Y);
-  Kokkos::parallel_for(
-      "kpipe::kernels::activation_forward", Range(space, 0, y.extent(0)),
+  detail::for_each(
+      space, "kpipe::kernels::activation_forward", static_cast<std::int64_t>(y.extent(0)), grain,
       KOKKOS_LAMBDA(std::int64_t e) { y(e) = F::value(x(e)); });
 }
 
@@ -74,8 +78,8 @@ void backward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMat
   const auto x = detail::flat(X);
   const auto dy = detail::flat(dY);
   const auto dx = detail::flat(dX);
-  Kokkos::parallel_for(
-      "kpipe::kernels::activation_backward", Range(space, 0, dx.extent(0)),
+  detail::for_each(
+      space, "kpipe::kernels::activation_backward", static_cast<std::int64_t>(dx.extent(0)), grain,
       KOKKOS_LAMBDA(std::int64_t e) { dx(e) = F::derivative(x(e)) * dy(e); });
 }
 
@@ -126,8 +130,9 @@ void add(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::
   const auto a = detail::flat(A);
   const auto b = detail::flat(B);
   const auto c = detail::flat(C);
-  Kokkos::parallel_for(
-      "kpipe::kernels::add", Range(space, 0, c.extent(0)), KOKKOS_LAMBDA(std::int64_t e) { c(e) = a(e) + b(e); });
+  detail::for_each(
+      space, "kpipe::kernels::add", static_cast<std::int64_t>(c.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) { c(e) = a(e) + b(e); });
 }
 
 template <class Scalar>
@@ -137,9 +142,9 @@ void add_row(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tens
   const std::int64_t rows = static_cast<std::int64_t>(Y.extent(0));
   const std::int64_t cols = static_cast<std::int64_t>(Y.extent(1));
   if constexpr (host_memory) {
-    // A thread per row and a contiguous inner loop, which vectorises.
-    Kokkos::parallel_for(
-        "kpipe::kernels::add_row", Range(space, 0, rows), KOKKOS_LAMBDA(std::int64_t i) {
+    // A thread per row and a contiguous inner loop, which vectorises; about grain elements per host_loop.
+    detail::for_each(
+        space, "kpipe::kernels::add_row", rows, 1 + grain / (cols + 1), KOKKOS_LAMBDA(std::int64_t i) {
           Scalar* y = &Y(i, 0);
           const Scalar* r = &row(0, 0);
           for (std::int64_t j = 0; j < cols; ++j) y[j] += r[j];
@@ -163,8 +168,8 @@ void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMat
   // host one thread per block of columns walking the rows, so the inner loop
   // is contiguous and vectorises (a thread per column strides through memory).
   constexpr int block = host_memory ? 64 : 1;
-  Kokkos::parallel_for(
-      "kpipe::kernels::add_column_sums", Range(space, 0, (cols + block - 1) / block), KOKKOS_LAMBDA(std::int64_t b) {
+  detail::for_each(
+      space, "kpipe::kernels::add_column_sums", (cols + block - 1) / block, 1, KOKKOS_LAMBDA(std::int64_t b) {
         const int first = static_cast<int>(b) * block;
         const int width = cols - first < block ? cols - first : block;
         Scalar sum[block] = {};
@@ -179,8 +184,9 @@ void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMat
 template <class Scalar>
 void scale(const tensor::ExecutionSpace& space, tensor::identity_t<Scalar> factor, const tensor::Matrix<Scalar>& X) {
   const auto x = detail::flat(X);
-  Kokkos::parallel_for(
-      "kpipe::kernels::scale", Range(space, 0, x.extent(0)), KOKKOS_LAMBDA(std::int64_t e) { x(e) *= factor; });
+  detail::for_each(
+      space, "kpipe::kernels::scale", static_cast<std::int64_t>(x.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) { x(e) *= factor; });
 }
 
 template <class Scalar>

@@ -1,14 +1,13 @@
 #include "kpipe/kernels/layer_norm.hpp"
 
 #include "kpipe/tensor/compat.hpp"
+#include "rows.hpp"
+
+// Forward and the input gradient work row by row (rows.hpp): on the host one
+// thread per row with vectorised loops over the features, which stay in L1
+// between the passes over a row.
 
 namespace kpipe::kernels {
-
-namespace {
-// One team per row; its threads share the row's reductions.
-using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
-using Member = Policy::member_type;
-}  // namespace
 
 template <class Scalar>
 void layer_norm_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
@@ -23,29 +22,26 @@ void layer_norm_forward(const tensor::ExecutionSpace& space, const tensor::Const
   tensor::require_shape("layer norm output", Y, rows, n);
   tensor::require_shape("layer norm xhat", xhat, rows, n);
   tensor::require_shape("layer norm rstd", rstd, rows, 1);
-  Kokkos::parallel_for(
-      "kpipe::kernels::layer_norm_forward", Policy(space, rows, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
-        const int i = team.league_rank();
-        Scalar sum = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, n), [&](int j, Scalar& partial) { partial += X(i, j); }, sum);
-        const Scalar mean = sum / n;
+  detail::for_each_row(
+      space, "kpipe::kernels::layer_norm_forward", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
+        const Scalar* const x = &X(i, 0);
+        const Scalar* const g = &gamma(0, 0);
+        const Scalar* const b = &beta(0, 0);
+        Scalar* const y = &Y(i, 0);
+        Scalar* const normalised = &xhat(i, 0);
+        const Scalar mean = detail::row_sum(row, n, [&](int j) { return x[j]; }) / n;
         // Two passes: the variance of the centred values does not cancel.
-        Scalar squares = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, n),
-            [&](int j, Scalar& partial) {
-              const Scalar centred = X(i, j) - mean;
-              partial += centred * centred;
-            },
-            squares);
-        const Scalar r = Scalar(1) / tensor::compat::math::sqrt(squares / n + epsilon);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int j) {
-          const Scalar normalised = (X(i, j) - mean) * r;
-          xhat(i, j) = normalised;
-          Y(i, j) = normalised * gamma(0, j) + beta(0, j);
+        const Scalar squares = detail::row_sum(row, n, [&](int j) {
+          const Scalar centred = x[j] - mean;
+          return centred * centred;
         });
-        Kokkos::single(Kokkos::PerTeam(team), [&] { rstd(i, 0) = r; });
+        const Scalar r = Scalar(1) / tensor::compat::math::sqrt(squares / n + epsilon);
+        detail::row_for(row, n, [&](int j) {
+          const Scalar value = (x[j] - mean) * r;
+          normalised[j] = value;
+          y[j] = value * g[j] + b[j];
+        });
+        detail::row_single(row, [&] { rstd(i, 0) = r; });
       });
 }
 
@@ -62,23 +58,16 @@ void layer_norm_backward_input(const tensor::ExecutionSpace& space,
   tensor::require_shape("layer norm rstd", rstd, rows, 1);
   tensor::require_shape("layer norm gamma", gamma, 1, n);
   tensor::require_shape("layer norm input gradient", dX, rows, n);
-  Kokkos::parallel_for(
-      "kpipe::kernels::layer_norm_backward_input", Policy(space, rows, Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
-        const int i = team.league_rank();
-        Scalar sum_g = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, n), [&](int j, Scalar& partial) { partial += dY(i, j) * gamma(0, j); },
-            sum_g);
-        Scalar sum_gx = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, n),
-            [&](int j, Scalar& partial) { partial += dY(i, j) * gamma(0, j) * xhat(i, j); }, sum_gx);
-        const Scalar mean_g = sum_g / n;
-        const Scalar mean_gx = sum_gx / n;
+  detail::for_each_row(
+      space, "kpipe::kernels::layer_norm_backward_input", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
+        const Scalar* const dy = &dY(i, 0);
+        const Scalar* const normalised = &xhat(i, 0);
+        const Scalar* const g = &gamma(0, 0);
+        Scalar* const dx = &dX(i, 0);
+        const Scalar mean_g = detail::row_sum(row, n, [&](int j) { return dy[j] * g[j]; }) / n;
+        const Scalar mean_gx = detail::row_sum(row, n, [&](int j) { return dy[j] * g[j] * normalised[j]; }) / n;
         const Scalar r = rstd(i, 0);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n),
-                             [&](int j) { dX(i, j) = r * (dY(i, j) * gamma(0, j) - mean_g - xhat(i, j) * mean_gx); });
+        detail::row_for(row, n, [&](int j) { dx[j] = r * (dy[j] * g[j] - mean_g - normalised[j] * mean_gx); });
       });
 }
 
@@ -92,17 +81,28 @@ void layer_norm_backward_weight(const tensor::ExecutionSpace& space,
   tensor::require_shape("layer norm output gradient", dY, rows, n);
   tensor::require_shape("layer norm gamma gradient", dgamma, 1, n);
   tensor::require_shape("layer norm beta gradient", dbeta, 1, n);
-  Kokkos::parallel_for(
-      "kpipe::kernels::layer_norm_backward_weight", Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, n),
-      KOKKOS_LAMBDA(int j) {
-        Scalar sum_gamma = 0;
-        Scalar sum_beta = 0;
+  // Each sum runs over the rows in ascending order, on every backend. GPUs
+  // take a thread per column; the host a block of columns walking the rows,
+  // so its inner loop is contiguous and vectorises (as add_column_sums does).
+  constexpr int block = detail::host_memory ? 64 : 1;
+  detail::for_each(
+      space, "kpipe::kernels::layer_norm_backward_weight", (n + block - 1) / block, 1, KOKKOS_LAMBDA(std::int64_t b) {
+        const int first = static_cast<int>(b) * block;
+        const int width = n - first < block ? n - first : block;
+        Scalar sum_gamma[block] = {};
+        Scalar sum_beta[block] = {};
         for (int i = 0; i < rows; ++i) {
-          sum_gamma += dY(i, j) * xhat(i, j);
-          sum_beta += dY(i, j);
+          const Scalar* const dy = &dY(i, first);
+          const Scalar* const normalised = &xhat(i, first);
+          for (int j = 0; j < width; ++j) {
+            sum_gamma[j] += dy[j] * normalised[j];
+            sum_beta[j] += dy[j];
+          }
         }
-        dgamma(0, j) += sum_gamma;
-        dbeta(0, j) += sum_beta;
+        for (int j = 0; j < width; ++j) {
+          dgamma(0, first + j) += sum_gamma[j];
+          dbeta(0, first + j) += sum_beta[j];
+        }
       });
 }
 

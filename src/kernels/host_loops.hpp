@@ -1,0 +1,51 @@
+#pragma once
+// Loops of the host backends compiled once per x86-64 vector ISA. A build for
+// the generic x86-64 baseline (the default, no -march) vectorises with SSE2
+// only, four floats per instruction; GELU, the softmax and LayerNorm are then
+// compute-bound. GCC's and Clang's target_clones compile a function for AVX2
+// and AVX-512 too and pick one when the program loads, as BLAS libraries and
+// PyTorch pick their kernels. The kernel files that use it are compiled
+// without floating-point contraction (src/kernels/CMakeLists.txt): AVX-512
+// brings FMA, and without contraction every clone rounds exactly as the
+// baseline does, so results do not depend on the CPU a run lands on.
+
+#include <cstdint>
+
+#include "kpipe/tensor/matrix.hpp"
+
+#if defined(__x86_64__) && defined(__ELF__) && !defined(__CUDACC__) && !defined(__HIPCC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define KPIPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#endif
+#endif
+#ifndef KPIPE_VECTOR_CLONES
+#define KPIPE_VECTOR_CLONES
+#endif
+
+namespace kpipe::kernels::detail {
+
+constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+
+// f(i) for i in [begin, end), in the clone for this CPU; f is inlined into each clone.
+template <class F>
+KPIPE_VECTOR_CLONES void host_loop(const F& f, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t i = begin; i < end; ++i) f(i);
+}
+
+// f(i) for every i in [0, n), each independent of the others. Host: blocks of
+// `grain` indices, each one host_loop; GPUs: a thread per index.
+template <class F>
+void for_each(const tensor::ExecutionSpace& space, const char* name, std::int64_t n, std::int64_t grain, const F& f) {
+  if constexpr (host_memory) {
+    Kokkos::parallel_for(
+        name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (n + grain - 1) / grain),
+        KOKKOS_LAMBDA(std::int64_t block) {
+          const std::int64_t begin = block * grain;
+          host_loop(f, begin, n - begin < grain ? n : begin + grain);
+        });
+  } else {
+    Kokkos::parallel_for(name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, n), f);
+  }
+}
+
+}  // namespace kpipe::kernels::detail
