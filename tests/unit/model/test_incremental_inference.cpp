@@ -26,21 +26,7 @@ constexpr int block_tokens = 4;
 const std::vector<int> sequence_ids = {3, 8};  // any ids, not rows
 
 // 4 layers: embedding, two blocks, head.
-ModelSpec serving_transformer() {
-  ModelSpec spec;
-  spec.kind = ModelKind::transformer;
-  spec.vocab = 11;
-  spec.context = 12;
-  spec.dim = 8;
-  spec.heads = 2;
-  spec.blocks = 2;
-  spec.mlp_ratio = 2;
-  spec.input_dim = spec.context;
-  spec.output_dim = spec.context * spec.vocab;
-  spec.init = config::InitKind::gpt2;
-  spec.seed = 23;
-  return spec;
-}
+ModelSpec serving_transformer() { return test::small_transformer(11, 12, config::InitKind::gpt2, 23); }
 
 // A prompt of T token ids per sequence, row s for sequence_ids[s].
 std::vector<std::vector<int>> prompts(const ModelSpec& spec) {

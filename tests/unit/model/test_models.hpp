@@ -16,4 +16,22 @@ inline model::ModelSpec residual_model(std::uint64_t seed = 3) {
   return spec;
 }
 
+// A decoder-only transformer of two blocks (4 layers: embedding, two
+// blocks, head) of width 8 and 2 heads, MLP ratio 2.
+inline model::ModelSpec small_transformer(int vocab, int context, config::InitKind init, std::uint64_t seed) {
+  model::ModelSpec spec;
+  spec.kind = model::ModelKind::transformer;
+  spec.vocab = vocab;
+  spec.context = context;
+  spec.dim = 8;
+  spec.heads = 2;
+  spec.blocks = 2;
+  spec.mlp_ratio = 2;
+  spec.input_dim = spec.context;
+  spec.output_dim = spec.context * spec.vocab;
+  spec.init = init;
+  spec.seed = seed;
+  return spec;
+}
+
 }  // namespace kpipe::test

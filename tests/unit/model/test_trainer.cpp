@@ -40,6 +40,14 @@ const std::string six_layers =
     "model.input_dim = 12\nmodel.hidden = [32, 24, 32, 16, 32]\nmodel.output_dim = 5\ntrain.global_batch = 32\n"
     "train.microbatch_size = 8\ntrain.grad_clip = 0.5\npipeline.schedule = \"gpipe\"\n";
 
+// max |a - b| over the elements.
+template <class Scalar>
+double largest_difference(const std::vector<Scalar>& a, const std::vector<Scalar>& b) {
+  double largest = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(static_cast<double>(a[i] - b[i])));
+  return largest;
+}
+
 }  // namespace
 
 TEST_CASE("the trainer drives the classification loss down 10x in 200 steps", "[model][trainer]") {
@@ -87,11 +95,8 @@ TEST_CASE("microbatch gradients add up to the full-batch gradient", "[model][tra
   const auto w0 = train<double>(from_text(six_layers, whole), 0);
   const auto w_whole = train<double>(from_text(six_layers, whole), 1);
   const auto w_split = train<double>(from_text(six_layers, split), 1);
-  double change = 0, diff = 0;
-  for (std::size_t i = 0; i < w0.size(); ++i) {
-    change = std::max(change, std::abs(w_whole[i] - w0[i]));
-    diff = std::max(diff, std::abs(w_whole[i] - w_split[i]));
-  }
+  const double change = largest_difference(w_whole, w0);
+  const double diff = largest_difference(w_whole, w_split);
   CHECK(change > 1e-3);
   CHECK(diff < 1e-12);
 }
@@ -146,11 +151,8 @@ TEST_CASE("compute.gemm = packed trains like the vendor path", "[model][trainer]
   const auto w0 = train<float>(from_text(six_layers, vendor), 0);
   const auto w_vendor = train<float>(from_text(six_layers, vendor), 4);
   const auto w_packed = train<float>(from_text(six_layers, packed), 4);
-  double change = 0, diff = 0;
-  for (std::size_t i = 0; i < w0.size(); ++i) {
-    change = std::max(change, static_cast<double>(std::abs(w_vendor[i] - w0[i])));
-    diff = std::max(diff, static_cast<double>(std::abs(w_vendor[i] - w_packed[i])));
-  }
+  const double change = largest_difference(w_vendor, w0);
+  const double diff = largest_difference(w_vendor, w_packed);
   INFO("largest change " << change << ", largest difference " << diff);
   CHECK(change > 1e-2);
   CHECK(diff < 1e-5);

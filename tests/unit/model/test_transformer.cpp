@@ -13,6 +13,7 @@
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/model/transformer_layers.hpp"
+#include "test_models.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
@@ -28,19 +29,7 @@ constexpr double tolerance = 1e-6;
 // 4 layers: embedding, two blocks, head. He initialisation keeps the values
 // O(1), which suits finite differences better than GPT-2's 0.02.
 ModelSpec tiny_transformer(config::InitKind init = config::InitKind::he) {
-  ModelSpec spec;
-  spec.kind = ModelKind::transformer;
-  spec.vocab = 7;
-  spec.context = 5;
-  spec.dim = 8;
-  spec.heads = 2;
-  spec.blocks = 2;
-  spec.mlp_ratio = 2;
-  spec.input_dim = spec.context;
-  spec.output_dim = spec.context * spec.vocab;
-  spec.init = init;
-  spec.seed = 17;
-  return spec;
+  return test::small_transformer(7, 5, init, 17);
 }
 
 // rows x T token ids in [0, vocab), as the data feed delivers them.
