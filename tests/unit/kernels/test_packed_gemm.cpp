@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "input_error.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/gemm.hpp"
@@ -175,21 +176,11 @@ TEST_CASE("packed linear shape mismatches are input errors that print every shap
   const auto W = random_matrix<float>(5, 6, 14);
   const auto bias = random_matrix<float>(1, 6, 15);
   auto Y = uninitialized_matrix<float>("test::y", 3, 6);
-  try {
-    PackedWeight<float>().linear_forward(ExecutionSpace(), X, W, bias, Y);
-    FAIL("no error");
-  } catch (const kpipe::Error& e) {
-    CHECK(e.kind() == kpipe::ErrorKind::input);
-    CHECK(std::string(e.what()) == "packed linear shapes do not fit: X is 3x4, W is 5x6, bias is 1x6, Y is 3x6");
-  }
+  CHECK(kpipe::test::input_error_of([&] { PackedWeight<float>().linear_forward(ExecutionSpace(), X, W, bias, Y); }) ==
+        "packed linear shapes do not fit: X is 3x4, W is 5x6, bias is 1x6, Y is 3x6");
   auto dX = uninitialized_matrix<float>("test::dx", 3, 4);
-  try {
-    PackedWeight<float>().input_gradient(ExecutionSpace(), Y, W, dX);
-    FAIL("no error");
-  } catch (const kpipe::Error& e) {
-    CHECK(e.kind() == kpipe::ErrorKind::input);
-    CHECK(std::string(e.what()) == "packed input gradient shapes do not fit: dY is 3x6, W is 5x6, dX is 3x4");
-  }
+  CHECK(kpipe::test::input_error_of([&] { PackedWeight<float>().input_gradient(ExecutionSpace(), Y, W, dX); }) ==
+        "packed input gradient shapes do not fit: dY is 3x6, W is 5x6, dX is 3x4");
 }
 
 TEST_CASE("compute.gemm = packed names what it runs in this build", "[kernels][gemm][packed]") {
