@@ -55,4 +55,9 @@ TEST_CASE("example traces: the KJV trace encodes with the KJV text's vocabulary"
   CHECK(trace.error.value_or("") == "");
   CHECK(trace.requests.size() == 64);
   CHECK(trace.clipped.empty());
+  // The trace for the trained example model, whose context is 64.
+  const runtime::Trace small = runtime::read_request_trace(examples + "kjv-char.jsonl", kjv, 64);
+  CHECK(small.error.value_or("") == "");
+  CHECK(small.requests.size() == 32);
+  CHECK(small.clipped.empty());
 }
