@@ -45,6 +45,25 @@ std::int64_t layer_parameters(const ModelSpec& model, const LayerSpec& layer) {
   return 0;
 }
 
+std::int64_t layer_linear_weights(const ModelSpec& model, const LayerSpec& layer) {
+  const std::int64_t in = layer.input_dim, out = layer.output_dim;
+  const TransformerSizes t(model, 1);
+  switch (layer.kind) {
+    case LayerKind::embedding:
+      return 0;
+    case LayerKind::decoder_block:  // QKV, output projection, MLP up and down
+      return t.d * 3 * t.d + t.d * t.d + 2 * t.d * t.hidden;
+    case LayerKind::lm_head:
+      return t.d * t.vocab;
+    case LayerKind::linear:
+    case LayerKind::linear_activation:
+      return in * out;
+    case LayerKind::residual_block:
+      return in * out + out * out;
+  }
+  return 0;
+}
+
 std::int64_t layer_saved(const ModelSpec& model, const LayerSpec& layer, int rows, kernels::AttentionPath attention) {
   const std::int64_t in = layer.input_dim, out = layer.output_dim;
   const TransformerSizes t(model, rows);
@@ -92,6 +111,7 @@ StageFootprint stage_footprint(const ModelSpec& model, LayerRange layers, int ro
   footprint.output_per_microbatch = static_cast<std::int64_t>(rows) * specs.at(layers.end() - 1).output_dim;
   for (int layer = layers.first; layer < layers.end(); ++layer) {
     footprint.parameters += layer_parameters(model, specs[layer]);
+    footprint.linear_weights += layer_linear_weights(model, specs[layer]);
     footprint.saved_per_microbatch += layer_saved(model, specs[layer], rows, attention);
     footprint.kept_for_weight_gradient += layer_kept_for_weight_gradient(model, specs[layer], rows);
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/model/memory.hpp"
 
 namespace kpipe::runtime {
@@ -66,9 +67,9 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
 std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{:.1f} MiB (parameters {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, "
-      "buffers {:.1f}, process {:.1f})",
+      "buffers {:.1f}, {}process {:.1f})",
       mib(total()), mib(parameters), mib(gradients), mib(optimizer_state), mib(activations), mib(buffers),
-      mib(baseline));
+      packed_weights > 0 ? fmt::format("packed weights {:.1f}, ", mib(packed_weights)) : std::string(), mib(baseline));
 }
 
 MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
@@ -85,9 +86,13 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     const model::StageFootprint footprint = model::stage_footprint(
         spec.model, spec.stages.at(stage), spec.microbatch_size, recompute, spec.stage.kernels.attention);
     estimate.parameters += footprint.parameters * scalar;
+    estimate.packed_weights += footprint.linear_weights * scalar;
     chunks.push_back(footprint);
     widest_boundary = std::max({widest_boundary, footprint.input_per_microbatch, footprint.output_per_microbatch});
   }
+  // Packed copies exist only where the packed path has a backend: W, and in training Wᵀ.
+  const bool packed = spec.stage.kernels.gemm == kernels::GemmPath::packed && kernels::packed_gemm_available<float>();
+  estimate.packed_weights = packed ? estimate.packed_weights * (training ? 2 : 1) : 0;
   // Gradients exist in inference too (every layer owns its buffer), and are never touched there.
   estimate.gradients = estimate.parameters;
   if (training) {

@@ -23,6 +23,7 @@ struct StageFootprint {
   // Kept from B until W in split-backward schedules: each Linear's input and
   // output gradient, each LayerNorm's x̂ and output gradient.
   std::int64_t kept_for_weight_gradient = 0;
+  std::int64_t linear_weights = 0;         // the Linear layers' weight matrices, which compute.gemm = "packed" copies
   std::int64_t input_per_microbatch = 0;   // rows × the stage's input width
   std::int64_t output_per_microbatch = 0;  // rows × the stage's output width
 };
@@ -31,6 +32,9 @@ struct StageFootprint {
 // residual block a LayerNorm (2·w) and two Linears of w × w; a decoder block
 // two LayerNorms and its four Linears.
 std::int64_t layer_parameters(const ModelSpec& model, const LayerSpec& layer);
+// The weight matrices of one layer's Linears (no biases, norms or
+// embedding tables): what a packed-weight GEMM keeps a reordered copy of.
+std::int64_t layer_linear_weights(const ModelSpec& model, const LayerSpec& layer);
 // What one layer saves for backward, for `rows` samples: a Linear its input,
 // an activation its input, a LayerNorm the normalised input and 1/std,
 // attention Q, K, V and its probabilities (gemm) or output and log-sum-exp

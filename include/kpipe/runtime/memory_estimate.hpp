@@ -20,9 +20,14 @@ struct MemoryEstimate {
   std::int64_t optimizer_state = 0;  // SGD: momentum; AdamW: two moments
   std::int64_t activations = 0;      // the peak of what F keeps for B/W, walking the action list
   std::int64_t buffers = 0;          // boundary tensors in flight: executor slots, receive window, staging
-  std::int64_t baseline = 0;         // resident memory of the process before the model is built
+  // compute.gemm = "packed" where it has a backend: each Linear's weight
+  // reordered for the forward, and in training its transpose for the input gradient.
+  std::int64_t packed_weights = 0;
+  std::int64_t baseline = 0;  // resident memory of the process before the model is built
 
-  std::int64_t total() const { return parameters + gradients + optimizer_state + activations + buffers + baseline; }
+  std::int64_t total() const {
+    return parameters + gradients + optimizer_state + activations + buffers + packed_weights + baseline;
+  }
   // "123.4 MiB (parameters 1.0, gradients 1.0, ...)" for messages and reports.
   std::string describe() const;
 };

@@ -8,6 +8,7 @@
 
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
@@ -93,5 +94,28 @@ TEST_CASE("the memory estimate matches the rank's built chunks and its stash", "
     const auto truth = static_cast<std::int64_t>(std::max(peak, chunk_peaks));
     CHECK(estimate.activations >= static_cast<std::int64_t>(peak));
     CHECK(estimate.activations <= truth * 4 / 3);
+  }
+}
+
+TEST_CASE("with packed weights the estimate counts a copy of W, and of Wᵀ in training", "[runtime][memory]") {
+  const std::string kind = GENERATE("mlp", "residual_mlp");
+  config::RunConfig config = config_of("1f1b", kind, "adamw", "none");
+  config.compute.gemm = config::GemmKind::packed;
+  const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
+  const schedule::Schedule schedule = schedule::make_schedule(schedule::run_plan(config));
+  tensor::ExecContext exec;
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    const model::Stage<float> stage(spec.model, spec.stages.at(rank), spec.stage, exec);
+    // The Linear weights, the only parameters named "<layer>.weight".
+    std::int64_t weights = 0;
+    for (const auto& p : stage.parameters()) {
+      if (p.name.size() > 7 && p.name.compare(p.name.size() - 7, 7, ".weight") == 0) {
+        weights += static_cast<std::int64_t>(p.value.span() * sizeof(float));
+      }
+    }
+    const runtime::MemoryEstimate estimate = runtime::estimate_memory(spec, schedule, rank, false, 0);
+    INFO(kind << " rank " << rank);
+    CHECK(weights > 0);
+    CHECK(estimate.packed_weights == (kernels::packed_gemm_available<float>() ? 2 * weights : 0));
   }
 }
