@@ -135,21 +135,16 @@ void check_tokens(const KvBlockTable& table, const TokenBatch& tokens) {
   }
 }
 
-// A device copy of `values` (row-major, of the given extents), queued on
-// `space`. The host vector may go right after: a copy from pageable memory
-// returns once the source is staged (CUDA), and host backends copy at once.
-template <class View, class... Extents>
-View to_device(const tensor::ExecutionSpace& space, const char* label, const std::vector<int>& values,
-               Extents... extents) {
-  using Host =
-      Kokkos::View<typename View::data_type, typename View::array_layout, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-  const typename View::non_const_type device(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
-                                             extents...);
-  Kokkos::deep_copy(space, device, Host(values.data(), extents...));
-  return device;
-}
-
 }  // namespace
+
+template <class Scalar>
+Kokkos::View<int*, tensor::MemorySpace> KvCache<Scalar>::index_space(std::size_t ints) {
+  if (indices_.extent(0) < ints) {
+    indices_ = Kokkos::View<int*, tensor::MemorySpace>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpipe::model::kv_cache.indices"), ints);
+  }
+  return indices_;
+}
 
 template <class Scalar>
 CachedBatch<Scalar>::CachedBatch(KvCache<Scalar>& cache, const KvBlockTable& table, const TokenBatch& tokens,
@@ -160,29 +155,37 @@ CachedBatch<Scalar>::CachedBatch(KvCache<Scalar>& cache, const KvBlockTable& tab
                                   table.blocks(), table.block_tokens(), cache.blocks(), cache.block_tokens()));
   }
   check_tokens(table, tokens);
-  const int n = tokens.size();
-  std::vector<int> slot, row;
+  // One host array, one copy: the slots, positions and block-table rows of
+  // the n tokens, then each sequence's blocks padded with -1 (past its end,
+  // never read) to the widest.
+  const auto count = static_cast<std::size_t>(tokens.size());
+  std::vector<int> host(3 * count);
   std::vector<int> sequences;  // in order of first appearance: their rows of the block table
-  for (int i = 0; i < n; ++i) {
-    const int sequence = tokens.sequence[static_cast<std::size_t>(i)];
+  for (std::size_t i = 0; i < count; ++i) {
+    const int sequence = tokens.sequence[i];
     if (sequences.empty() || sequences.back() != sequence) sequences.push_back(sequence);
-    slot.push_back(table.slot(sequence, tokens.position[static_cast<std::size_t>(i)]));
-    row.push_back(static_cast<int>(sequences.size()) - 1);
+    host[i] = table.slot(sequence, tokens.position[i]);
+    host[count + i] = tokens.position[i];
+    host[2 * count + i] = static_cast<int>(sequences.size()) - 1;
   }
   std::size_t widest = 1;
   for (const int sequence : sequences) widest = std::max(widest, table.blocks_of(sequence).size());
-  std::vector<int> blocks(sequences.size() * widest, -1);  // -1: past the sequence's end, never read
+  host.resize(3 * count + sequences.size() * widest, -1);
   for (std::size_t r = 0; r < sequences.size(); ++r) {
     const auto& own = table.blocks_of(sequences[r]);
-    std::copy(own.begin(), own.end(), blocks.begin() + static_cast<std::ptrdiff_t>(r * widest));
+    std::copy(own.begin(), own.end(), host.begin() + static_cast<std::ptrdiff_t>(3 * count + r * widest));
   }
-  using Indices = kernels::PagedTokens::Indices;
-  const auto& space = exec.space();
-  paged_.slot = to_device<Indices>(space, "kpipe::model::cached_batch.slot", slot, n);
-  paged_.position = to_device<Indices>(space, "kpipe::model::cached_batch.position", tokens.position, n);
-  paged_.sequence = to_device<Indices>(space, "kpipe::model::cached_batch.sequence", row, n);
-  paged_.blocks = to_device<kernels::PagedTokens::Table>(space, "kpipe::model::cached_batch.blocks", blocks,
-                                                         static_cast<int>(sequences.size()), static_cast<int>(widest));
+  const Kokkos::View<int*, tensor::MemorySpace> device = cache.index_space(host.size());
+  using Host = Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  const auto used = Kokkos::subview(device, std::make_pair(std::size_t{0}, host.size()));
+  Kokkos::deep_copy(exec.space(), used, Host(host.data(), host.size()));
+  // Kokkos::deep_copy from pageable host memory returns once the source is
+  // staged, so `host` may go when this constructor returns.
+  const auto part = [&](std::size_t first) { return Kokkos::subview(device, std::make_pair(first, first + count)); };
+  paged_.slot = part(0);
+  paged_.position = part(count);
+  paged_.sequence = part(2 * count);
+  paged_.blocks = kernels::PagedTokens::Table(device.data() + 3 * count, sequences.size(), widest);
   paged_.block_tokens = table.block_tokens();
 }
 

@@ -88,6 +88,12 @@ class KvCache {
   const tensor::Matrix<Scalar>& keys(int layer) const { return pools(layer).keys; }
   const tensor::Matrix<Scalar>& values(int layer) const { return pools(layer).values; }
 
+  // Device space for a microbatch's index arrays (CachedBatch), at least
+  // `ints` long: grown when a microbatch needs more than any before, so
+  // serving allocates nothing once it has seen its largest microbatch. One
+  // microbatch at a time: the next CachedBatch reuses it.
+  Kokkos::View<int*, tensor::MemorySpace> index_space(std::size_t ints);
+
  private:
   struct Pools {
     tensor::Matrix<Scalar> keys;
@@ -99,6 +105,7 @@ class KvCache {
   int block_tokens_;
   int dim_;
   std::map<int, Pools> layers_;
+  Kokkos::View<int*, tensor::MemorySpace> indices_;
 };
 
 // A microbatch as the layers see it in infer(): where each token's K and V go
