@@ -14,6 +14,12 @@ constexpr int mailbox_tag = 0x6d62;  // "mb": apart from the schedule's tags
 // Wire layout: source, header count, value count, the header, the values.
 constexpr std::size_t preamble = 3 * sizeof(std::int32_t);
 
+// memcpy for ranges that may be empty: an empty vector's data() may be null,
+// which memcpy must never see, even for zero bytes.
+void copy_bytes(void* to, const void* from, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
 }  // namespace
 
 template <class Scalar>
@@ -54,8 +60,8 @@ void Mailbox<Scalar>::send(int destination, const std::vector<std::int32_t>& hea
                                   static_cast<std::int32_t>(values.size())};
   std::byte* at = outgoing.bytes.data();
   std::memcpy(at, counts, preamble);
-  std::memcpy(at + preamble, header.data(), header.size() * sizeof(std::int32_t));
-  std::memcpy(at + preamble + header.size() * sizeof(std::int32_t), values.data(), values.size() * sizeof(Scalar));
+  copy_bytes(at + preamble, header.data(), header.size() * sizeof(std::int32_t));
+  copy_bytes(at + preamble + header.size() * sizeof(std::int32_t), values.data(), values.size() * sizeof(Scalar));
   MPI_Isend(at, static_cast<int>(bytes), MPI_BYTE, destination, mailbox_tag, comm_, &outgoing.request);
 }
 
@@ -68,9 +74,9 @@ Packet<Scalar> Mailbox<Scalar>::unpack() const {
   packet.header.resize(static_cast<std::size_t>(counts[1]));
   packet.values.resize(static_cast<std::size_t>(counts[2]));
   const std::byte* at = inbox_.data() + preamble;
-  std::memcpy(packet.header.data(), at, packet.header.size() * sizeof(std::int32_t));
-  std::memcpy(packet.values.data(), at + packet.header.size() * sizeof(std::int32_t),
-              packet.values.size() * sizeof(Scalar));
+  copy_bytes(packet.header.data(), at, packet.header.size() * sizeof(std::int32_t));
+  copy_bytes(packet.values.data(), at + packet.header.size() * sizeof(std::int32_t),
+             packet.values.size() * sizeof(Scalar));
   return packet;
 }
 
