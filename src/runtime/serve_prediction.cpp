@@ -19,25 +19,9 @@ schedule::ServeSimulation as_simulation(const ServeResult& measured, int stages)
     m.end[static_cast<std::size_t>(w.stage)] = w.end;
     m.completed = std::max(m.completed, w.end);
   }
-  schedule::ServeSimulation simulation;
-  simulation.stages.assign(static_cast<std::size_t>(stages),
-                           {0.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()});
-  for (auto& [id, m] : by_id) {
-    for (int s = 0; s < stages; ++s) {
-      schedule::ServeStageStats& stage = simulation.stages[static_cast<std::size_t>(s)];
-      stage.busy += m.end[static_cast<std::size_t>(s)] - m.start[static_cast<std::size_t>(s)];
-      stage.first_start = std::min(stage.first_start, m.start[static_cast<std::size_t>(s)]);
-      stage.last_end = std::max(stage.last_end, m.end[static_cast<std::size_t>(s)]);
-    }
-    simulation.makespan = std::max(simulation.makespan, m.completed);
-    simulation.microbatches.push_back(std::move(m));
-  }
-  for (const schedule::ServeStageStats& stage : simulation.stages) {
-    if (simulation.microbatches.empty()) break;
-    simulation.total_busy += stage.busy;
-    simulation.total_idle += stage.idle();
-  }
-  return simulation;
+  std::vector<schedule::ServedMicrobatch> microbatches;
+  for (auto& [id, m] : by_id) microbatches.push_back(std::move(m));
+  return schedule::summarize_serving(std::move(microbatches), stages);
 }
 
 ServePrediction predict_serving(const std::vector<Request>& requests, const BatchLimits& limits,

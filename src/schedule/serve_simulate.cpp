@@ -20,9 +20,7 @@ class ServeRun {
         driver_(driver),
         p_(static_cast<int>(setup.stages.size())),
         limit_(setup.max_in_flight > 0 ? setup.max_in_flight : p_),
-        free_(setup.stages.size(), 0.0) {
-    result_.stages.resize(setup.stages.size(), {0.0, never, 0.0});
-  }
+        free_(setup.stages.size(), 0.0) {}
 
   ServeSimulation run() {
     double now = 0.0;
@@ -40,7 +38,7 @@ class ServeRun {
         }
       }
       double next = driver_.next_arrival();
-      for (const std::size_t i : flight_) next = std::min(next, result_.microbatches[i].completed);
+      for (const std::size_t i : flight_) next = std::min(next, microbatches_[i].completed);
       if (can_start && free_[0] > now) next = std::min(next, free_[0]);
       if (next == never) break;
       now = next;
@@ -49,8 +47,7 @@ class ServeRun {
       throw runtime_error(fmt::format(
           "serving simulation: at time {} nothing runs, nothing arrives, but the driver is not finished", now));
     }
-    summarize();
-    return std::move(result_);
+    return summarize_serving(std::move(microbatches_), p_);
   }
 
  private:
@@ -58,10 +55,10 @@ class ServeRun {
   void complete_until(double now) {
     for (;;) {
       const auto it = std::min_element(flight_.begin(), flight_.end(), [&](std::size_t a, std::size_t b) {
-        return result_.microbatches[a].completed < result_.microbatches[b].completed;
+        return microbatches_[a].completed < microbatches_[b].completed;
       });
-      if (it == flight_.end() || result_.microbatches[*it].completed > now) return;
-      const ServedMicrobatch& done = result_.microbatches[*it];
+      if (it == flight_.end() || microbatches_[*it].completed > now) return;
+      const ServedMicrobatch& done = microbatches_[*it];
       flight_.erase(it);
       driver_.complete(done.work.id, done.completed);
     }
@@ -78,24 +75,11 @@ class ServeRun {
       m.start.push_back(start);
       m.end.push_back(end);
       free_[s] = end;
-      ServeStageStats& stats = result_.stages[s];
-      stats.busy += end - start;
-      stats.first_start = std::min(stats.first_start, start);
-      stats.last_end = std::max(stats.last_end, end);
       ready = end + setup_.transfer;
     }
     m.completed = p_ > 1 ? ready : m.end.back();
-    flight_.push_back(result_.microbatches.size());
-    result_.microbatches.push_back(std::move(m));
-  }
-
-  void summarize() {
-    for (ServeStageStats& stats : result_.stages) {
-      if (stats.first_start == never) stats.first_start = 0.0;  // a stage that never ran
-      result_.total_busy += stats.busy;
-      result_.total_idle += stats.idle();
-    }
-    for (const ServedMicrobatch& m : result_.microbatches) result_.makespan = std::max(result_.makespan, m.completed);
+    flight_.push_back(microbatches_.size());
+    microbatches_.push_back(std::move(m));
   }
 
   const ServeSetup& setup_;
@@ -104,10 +88,31 @@ class ServeRun {
   int limit_;
   std::vector<double> free_;         // when each stage finishes its last microbatch
   std::vector<std::size_t> flight_;  // indices of the microbatches in flight
-  ServeSimulation result_;
+  std::vector<ServedMicrobatch> microbatches_;
 };
 
 }  // namespace
+
+ServeSimulation summarize_serving(std::vector<ServedMicrobatch> microbatches, int stages) {
+  ServeSimulation result;
+  result.stages.assign(static_cast<std::size_t>(stages), {0.0, never, 0.0});
+  for (const ServedMicrobatch& m : microbatches) {
+    for (int s = 0; s < stages; ++s) {
+      ServeStageStats& stats = result.stages[static_cast<std::size_t>(s)];
+      stats.busy += m.end[static_cast<std::size_t>(s)] - m.start[static_cast<std::size_t>(s)];
+      stats.first_start = std::min(stats.first_start, m.start[static_cast<std::size_t>(s)]);
+      stats.last_end = std::max(stats.last_end, m.end[static_cast<std::size_t>(s)]);
+    }
+    result.makespan = std::max(result.makespan, m.completed);
+  }
+  for (ServeStageStats& stats : result.stages) {
+    if (stats.first_start == never) stats.first_start = 0.0;  // a stage that never ran
+    result.total_busy += stats.busy;
+    result.total_idle += stats.idle();
+  }
+  result.microbatches = std::move(microbatches);
+  return result;
+}
 
 Bubble ServeSimulation::pipeline_bubble() const {
   if (stages.empty() || total_busy <= 0.0) return {};

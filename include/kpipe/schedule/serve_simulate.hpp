@@ -103,6 +103,11 @@ struct ServeSimulation {
   Bubble pipeline_bubble() const;
 };
 
+// The statistics of microbatches with their start and end on each of
+// `stages` stages, simulated or measured: per stage busy time, first start
+// and last end, the totals and the makespan. Both bubbles come from here.
+ServeSimulation summarize_serving(std::vector<ServedMicrobatch> microbatches, int stages);
+
 // Runs the driver to its end. A driver that has nothing to run, nothing in
 // flight and no arrival to wait for but is not finished is a runtime error.
 ServeSimulation simulate_serving(const ServeSetup& setup, ServeDriver& driver);
