@@ -137,6 +137,15 @@ void check_tokens(const KvBlockTable& table, const TokenBatch& tokens) {
 
 }  // namespace
 
+std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers) {
+  const auto specs = model.layers();
+  std::vector<int> blocks;
+  for (int index = layers.first; index < layers.end(); ++index) {
+    if (specs.at(static_cast<std::size_t>(index)).kind == LayerKind::decoder_block) blocks.push_back(index);
+  }
+  return blocks;
+}
+
 template <class Scalar>
 Kokkos::View<int*, tensor::MemorySpace> KvCache<Scalar>::index_space(std::size_t ints) {
   if (indices_.extent(0) < ints) {

@@ -28,15 +28,6 @@ std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange lay
   return std::make_unique<Sequential<Scalar>>(std::move(body), env);
 }
 
-std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers) {
-  const auto specs = model.layers();
-  std::vector<int> blocks;
-  for (int index = layers.first; index < layers.end(); ++index) {
-    if (specs.at(static_cast<std::size_t>(index)).kind == LayerKind::decoder_block) blocks.push_back(index);
-  }
-  return blocks;
-}
-
 std::string stage_name(LayerRange layers) {
   return fmt::format("stage of layers [{}, {})", layers.first, layers.end());
 }

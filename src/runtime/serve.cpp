@@ -55,14 +55,9 @@ Microbatch decode(const std::vector<std::int32_t>& header) {
 
 template <class Scalar>
 int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference) {
-  const auto layers = spec.model.layers();
   int most = 0;
   for (const model::LayerRange& stage : spec.stages) {
-    int attention = 0;
-    for (int l = stage.first; l < stage.end(); ++l) {
-      attention += layers.at(static_cast<std::size_t>(l)).kind == model::LayerKind::decoder_block;
-    }
-    most = std::max(most, attention);
+    most = std::max(most, static_cast<int>(model::decoder_blocks(spec.model, stage).size()));
   }
   if (most == 0) return 1 << 30;
   const std::size_t per_block = model::KvCache<Scalar>::bytes_per_block(most, spec.model.dim, inference.block_tokens);

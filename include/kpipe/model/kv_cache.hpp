@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "kpipe/kernels/attention_cached.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/model/spec.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
@@ -71,6 +73,10 @@ struct TokenBatch {
 // K and V pools ((blocks · block_tokens) x dim, default memory space) for
 // each attention layer of a stage, found by the global index of the layer
 // (the decoder block) that owns it.
+// Global indices of the decoder blocks among `layers`: the attention layers
+// whose K and V a stage holding them caches.
+std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers);
+
 template <class Scalar>
 class KvCache {
  public:

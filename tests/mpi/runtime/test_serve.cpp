@@ -74,13 +74,9 @@ std::vector<int> reference_decode(model::Stage<double>& model, std::vector<int> 
 // tokens: the stage with the most decoder blocks sets the size of one.
 double kv_cache_mib_for(const config::RunConfig& config, int blocks) {
   const auto spec = model::TrainerSpec::from_config(config);
-  const auto layers = spec.model.layers();
   int most = 0;
-  for (const auto& stage : spec.stages) {
-    int attention = 0;
-    for (int l = stage.first; l < stage.end(); ++l) attention += layers[l].kind == model::LayerKind::decoder_block;
-    most = std::max(most, attention);
-  }
+  for (const auto& stage : spec.stages)
+    most = std::max(most, static_cast<int>(model::decoder_blocks(spec.model, stage).size()));
   return (blocks + 0.5) * static_cast<double>(model::KvCache<double>::bytes_per_block(most, 16, 4)) / (1 << 20);
 }
 
