@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,14 +25,6 @@
 namespace kpipe::app {
 
 namespace {
-
-// The value below which `fraction` of `values` lie (nearest rank); 0 when empty.
-double percentile(std::vector<double> values, double fraction) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(values.size())));
-  return values.at(std::max<std::size_t>(rank, 1) - 1);
-}
 
 struct Latencies {
   std::vector<double> first_token;     // arrival to first token
@@ -55,7 +46,9 @@ Latencies latencies(const runtime::ServeResult& result) {
 }
 
 nlohmann::json percentiles(const std::vector<double>& values) {
-  return {{"p50", percentile(values, 0.5)}, {"p90", percentile(values, 0.9)}, {"p99", percentile(values, 0.99)}};
+  return {{"p50", runtime::percentile(values, 0.5)},
+          {"p90", runtime::percentile(values, 0.9)},
+          {"p99", runtime::percentile(values, 0.99)}};
 }
 
 }  // namespace
@@ -131,8 +124,9 @@ int serve_command(const Environment&, const ServeOptions& options) {
     log::info(
         "serve: time to first token p50 {:.4f} p90 {:.4f} p99 {:.4f} s; between tokens p50 {:.4f} p90 {:.4f} "
         "p99 {:.4f} s",
-        percentile(l.first_token, 0.5), percentile(l.first_token, 0.9), percentile(l.first_token, 0.99),
-        percentile(l.between_tokens, 0.5), percentile(l.between_tokens, 0.9), percentile(l.between_tokens, 0.99));
+        runtime::percentile(l.first_token, 0.5), runtime::percentile(l.first_token, 0.9),
+        runtime::percentile(l.first_token, 0.99), runtime::percentile(l.between_tokens, 0.5),
+        runtime::percentile(l.between_tokens, 0.9), runtime::percentile(l.between_tokens, 0.99));
     log::info("serve: pipeline bubble (idle/busy) measured {:.3f}, simulated {:.3f}; tokens/s simulated {:.1f}",
               measured, predicted.simulation.bubble(), predicted.tokens_per_second);
     write_output(options.svg_path, "--svg", [&](std::ostream& out) {

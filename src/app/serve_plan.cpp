@@ -112,10 +112,7 @@ PolicyPlan simulate(const std::string& batching, const std::vector<runtime::Requ
   for (const runtime::RequestTimes& t : driver.times()) {
     if (t.first_token >= 0) first.push_back(t.first_token - t.arrival);
   }
-  if (!first.empty()) {
-    std::nth_element(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(first.size() / 2), first.end());
-    plan.first_token_p50 = first[first.size() / 2];
-  }
+  plan.first_token_p50 = runtime::percentile(first, 0.5);
   for (const runtime::Request& r : requests) plan.tokens += r.max_new_tokens;
   return plan;
 }

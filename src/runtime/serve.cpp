@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <thread>
@@ -296,6 +297,13 @@ class Server {
 };
 
 }  // namespace
+
+double percentile(std::vector<double> values, double fraction) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(values.size())));
+  return values.at(std::max<std::size_t>(rank, 1) - 1);
+}
 
 double measured_bubble(const std::vector<StageWork>& work) {
   struct Span {

@@ -58,6 +58,11 @@ int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfi
 // The scheduler's limits for a deck's inference keys on p ranks.
 BatchLimits batch_limits(const config::InferenceConfig& inference, int kv_blocks, int context, int p);
 
+// The latency below which `fraction` of `values` lie (nearest rank: p50 of
+// an even count is the lower middle); 0 when empty. kpipe serve's and the
+// serving plan's percentiles.
+double percentile(std::vector<double> values, double fraction);
+
 // Idle over busy time, summed over ranks, each rank counted from its first
 // compute to its last: the bubble that unequal microbatches leave.
 double measured_bubble(const std::vector<StageWork>& work);
