@@ -21,9 +21,16 @@ std::vector<double> spread_factors(std::vector<double> values) {
   const double m = std::accumulate(values.begin(), values.end(), 0.0) / values.size();
   if (!(m > 0.0)) return {};
   std::sort(values.begin(), values.end());
+  // Each factor is the mean of one equal share of the sorted values, not a
+  // single order statistic: a sample of mostly zeros and a few waits keeps
+  // its mean (single quantiles could all be 0) and the factors never divide
+  // 0 by 0. With fewer values than factors a share is the nearest value.
+  const std::size_t n = values.size();
   std::vector<double> q;
-  for (int i = 0; i < spread_quantiles; ++i) {
-    q.push_back(values[static_cast<std::size_t>((i + 0.5) / spread_quantiles * values.size())] / m);
+  for (std::size_t i = 0; i < spread_quantiles; ++i) {
+    const std::size_t lo = std::min(i * n / spread_quantiles, n - 1);
+    const std::size_t hi = std::max(lo + 1, (i + 1) * n / spread_quantiles);
+    q.push_back(std::accumulate(values.begin() + lo, values.begin() + hi, 0.0) / (hi - lo) / m);
   }
   // Rescaled to mean 1, so the spread moves no mean cost.
   const double qm = std::accumulate(q.begin(), q.end(), 0.0) / q.size();

@@ -63,8 +63,9 @@ CalibratedStep predict_step(const Schedule& schedule, const Calibration& calibra
 
 // How many quantiles a spread keeps.
 inline constexpr int spread_quantiles = 32;
-// `spread_quantiles` quantiles of values / their mean, rescaled to mean 1;
-// empty without values (or with a mean of 0).
+// `spread_quantiles` factors: the means of equal shares of the sorted values
+// over their mean, rescaled to mean 1; empty without values (or with a mean
+// of 0).
 std::vector<double> spread_factors(std::vector<double> values);
 
 struct LinearCost {

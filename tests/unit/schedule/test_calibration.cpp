@@ -190,3 +190,26 @@ TEST_CASE("a measured spread: one rank keeps its mean time, waits between ranks 
   CHECK(spread.makespan > exact.makespan * 1.05);
   CHECK(spread.bubble.idle_over_useful > exact.bubble.idle_over_useful);
 }
+
+TEST_CASE("spread_factors keep the mean of sparse samples and stay finite", "[schedule][calibration]") {
+  // Mostly zero waits and one long one (a short run on a fast machine): every
+  // single quantile is 0, the shares' means are not.
+  std::vector<double> waits(100, 0.0);
+  waits[37] = 5e-4;
+  const std::vector<double> f = spread_factors(waits);
+  REQUIRE(f.size() == spread_quantiles);
+  double sum = 0.0;
+  for (double x : f) {
+    CHECK(std::isfinite(x));
+    CHECK(x >= 0.0);
+    sum += x;
+  }
+  CHECK(sum / f.size() == Approx(1.0));
+  CHECK(f.back() > 1.0);
+  // Fewer values than factors: each share is its nearest value, mean still 1.
+  const std::vector<double> few = spread_factors({1.0, 3.0});
+  CHECK(few.front() == Approx(0.5));
+  CHECK(few.back() == Approx(1.5));
+  CHECK(spread_factors({}).empty());
+  CHECK(spread_factors({0.0, 0.0}).empty());
+}
