@@ -1,7 +1,8 @@
 // kpipe sweep: short training runs over microbatch sizes b, each measured
-// (samples/s, peak stashed activations) and calibrated; the costs of all runs
-// fitted as fixed + per-sample · b; the simulator's prediction from that fit
-// next to the measurement, and a recommendation (docs/performance.md,
+// (samples/s, peak stashed activations) and calibrated; the simulator's
+// prediction of every size from its measured per-action costs (a CostFit:
+// interpolated between measured sizes, a fitted line beyond them) next to the
+// measurement, and a recommendation (docs/performance.md,
 // "Sweep and calibrated plan").
 
 #include <fmt/format.h>
@@ -179,8 +180,9 @@ int sweep_command(const Environment& env, const SweepOptions& options) {
       : agrees                            ? "within 5%, they agree"
                                           : "more than 5% apart, prefer the measured best");
   log::info(
-      "bubble = idle/useful; predicted from the costs fitted to all sizes (fixed + per-sample x b; "
-      "kpipe plan DECK --costs takes this file's --json)");
+      "bubble = idle/useful; predicted by the simulator from each size's measured per-action costs (kpipe plan "
+      "DECK --costs takes this file's --json: between measured sizes it interpolates, beyond them it fits "
+      "fixed + per-sample x b)");
 
   write_output(options.json_path, "--json", [&](std::ostream& out) {
     nlohmann::json table = nlohmann::json::array();

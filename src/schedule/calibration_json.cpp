@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kpipe/core/error.hpp"
@@ -155,6 +156,20 @@ CostFit read_fit(const json& o, const Reader& read) {
   fit.compute_spread = read.factors(o, "compute_spread", where);
   fit.transfer_spread = read.factors(o, "transfer_spread", where);
   fit.receive_spread = read.factors(o, "receive_spread", where);
+  // The measured runs: optional, a fit written before they were kept has the lines only.
+  if (const auto runs = o.find("runs"); runs != o.end()) {
+    if (!runs->is_array()) read.missing("runs", where, "a list of calibrations");
+    for (const json& run : *runs) {
+      if (!run.is_object()) read.missing("runs", where, "a list of objects");
+      fit.runs.push_back(read_calibration(run, read));
+      if (fit.runs.back().p != fit.p || fit.runs.back().v != fit.v) read.missing("runs", where, "of the fit's p and v");
+    }
+    if (!std::is_sorted(fit.runs.begin(), fit.runs.end(), [](const Calibration& x, const Calibration& y) {
+          return x.microbatch_size < y.microbatch_size;
+        })) {
+      read.missing("runs", where, "ordered by microbatch_size");
+    }
+  }
   return fit;
 }
 
@@ -168,6 +183,8 @@ std::string cost_fit_json(const CostFit& fit) {
     stages.push_back(
         {{"forward", line_json(s[0])}, {"backward_input", line_json(s[1])}, {"backward_weight", line_json(s[2])}});
   }
+  json runs = json::array();
+  for (const Calibration& run : fit.runs) runs.push_back(calibration_object(run));
   return json{{"p", fit.p},
               {"v", fit.v},
               {"sizes", fit.sizes},
@@ -179,7 +196,8 @@ std::string cost_fit_json(const CostFit& fit) {
               {"bytes_per_sample", fit.bytes_per_sample},
               {"compute_spread", fit.compute_spread},
               {"transfer_spread", fit.transfer_spread},
-              {"receive_spread", fit.receive_spread}}
+              {"receive_spread", fit.receive_spread},
+              {"runs", runs}}
       .dump();
 }
 

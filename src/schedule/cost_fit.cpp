@@ -12,6 +12,35 @@ namespace {
 
 constexpr double smallest_cost = 1e-9;  // seconds: the simulator takes positive compute costs only
 
+double seconds_per_byte(const Calibration& c) { return c.link_bandwidth > 0.0 ? 1.0 / c.link_bandwidth : 0.0; }
+
+// The costs at b between the measured sizes of `lo` and `hi`, each one
+// linear in b between them; the link by its latency and seconds per byte.
+Calibration between(const Calibration& lo, const Calibration& hi, int b, const CostFit& fit) {
+  const double t = static_cast<double>(b - lo.microbatch_size) / (hi.microbatch_size - lo.microbatch_size);
+  const auto mix = [t](double x, double y) { return x + t * (y - x); };
+  Calibration c;
+  c.p = fit.p;
+  c.v = fit.v;
+  c.microbatch_size = b;
+  for (std::size_t s = 0; s < lo.stages.size(); ++s) {
+    const StageCosts &x = lo.stages[s], &y = hi.stages[s];
+    c.stages.push_back({mix(x.forward, y.forward), mix(x.backward_input, y.backward_input),
+                        mix(x.backward_weight, y.backward_weight)});
+  }
+  c.send_seconds = mix(lo.send_seconds, hi.send_seconds);
+  c.receive_seconds = mix(lo.receive_seconds, hi.receive_seconds);
+  c.bytes_per_transfer = std::llround(mix(static_cast<double>(lo.bytes_per_transfer), hi.bytes_per_transfer));
+  c.link_latency = mix(lo.link_latency, hi.link_latency);
+  const double per_byte = mix(seconds_per_byte(lo), seconds_per_byte(hi));
+  c.link_bandwidth = per_byte > 0.0 ? 1.0 / per_byte : 0.0;
+  c.step_overhead = mix(lo.step_overhead, hi.step_overhead);
+  c.compute_spread = fit.compute_spread;
+  c.transfer_spread = fit.transfer_spread;
+  c.receive_spread = fit.receive_spread;
+  return c;
+}
+
 }  // namespace
 
 LinearCost fit_line(const std::vector<double>& x, const std::vector<double>& y, bool proportional) {
@@ -90,10 +119,17 @@ CostFit fit_costs(const std::vector<Calibration>& runs) {
   fit.compute_spread = spread_factors(compute);
   fit.transfer_spread = spread_factors(transfer);
   fit.receive_spread = spread_factors(receive_factors);
+  fit.runs = runs;
+  std::stable_sort(fit.runs.begin(), fit.runs.end(),
+                   [](const Calibration& x, const Calibration& y) { return x.microbatch_size < y.microbatch_size; });
   return fit;
 }
 
 Calibration CostFit::at(int b) const {
+  const auto above = std::lower_bound(runs.begin(), runs.end(), b,
+                                      [](const Calibration& run, int size) { return run.microbatch_size < size; });
+  if (above != runs.end() && above->microbatch_size == b) return *above;
+  if (above != runs.begin() && above != runs.end()) return between(*(above - 1), *above, b, *this);
   Calibration c;
   c.p = p;
   c.v = v;

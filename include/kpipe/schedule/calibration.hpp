@@ -8,8 +8,10 @@
 // whose message had arrived, the link delay from a send to its message being
 // ready, and the step overhead (what a step spends after the pipeline's last
 // compute: gradient reduction, optimizer, loss agreement). Runs at several
-// microbatch sizes b give a CostFit: every cost as fixed + per_sample · b,
-// by least squares.
+// microbatch sizes b give a CostFit: the measured costs at the measured
+// sizes, interpolated between them (costs are not linear in b: a GEMM library
+// changes kernels with the row count), and fixed + per_sample · b by least
+// squares beyond them.
 
 #include <array>
 #include <cstdint>
@@ -88,9 +90,11 @@ struct CostFit {
   LinearCost step_overhead;
   double bytes_per_sample = 0.0;
   std::vector<double> compute_spread, transfer_spread, receive_spread;  // pooled over the runs
+  std::vector<Calibration> runs;  // the measured runs, by increasing b; a file may hold none
 
-  // The costs at microbatch size b; costs a line would make < 0 are clamped
-  // (compute to 1 ns, the others to 0).
+  // The costs at microbatch size b: a measured run's own at its b, linear
+  // between the two measured sizes around b, the lines outside them (costs a
+  // line would make < 0 are clamped: compute to 1 ns, the others to 0).
   Calibration at(int b) const;
 };
 

@@ -139,6 +139,47 @@ TEST_CASE("fit_costs recovers a known linear cost model from runs at several b",
   CHECK_THROWS_WITH(fit_costs(runs), Contains("cannot fit costs of different pipelines"));
 }
 
+TEST_CASE("fit_costs keeps the measured runs: their own costs at their b, linear between, the line beyond",
+          "[schedule][calibration]") {
+  // Costs that jump between b = 4 and b = 8, as a GEMM library's change of kernel makes them.
+  const auto run = [](int b, double forward, double overhead) {
+    Calibration c;
+    c.p = 1;
+    c.microbatch_size = b;
+    c.stages = {{forward, 2 * forward, forward}};
+    c.step_overhead = overhead;
+    c.link_latency = 1e-6;
+    c.link_bandwidth = 1e9;
+    c.bytes_per_transfer = 100 * b;
+    return c;
+  };
+  const CostFit fit = fit_costs({run(16, 9e-4, 3e-4), run(4, 1e-4, 1e-4), run(8, 5e-4, 2e-4)});
+  REQUIRE(fit.runs.size() == 3);
+  CHECK(fit.runs.front().microbatch_size == 4);
+  CHECK(fit.at(8).stages[0].forward == 5e-4);  // the run's own, not the line's
+  CHECK(fit.at(8).step_overhead == 2e-4);
+  CHECK(fit.at(6).stages[0].forward == Approx(3e-4));  // halfway between b = 4 and 8
+  CHECK(fit.at(6).stages[0].backward_input == Approx(6e-4));
+  CHECK(fit.at(12).step_overhead == Approx(2.5e-4));
+  CHECK(fit.at(12).link_bandwidth == Approx(1e9));
+  CHECK(fit.at(12).bytes_per_transfer == 1200);
+  for (int b : {2, 32}) {  // outside the measured sizes: the fitted lines
+    CAPTURE(b);
+    CHECK(fit.at(b).stages[0].forward == Approx(std::max(1e-9, fit.stages[0][0].at(b))));
+    CHECK(fit.at(b).step_overhead == Approx(std::max(0.0, fit.step_overhead.at(b))));
+  }
+  // The runs travel with the fit's JSON (a sweep's file), so plan --costs interpolates the same way.
+  const CostFit back =
+      read_costs_json(nlohmann::json{{"cost_fit", nlohmann::json::parse(cost_fit_json(fit))}}.dump(), "sweep.json");
+  REQUIRE(back.runs.size() == 3);
+  CHECK(back.at(6).stages[0].forward == Approx(3e-4));
+  CHECK(back.at(8).step_overhead == 2e-4);
+  nlohmann::json reordered = nlohmann::json::parse(cost_fit_json(fit));
+  std::swap(reordered["runs"][0], reordered["runs"][2]);
+  CHECK_THROWS_WITH(read_costs_json(nlohmann::json{{"cost_fit", reordered}}.dump(), "s.json"),
+                    Contains("s.json: 'runs' in 'cost_fit' is missing or not ordered by microbatch_size"));
+}
+
 TEST_CASE("cost JSON: a sweep's fit and a run's calibration read back; bad files name the field",
           "[schedule][calibration]") {
   Calibration c;
