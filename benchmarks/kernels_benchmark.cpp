@@ -7,7 +7,9 @@
 //    at b = 32 the same with a repack every call (the once-per-step reorder's
 //    cost is the difference); the input-gradient product dY W^T, vendor and
 //    on a packed W^T (with and without a repack every call), and both
-//    products at the Linear shapes of the transformer (512 rows);
+//    products at the Linear shapes of the transformer (512 rows); the weight
+//    gradient dW += X^T dY, vendor and packed (oneDNN's sgemm), at those
+//    shapes and the MLP's 32 x 1024 -> 1024;
 //  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size;
 //  * causal attention forward + backward in tokens/s, gemm and fused paths, for
 //    T = 64, 256, 1024 (4 heads of 32, 4096 tokens per call), with the bytes
@@ -62,14 +64,22 @@ void input_gradient_shapes(benchmark::internal::Benchmark* b) {
   for (const auto& [rows, inputs, outputs] : linears) b->Args({rows, inputs, outputs});
 }
 
-// trans_b = yes: B is stored n x k, as W is for the input gradient.
+// dW += X^T dY: inputs x outputs, summed over the rows; and issue 12's MLP.
+void weight_gradient_shapes(benchmark::internal::Benchmark* b) {
+  for (const auto& [rows, inputs, outputs] : linears) b->Args({inputs, outputs, rows});
+  b->Args({1024, 1024, 32});
+}
+
+// trans_a = yes: A is stored k x m, as X is for the weight gradient; trans_b
+// = yes: B is stored n x k, as W is for the input gradient. C starts at zero
+// for the products that accumulate into it.
 template <class Run>
-void gemm_benchmark(benchmark::State& state, Run&& run, Trans trans_b = Trans::no) {
+void gemm_benchmark(benchmark::State& state, Run&& run, Trans trans_a = Trans::no, Trans trans_b = Trans::no) {
   const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
             k = static_cast<int>(state.range(2));
-  const auto A = random_matrix(m, k, 1);
+  const auto A = trans_a == Trans::no ? random_matrix(m, k, 1) : random_matrix(k, m, 1);
   const auto B = trans_b == Trans::no ? random_matrix(k, n, 2) : random_matrix(n, k, 2);
-  auto C = uninitialized_matrix<float>("kpipe::benchmark::c", m, n);
+  auto C = zero_matrix<float>("kpipe::benchmark::c", m, n);
   for (auto _ : state) {
     run(A, B, C);
     Kokkos::fence();
@@ -108,7 +118,7 @@ void packed_benchmark(benchmark::State& state, Trans trans_b, bool repack) {
           packed.input_gradient(ExecutionSpace(), A, B, C);
         }
       },
-      trans_b);
+      Trans::no, trans_b);
 }
 
 void BM_gemm_packed(benchmark::State& state) { packed_benchmark(state, Trans::no, false); }
@@ -124,7 +134,7 @@ void BM_gemm_vendor_transposed_b(benchmark::State& state) {
       [](const auto& A, const auto& B, const auto& C) {
         gemm(ExecutionSpace(), Trans::no, Trans::yes, 1.0f, A, B, 0.0f, C, GemmPath::vendor);
       },
-      Trans::yes);
+      Trans::no, Trans::yes);
 }
 BENCHMARK(BM_gemm_vendor_transposed_b)->Args({32, 1024, 1024})->Apply(input_gradient_shapes)->UseRealTime();
 
@@ -133,6 +143,26 @@ BENCHMARK(BM_gemm_packed_transposed_b)->Args({32, 1024, 1024})->Apply(input_grad
 
 void BM_gemm_packed_transposed_b_repack(benchmark::State& state) { packed_benchmark(state, Trans::yes, true); }
 BENCHMARK(BM_gemm_packed_transposed_b_repack)->Args({32, 1024, 1024})->Apply(input_gradient_shapes)->UseRealTime();
+
+// The Linear's weight gradient dW += X^T dY (A is X, B is dY, C is dW), vendor and packed.
+void BM_gemm_vendor_weight_gradient(benchmark::State& state) {
+  gemm_benchmark(
+      state,
+      [](const auto& A, const auto& B, const auto& C) {
+        gemm(ExecutionSpace(), Trans::yes, Trans::no, 1.0f, A, B, 1.0f, C, GemmPath::vendor);
+      },
+      Trans::yes);
+}
+BENCHMARK(BM_gemm_vendor_weight_gradient)->Apply(weight_gradient_shapes)->UseRealTime();
+
+void BM_gemm_packed_weight_gradient(benchmark::State& state) {
+  const PackedWeight<float> packed;
+  state.SetLabel(packed_gemm_library());
+  gemm_benchmark(
+      state, [&](const auto& A, const auto& B, const auto& C) { packed.weight_gradient(ExecutionSpace(), A, B, C); },
+      Trans::yes);
+}
+BENCHMARK(BM_gemm_packed_weight_gradient)->Apply(weight_gradient_shapes)->UseRealTime();
 
 #if defined(KPIPE_HAVE_CBLAS)
 void BM_cblas_sgemm(benchmark::State& state) {

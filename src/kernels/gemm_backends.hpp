@@ -70,9 +70,13 @@ class PackedBackend {
   // whether the product is by W (forward) or by Wᵀ (input gradient); each has
   // its own packed copy, and op.b is read only when that copy is stale.
   virtual void product(const GemmOperands<Scalar>& op, const Scalar* bias) = 0;
+  // op.c = op.alpha op(op.a) op(op.b) + op.beta op.c on the caller's
+  // row-major operands, nothing packed: the weight gradient Xᵀ dY.
+  virtual void gemm(const GemmOperands<Scalar>& op) = 0;
 };
 
-// oneDNN matmul on blocked weights, for host memory (gemm_onednn.cpp, with KPIPE_HAVE_DNNL).
+// oneDNN matmul on blocked weights and sgemm for the weight gradient, for
+// host memory (gemm_onednn.cpp, with KPIPE_HAVE_DNNL).
 std::unique_ptr<PackedBackend<float>> make_onednn_packed();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();

@@ -1,7 +1,7 @@
-// PackedWeight: checks shapes and hands the product by W or Wᵀ to the packed
-// backend where this build has one for the scalar type and memory space, else
-// to the vendor GEMM (and the bias kernel), which is what a Linear does
-// without it.
+// PackedWeight: checks shapes and hands the product by W or Wᵀ, and the
+// weight gradient, to the packed backend where this build has one for the
+// scalar type and memory space, else to the vendor GEMM (and the bias
+// kernel), which is what a Linear does without it.
 #include <fmt/format.h>
 
 #include <type_traits>
@@ -25,7 +25,9 @@ bool packed_gemm_available() {
 
 std::string packed_gemm_library() {
 #if defined(KPIPE_HAVE_DNNL)
-  if (packed_gemm_available<float>()) return detail::onednn_version() + " matmul on blocked weights (float)";
+  if (packed_gemm_available<float>()) {
+    return detail::onednn_version() + " matmul on blocked weights, sgemm for the weight gradient (float)";
+  }
   return fmt::format("the vendor path ({}), as oneDNN cannot read {}", vendor_gemm_library(),
                      tensor::MemorySpace::name());
 #else
@@ -77,6 +79,27 @@ void PackedWeight<Scalar>::input_gradient(const tensor::ExecutionSpace& space, c
                                   tensor::shape_string(dY), tensor::shape_string(W), tensor::shape_string(dX)));
   }
   product(space, Trans::yes, dY, W, nullptr, dX);
+}
+
+template <class Scalar>
+void PackedWeight<Scalar>::weight_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                                           const tensor::ConstMatrix<Scalar>& dY,
+                                           const tensor::Matrix<Scalar>& dW) const {
+  const std::size_t m = X.extent(0), k = X.extent(1), n = dY.extent(1);
+  if (dY.extent(0) != m || dW.extent(0) != k || dW.extent(1) != n) {
+    throw input_error(fmt::format("packed weight gradient shapes do not fit: X is {}, dY is {}, dW is {}",
+                                  tensor::shape_string(X), tensor::shape_string(dY), tensor::shape_string(dW)));
+  }
+  if (!backend_) {
+    gemm(space, Trans::yes, Trans::no, 1, X, dY, 1, dW, GemmPath::vendor);
+    return;
+  }
+  // An empty product leaves dW as it is (beta = 1).
+  if (m == 0 || k == 0 || n == 0) return;
+  space.fence();
+  backend_->gemm({Trans::yes, Trans::no, static_cast<int>(k), static_cast<int>(n), static_cast<int>(m), 1, X.data(),
+                  static_cast<int>(X.stride(0)), dY.data(), static_cast<int>(dY.stride(0)), 1, dW.data(),
+                  static_cast<int>(dW.stride(0))});
 }
 
 template <class Scalar>

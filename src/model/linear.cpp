@@ -87,9 +87,14 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::linear::backward_weight");
   const auto X = ctx.saved("x").matrix<Scalar>();
   const auto dY = ctx.saved("dy").matrix<Scalar>();
+  const auto& space = env_.exec.space();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.
-  kernels::gemm(env_.exec.space(), Trans::yes, Trans::no, 1, X, dY, 1, weight_.grad, gemm_);
-  kernels::add_column_sums(env_.exec.space(), dY, bias_.grad);
+  if (gemm_ == kernels::GemmPath::packed) {
+    packed_.weight_gradient(space, X, dY, weight_.grad);
+  } else {
+    kernels::gemm(space, Trans::yes, Trans::no, 1, X, dY, 1, weight_.grad, gemm_);
+  }
+  kernels::add_column_sums(space, dY, bias_.grad);
   ctx.clear();
 }
 

@@ -4,9 +4,11 @@
 // blocked layout once after every change and reused by the products of all
 // microbatches of a step, instead of being re-read in row-major order by every
 // call. The backend is oneDNN's matmul with the weights' layout left to the
-// library (format_tag::any) and the forward's bias fused into the call. Builds without oneDNN, CUDA builds and double
-// precision (oneDNN's CPU matmul is float) run the vendor GEMM and add the
-// bias instead, so "packed" is always a valid choice.
+// library (format_tag::any) and the forward's bias fused into the call. The
+// weight gradient Xᵀ dY has no operand to pack but runs on the same library's
+// GEMM, which beats OpenBLAS on it. Builds without oneDNN, CUDA builds and
+// double precision (oneDNN's CPU matmul is float) run the vendor GEMM and add
+// the bias instead, so "packed" is always a valid choice.
 
 #include <memory>
 #include <string>
@@ -26,8 +28,8 @@ template <class Scalar>
 bool packed_gemm_available();
 
 // What GemmPath::packed runs in this build, for the run log: "oneDNN 2.6.3
-// matmul on blocked weights (float)" or "the vendor path (cblas), as this
-// build has no oneDNN".
+// matmul on blocked weights, sgemm for the weight gradient (float)" or "the
+// vendor path (cblas), as this build has no oneDNN".
 std::string packed_gemm_library();
 
 // The packed copies of one weight matrix. They follow W only through
@@ -59,6 +61,13 @@ class PackedWeight {
   // Deterministic like linear_forward; shapes that do not fit print all three.
   void input_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& dY,
                       const tensor::ConstMatrix<Scalar>& W, const tensor::Matrix<Scalar>& dX) const;
+
+  // dW += Xᵀ dY with X m x k, dY m x n and dW k x n (the Linear's weight
+  // gradient, accumulating microbatches). Nothing is packed: X and dY are new
+  // on every call. Deterministic like linear_forward; shapes that do not fit
+  // print all three.
+  void weight_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                       const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dW) const;
 
  private:
   // C = A op(W) (+ bias unless null), shapes checked.

@@ -1,6 +1,7 @@
 // compute.gemm = "packed": the packed weight's products by W (X W + bias) and
-// by Wᵀ (dY Wᵀ) against the vendor GEMM, their determinism, and that
-// invalidate() makes both follow a changed W.
+// by Wᵀ (dY Wᵀ), and its weight gradient (dW += Xᵀ dY), against the vendor
+// GEMM, their determinism, and that invalidate() makes the products follow a
+// changed W.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -66,6 +67,28 @@ std::vector<Scalar> packed_input_gradient(const PackedWeight<Scalar>& packed, co
   return to_host<Scalar>(dX);
 }
 
+// dW0 + X^T dY by the vendor GEMM: a Linear's weight gradient without packing.
+template <class Scalar>
+std::vector<Scalar> vendor_weight_gradient(const Matrix<Scalar>& X, const Matrix<Scalar>& dY,
+                                           const Matrix<Scalar>& dW0) {
+  auto dW =
+      uninitialized_matrix<Scalar>("test::vendor", static_cast<int>(dW0.extent(0)), static_cast<int>(dW0.extent(1)));
+  Kokkos::deep_copy(dW, dW0);
+  gemm(ExecutionSpace(), Trans::yes, Trans::no, 1.0, X, dY, 1.0, dW, GemmPath::vendor);
+  return to_host<Scalar>(dW);
+}
+
+// dW0 + X^T dY through `packed`.
+template <class Scalar>
+std::vector<Scalar> packed_weight_gradient(const PackedWeight<Scalar>& packed, const Matrix<Scalar>& X,
+                                           const Matrix<Scalar>& dY, const Matrix<Scalar>& dW0) {
+  auto dW =
+      uninitialized_matrix<Scalar>("test::packed", static_cast<int>(dW0.extent(0)), static_cast<int>(dW0.extent(1)));
+  Kokkos::deep_copy(dW, dW0);
+  packed.weight_gradient(ExecutionSpace(), X, dY, dW);
+  return to_host<Scalar>(dW);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("the packed linear agrees with the vendor GEMM plus bias, bitwise the same on every call",
@@ -110,6 +133,25 @@ TEMPLATE_TEST_CASE("the packed input gradient agrees with the vendor dY W^T, bit
   CHECK(bitwise_equal(Y, packed_linear(packed, X, W, bias)));
   CHECK(bitwise_equal(first, packed_input_gradient(packed, dY, W)));
   CHECK(bitwise_equal(first, packed_input_gradient(PackedWeight<Scalar>(), dY, W)));
+}
+
+TEMPLATE_TEST_CASE("the packed weight gradient accumulates X^T dY like the vendor GEMM, bitwise the same on every call",
+                   "[kernels][gemm][packed]", float, double) {
+  using Scalar = TestType;
+  // The transformer's and the MLP's shapes, odd ones, and a microbatch of no rows.
+  const auto [m, k, n] = GENERATE(std::tuple{32, 1024, 1024}, std::tuple{512, 128, 384}, std::tuple{512, 512, 128},
+                                  std::tuple{512, 128, 63}, std::tuple{1, 1, 1}, std::tuple{17, 33, 65},
+                                  std::tuple{7, 100, 3}, std::tuple{0, 5, 4});
+  INFO("X " << m << "x" << k << ", dY " << m << "x" << n << ", packed: " << packed_gemm_library());
+  const auto X = random_matrix<Scalar>(m, k, 1);
+  const auto dY = random_matrix<Scalar>(m, n, 2);
+  const auto dW0 = random_matrix<Scalar>(k, n, 3);  // what earlier microbatches left
+  const PackedWeight<Scalar> packed;
+
+  const auto first = packed_weight_gradient(packed, X, dY, dW0);
+  CHECK(relative_error(first, vendor_weight_gradient(X, dY, dW0)) < 1e-5);
+  CHECK(bitwise_equal(first, packed_weight_gradient(packed, X, dY, dW0)));
+  CHECK(bitwise_equal(first, packed_weight_gradient(PackedWeight<Scalar>(), X, dY, dW0)));
 }
 
 TEST_CASE("after invalidate() the packed linear uses the changed weights", "[kernels][gemm][packed]") {
@@ -181,6 +223,8 @@ TEST_CASE("packed linear shape mismatches are input errors that print every shap
   auto dX = uninitialized_matrix<float>("test::dx", 3, 4);
   CHECK(kpipe::test::input_error_of([&] { PackedWeight<float>().input_gradient(ExecutionSpace(), Y, W, dX); }) ==
         "packed input gradient shapes do not fit: dY is 3x6, W is 5x6, dX is 3x4");
+  CHECK(kpipe::test::input_error_of([&] { PackedWeight<float>().weight_gradient(ExecutionSpace(), X, Y, W); }) ==
+        "packed weight gradient shapes do not fit: X is 3x4, dY is 3x6, dW is 5x6");
 }
 
 TEST_CASE("compute.gemm = packed names what it runs in this build", "[kernels][gemm][packed]") {
