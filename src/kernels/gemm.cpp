@@ -36,18 +36,17 @@ std::pair<std::size_t, std::size_t> op_shape(const View& x, Trans trans) {
 
 std::string op_name(const char* name, Trans trans) { return trans == Trans::no ? name : std::string(name) + "^T"; }
 
-// BLAS wants a leading dimension >= 1 even for empty matrices.
+// BLAS wants a leading dimension >= 1 even for empty matrices: the distance
+// between rows, which are dimension rank - 2 of a matrix or a batch.
 template <class View>
 int leading_dimension(const View& x) {
-  return std::max(1, static_cast<int>(x.stride(0)));
+  return std::max(1, static_cast<int>(x.stride(static_cast<int>(View::rank) - 2)));
 }
 
 // m, n, k: the shape of one product (of one block, for gemm_batched).
-template <class Scalar>
+template <class Scalar, class AView, class BView, class CView>
 detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k,
-                                      Scalar alpha, const tensor::ConstMatrix<Scalar>& A,
-                                      const tensor::ConstMatrix<Scalar>& B, Scalar beta,
-                                      const tensor::Matrix<Scalar>& C) {
+                                      Scalar alpha, const AView& A, const BView& B, Scalar beta, const CView& C) {
   return {trans_a,
           trans_b,
           static_cast<int>(m),
@@ -86,6 +85,21 @@ std::string vendor_gemm_library() {
 }
 
 template <class Scalar>
+Batch<Scalar> row_blocks(const tensor::Matrix<Scalar>& X, int count, int first, int cols) {
+  const std::size_t rows = X.extent(0);
+  if (count < 1 || rows % static_cast<std::size_t>(count) != 0 || first < 0 || cols < 0 ||
+      static_cast<std::size_t>(first) + static_cast<std::size_t>(cols) > X.extent(1)) {
+    throw input_error(fmt::format("cannot cut {} into {} row blocks of columns [{}, {})", tensor::shape_string(X),
+                                  count, first, first + cols));
+  }
+  const std::size_t block_rows = rows / static_cast<std::size_t>(count);
+  const std::size_t ld = X.stride(0);
+  // An empty X may have no memory to offset into.
+  Scalar* const origin = X.span() == 0 ? X.data() : X.data() + first;
+  return Batch<Scalar>(origin, Kokkos::LayoutStride(count, block_rows * ld, block_rows, ld, cols, 1));
+}
+
+template <class Scalar>
 void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
@@ -99,7 +113,9 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
   if (m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
   if (vendor == Vendor::none || path == GemmPath::portable) {
-    detail::portable_gemm<Scalar>(space, 1, trans_a, trans_b, alpha, A, B, beta, C);
+    // A batch of one matrix each.
+    const auto whole = [](const auto& X) { return row_blocks(X, 1, 0, static_cast<int>(X.extent(1))); };
+    detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
     return;
   }
   if constexpr (vendor == Vendor::cublas) {
@@ -121,25 +137,34 @@ void gemm_batched(const tensor::ExecutionSpace& space, int batch, Trans trans_a,
     throw input_error(fmt::format("gemm_batched cannot split A ({}), B ({}) and C ({}) into {} equal row blocks",
                                   tensor::shape_string(A), tensor::shape_string(B), tensor::shape_string(C), batch));
   }
-  const std::size_t a_rows = A.extent(0) / blocks;
-  const std::size_t b_rows = B.extent(0) / blocks;
-  const std::size_t c_rows = C.extent(0) / blocks;
-  const auto [m, k] = op_shape(a_rows, A.extent(1), trans_a);
-  const auto [k_b, n] = op_shape(b_rows, B.extent(1), trans_b);
-  if (k_b != k || c_rows != m || C.extent(1) != n) {
+  const auto stack = [batch](const auto& X) { return row_blocks(X, batch, 0, static_cast<int>(X.extent(1))); };
+  gemm_batched<Scalar>(space, trans_a, trans_b, alpha, stack(A), stack(B), beta, stack(C), path);
+}
+
+template <class Scalar>
+void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+                  const ConstBatch<tensor::identity_t<Scalar>>& A, const ConstBatch<tensor::identity_t<Scalar>>& B,
+                  tensor::identity_t<Scalar> beta, const Batch<Scalar>& C, GemmPath path) {
+  const std::size_t batch = C.extent(0);
+  const auto [m, k] = op_shape(A.extent(1), A.extent(2), trans_a);
+  const auto [k_b, n] = op_shape(B.extent(1), B.extent(2), trans_b);
+  if (A.extent(0) != batch || B.extent(0) != batch || k_b != k || C.extent(1) != m || C.extent(2) != n) {
     throw input_error(fmt::format("gemm_batched shapes do not fit: {} blocks of {} {}x{}, {} {}x{}, C {}x{}", batch,
-                                  op_name("A", trans_a), m, k, op_name("B", trans_b), k_b, n, c_rows, C.extent(1)));
+                                  op_name("A", trans_a), m, k, op_name("B", trans_b), k_b, n, C.extent(1),
+                                  C.extent(2)));
   }
-  if (m == 0 || n == 0) return;
+  if (A.stride(2) != 1 || B.stride(2) != 1 || C.stride(2) != 1) {
+    throw input_error("gemm_batched needs contiguous rows: an entry's stride must be 1");
+  }
+  if (batch == 0 || m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
   if (vendor == Vendor::none || path == GemmPath::portable) {
-    detail::portable_gemm<Scalar>(space, batch, trans_a, trans_b, alpha, A, B, beta, C);
+    detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, A, B, beta, C);
     return;
   }
-  // Blocks of a LayoutRight stack lie rows · stride(0) elements apart.
   const detail::BatchedGemmOperands<Scalar> op{
-      operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C), batch, static_cast<long long>(a_rows * A.stride(0)),
-      static_cast<long long>(b_rows * B.stride(0)), static_cast<long long>(c_rows * C.stride(0))};
+      operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C), static_cast<int>(batch),
+      static_cast<long long>(A.stride(0)), static_cast<long long>(B.stride(0)), static_cast<long long>(C.stride(0))};
   if constexpr (vendor == Vendor::cublas) {
     detail::cublas_gemm_batched<Scalar>(space, op);
   } else if constexpr (vendor == Vendor::cblas) {
@@ -153,7 +178,11 @@ void gemm_batched(const tensor::ExecutionSpace& space, int batch, Trans trans_a,
                              const tensor::ConstMatrix<Scalar>&, Scalar, const tensor::Matrix<Scalar>&, GemmPath);    \
   template void gemm_batched<Scalar>(const tensor::ExecutionSpace&, int, Trans, Trans, Scalar,                        \
                                      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, Scalar,  \
-                                     const tensor::Matrix<Scalar>&, GemmPath);
+                                     const tensor::Matrix<Scalar>&, GemmPath);                                        \
+  template void gemm_batched<Scalar>(const tensor::ExecutionSpace&, Trans, Trans, Scalar, const ConstBatch<Scalar>&,  \
+                                     const ConstBatch<Scalar>&, Scalar, const Batch<Scalar>&, GemmPath);              \
+  template Batch<Scalar> row_blocks<Scalar>(const tensor::Matrix<Scalar>&, int, int, int);                            \
+  template ConstBatch<Scalar> row_blocks<const Scalar>(const tensor::ConstMatrix<Scalar>&, int, int, int);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -52,11 +52,10 @@ template <class Scalar>
 void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmOperands<Scalar>& op);
 
 // The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend:
-// `batch` GEMMs on A, B and C stacked in equal row blocks (1 for a plain GEMM).
+// a GEMM per matrix of the batches (a batch of one for a plain GEMM).
 template <class Scalar>
-void portable_gemm(const tensor::ExecutionSpace& space, int batch, Trans trans_a, Trans trans_b, Scalar alpha,
-                   const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& B, Scalar beta,
-                   const tensor::Matrix<Scalar>& C);
+void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
+                   const ConstBatch<Scalar>& A, const ConstBatch<Scalar>& B, Scalar beta, const Batch<Scalar>& C);
 
 // The packed copies of one weight behind PackedWeight (packed_gemm.hpp). A
 // host-side interface: the backend's library types stay out of the headers.

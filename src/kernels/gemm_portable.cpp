@@ -31,18 +31,18 @@ constexpr int team_size() {
 using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
 using Member = Policy::member_type;
 
-// Copies the Rows x Cols block at (row0, col0) of the operand whose rows are
-// source rows [base, base + operand_rows) into `tile`, as is or transposed,
-// zero-padding whatever lies outside the operand. Each thread copies whole
-// source rows, so the inner loop reads contiguous memory.
+// Copies the Rows x Cols block at (row0, col0) of matrix `block` of the
+// operand into `tile`, as is or transposed, zero-padding whatever lies outside
+// the matrix. Each thread copies whole source rows, so the inner loop reads
+// contiguous memory.
 template <bool Transposed, int Rows, int Cols, class Tile, class Source>
-KOKKOS_INLINE_FUNCTION void copy_block(const Member& team, const Source& source, int base, int operand_rows, int row0,
-                                       int col0, const Tile& tile) {
-  const int valid_rows = tensor::compat::min(Rows, operand_rows - row0);
-  const int valid_cols = tensor::compat::max(0, tensor::compat::min(Cols, static_cast<int>(source.extent(1)) - col0));
+KOKKOS_INLINE_FUNCTION void copy_block(const Member& team, const Source& source, int block, int row0, int col0,
+                                       const Tile& tile) {
+  const int valid_rows = tensor::compat::min(Rows, static_cast<int>(source.extent(1)) - row0);
+  const int valid_cols = tensor::compat::max(0, tensor::compat::min(Cols, static_cast<int>(source.extent(2)) - col0));
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Rows), [&](int r) {
     const int filled = r < valid_rows ? valid_cols : 0;
-    for (int c = 0; c < filled; ++c) (Transposed ? tile(c, r) : tile(r, c)) = source(base + row0 + r, col0 + c);
+    for (int c = 0; c < filled; ++c) (Transposed ? tile(c, r) : tile(r, c)) = source(block, row0 + r, col0 + c);
     for (int c = filled; c < Cols; ++c) (Transposed ? tile(c, r) : tile(r, c)) = 0;
   });
 }
@@ -74,8 +74,8 @@ KOKKOS_INLINE_FUNCTION void update_micro_tile(const ATile& a_tile, const BTile& 
 
 // The kernel for one combination of transpositions.
 template <class Scalar, bool TransA, bool TransB>
-void tiled_gemm(const tensor::ExecutionSpace& space, int batch, Scalar alpha, const tensor::ConstMatrix<Scalar>& A,
-                const tensor::ConstMatrix<Scalar>& B, Scalar beta, const tensor::Matrix<Scalar>& C) {
+void tiled_gemm(const tensor::ExecutionSpace& space, Scalar alpha, const ConstBatch<Scalar>& A,
+                const ConstBatch<Scalar>& B, Scalar beta, const Batch<Scalar>& C) {
   using T = Tiling;
   using Scratch = typename tensor::ExecutionSpace::scratch_memory_space;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
@@ -84,12 +84,10 @@ void tiled_gemm(const tensor::ExecutionSpace& space, int batch, Scalar alpha, co
   using BTile = Kokkos::View<Scalar[T::tile_k][T::tile_n], Kokkos::LayoutRight, Scratch, Unmanaged>;
   using CTile = Kokkos::View<Scalar[T::tile_m][T::tile_n], Kokkos::LayoutRight, Scratch, Unmanaged>;
 
-  // Rows of one block of each operand; gemm.cpp checked that batch divides them.
-  const int a_rows = static_cast<int>(A.extent(0)) / batch;
-  const int b_rows = static_cast<int>(B.extent(0)) / batch;
-  const int m = static_cast<int>(C.extent(0)) / batch;
-  const int n = static_cast<int>(C.extent(1));
-  const int k = TransA ? a_rows : static_cast<int>(A.extent(1));
+  const int batch = static_cast<int>(C.extent(0));
+  const int m = static_cast<int>(C.extent(1));
+  const int n = static_cast<int>(C.extent(2));
+  const int k = static_cast<int>(TransA ? A.extent(1) : A.extent(2));
   const int tiles_n = (n + T::tile_n - 1) / T::tile_n;
   const int tiles = (m + T::tile_m - 1) / T::tile_m * tiles_n;
 
@@ -104,9 +102,6 @@ void tiled_gemm(const tensor::ExecutionSpace& space, int batch, Scalar alpha, co
         const int tile = team.league_rank() % tiles;
         const int row0 = tile / tiles_n * T::tile_m;
         const int col0 = tile % tiles_n * T::tile_n;
-        const int a_base = block * a_rows;
-        const int b_base = block * b_rows;
-        const int c_base = block * m;
         const ATile a_tile(team.team_scratch(0));
         const BTile b_tile(team.team_scratch(0));
         const CTile c_tile(team.team_scratch(0));
@@ -117,14 +112,14 @@ void tiled_gemm(const tensor::ExecutionSpace& space, int batch, Scalar alpha, co
         for (int k0 = 0; k0 < k; k0 += T::tile_k) {
           team.team_barrier();
           if (TransA) {
-            copy_block<false, T::tile_k, T::tile_m>(team, A, a_base, a_rows, k0, row0, a_tile);
+            copy_block<false, T::tile_k, T::tile_m>(team, A, block, k0, row0, a_tile);
           } else {
-            copy_block<true, T::tile_m, T::tile_k>(team, A, a_base, a_rows, row0, k0, a_tile);
+            copy_block<true, T::tile_m, T::tile_k>(team, A, block, row0, k0, a_tile);
           }
           if (TransB) {
-            copy_block<true, T::tile_n, T::tile_k>(team, B, b_base, b_rows, col0, k0, b_tile);
+            copy_block<true, T::tile_n, T::tile_k>(team, B, block, col0, k0, b_tile);
           } else {
-            copy_block<false, T::tile_k, T::tile_n>(team, B, b_base, b_rows, k0, col0, b_tile);
+            copy_block<false, T::tile_k, T::tile_n>(team, B, block, k0, col0, b_tile);
           }
           team.team_barrier();
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T::micro_tiles),
@@ -137,8 +132,8 @@ void tiled_gemm(const tensor::ExecutionSpace& space, int batch, Scalar alpha, co
           for (int j = 0; j < cols; ++j) {
             const Scalar product = alpha * c_tile(i, j);
             // beta == 0 must not read C, which may hold NaN (BLAS semantics).
-            const int row = c_base + row0 + i;
-            C(row, col0 + j) = beta == Scalar(0) ? product : product + beta * C(row, col0 + j);
+            Scalar& entry = C(block, row0 + i, col0 + j);
+            entry = beta == Scalar(0) ? product : product + beta * entry;
           }
         });
       });
@@ -147,22 +142,19 @@ void tiled_gemm(const tensor::ExecutionSpace& space, int batch, Scalar alpha, co
 }  // namespace
 
 template <class Scalar>
-void portable_gemm(const tensor::ExecutionSpace& space, int batch, Trans trans_a, Trans trans_b, Scalar alpha,
-                   const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& B, Scalar beta,
-                   const tensor::Matrix<Scalar>& C) {
+void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
+                   const ConstBatch<Scalar>& A, const ConstBatch<Scalar>& B, Scalar beta, const Batch<Scalar>& C) {
   const bool a_t = trans_a == Trans::yes;
   const bool b_t = trans_b == Trans::yes;
-  if (!a_t && !b_t) tiled_gemm<Scalar, false, false>(space, batch, alpha, A, B, beta, C);
-  if (!a_t && b_t) tiled_gemm<Scalar, false, true>(space, batch, alpha, A, B, beta, C);
-  if (a_t && !b_t) tiled_gemm<Scalar, true, false>(space, batch, alpha, A, B, beta, C);
-  if (a_t && b_t) tiled_gemm<Scalar, true, true>(space, batch, alpha, A, B, beta, C);
+  if (!a_t && !b_t) tiled_gemm<Scalar, false, false>(space, alpha, A, B, beta, C);
+  if (!a_t && b_t) tiled_gemm<Scalar, false, true>(space, alpha, A, B, beta, C);
+  if (a_t && !b_t) tiled_gemm<Scalar, true, false>(space, alpha, A, B, beta, C);
+  if (a_t && b_t) tiled_gemm<Scalar, true, true>(space, alpha, A, B, beta, C);
 }
 
-template void portable_gemm<float>(const tensor::ExecutionSpace&, int, Trans, Trans, float,
-                                   const tensor::ConstMatrix<float>&, const tensor::ConstMatrix<float>&, float,
-                                   const tensor::Matrix<float>&);
-template void portable_gemm<double>(const tensor::ExecutionSpace&, int, Trans, Trans, double,
-                                    const tensor::ConstMatrix<double>&, const tensor::ConstMatrix<double>&, double,
-                                    const tensor::Matrix<double>&);
+template void portable_gemm<float>(const tensor::ExecutionSpace&, Trans, Trans, float, const ConstBatch<float>&,
+                                   const ConstBatch<float>&, float, const Batch<float>&);
+template void portable_gemm<double>(const tensor::ExecutionSpace&, Trans, Trans, double, const ConstBatch<double>&,
+                                    const ConstBatch<double>&, double, const Batch<double>&);
 
 }  // namespace kpipe::kernels::detail

@@ -28,14 +28,12 @@ template <class Scalar>
 std::vector<TensorDecl> CausalSelfAttention<Scalar>::saved(int rows) const {
   const auto s = shape(rows);
   const std::int64_t stacked = static_cast<std::int64_t>(s.batch_heads) * s.tokens;
-  std::vector<TensorDecl> out;
-  for (const char* name : {"q", "k", "v"}) out.push_back({name, TensorSpec::matrix<Scalar>(stacked, s.head_dim)});
   if (kernels_.attention == AttentionPath::gemm) {
-    out.push_back({"p", TensorSpec::matrix<Scalar>(stacked, s.tokens)});
-  } else {
-    out.push_back({"o", TensorSpec::matrix<Scalar>(stacked, s.head_dim)});
-    out.push_back({"lse", TensorSpec::matrix<Scalar>(stacked, 1)});
+    return {{"qkv", TensorSpec::matrix<Scalar>(rows, 3 * dim_)}, {"p", TensorSpec::matrix<Scalar>(stacked, s.tokens)}};
   }
+  std::vector<TensorDecl> out;
+  for (const char* name : {"q", "k", "v", "o"}) out.push_back({name, TensorSpec::matrix<Scalar>(stacked, s.head_dim)});
+  out.push_back({"lse", TensorSpec::matrix<Scalar>(stacked, 1)});
   return out;
 }
 
@@ -45,33 +43,37 @@ void CausalSelfAttention<Scalar>::forward(tensor::TensorList inputs, tensor::Ten
   const auto& space = env_.exec.space();
   auto& pool = env_.exec.pool();
   const auto X = inputs.at(0).matrix<Scalar>();
+  const auto Y = outputs.at(0).matrix<Scalar>();
   const auto s = shape(X.extent_int(0));
+  if (kernels_.attention == AttentionPath::gemm) {
+    // The products read Q, K and V in the projection and write O in Y: backward needs the projection as it is.
+    const auto P = pool.take<Scalar>("kpipe::model::attention_p", s.batch_heads * s.tokens, s.tokens);
+    kernels::attention_forward_gemm(space, s, X, P, Y, kernels_.gemm);
+    if (ctx) {
+      ctx->save("qkv", inputs.at(0));
+      ctx->save("p", P);
+    }
+    return;
+  }
+  // The fused kernels take heads-major stacks.
   const int stacked = s.batch_heads * s.tokens;
   // Distinct labels: all three stay saved together, so one pool would hand out three buffers anyway.
   const auto Q = pool.take<Scalar>("kpipe::model::attention_q", stacked, s.head_dim);
   const auto K = pool.take<Scalar>("kpipe::model::attention_k", stacked, s.head_dim);
   const auto V = pool.take<Scalar>("kpipe::model::attention_v", stacked, s.head_dim);
+  const auto O = pool.take<Scalar>("kpipe::model::attention_o", stacked, s.head_dim);
+  const auto L = pool.take<Scalar>("kpipe::model::attention_lse", stacked, 1);
   kernels::split_heads(space, X, 0, heads_, context_, Q);
   kernels::split_heads(space, X, dim_, heads_, context_, K);
   kernels::split_heads(space, X, 2 * dim_, heads_, context_, V);
-  const auto O = pool.take<Scalar>("kpipe::model::attention_o", stacked, s.head_dim);
-  if (kernels_.attention == AttentionPath::gemm) {
-    const auto P = pool.take<Scalar>("kpipe::model::attention_p", stacked, s.tokens);
-    kernels::attention_forward_gemm(space, s, Q, K, V, P, O, kernels_.gemm);
-    if (ctx) ctx->save("p", P);
-  } else {
-    const auto L = pool.take<Scalar>("kpipe::model::attention_lse", stacked, 1);
-    kernels::attention_forward_fused(space, s, Q, K, V, O, L);
-    if (ctx) {
-      ctx->save("o", O);
-      ctx->save("lse", L);
-    }
-  }
-  kernels::merge_heads(space, O, 0, heads_, context_, outputs.at(0).matrix<Scalar>());
+  kernels::attention_forward_fused(space, s, Q, K, V, O, L);
+  kernels::merge_heads(space, O, 0, heads_, context_, Y);
   if (ctx) {
     ctx->save("q", Q);
     ctx->save("k", K);
     ctx->save("v", V);
+    ctx->save("o", O);
+    ctx->save("lse", L);
   }
 }
 
@@ -88,24 +90,25 @@ void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads
     return;
   }
   const auto s = shape(dY.extent_int(0));
+  if (kernels_.attention == AttentionPath::gemm) {
+    const auto dP = pool.take<Scalar>("kpipe::model::attention_dp", s.batch_heads * s.tokens, s.tokens);
+    kernels::attention_backward_gemm(space, s, ctx.saved("qkv").matrix<Scalar>(), ctx.saved("p").matrix<Scalar>(), dY,
+                                     dP, dX, kernels_.gemm);
+    ctx.clear();
+    return;
+  }
   const int stacked = s.batch_heads * s.tokens;
-  const auto Q = ctx.saved("q").matrix<Scalar>();
-  const auto K = ctx.saved("k").matrix<Scalar>();
-  const auto V = ctx.saved("v").matrix<Scalar>();
   const auto dO = pool.take<Scalar>("kpipe::model::attention_do", stacked, s.head_dim);
   const auto dQ = pool.take<Scalar>("kpipe::model::attention_dq", stacked, s.head_dim);
   const auto dK = pool.take<Scalar>("kpipe::model::attention_dk", stacked, s.head_dim);
   const auto dV = pool.take<Scalar>("kpipe::model::attention_dv", stacked, s.head_dim);
+  const auto D = pool.take<Scalar>("kpipe::model::attention_delta", stacked, 1);
   kernels::split_heads(space, dY, 0, heads_, context_, dO);
-  if (kernels_.attention == AttentionPath::gemm) {
-    const auto dP = pool.take<Scalar>("kpipe::model::attention_dp", stacked, s.tokens);
-    kernels::attention_backward_gemm(space, s, Q, K, V, ctx.saved("p").matrix<Scalar>(), dO, dP, dQ, dK, dV,
-                                     kernels_.gemm);
-  } else {
-    const auto D = pool.take<Scalar>("kpipe::model::attention_delta", stacked, 1);
-    kernels::attention_backward_fused(space, s, Q, K, V, ctx.saved("o").matrix<Scalar>(),
-                                      ctx.saved("lse").matrix<Scalar>(), dO, D, dQ, dK, dV);
-  }
+  const auto Q = ctx.saved("q").matrix<Scalar>();
+  const auto K = ctx.saved("k").matrix<Scalar>();
+  const auto V = ctx.saved("v").matrix<Scalar>();
+  kernels::attention_backward_fused(space, s, Q, K, V, ctx.saved("o").matrix<Scalar>(),
+                                    ctx.saved("lse").matrix<Scalar>(), dO, D, dQ, dK, dV);
   kernels::merge_heads(space, dQ, 0, heads_, context_, dX);
   kernels::merge_heads(space, dK, dim_, heads_, context_, dX);
   kernels::merge_heads(space, dV, 2 * dim_, heads_, context_, dX);

@@ -13,9 +13,11 @@
 //
 // Layout: a projection's rows are positions (sequence-major: row s·T + t),
 // its columns heads·hd features, head h at columns [h·hd, (h+1)·hd). The
-// attention kernels take heads-major stacks: Q, K, V, O are (batch·heads·T)
-// x hd, block (s·heads + h) the T x hd matrix of sequence s, head h. Position
-// t attends to positions 0..t of its own sequence only. Every kernel is
+// gemm path works on the projections themselves: its batched products read
+// and write each head's T x hd blocks in place, rows 3·dim (or dim) apart. The
+// fused kernels take heads-major stacks: Q, K, V, O are (batch·heads·T) x hd,
+// block (s·heads + h) the T x hd matrix of sequence s, head h. Position t
+// attends to positions 0..t of its own sequence only. Every kernel is
 // deterministic (no atomics), so results are bitwise reproducible.
 
 #include <string_view>
@@ -50,24 +52,24 @@ template <class Scalar>
 void merge_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& stacked,
                  int offset, int heads, int tokens, const tensor::Matrix<Scalar>& X);
 
-// gemm path, forward: P ((batch·heads·T) x T, zero above the diagonal) and O.
+// gemm path, forward, on the projections: QKV ((batch·T) x 3·heads·hd, the
+// fused Q|K|V projection) in, O ((batch·T) x heads·hd, the heads side by side
+// as the output projection reads them) out. P ((batch·heads·T) x T, a stack of
+// T x T blocks like the fused path's, zero above the diagonal) is kept for
+// backward.
 template <class Scalar>
 void attention_forward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
-                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
-                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
-                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V, const tensor::Matrix<Scalar>& P,
+                            const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV, const tensor::Matrix<Scalar>& P,
                             const tensor::Matrix<Scalar>& O, GemmPath gemm);
 
-// gemm path, backward: dQ, dK, dV from dO and the saved P; dP is scratch of P's shape.
+// gemm path, backward: the projection's gradient dQKV (every column written)
+// from dO (laid out as O), the forward's QKV and its P; dP is scratch of P's shape.
 template <class Scalar>
 void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
-                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& Q,
-                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& K,
-                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& V,
+                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& P,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO,
-                             const tensor::Matrix<Scalar>& dP, const tensor::Matrix<Scalar>& dQ,
-                             const tensor::Matrix<Scalar>& dK, const tensor::Matrix<Scalar>& dV, GemmPath gemm);
+                             const tensor::Matrix<Scalar>& dP, const tensor::Matrix<Scalar>& dQKV, GemmPath gemm);
 
 // fused path, forward: O and the log-sum-exp L ((batch·heads·T) x 1) of each
 // query's scaled, masked scores.

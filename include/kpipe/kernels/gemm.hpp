@@ -34,6 +34,22 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
           const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
 
+// `count` matrices of one shape: X(i, r, c) is row r, column c of matrix i.
+// Rows are contiguous (stride(2) == 1); rows and matrices may lie any
+// distance apart (stride(1), stride(0)), as BLAS's leading dimension and
+// batch stride allow.
+template <class Scalar>
+using Batch = Kokkos::View<Scalar***, Kokkos::LayoutStride, tensor::MemorySpace>;
+template <class Scalar>
+using ConstBatch = Batch<const Scalar>;
+
+// X's rows cut into `count` equal blocks, columns [first, first + cols) of
+// each, without a copy: a stack's blocks (first 0, every column), or one
+// attention head of every sequence of a position-major projection. Scalar may
+// be const. An input error unless the blocks lie inside X.
+template <class Scalar>
+Batch<Scalar> row_blocks(const tensor::Matrix<Scalar>& X, int count, int first, int cols);
+
 // `batch` independent GEMMs on stacked operands: A, B and C hold `batch`
 // equal blocks one below the other (A is (batch·rows) x cols of op(A)'s
 // source, and so on), and block i of C = alpha op(A_i) op(B_i) + beta C_i.
@@ -44,5 +60,12 @@ void gemm_batched(const tensor::ExecutionSpace& space, int batch, Trans trans_a,
                   tensor::identity_t<Scalar> alpha, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
                   const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
                   const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
+
+// The same on batches of any layout: matrix i of C = alpha op(A_i) op(B_i) +
+// beta C_i for the C.extent(0) matrices. C's matrices must not overlap.
+template <class Scalar>
+void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+                  const ConstBatch<tensor::identity_t<Scalar>>& A, const ConstBatch<tensor::identity_t<Scalar>>& B,
+                  tensor::identity_t<Scalar> beta, const Batch<Scalar>& C, GemmPath path = GemmPath::vendor);
 
 }  // namespace kpipe::kernels

@@ -51,8 +51,10 @@ class TokenEmbedding final : public Layer<Scalar> {
 // Causal multi-head self-attention on positions: (N = sequences·T) x 3·dim
 // fused Q|K|V projections in, N x dim head outputs (concatenated) out; no
 // parameters. compute.attention picks the kernels (kernels/attention.hpp):
-// the GEMM path saves Q, K, V and the probabilities P, the fused path Q, K,
-// V, O and the log-sum-exp L and recomputes P in backward. Everything is
+// the GEMM path works on the projections in place and saves the QKV
+// projection itself and the probabilities P; the fused path splits the heads
+// into stacks and saves Q, K, V, O and the log-sum-exp L and recomputes P in
+// backward. Everything is
 // freed by B: attention has no weight gradient. In infer, n x 3·dim rows of
 // single tokens: their K and V go to the KV cache pools of global layer
 // `layer` (its decoder block), and each token attends to its sequence's

@@ -72,7 +72,9 @@ Outputs naive_attention(const AttentionShape& s, const std::vector<double>& q, c
   return out;
 }
 
-// One path's forward and backward on host values, computed in Scalar.
+// One path's forward and backward on host values, computed in Scalar: q, k,
+// v, dout and the results are heads-major stacks; the gemm path gets them as
+// the projections of s.batch_heads / heads sequences of `heads` heads.
 template <class Scalar>
 struct Run {
   Outputs forward;
@@ -80,10 +82,11 @@ struct Run {
 };
 
 template <class Scalar>
-Run<Scalar> run(AttentionPath path, const AttentionShape& s, const std::vector<double>& q, const std::vector<double>& k,
-                const std::vector<double>& v, const std::vector<double>& dout, GemmPath gemm = GemmPath::vendor) {
+Run<Scalar> run(AttentionPath path, const AttentionShape& s, int heads, const std::vector<double>& q,
+                const std::vector<double>& k, const std::vector<double>& v, const std::vector<double>& dout,
+                GemmPath gemm = GemmPath::vendor) {
   const ExecutionSpace space;
-  const int rows = rows_of(s), hd = s.head_dim;
+  const int rows = rows_of(s), hd = s.head_dim, T = s.tokens;
   const auto Q = device<Scalar>(q, rows, hd), K = device<Scalar>(k, rows, hd), V = device<Scalar>(v, rows, hd);
   auto O = uninitialized_matrix<Scalar>("test::o", rows, hd);
   auto dQ = uninitialized_matrix<Scalar>("test::dq", rows, hd);
@@ -92,11 +95,24 @@ Run<Scalar> run(AttentionPath path, const AttentionShape& s, const std::vector<d
   const bool backward = !dout.empty();
   Run<Scalar> result;
   if (path == AttentionPath::gemm) {
-    auto P = uninitialized_matrix<Scalar>("test::p", rows, s.tokens);
-    attention_forward_gemm(space, s, Q, K, V, P, O, gemm);
+    const int positions = rows / heads, dim = heads * hd;
+    auto QKV = uninitialized_matrix<Scalar>("test::qkv", positions, 3 * dim);
+    merge_heads(space, Q, 0, heads, T, QKV);
+    merge_heads(space, K, dim, heads, T, QKV);
+    merge_heads(space, V, 2 * dim, heads, T, QKV);
+    auto P = uninitialized_matrix<Scalar>("test::p", rows, T);
+    auto Y = uninitialized_matrix<Scalar>("test::y", positions, dim);
+    attention_forward_gemm(space, s, QKV, P, Y, gemm);
+    split_heads(space, Y, 0, heads, T, O);
     if (backward) {
-      auto dP = uninitialized_matrix<Scalar>("test::dp", rows, s.tokens);
-      attention_backward_gemm(space, s, Q, K, V, P, device<Scalar>(dout, rows, hd), dP, dQ, dK, dV, gemm);
+      auto dY = uninitialized_matrix<Scalar>("test::dy", positions, dim);
+      merge_heads(space, device<Scalar>(dout, rows, hd), 0, heads, T, dY);
+      auto dP = uninitialized_matrix<Scalar>("test::dp", rows, T);
+      auto dQKV = uninitialized_matrix<Scalar>("test::dqkv", positions, 3 * dim);
+      attention_backward_gemm(space, s, QKV, P, dY, dP, dQKV, gemm);
+      split_heads(space, dQKV, 0, heads, T, dQ);
+      split_heads(space, dQKV, dim, heads, T, dK);
+      split_heads(space, dQKV, 2 * dim, heads, T, dV);
     }
   } else {
     auto L = uninitialized_matrix<Scalar>("test::l", rows, 1);
@@ -124,13 +140,13 @@ TEST_CASE("attention forward equals the naive causal softmax(Q K^T / sqrt(hd)) V
   const auto path = GENERATE(AttentionPath::gemm, AttentionPath::fused);
   const auto gemm = GENERATE(GemmPath::vendor, GemmPath::portable);
   const int T = GENERATE(1, 7, 33, 70);
-  const AttentionShape s{3, T, 8};
+  const AttentionShape s{6, T, 8};  // 3 sequences of 2 heads
   INFO(name(path) << " path, T = " << T << ", portable GEMM " << (gemm == GemmPath::portable));
   // Scores up to about ±12: the softmax is far from uniform.
   const auto q = random_values(rows_of(s), 8, 1, 2), k = random_values(rows_of(s), 8, 2, 2),
              v = random_values(rows_of(s), 8, 3);
   const auto truth = naive_attention(s, q, k, v);
-  const auto result = run<double>(path, s, q, k, v, {}, gemm);
+  const auto result = run<double>(path, s, 2, q, k, v, {}, gemm);
   CHECK(relative_error(result.forward.O, truth.O) < 1e-12);
   if (path == AttentionPath::fused) CHECK(relative_error(result.forward.L, truth.L) < 1e-12);
 }
@@ -138,14 +154,14 @@ TEST_CASE("attention forward equals the naive causal softmax(Q K^T / sqrt(hd)) V
 TEST_CASE("fused and gemm attention agree forward and backward in float", "[kernels][attention]") {
   const int T = GENERATE(1, 5, 64, 100);
   const int hd = GENERATE(8, 32);
-  const AttentionShape s{3, T, hd};
+  const AttentionShape s{6, T, hd};  // 2 sequences of 3 heads
   INFO("T = " << T << ", hd = " << hd);
   const auto q = random_values(rows_of(s), hd, 4, 2), k = random_values(rows_of(s), hd, 5, 2),
              v = random_values(rows_of(s), hd, 6), dout = random_values(rows_of(s), hd, 7);
   const auto gemm_path = GENERATE(GemmPath::vendor, GemmPath::portable);
   INFO("portable GEMM " << (gemm_path == GemmPath::portable));
-  const auto gemm = run<float>(AttentionPath::gemm, s, q, k, v, dout, gemm_path);
-  const auto fused = run<float>(AttentionPath::fused, s, q, k, v, dout);
+  const auto gemm = run<float>(AttentionPath::gemm, s, 3, q, k, v, dout, gemm_path);
+  const auto fused = run<float>(AttentionPath::fused, s, 3, q, k, v, dout);
   CHECK(relative_error(fused.forward.O, gemm.forward.O) < 1e-5);
   CHECK(relative_error(fused.backward.dQ, gemm.backward.dQ) < 1e-5);
   CHECK(relative_error(fused.backward.dK, gemm.backward.dK) < 1e-5);
@@ -157,20 +173,21 @@ TEST_CASE("fused and gemm attention agree forward and backward in float", "[kern
 TEST_CASE("attention gradients match finite differences of sum(O * R) in double", "[kernels][attention]") {
   const auto path = GENERATE(AttentionPath::gemm, AttentionPath::fused);
   INFO(name(path) << " path");
-  // T crosses the fused kernel's 32-row tiles and is not a multiple of them.
-  const AttentionShape s{2, 37, 4};
+  // T crosses the fused kernel's 32-row tiles and is not a multiple of them;
+  // 2 sequences of 2 heads.
+  const AttentionShape s{4, 37, 4};
   const int n = rows_of(s) * s.head_dim;
   std::vector<double> inputs[3] = {random_values(rows_of(s), 4, 8, 2), random_values(rows_of(s), 4, 9, 2),
                                    random_values(rows_of(s), 4, 10)};
   const auto R = random_values(rows_of(s), 4, 11);
   const auto loss = [&] {
-    const auto O = run<double>(path, s, inputs[0], inputs[1], inputs[2], {}).forward.O;
+    const auto O = run<double>(path, s, 2, inputs[0], inputs[1], inputs[2], {}).forward.O;
     double sum = 0;
     for (int e = 0; e < n; ++e) sum += O[e] * R[e];
     return sum;
   };
   // dL/dO = R.
-  const auto analytic = run<double>(path, s, inputs[0], inputs[1], inputs[2], R).backward;
+  const auto analytic = run<double>(path, s, 2, inputs[0], inputs[1], inputs[2], R).backward;
   const std::vector<double>* gradients[3] = {&analytic.dQ, &analytic.dK, &analytic.dV};
   const char* names[3] = {"Q", "K", "V"};
   for (int which = 0; which < 3; ++which) {
@@ -208,8 +225,8 @@ TEMPLATE_TEST_CASE("perturbing positions after t never changes the attention out
       v2[e] += 2 * noise[e];
     }
   }
-  const auto before = run<Scalar>(path, s, q, k, v, {});
-  const auto after = run<Scalar>(path, s, q2, k2, v2, {});
+  const auto before = run<Scalar>(path, s, 2, q, k, v, {});
+  const auto after = run<Scalar>(path, s, 2, q2, k2, v2, {});
   bool later_changed = false;
   for (int b = 0; b < s.batch_heads; ++b) {
     for (int e = b * s.tokens * 8; e < (b * s.tokens + t + 1) * 8; ++e)
@@ -229,8 +246,8 @@ TEST_CASE("repeated attention calls are bitwise equal", "[kernels][attention]") 
   const AttentionShape s{2, 45, 16};
   const auto q = random_values(rows_of(s), 16, 16), k = random_values(rows_of(s), 16, 17),
              v = random_values(rows_of(s), 16, 18), dout = random_values(rows_of(s), 16, 19);
-  const auto first = run<float>(path, s, q, k, v, dout);
-  const auto second = run<float>(path, s, q, k, v, dout);
+  const auto first = run<float>(path, s, 2, q, k, v, dout);
+  const auto second = run<float>(path, s, 2, q, k, v, dout);
   CHECK(first.forward.O == second.forward.O);
   CHECK(first.backward.dQ == second.backward.dQ);
   CHECK(first.backward.dK == second.backward.dK);
@@ -283,4 +300,15 @@ TEST_CASE("attention layouts and paths are checked", "[kernels][attention]") {
   auto L = uninitialized_matrix<float>("test::l", 39, 1);
   CHECK_THROWS_AS(attention_forward_fused(ExecutionSpace(), AttentionShape{8, 5, 3}, stacked, stacked, stacked, O, L),
                   kpipe::Error);
+  // The gemm path on the projections: 2 sequences of 5 positions, 4 heads of 3 features.
+  const auto QKV = random_matrix<float>(10, 36, 22);
+  auto P = uninitialized_matrix<float>("test::p", 40, 5);
+  auto Y = uninitialized_matrix<float>("test::y", 10, 12);
+  CHECK_NOTHROW(attention_forward_gemm(ExecutionSpace(), AttentionShape{8, 5, 3}, QKV, P, Y, GemmPath::vendor));
+  CHECK_THROWS_AS(attention_forward_gemm(ExecutionSpace(), AttentionShape{6, 5, 3}, QKV, P, Y, GemmPath::vendor),
+                  kpipe::Error);  // 2 sequences of 4 heads are not 6
+  CHECK_THROWS_AS(attention_forward_gemm(ExecutionSpace(), AttentionShape{8, 5, 3}, X, P, Y, GemmPath::vendor),
+                  kpipe::Error);  // a 10 x 12 projection for 4 heads of 3
+  CHECK_THROWS_AS(attention_forward_gemm(ExecutionSpace(), AttentionShape{8, 5, 3}, QKV, stacked, Y, GemmPath::vendor),
+                  kpipe::Error);  // P of 40 x 3, not 40 x 5
 }

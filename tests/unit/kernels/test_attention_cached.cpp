@@ -71,20 +71,20 @@ std::vector<std::vector<double>> reference(const Prompts& p, AttentionPath path)
     const AttentionShape shape{heads, T, hd};
     auto X = uninitialized_matrix<Scalar>("test::x", T, 3 * dim);
     from_host<Scalar>(std::vector<Scalar>(p.qkv[s].begin(), p.qkv[s].end()), X);
-    std::vector<Matrix<Scalar>> stacks;
-    for (int part = 0; part < 4; ++part) {
-      stacks.push_back(uninitialized_matrix<Scalar>("test::stack", heads * T, hd));
-      if (part < 3) split_heads(space, X, part * dim, heads, T, stacks.back());
-    }
+    auto O = uninitialized_matrix<Scalar>("test::o", T, dim);
     if (path == AttentionPath::gemm) {
       auto P = uninitialized_matrix<Scalar>("test::p", heads * T, T);
-      attention_forward_gemm(space, shape, stacks[0], stacks[1], stacks[2], P, stacks[3], GemmPath::vendor);
+      attention_forward_gemm(space, shape, X, P, O, GemmPath::vendor);
     } else {
+      std::vector<Matrix<Scalar>> stacks;
+      for (int part = 0; part < 4; ++part) {
+        stacks.push_back(uninitialized_matrix<Scalar>("test::stack", heads * T, hd));
+        if (part < 3) split_heads(space, X, part * dim, heads, T, stacks.back());
+      }
       auto L = uninitialized_matrix<Scalar>("test::l", heads * T, 1);
       attention_forward_fused(space, shape, stacks[0], stacks[1], stacks[2], stacks[3], L);
+      merge_heads(space, stacks[3], 0, heads, T, O);
     }
-    auto O = uninitialized_matrix<Scalar>("test::o", T, dim);
-    merge_heads(space, stacks[3], 0, heads, T, O);
     const auto values = to_host<Scalar>(O);
     out.emplace_back(values.begin(), values.end());
   }

@@ -1,9 +1,11 @@
 // Batched GEMM: every block equals a plain GEMM of that block, on both paths,
-// and all of them equal a long-double host product.
+// and all of them equal a long-double host product; so do blocks cut out of
+// wider matrices (row_blocks), whose other columns stay untouched.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -56,6 +58,14 @@ std::vector<long double> reference(int batch, Trans ta, Trans tb, double alpha, 
   return out;
 }
 
+// Columns [first, first + cols) of X, as a matrix of their own.
+template <class Scalar>
+Matrix<Scalar> columns_of(const Matrix<Scalar>& X, int first, int cols) {
+  auto copy = uninitialized_matrix<Scalar>("test::columns", static_cast<int>(X.extent(0)), cols);
+  Kokkos::deep_copy(copy, Kokkos::subview(X, Kokkos::ALL, std::pair<int, int>(first, first + cols)));
+  return copy;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("each block of a batched GEMM equals the GEMM of that block", "[kernels][gemm]", float, double) {
@@ -103,4 +113,45 @@ TEST_CASE("batched GEMM shape errors are input errors that print the shapes", "[
   CHECK(message(0, B) == "gemm_batched cannot split A (6x4), B (8x5) and C (6x5) into 0 equal row blocks");
   CHECK(message(2, B) == "no error");
   CHECK(message(2, random_matrix<float>(6, 5, 3)) == "gemm_batched shapes do not fit: 2 blocks of A 3x4, B 3x5, C 3x5");
+}
+
+TEMPLATE_TEST_CASE("a batched GEMM on column blocks of wider matrices reads and writes only those columns",
+                   "[kernels][gemm]", float, double) {
+  using Scalar = TestType;
+  // 3 blocks of C (17 x 9) = op(A) (17 x 6) op(B) (6 x 9), as one head of a projection.
+  const int batch = 3, m = 17, n = 9, k = 6;
+  const auto ta = GENERATE(Trans::no, Trans::yes);
+  const auto tb = GENERATE(Trans::no, Trans::yes);
+  const auto path = GENERATE(GemmPath::vendor, GemmPath::portable);
+  INFO("transpose A " << (ta == Trans::yes) << ", transpose B " << (tb == Trans::yes) << ", portable "
+                      << (path == GemmPath::portable));
+  const auto [a_rows, a_cols] = ta == Trans::no ? std::pair{m, k} : std::pair{k, m};
+  const auto [b_rows, b_cols] = tb == Trans::no ? std::pair{k, n} : std::pair{n, k};
+  const auto A = random_matrix<Scalar>(batch * a_rows, a_cols + 5, 1);
+  const auto B = random_matrix<Scalar>(batch * b_rows, b_cols + 2, 2);
+  const auto C0 = random_matrix<Scalar>(batch * m, n + 7, 3);
+  const double alpha = 0.75, beta = -0.5;
+
+  const auto C = clone<Scalar>("test::wide", C0);
+  gemm_batched(ExecutionSpace(), ta, tb, alpha, row_blocks(A, batch, 4, a_cols), row_blocks(B, batch, 1, b_cols), beta,
+               row_blocks(C, batch, 3, n), path);
+  const auto in_block = columns_of(C, 3, n);
+  const auto expected =
+      reference(batch, ta, tb, alpha, columns_of(A, 4, a_cols), columns_of(B, 1, b_cols), beta, columns_of(C0, 3, n));
+  const double tolerance = std::is_same_v<Scalar, float> ? 1e-5 : 1e-12;
+  CHECK(relative_error(to_host<Scalar>(in_block), expected) < tolerance);
+  // The columns either side are as they were.
+  for (const auto& [first, cols] : {std::pair{0, 3}, std::pair{n + 3, 4}}) {
+    CHECK(to_host<Scalar>(columns_of(C, first, cols)) == to_host<Scalar>(columns_of(C0, first, cols)));
+  }
+}
+
+TEST_CASE("row blocks must lie inside their matrix", "[kernels][gemm]") {
+  const auto X = random_matrix<float>(6, 4, 1);
+  CHECK(row_blocks(X, 3, 1, 3).extent(0) == 3);
+  CHECK(row_blocks(X, 3, 1, 3).extent(1) == 2);
+  CHECK(row_blocks(X, 3, 1, 3).stride(0) == 8);
+  CHECK_THROWS_AS(row_blocks(X, 4, 0, 4), kpipe::Error);  // 6 rows in 4 blocks
+  CHECK_THROWS_AS(row_blocks(X, 2, 2, 3), kpipe::Error);  // columns 2..5 of 4
+  CHECK_THROWS_AS(row_blocks(X, 0, 0, 4), kpipe::Error);
 }
