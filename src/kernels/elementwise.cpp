@@ -168,10 +168,8 @@ void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMat
   // host one thread per block of columns walking the rows, so the inner loop
   // is contiguous and vectorises (a thread per column strides through memory).
   constexpr int block = host_memory ? 64 : 1;
-  detail::for_each(
-      space, "kpipe::kernels::add_column_sums", (cols + block - 1) / block, 1, KOKKOS_LAMBDA(std::int64_t b) {
-        const int first = static_cast<int>(b) * block;
-        const int width = cols - first < block ? cols - first : block;
+  detail::for_each_block<block>(
+      space, "kpipe::kernels::add_column_sums", cols, KOKKOS_LAMBDA(int first, int width) {
         Scalar sum[block] = {};
         for (int i = 0; i < rows; ++i) {
           const Scalar* row = &X(i, first);
