@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "flat.hpp"
-#include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/fast_math.hpp"
+#include "rows.hpp"
 
 namespace kpipe::kernels {
 
@@ -36,8 +38,7 @@ struct Gelu {
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION static Scalar derivative(Scalar x) {
     const Scalar cdf = Scalar(0.5) * (Scalar(1) + fast_math::erf(x * Scalar(0.70710678118654752440)));
-    const Scalar pdf = Scalar(0.39894228040143267794) * fast_math::exp(Scalar(-0.5) * x * x);
-    return cdf + x * pdf;
+    return cdf + x * fast_math::normal_pdf(x);
   }
 };
 struct Relu {
@@ -72,15 +73,21 @@ void forward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatr
       KOKKOS_LAMBDA(std::int64_t e) { y(e) = F::value(x(e)); });
 }
 
+// Y = f(X) and D = f'(X): the backward then needs no f, and GELU's erf is
+// computed once per element instead of once in each pass.
 template <class F, class Scalar>
-void backward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
-                     const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX) {
+void forward_and_derivative_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                                   const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& D) {
   const auto x = detail::flat(X);
-  const auto dy = detail::flat(dY);
-  const auto dx = detail::flat(dX);
+  const auto y = detail::flat(Y);
+  const auto d = detail::flat(D);
   detail::for_each(
-      space, "kpipe::kernels::activation_backward", static_cast<std::int64_t>(dx.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) { dx(e) = F::derivative(x(e)) * dy(e); });
+      space, "kpipe::kernels::activation_forward", static_cast<std::int64_t>(y.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) {
+        const Scalar value = x(e);  // read before Y, which may alias X, is written
+        y(e) = F::value(value);
+        d(e) = F::derivative(value);
+      });
 }
 
 // Calls run(F{}) with the struct F of activation f.
@@ -94,6 +101,13 @@ void with_activation(Activation f, Run&& run) {
     case Activation::tanh:
       return run(Tanh{});
   }
+}
+
+// x^2 in double, in which squared_norm accumulates.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION double in_double_squared(Scalar x) {
+  const double value = x;
+  return value * value;
 }
 
 }  // namespace
@@ -114,12 +128,25 @@ void activation_forward(const tensor::ExecutionSpace& space, Activation f,
 }
 
 template <class Scalar>
-void activation_backward(const tensor::ExecutionSpace& space, Activation f,
-                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
+void activation_forward(const tensor::ExecutionSpace& space, Activation f,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y,
+                        const tensor::Matrix<Scalar>& D) {
+  tensor::require_shape("activation output", Y, X.extent(0), X.extent(1));
+  tensor::require_shape("activation derivative", D, X.extent(0), X.extent(1));
+  with_activation(f, [&](auto op) { forward_and_derivative_kernel<decltype(op), Scalar>(space, X, Y, D); });
+}
+
+template <class Scalar>
+void activation_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& D,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dX) {
-  tensor::require_shape("activation output gradient", dY, X.extent(0), X.extent(1));
-  tensor::require_shape("activation input gradient", dX, X.extent(0), X.extent(1));
-  with_activation(f, [&](auto op) { backward_kernel<decltype(op), Scalar>(space, X, dY, dX); });
+  tensor::require_shape("activation output gradient", dY, D.extent(0), D.extent(1));
+  tensor::require_shape("activation input gradient", dX, D.extent(0), D.extent(1));
+  const auto d = detail::flat(D);
+  const auto dy = detail::flat(dY);
+  const auto dx = detail::flat(dX);
+  detail::for_each(
+      space, "kpipe::kernels::activation_backward", static_cast<std::int64_t>(dx.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) { dx(e) = d(e) * dy(e); });
 }
 
 template <class Scalar>
@@ -168,10 +195,8 @@ void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMat
   // host one thread per block of columns walking the rows, so the inner loop
   // is contiguous and vectorises (a thread per column strides through memory).
   constexpr int block = host_memory ? 64 : 1;
-  detail::for_each(
-      space, "kpipe::kernels::add_column_sums", (cols + block - 1) / block, 1, KOKKOS_LAMBDA(std::int64_t b) {
-        const int first = static_cast<int>(b) * block;
-        const int width = cols - first < block ? cols - first : block;
+  detail::for_each_block<block>(
+      space, "kpipe::kernels::add_column_sums", cols, KOKKOS_LAMBDA(int first, int width) {
         Scalar sum[block] = {};
         for (int i = 0; i < rows; ++i) {
           const Scalar* row = &X(i, first);
@@ -192,30 +217,48 @@ void scale(const tensor::ExecutionSpace& space, tensor::identity_t<Scalar> facto
 template <class Scalar>
 double squared_norm(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X) {
   const auto x = detail::flat(X);
+  const auto n = static_cast<std::int64_t>(x.extent(0));
   double sum = 0;
-  Kokkos::parallel_reduce(
-      "kpipe::kernels::squared_norm", Range(space, 0, x.extent(0)),
-      KOKKOS_LAMBDA(std::int64_t e, double& partial) {
-        const double value = x(e);
-        partial += value * value;
-      },
-      sum);
+  if constexpr (host_memory) {
+    // One running sum is a chain of dependent additions. Instead, chunks of
+    // grain elements, each summed in rows.hpp's lanes (which vectorise), and
+    // the chunks' sums added in order: the order depends on n only, not on
+    // threads or the CPU.
+    std::vector<double> chunk_sums(static_cast<std::size_t>((n + grain - 1) / grain));
+    double* const sums = chunk_sums.data();
+    detail::for_each(
+        space, "kpipe::kernels::squared_norm", static_cast<std::int64_t>(chunk_sums.size()), 1,
+        KOKKOS_LAMBDA(std::int64_t chunk) {
+          const std::int64_t first = chunk * grain;
+          const int length = static_cast<int>(n - first < grain ? n - first : grain);
+          sums[chunk] =
+              detail::row_sum(detail::HostRow{}, length, [&](int j) { return in_double_squared(x(first + j)); });
+        });
+    space.fence();
+    for (const double chunk_sum : chunk_sums) sum += chunk_sum;
+  } else {
+    Kokkos::parallel_reduce(
+        "kpipe::kernels::squared_norm", Range(space, 0, n),
+        KOKKOS_LAMBDA(std::int64_t e, double& partial) { partial += in_double_squared(x(e)); }, sum);
+  }
   return sum;
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                   \
-  template void activation_forward<Scalar>(const tensor::ExecutionSpace&, Activation,                               \
-                                           const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);      \
-  template void activation_backward<Scalar>(const tensor::ExecutionSpace&, Activation,                              \
-                                            const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
-                                            const tensor::Matrix<Scalar>&);                                         \
-  template void add<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,                      \
-                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);                     \
-  template void add_row<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,                  \
-                                const tensor::Matrix<Scalar>&);                                                     \
-  template void add_column_sums<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,          \
-                                        const tensor::Matrix<Scalar>&);                                             \
-  template void scale<Scalar>(const tensor::ExecutionSpace&, Scalar, const tensor::Matrix<Scalar>&);                \
+#define KPIPE_INSTANTIATE(Scalar)                                                                               \
+  template void activation_forward<Scalar>(const tensor::ExecutionSpace&, Activation,                           \
+                                           const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);  \
+  template void activation_forward<Scalar>(const tensor::ExecutionSpace&, Activation,                           \
+                                           const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,   \
+                                           const tensor::Matrix<Scalar>&);                                      \
+  template void activation_backward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,  \
+                                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&); \
+  template void add<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,                  \
+                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);                 \
+  template void add_row<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,              \
+                                const tensor::Matrix<Scalar>&);                                                 \
+  template void add_column_sums<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,      \
+                                        const tensor::Matrix<Scalar>&);                                         \
+  template void scale<Scalar>(const tensor::ExecutionSpace&, Scalar, const tensor::Matrix<Scalar>&);            \
   template double squared_norm<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)

@@ -48,4 +48,21 @@ void for_each(const tensor::ExecutionSpace& space, const char* name, std::int64_
   }
 }
 
+// f(first, width) for the blocks [first, first + width) of `block` indices
+// that cover [0, n), a block per iteration; width is block but in the last
+// one. f is inlined once for the literal block, so that its loops over a full
+// block unroll and keep per-index sums in registers instead of on the stack.
+template <int block, class F>
+void for_each_block(const tensor::ExecutionSpace& space, const char* name, int n, const F& f) {
+  for_each(
+      space, name, (n + block - 1) / block, 1, KOKKOS_LAMBDA(std::int64_t b) {
+        const int first = static_cast<int>(b) * block;
+        if (n - first >= block) {
+          f(first, block);
+        } else {
+          f(first, n - first);
+        }
+      });
+}
+
 }  // namespace kpipe::kernels::detail

@@ -85,10 +85,8 @@ void layer_norm_backward_weight(const tensor::ExecutionSpace& space,
   // take a thread per column; the host a block of columns walking the rows,
   // so its inner loop is contiguous and vectorises (as add_column_sums does).
   constexpr int block = detail::host_memory ? 64 : 1;
-  detail::for_each(
-      space, "kpipe::kernels::layer_norm_backward_weight", (n + block - 1) / block, 1, KOKKOS_LAMBDA(std::int64_t b) {
-        const int first = static_cast<int>(b) * block;
-        const int width = n - first < block ? n - first : block;
+  detail::for_each_block<block>(
+      space, "kpipe::kernels::layer_norm_backward_weight", n, KOKKOS_LAMBDA(int first, int width) {
         Scalar sum_gamma[block] = {};
         Scalar sum_beta[block] = {};
         for (int i = 0; i < rows; ++i) {

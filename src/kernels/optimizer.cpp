@@ -3,13 +3,15 @@
 #include <cmath>
 
 #include "flat.hpp"
+#include "host_loops.hpp"
 #include "kpipe/kernels/fast_math.hpp"
 
 namespace kpipe::kernels {
 
 namespace {
 
-using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
+// Elements per host_loop call, as in elementwise.cpp.
+constexpr std::int64_t grain = 4096;
 
 template <class Scalar, class View>
 void require_same_shape(const char* what, const View& view, const tensor::Matrix<Scalar>& w) {
@@ -29,8 +31,9 @@ void sgd_update(const tensor::ExecutionSpace& space, const SgdCoefficients& c, c
   const auto lr = static_cast<Scalar>(c.lr);
   const auto momentum = static_cast<Scalar>(c.momentum);
   const auto decay = static_cast<Scalar>(c.weight_decay);
-  Kokkos::parallel_for(
-      "kpipe::kernels::sgd_update", Range(space, 0, w_.extent(0)), KOKKOS_LAMBDA(std::int64_t e) {
+  detail::for_each(
+      space, "kpipe::kernels::sgd_update", static_cast<std::int64_t>(w_.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) {
         const Scalar grad = g_(e) + decay * w_(e);
         const Scalar velocity_e = momentum * v_(e) + grad;
         v_(e) = velocity_e;
@@ -60,8 +63,9 @@ void adamw_update(const tensor::ExecutionSpace& space, const AdamWCoefficients& 
   const auto one_minus_beta2 = static_cast<Scalar>(1.0 - c.beta2);
   const auto step_size = static_cast<Scalar>(c.lr * root_correction2 / (1.0 - std::pow(c.beta1, c.step)));
   const auto epsilon = static_cast<Scalar>(c.epsilon * root_correction2);
-  Kokkos::parallel_for(
-      "kpipe::kernels::adamw_update", Range(space, 0, w_.extent(0)), KOKKOS_LAMBDA(std::int64_t e) {
+  detail::for_each(
+      space, "kpipe::kernels::adamw_update", static_cast<std::int64_t>(w_.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) {
         const Scalar grad = g_(e);
         const Scalar m_e = beta1 * m_(e) + one_minus_beta1 * grad;
         const Scalar v_e = beta2 * v_(e) + one_minus_beta2 * grad * grad;

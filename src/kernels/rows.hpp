@@ -76,13 +76,17 @@ KOKKOS_INLINE_FUNCTION int whole_lanes(int n, int limit) {
   return rounded < limit ? rounded : limit;
 }
 
-// combine(a, b) over lanes partials: lane l + width into lane l, halving width.
-template <class Scalar, class Combine>
+// combine(a, b) over lanes partials: lane l + width into lane l, halving
+// width. Each width a template argument: loops of known length unroll into
+// vector halves instead of a loop over the stack.
+template <int width = lanes / 2, class Scalar, class Combine>
 KOKKOS_INLINE_FUNCTION Scalar fold_lanes(Scalar* partial, const Combine& combine) {
-  for (int width = lanes / 2; width > 0; width /= 2) {
-    for (int l = 0; l < width; ++l) partial[l] = combine(partial[l], partial[l + width]);
+  for (int l = 0; l < width; ++l) partial[l] = combine(partial[l], partial[l + width]);
+  if constexpr (width > 1) {
+    return fold_lanes<width / 2>(partial, combine);
+  } else {
+    return partial[0];
   }
-  return partial[0];
 }
 
 // Σ_j term(j) over [0, n).

@@ -19,10 +19,16 @@ template <class Scalar>
 void activation_forward(const tensor::ExecutionSpace& space, Activation f,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y);
 
-// dX = f'(X) * dY.
+// Y = f(X) and D = f'(X), what activation_backward needs: training keeps D
+// instead of X, and GELU's backward does not evaluate erf again.
 template <class Scalar>
-void activation_backward(const tensor::ExecutionSpace& space, Activation f,
-                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
+void activation_forward(const tensor::ExecutionSpace& space, Activation f,
+                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y,
+                        const tensor::Matrix<Scalar>& D);
+
+// dX = D * dY, with D = f'(X) from activation_forward.
+template <class Scalar>
+void activation_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& D,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dX);
 
 // C = A + B.
@@ -46,7 +52,9 @@ void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMat
 template <class Scalar>
 void scale(const tensor::ExecutionSpace& space, tensor::identity_t<Scalar> factor, const tensor::Matrix<Scalar>& X);
 
-// The sum of squares of all elements, accumulated in double.
+// The sum of squares of all elements, accumulated in double in an order that
+// depends on the element count only (on the host: 16 interleaved partial sums
+// per chunk of 4096 elements, the chunks' sums added in order).
 template <class Scalar>
 double squared_norm(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X);
 

@@ -71,7 +71,7 @@ class Linear final : public Layer<Scalar> {
   kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W and Wᵀ in the library's layout
 };
 
-// Y = f(X) elementwise. Saves "x" in F; nothing after B.
+// Y = f(X) elementwise. Saves "derivative", f'(X), in F; nothing after B.
 template <class Scalar>
 class ActivationLayer final : public Layer<Scalar> {
  public:

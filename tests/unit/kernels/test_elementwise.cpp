@@ -28,13 +28,17 @@ TEST_CASE("activations match their formulas, derivatives their finite difference
   const auto X = random_matrix<double>(7, 13, 1);
   const auto dY = random_matrix<double>(7, 13, 2);
   auto Y = uninitialized_matrix<double>("test::y", 7, 13);
+  auto D = uninitialized_matrix<double>("test::d", 7, 13);
   auto dX = uninitialized_matrix<double>("test::dx", 7, 13);
-  activation_forward(ExecutionSpace(), f, X, Y);
-  activation_backward(ExecutionSpace(), f, X, dY, dX);
+  activation_forward(ExecutionSpace(), f, X, Y, D);
+  activation_backward(ExecutionSpace(), D, dY, dX);
+  auto inference = uninitialized_matrix<double>("test::inference", 7, 13);
+  activation_forward(ExecutionSpace(), f, X, inference);
   const auto x = to_host<double>(X);
   const auto dy = to_host<double>(dY);
   const auto y = to_host<double>(Y);
   const auto dx = to_host<double>(dX);
+  CHECK(to_host<double>(inference) == y);
   const double h = 1e-6;
   for (std::size_t e = 0; e < x.size(); ++e) {
     CHECK(y[e] == Approx(formula(x[e])).margin(1e-15));
@@ -71,6 +75,19 @@ TEST_CASE("bias broadcast, column sums, add, scale and norm", "[kernels][element
   double squares = 0;
   for (const float v : x) squares += double(v) * v;
   CHECK(squared_norm<float>(ExecutionSpace(), X) == Approx(squares).epsilon(1e-12));
+}
+
+TEST_CASE("squared_norm sums in double over several chunks", "[kernels][elementwise]") {
+  // 11,137 elements: more than two host chunks, and not whole vectors.
+  const auto check = [](auto scalar) {
+    using Scalar = decltype(scalar);
+    const auto X = random_matrix<Scalar>(37, 301, 5);
+    double squares = 0;
+    for (const Scalar v : to_host<Scalar>(X)) squares += double(v) * v;
+    CHECK(squared_norm<Scalar>(ExecutionSpace(), X) == Approx(squares).epsilon(1e-13));
+  };
+  check(0.0f);
+  check(0.0);
 }
 
 TEST_CASE("elementwise kernels reject other shapes and strided views", "[kernels][elementwise]") {

@@ -25,9 +25,8 @@ std::vector<float> dense_range() {
 }
 
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
-double gelu_derivative(double x) {
-  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
-}
+double normal_pdf(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI); }
+double gelu_derivative(double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * normal_pdf(x); }
 double tanh_derivative(double x) { return 1 - std::tanh(x) * std::tanh(x); }
 
 // Largest |approximation - reference| / max(1, |reference|) over x.
@@ -49,11 +48,17 @@ TEST_CASE("float erf, tanh, exp and sqrt are within a few ulp of double", "[kern
             x, [](float v) { return fast_math::erf(v); }, [](double v) { return std::erf(v); }) < 5e-7);
   CHECK(max_error(
             x, [](float v) { return fast_math::tanh(v); }, [](double v) { return std::tanh(v); }) < 5e-7);
+  CHECK(max_error(
+            x, [](float v) { return fast_math::normal_pdf(v); }, [](double v) { return normal_pdf(v); }) < 1e-7);
   // Relative errors where the value is small: exp over [-87, 87] (where it clamps),
   // tanh near 0, sqrt over the normal numbers.
-  double exp_error = 0, tanh_error = 0, sqrt_error = 0;
+  // normal_pdf over |x| <= 4, down to 3e-4 (its argument's rounding dominates, as in exp).
+  double exp_error = 0, tanh_error = 0, sqrt_error = 0, pdf_error = 0;
   for (float v = -87.0f; v <= 87.0f; v += 1.0f / 1024) {
     exp_error = std::max(exp_error, std::abs(fast_math::exp(v) / std::exp(double(v)) - 1));
+  }
+  for (float v = -4.0f; v <= 4.0f; v += 1.0f / 4096) {
+    pdf_error = std::max(pdf_error, std::abs(fast_math::normal_pdf(v) / normal_pdf(v) - 1));
   }
   for (float v = 1e-30f; v < 1.0f; v *= 1.001f) {
     tanh_error = std::max(tanh_error, std::abs(fast_math::tanh(v) / std::tanh(double(v)) - 1));
@@ -64,6 +69,7 @@ TEST_CASE("float erf, tanh, exp and sqrt are within a few ulp of double", "[kern
   CHECK(exp_error < 1.5e-7);
   CHECK(tanh_error < 5e-7);
   CHECK(sqrt_error < 1.5e-7);
+  CHECK(pdf_error < 1e-6);
 }
 
 TEST_CASE("float erf, tanh and exp saturate and pass NaN through", "[kernels][fast_math]") {
@@ -77,6 +83,8 @@ TEST_CASE("float erf, tanh and exp saturate and pass NaN through", "[kernels][fa
   CHECK(std::isnan(fast_math::erf(std::nanf(""))));
   CHECK(std::isnan(fast_math::tanh(std::nanf(""))));
   CHECK(std::isnan(fast_math::exp(std::nanf(""))));
+  CHECK(fast_math::normal_pdf(inf) == Approx(0.0).margin(1e-37));
+  CHECK(std::isnan(fast_math::normal_pdf(std::nanf(""))));
 }
 
 TEST_CASE("float GELU and tanh kernels follow the double formulas", "[kernels][fast_math]") {
@@ -86,15 +94,15 @@ TEST_CASE("float GELU and tanh kernels follow the double formulas", "[kernels][f
   const auto x = dense_range();
   const int n = static_cast<int>(x.size());
   auto X = uninitialized_matrix<float>("test::x", 1, n);
-  auto ones = uninitialized_matrix<float>("test::ones", 1, n);
   auto Y = uninitialized_matrix<float>("test::y", 1, n);
-  auto dX = uninitialized_matrix<float>("test::dx", 1, n);
+  auto D = uninitialized_matrix<float>("test::d", 1, n);
   from_host<float>(x, X);
-  from_host<float>(std::vector<float>(x.size(), 1.0f), ones);
-  activation_forward(ExecutionSpace(), f, X, Y);
-  activation_backward(ExecutionSpace(), f, X, ones, dX);
+  auto inference = uninitialized_matrix<float>("test::inference", 1, n);
+  activation_forward(ExecutionSpace(), f, X, Y, D);
+  activation_forward(ExecutionSpace(), f, X, inference);
   const auto y = to_host<float>(Y);
-  const auto dx = to_host<float>(dX);
+  const auto dx = to_host<float>(D);
+  CHECK(to_host<float>(inference) == y);
   double value_error = 0, derivative_error = 0;
   for (int e = 0; e < n; ++e) {
     const double exact = value(x[e]);
