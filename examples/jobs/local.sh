@@ -13,5 +13,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 kpipe=${KPIPE:-$root/build/src/app/kpipe}
 # shellcheck source=scripts/mpi-env.sh
 source "$root/scripts/mpi-env.sh"
-ranks=$("$kpipe" deck "$deck" "$@" | sed -n 's/.*(world size \([0-9]*\)).*/\1/p')
+# Only deck keys (section.key=value) decide the layout; options (--json FILE)
+# and the command's own words (prompt=, requests=) are kpipe's to read.
+deck_keys=()
+for word in "$@"; do
+  if [[ $word =~ ^[A-Za-z_]+\.[A-Za-z_.]+= ]]; then deck_keys+=("$word"); fi
+done
+ranks=$("$kpipe" deck "$deck" "${deck_keys[@]}" | sed -n 's/.*(world size \([0-9]*\)).*/\1/p')
 exec mpirun -n "$ranks" "$kpipe" "$command" "$deck" "$@"
