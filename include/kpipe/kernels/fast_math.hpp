@@ -37,6 +37,17 @@ KOKKOS_INLINE_FUNCTION float clamp_magnitude(float x, float limit) {
   return from_bits((bits & static_cast<std::int32_t>(0x80000000u)) | clamped);
 }
 
+// Adding 1.5 * 2^23 to a float of magnitude below 2^22 rounds it to an
+// integer n (no floor call) and leaves n in the low mantissa bits of the sum
+// (no float-to-int conversion, undefined for NaN).
+constexpr float round_shifter = 12582912.0f;
+
+// 2^n for shifted = n + round_shifter, built from its bits; n in [-126, 127].
+KOKKOS_INLINE_FUNCTION float power_of_two(float shifted) {
+  const auto n_bits = static_cast<std::uint32_t>(to_bits(shifted) - to_bits(round_shifter));
+  return from_bits(static_cast<std::int32_t>((n_bits + 127u) << 23));
+}
+
 }  // namespace detail
 
 // Rational minimax fit x P(x^2) / Q(x^2) on [-4, 4]; beyond, erff rounds to +-1.
@@ -79,11 +90,8 @@ KOKKOS_INLINE_FUNCTION float tanh(float a) {
 // Cephes expf: exp(a) = 2^n exp(r) with |r| <= ln(2)/2, 2^n built from its bits.
 KOKKOS_INLINE_FUNCTION float exp(float a) {
   const float x = detail::clamp_magnitude(a, 87.0f);
-  // Adding 1.5 * 2^23 rounds to an integer (no floor call) and leaves n in the
-  // low mantissa bits of t (no float-to-int conversion, undefined for NaN).
-  const float shifter = 12582912.0f;
-  const float t = x * 1.44269504088896341f + shifter;
-  const float n = t - shifter;
+  const float t = x * 1.44269504088896341f + detail::round_shifter;
+  const float n = t - detail::round_shifter;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -92,8 +100,7 @@ KOKKOS_INLINE_FUNCTION float exp(float a) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float exp_r = p * r * r + r + 1.0f;
-  const auto n_bits = static_cast<std::uint32_t>(detail::to_bits(t) - detail::to_bits(shifter));
-  return exp_r * detail::from_bits(static_cast<std::int32_t>((n_bits + 127u) << 23));
+  return exp_r * detail::power_of_two(t);
 }
 
 // The standard normal density exp(-x^2 / 2) / sqrt(2 pi), for the GELU
@@ -106,9 +113,8 @@ KOKKOS_INLINE_FUNCTION float exp(float a) {
 KOKKOS_INLINE_FUNCTION float normal_pdf(float x) {
   const float t_raw = x * x * -0.721347520444481703680f;
   const float t = t_raw < -126.0f ? -126.0f : t_raw;  // NaN stays NaN
-  const float shifter = 12582912.0f;                  // rounds to an integer, as in exp
-  const float k = t + shifter;
-  const float n = k - shifter;
+  const float k = t + detail::round_shifter;
+  const float n = k - detail::round_shifter;
   const float f = t - n;
   float p = 5.296546150930226e-4f;
   p = p * f + 3.859982592985034e-3f;
@@ -116,8 +122,7 @@ KOKKOS_INLINE_FUNCTION float normal_pdf(float x) {
   p = p * f + 9.583438932895660e-2f;
   p = p * f + 2.765256464481354e-1f;
   p = p * f + 3.9894232153892517e-1f;
-  const auto n_bits = static_cast<std::uint32_t>(detail::to_bits(k) - detail::to_bits(shifter));
-  return p * detail::from_bits(static_cast<std::int32_t>((n_bits + 127u) << 23));
+  return p * detail::power_of_two(k);
 }
 
 // sqrt from the bit-trick reciprocal square root, two Newton steps on it and one
