@@ -103,6 +103,32 @@ void with_activation(Activation f, Run&& run) {
   }
 }
 
+// The element operations of combine.
+struct Sum {
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION Scalar operator()(Scalar a, Scalar b) const {
+    return a + b;
+  }
+};
+struct Product {
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION Scalar operator()(Scalar a, Scalar b) const {
+    return a * b;
+  }
+};
+
+// C = op(A, B) element by element, on matrices of one shape (checked by the caller).
+template <class Scalar, class Op>
+void combine(const tensor::ExecutionSpace& space, const char* label, const tensor::ConstMatrix<Scalar>& A,
+             const tensor::ConstMatrix<Scalar>& B, const tensor::Matrix<Scalar>& C, Op op) {
+  const auto a = detail::flat(A);
+  const auto b = detail::flat(B);
+  const auto c = detail::flat(C);
+  detail::for_each(
+      space, label, static_cast<std::int64_t>(c.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) { c(e) = op(a(e), b(e)); });
+}
+
 // x^2 in double, in which squared_norm accumulates.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION double in_double_squared(Scalar x) {
@@ -141,12 +167,7 @@ void activation_backward(const tensor::ExecutionSpace& space, const tensor::Cons
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dX) {
   tensor::require_shape("activation output gradient", dY, D.extent(0), D.extent(1));
   tensor::require_shape("activation input gradient", dX, D.extent(0), D.extent(1));
-  const auto d = detail::flat(D);
-  const auto dy = detail::flat(dY);
-  const auto dx = detail::flat(dX);
-  detail::for_each(
-      space, "kpipe::kernels::activation_backward", static_cast<std::int64_t>(dx.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) { dx(e) = d(e) * dy(e); });
+  combine(space, "kpipe::kernels::activation_backward", D, dY, dX, Product{});
 }
 
 template <class Scalar>
@@ -154,12 +175,7 @@ void add(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::
          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, const tensor::Matrix<Scalar>& C) {
   tensor::require_shape("second summand", B, A.extent(0), A.extent(1));
   tensor::require_shape("sum", C, A.extent(0), A.extent(1));
-  const auto a = detail::flat(A);
-  const auto b = detail::flat(B);
-  const auto c = detail::flat(C);
-  detail::for_each(
-      space, "kpipe::kernels::add", static_cast<std::int64_t>(c.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) { c(e) = a(e) + b(e); });
+  combine(space, "kpipe::kernels::add", A, B, C, Sum{});
 }
 
 template <class Scalar>
