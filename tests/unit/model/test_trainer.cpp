@@ -48,6 +48,10 @@ double largest_difference(const std::vector<Scalar>& a, const std::vector<Scalar
   return largest;
 }
 
+// One plain SGD step moves each weight by lr times its gradient, nothing else.
+const std::vector<std::string> plain_sgd{"train.optimizer=sgd", "train.momentum=0", "train.lr=0.5",
+                                         "train.grad_clip=0"};
+
 }  // namespace
 
 TEST_CASE("the trainer drives the classification loss down 10x in 200 steps", "[model][trainer]") {
@@ -88,8 +92,7 @@ TEST_CASE("an explicit partition and the SGD optimizer keep the weights bitwise 
 TEST_CASE("microbatch gradients add up to the full-batch gradient", "[model][trainer]") {
   // One SGD step without momentum: w1 = w0 - lr * mean-loss gradient, whether
   // the batch is one microbatch or eight.
-  const std::vector<std::string> sgd{"train.optimizer=sgd", "train.momentum=0", "train.lr=0.5", "train.grad_clip=0"};
-  auto whole = sgd, split = sgd;
+  auto whole = plain_sgd, split = plain_sgd;
   whole.push_back("train.microbatch_size=32");
   split.push_back("train.microbatch_size=4");
   const auto w0 = train<double>(from_text(six_layers, whole), 0);
@@ -107,9 +110,7 @@ TEST_CASE("data-parallel replicas see disjoint shards and are summed", "[model][
   const auto d1 = train<double>(from_text(six_layers), 3);
   const auto d2 = train<double>(from_text(six_layers, {"pipeline.data_parallel=2"}), 3);
   const auto d2_split = train<double>(from_text(six_layers, {"pipeline.data_parallel=2", "pipeline.stages=3"}), 3);
-  double diff = 0;
-  for (std::size_t i = 0; i < d1.size(); ++i) diff = std::max(diff, std::abs(d1[i] - d2[i]));
-  CHECK(diff < 1e-10);
+  CHECK(largest_difference(d1, d2) < 1e-10);
   CHECK(bitwise_equal(d2, d2_split));
 }
 
@@ -144,8 +145,7 @@ TEST_CASE("a batch that does not split into microbatches is an input error", "[m
 TEST_CASE("compute.gemm = packed trains like the vendor path", "[model][trainer][packed]") {
   // Large plain SGD steps: a product on a packed copy of last step's W or W^T
   // would move the weights far more than the two libraries' rounding does.
-  const std::vector<std::string> sgd{"train.optimizer=sgd", "train.momentum=0", "train.lr=0.5", "train.grad_clip=0"};
-  auto vendor = sgd, packed = sgd;
+  auto vendor = plain_sgd, packed = plain_sgd;
   vendor.push_back("compute.gemm=vendor");
   packed.push_back("compute.gemm=packed");
   const auto w0 = train<float>(from_text(six_layers, vendor), 0);
