@@ -114,6 +114,22 @@ def memory(d):
                      "stashed MiB", "estimate MiB", "peak RSS MiB"], rows))
 
 
+def gradient_sums(d):
+    rows = []
+    for overlap in ("true", "false"):
+        r = load(os.path.join(d, f"gradient-sum-{overlap}.json"))
+        ranks = sorted(r["ranks"], key=lambda x: (x["replica"], x["stage"]))
+        in_flight = " / ".join(f"{1e3 * x['gradient_sum_in_flight_seconds']:.2f}" for x in ranks)
+        exposed = " / ".join(f"{1e3 * x['gradient_sum_exposed_seconds']:.2f}" for x in ranks)
+        rows.append([overlap, f"{r['samples_per_second']:.0f}", in_flight, exposed,
+                     f"{100 * r['gradient_sum']['hidden_fraction']:.0f}%"])
+    return ("## Data-parallel gradient sums (compute_bound deck, p = 2, d = 2; ranks by replica, stage)
+
+"
+            + table(["overlap_grad_reduce", "samples/s", "in flight ms per step", "exposed ms per step",
+                     "hidden"], rows))
+
+
 def sweep(d):
     path = os.path.join(d, "sweep.json")
     if not os.path.exists(path):
@@ -216,7 +232,7 @@ def main():
         parts.append(f"Commit {e['commit']}{' (uncommitted changes)' if e['dirty'] else ''}, {e['cpu']}, "
                      f"{e['cores']} cores, load average at start {', '.join(f'{x:.2f}' for x in e['load_average_at_start'])}"
                      f"{', quick mode' if e['quick'] else ''}.\n")
-    for part in (kernels, pipeline, memory, sweep, transformer, peer_mlp, peer_transformer):
+    for part in (kernels, pipeline, memory, gradient_sums, sweep, transformer, peer_mlp, peer_transformer):
         try:
             text = part(d)
         except FileNotFoundError:

@@ -104,6 +104,14 @@ for schedule in "${schedules[@]}"; do
   done
 done
 
+# --- data-parallel gradient sums: p = 2, d = 2 (4 ranks) with the sums
+# overlapped with the last backward and the cool-down, and after it.
+for overlap in true false; do
+  say "gradient sums overlap=$overlap"
+  mpirun -n 4 --oversubscribe "$kpipe" run "$deck" pipeline.data_parallel=2 "pipeline.overlap_grad_reduce=$overlap" \
+    "train.steps=$steps" --json "$out/gradient-sum-$overlap.json" >/dev/null
+done
+
 # --- microbatch-size sweep (kpipe sweep, from the calibrated-simulator work;
 # a kpipe without it says so, and this part is skipped with that note).
 say "sweep"

@@ -53,7 +53,10 @@ std::string joined(const std::vector<std::string>& words) {
 }  // namespace
 
 ProfileRecorder::ProfileRecorder(const runtime::Pipeline<float>& pipeline, std::string path)
-    : pipeline_(pipeline), path_(std::move(path)) {}
+    : pipeline_(pipeline), path_(std::move(path)) {
+  for (const auto& p : pipeline.parameters())
+    gradient_bytes_ += static_cast<std::int64_t>(p.grad.span() * sizeof(float));
+}
 
 void ProfileRecorder::add_step(int step, double step_start, const runtime::StepResult& result) {
   if (!enabled()) return;
@@ -61,19 +64,25 @@ void ProfileRecorder::add_step(int step, double step_start, const runtime::StepR
   const int rank = pipeline_.grid().pipeline_rank();
   const auto& actions = s.ranks[rank];
   const double rows_per_microbatch = pipeline_.spec().microbatch_size;
+  const bool summed = pipeline_.grid().replicas() > 1;
   for (const runtime::ActionTiming& t : result.timings) {
     const Action& a = actions[t.index];
+    double start = t.start;
     std::int64_t bytes = 0;
     if (schedule::is_communication(a.kind)) {
       const auto& chunk = *pipeline_.chunks()[a.chunk];
       const int columns = schedule::towards_next_stage(a.kind) ? chunk.output_dim() : chunk.input_dim();
       bytes = static_cast<std::int64_t>(rows_per_microbatch) * columns * static_cast<std::int64_t>(sizeof(float));
+    } else if (a.kind == ActionKind::reduce_grads && summed) {
+      // The row spans the data-parallel sum, from the first gradients handed over.
+      start = result.reduction_start;
+      bytes = gradient_bytes_;
     }
     const int stage = a.chunk >= 0 ? s.placement.stage(rank, a.chunk) : -1;
     rows_.insert(rows_.end(), {static_cast<double>(step), static_cast<double>(t.index),
                                static_cast<double>(static_cast<int>(a.kind)), static_cast<double>(a.microbatch),
                                static_cast<double>(a.chunk), static_cast<double>(stage), static_cast<double>(a.peer),
-                               static_cast<double>(a.tag), t.start, t.end, static_cast<double>(bytes)});
+                               static_cast<double>(a.tag), start, t.end, static_cast<double>(bytes)});
   }
   step_start_.push_back(step_start);
   timings_.push_back(result.timings);

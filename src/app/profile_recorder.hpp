@@ -33,6 +33,7 @@ class ProfileRecorder {
   std::vector<double> rows_;        // per executed action: the columns of io::ActionTable but rank
   std::vector<double> step_start_;  // per step
   std::vector<std::vector<runtime::ActionTiming>> timings_;  // per step, for runtime::measured_costs
+  std::int64_t gradient_bytes_ = 0;                          // what a data-parallel sum moves from this rank
 };
 
 }  // namespace kpipe::app

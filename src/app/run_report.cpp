@@ -41,8 +41,22 @@ void RunReport::add_step(double loss, double step_start, double seconds, const r
   step_seconds_.push_back(seconds);
   peak_stashed_ = std::max(peak_stashed_, result.peak_stashed);
   const auto& grid = pipeline_.grid();
-  measured_bubbles_.push_back(
-      runtime::measure_bubble(pipeline_.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline()).bubble);
+  const runtime::MeasuredBubble measured =
+      runtime::measure_bubble(pipeline_.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline());
+  measured_bubbles_.push_back(measured.bubble);
+  if (grid.replicas() > 1) {
+    sum_in_flight_.push_back(result.reduction_end - result.reduction_start);
+    sum_exposed_.push_back(std::max(0.0, result.reduction_end - measured.makespan));
+  }
+}
+
+double RunReport::hidden_fraction() const {
+  double in_flight = 0.0, exposed = 0.0;
+  for (const auto& row : rows_) {
+    in_flight += row.sum_in_flight;
+    exposed += row.sum_exposed;
+  }
+  return in_flight > 0 ? 1.0 - exposed / in_flight : 0.0;
 }
 
 void RunReport::finish(double seconds) {
@@ -58,7 +72,9 @@ void RunReport::finish(double seconds) {
       stashed_bytes / (1 << 20),
       pipeline_.transport().bytes_sent() / double(1 << 20),
       pipeline_.memory().total() / double(1 << 20),
-      runtime::peak_resident_bytes() / double(1 << 20)};
+      runtime::peak_resident_bytes() / double(1 << 20),
+      steady_mean(sum_in_flight_, [](double x) { return x; }),
+      steady_mean(sum_exposed_, [](double x) { return x; })};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
   calibrated_ = calibration_.finish();
   if (!log::is_root()) return;
@@ -69,7 +85,7 @@ void RunReport::finish(double seconds) {
   for (int r = 0; r < size; ++r) {
     const double* row = &all[mine.size() * static_cast<std::size_t>(r)];
     rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),
-                     static_cast<int>(row[3]), row[4], row[5], row[6], row[7]});
+                     static_cast<int>(row[3]), row[4], row[5], row[6], row[7], row[8], row[9]});
   }
 }
 
@@ -93,6 +109,18 @@ void RunReport::print() const {
         "{:.3f} ms, bubble idle/useful {:.3f} (kpipe plan --costs reads them from --json)",
         1e3 * c.step_seconds, 1e3 * c.makespan, 1e3 * c.step_overhead, 1e3 * recalibrated_->step_seconds,
         recalibrated_->bubble.idle_over_useful);
+  }
+  if (pipeline_.grid().replicas() > 1) {
+    double in_flight = 0.0, exposed = 0.0;
+    for (const auto& row : rows_) {
+      in_flight += row.sum_in_flight / static_cast<double>(rows_.size());
+      exposed += row.sum_exposed / static_cast<double>(rows_.size());
+    }
+    log::info(
+        "gradient sum: {:.3f} ms in flight per step and rank, {:.3f} ms of it after the pipeline's last compute: "
+        "{:.0f}% hidden ({})",
+        1e3 * in_flight, 1e3 * exposed, 100 * hidden_fraction(),
+        pipeline_.overlaps_gradient_sums() ? "overlapped" : "after the last backward");
   }
   log::info("{:>6} {:>7} {:>14} {:>15} {:>14} {:>10} {:>14} {:>13}", "stage", "replica", "peak stashed",
             "predicted peak", "stashed MiB", "sent MiB", "estimated MiB", "peak RSS MiB");
@@ -118,7 +146,9 @@ nlohmann::json RunReport::json() const {
                      {"peak_stashed_mib", row.peak_stashed_mib},
                      {"mib_sent", row.mib_sent},
                      {"estimated_memory_mib", row.estimated_mib},
-                     {"peak_resident_mib", row.peak_resident_mib}});
+                     {"peak_resident_mib", row.peak_resident_mib},
+                     {"gradient_sum_in_flight_seconds", row.sum_in_flight},
+                     {"gradient_sum_exposed_seconds", row.sum_exposed}});
   }
   const auto& s = pipeline_.schedule();
   schedule::Bubble measured{steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; }),
@@ -138,6 +168,10 @@ nlohmann::json RunReport::json() const {
        {{"measured", to_json(measured)},
         {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
       {"ranks", ranks},
+      {"gradient_sum",
+       pipeline_.grid().replicas() > 1
+           ? nlohmann::json{{"overlapped", pipeline_.overlaps_gradient_sums()}, {"hidden_fraction", hidden_fraction()}}
+           : nlohmann::json()},
       {"calibration", calibrated_ ? nlohmann::json::parse(schedule::calibration_json(*calibrated_)) : nlohmann::json()},
       {"calibrated_prediction", recalibrated_ ? nlohmann::json{{"step_seconds", recalibrated_->step_seconds},
                                                                {"makespan_seconds", recalibrated_->makespan},

@@ -42,7 +42,12 @@ class RunReport {
     int stage = 0, replica = 0, peak_stashed = 0, predicted_peak_stashed = -1;  // -1: no prediction
     double peak_stashed_mib = 0.0, mib_sent = 0.0;
     double estimated_mib = 0.0, peak_resident_mib = 0.0;  // the set-up estimate against the measured peak
+    // The data-parallel gradient sum per step: seconds in flight, and how many
+    // of them came after the pipeline's last compute action (not hidden).
+    double sum_in_flight = 0.0, sum_exposed = 0.0;
   };
+  // Of every rank's gradient sums, the fraction hidden behind compute.
+  double hidden_fraction() const;
   nlohmann::json json() const;
 
   const runtime::Pipeline<float>& pipeline_;
@@ -54,6 +59,7 @@ class RunReport {
   std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs
   std::vector<double> losses_, step_seconds_;
   std::vector<schedule::Bubble> measured_bubbles_;
+  std::vector<double> sum_in_flight_, sum_exposed_;  // per step, this rank (d > 1)
   int peak_stashed_ = 0;
   double seconds_ = 0.0;
   std::vector<RankRow> rows_;  // rank 0 only, after finish()

@@ -146,6 +146,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.activation_path = deck.string("pipeline.activation_path");
   pipeline.schedule_file = deck.string("pipeline.schedule_file");
   pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
+  pipeline.overlap_grad_reduce = deck.boolean("pipeline.overlap_grad_reduce");
   return pipeline;
 }
 

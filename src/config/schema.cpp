@@ -112,6 +112,10 @@ std::vector<KeySpec> build_schema() {
       boolean("pipeline.validate_schedule", true,
               "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "
               "catches hangs)"),
+      boolean("pipeline.overlap_grad_reduce", true,
+              "With data_parallel > 1: start summing each layer's gradients across the replicas as soon as its last "
+              "microbatch's weight gradient is done, overlapped with the rest of the backward pass and the "
+              "cool-down; false sums all of them after the last backward"),
       // compute
       choice("compute.gemm", "vendor", {"vendor", "packed", "portable"},
              "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available; packed: as vendor, but each Linear's weight is "

@@ -48,8 +48,11 @@ void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor:
 }
 
 template <class Scalar>
-void Sequential<Scalar>::backward_weight(Context& ctx) {
-  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->backward_weight(ctx.children.at(i));
+void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(int)>& after_layer) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->backward_weight(ctx.children.at(i));
+    if (after_layer) after_layer(static_cast<int>(i));
+  }
   ctx.clear();
 }
 

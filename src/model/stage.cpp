@@ -14,8 +14,8 @@ namespace kpipe::model {
 namespace {
 
 template <class Scalar>
-std::unique_ptr<Layer<Scalar>> build_body(const ModelSpec& model, LayerRange layers, KernelChoice kernels,
-                                          LayerEnvironment env) {
+std::unique_ptr<Sequential<Scalar>> build_body(const ModelSpec& model, LayerRange layers, KernelChoice kernels,
+                                               LayerEnvironment env) {
   const int total = model.layer_count();
   if (layers.count < 1 || layers.first < 0 || layers.end() > total) {
     throw input_error(
@@ -190,10 +190,11 @@ void Stage<Scalar>::backward_input(int mb, const tensor::ConstMatrix<Scalar>& dY
 }
 
 template <class Scalar>
-void Stage<Scalar>::backward(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX) {
+void Stage<Scalar>::backward(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX,
+                             const LayerDone& after_layer) {
   const auto region = exec_.region("kpipe::BW");
   run_backward_input(mb, dY, dX);
-  body_->backward_weight(stashed(mb, true, "backward").context);
+  body_->backward_weight(stashed(mb, true, "backward").context, after_layer);
   stash_.erase(mb);
 }
 
@@ -218,9 +219,9 @@ void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const t
 }
 
 template <class Scalar>
-void Stage<Scalar>::backward_weight(int mb) {
+void Stage<Scalar>::backward_weight(int mb, const LayerDone& after_layer) {
   const auto region = exec_.region("kpipe::W");
-  body_->backward_weight(stashed(mb, true, "backward_weight").context);
+  body_->backward_weight(stashed(mb, true, "backward_weight").context, after_layer);
   stash_.erase(mb);
 }
 

@@ -55,8 +55,13 @@ Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::Proce
   for (int k = 0; k < schedule::action_kind_count; ++k) {
     region_names_.push_back("kpipe::" + std::string(schedule::name(static_cast<ActionKind>(k))));
   }
+  last_gradient_action_.assign(chunks_.size(), -1);
   for (std::size_t i = 0; i < actions_.size(); ++i) {
     if (schedule::is_receive(actions_[i].kind)) receive_indices_.push_back(i);
+    const ActionKind kind = actions_[i].kind;
+    if (kind == ActionKind::backward || kind == ActionKind::backward_weight) {
+      last_gradient_action_[actions_[i].chunk] = static_cast<std::ptrdiff_t>(i);
+    }
   }
   receive_window_ = schedule::peak_stash(actions_).peak + 1;
 }
@@ -77,11 +82,23 @@ void Executor<Scalar>::post_receives_ahead() {
 }
 
 template <class Scalar>
+typename model::Stage<Scalar>::LayerDone Executor<Scalar>::gradients_final(const Action& action, std::size_t index,
+                                                                           StepResult& result,
+                                                                           double step_start) const {
+  if (!hooks_.gradients_final || last_gradient_action_[action.chunk] != static_cast<std::ptrdiff_t>(index)) return {};
+  return [this, chunk = action.chunk, &result, step_start](int layer) {
+    if (result.reduction_start < 0) result.reduction_start = comm::wall_time() - step_start;
+    hooks_.gradients_final(chunk, layer);
+  };
+}
+
+template <class Scalar>
 StepResult Executor<Scalar>::run_step(int step) {
   StepResult result;
   result.timings.reserve(actions_.size());
   Slots slots(static_cast<std::size_t>(schedule_.m) * schedule_.v);
   next_receive_ = 0;
+  result.reduction_start = -1.0;
   const double step_start = comm::wall_time();
   for (std::size_t i = 0; i < actions_.size(); ++i) {
     post_receives_ahead();
@@ -89,8 +106,9 @@ StepResult Executor<Scalar>::run_step(int step) {
     {
       // Named like the IR's actions, so Kokkos Tools and Nsight show the schedule.
       const auto region = exec_.region(region_names_[static_cast<std::size_t>(actions_[i].kind)]);
-      execute(actions_[i], i, step, slots, result);
+      execute(actions_[i], i, step, slots, result, step_start);
     }
+    if (hooks_.progress) hooks_.progress();
     // Host backends finish a kernel before returning, so the clock alone times
     // it; a device queues kernels on the instance, which is waited for here
     // only so that the measured timeline means the same on every backend.
@@ -98,13 +116,18 @@ StepResult Executor<Scalar>::run_step(int step) {
       exec_.fence("kpipe::runtime::action_timing");
     }
     result.timings.push_back({static_cast<std::int32_t>(i), start, comm::wall_time() - step_start});
+    if (actions_[i].kind == ActionKind::reduce_grads) {
+      if (result.reduction_start < 0) result.reduction_start = start;
+      result.reduction_end = result.timings.back().end;
+    }
   }
   transport_.complete_sends(fmt::format("at the end of step {}", step));
   return result;
 }
 
 template <class Scalar>
-void Executor<Scalar>::execute(const Action& action, std::size_t index, int step, Slots& slots, StepResult& result) {
+void Executor<Scalar>::execute(const Action& action, std::size_t index, int step, Slots& slots, StepResult& result,
+                               double step_start) {
   const std::size_t key = slot_key(action.microbatch, action.chunk);
   const int mb = action.microbatch;
   const auto waiting_for = [&](const char* what) {
@@ -164,13 +187,14 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       break;
     case ActionKind::backward_input:
     case ActionKind::backward: {
+      const auto after_layer = gradients_final(action, index, result, step_start);
       model::Stage<Scalar>& stage = *chunks_[action.chunk];
       const Matrix<Scalar> dY = take(slots.grad_output[key], action, "output gradient");
       // The first model stage's input is data: its gradient is never needed.
       Matrix<Scalar> dX;
       if (!is_first_stage(action.chunk)) dX = activations_.take(microbatch_size_, stage.input_dim());
       if (action.kind == ActionKind::backward)
-        stage.backward(mb, dY, dX);
+        stage.backward(mb, dY, dX, after_layer);
       else
         stage.backward_input(mb, dY, dX);
       if (io_.observe) {
@@ -184,7 +208,7 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       break;
     }
     case ActionKind::backward_weight:
-      chunks_[action.chunk]->backward_weight(mb);
+      chunks_[action.chunk]->backward_weight(mb, gradients_final(action, index, result, step_start));
       break;
     case ActionKind::reduce_grads:
       transport_.complete_sends(fmt::format("before the gradient reduction of step {}", step));

@@ -15,20 +15,40 @@ constexpr std::size_t gradient_bucket_bytes = 16u << 20;
 template <class Scalar>
 GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
                                    const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks, double grad_clip,
-                                   bool stage_through_host, tensor::ExecContext& exec)
+                                   bool stage_through_host, const comm::Watchdog& watchdog, tensor::ExecContext& exec)
     : grid_(grid),
       schedule_(schedule),
       chunks_(chunks),
       grad_clip_(grad_clip),
-      reducer_(grid.data(), gradient_bucket_bytes, stage_through_host),
-      exec_(exec) {}
+      reducer_(grid.data(), gradient_bucket_bytes, stage_through_host, watchdog),
+      exec_(exec) {
+  for (const auto& chunk : chunks_) started_.emplace_back(static_cast<std::size_t>(chunk->layers().count), false);
+}
+
+template <class Scalar>
+void GradientSync<Scalar>::start(int chunk, int layer) {
+  if (grid_.replicas() == 1) return;
+  std::vector<typename comm::GradientReducer<Scalar>::Flat> grads;
+  for (const auto& p : chunks_[chunk]->layer_parameters(layer)) grads.push_back(comm::flat<Scalar>(p.grad));
+  reducer_.start(grads);
+  started_[chunk][layer] = true;
+}
+
+template <class Scalar>
+void GradientSync<Scalar>::progress() {
+  reducer_.progress();
+}
 
 template <class Scalar>
 void GradientSync<Scalar>::reduce() {
   if (grid_.replicas() == 1) return;
-  std::vector<typename comm::GradientReducer<Scalar>::Flat> grads;
-  for (const auto& p : model::parameters_of(chunks_)) grads.push_back(comm::flat<Scalar>(p.grad));
-  reducer_.sum(grads);
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    for (std::size_t layer = 0; layer < started_[c].size(); ++layer) {
+      if (!started_[c][layer]) start(static_cast<int>(c), static_cast<int>(layer));
+      started_[c][layer] = false;
+    }
+  }
+  reducer_.finish();
 }
 
 template <class Scalar>

@@ -95,6 +95,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       plan_(plan_for(config, mode, world)),
       grid_(world, plan_.spec.p, plan_.data_parallel),
       schedule_(schedule_for(plan_, mode)),
+      overlap_gradient_sums_(config.pipeline.overlap_grad_reduce && grid_.replicas() > 1),
       watchdog_(config.runtime.watchdog_seconds, grid_.world_rank()),
       memory_(checked_memory(config, spec_, schedule_, grid_,
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
@@ -105,7 +106,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
             make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train,
                                      exec_)),
       loss_head_(spec_, grid_.replica(), feed_, exec_),
-      gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), exec_),
+      gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), watchdog_, exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
       dump_(config.debug.dump_steps.empty() ? nullptr
@@ -143,13 +144,19 @@ MicrobatchIO<Scalar> Pipeline<Scalar>::microbatch_io() {
 
 template <class Scalar>
 StepHooks Pipeline<Scalar>::step_hooks() {
-  return {[this] { gradient_sync_.reduce(); },
-          [this] {
-            comm::agree(grid_.world(), watchdog_, fmt::format("step {}", step_), loss_head_.failure());
-            gradient_sync_.clip();
-            optimizer_->step();
-            for (auto& chunk : chunks_) chunk->weights_changed();
-          }};
+  StepHooks hooks;
+  hooks.reduce_gradients = [this] { gradient_sync_.reduce(); };
+  hooks.optimizer_step = [this] {
+    comm::agree(grid_.world(), watchdog_, fmt::format("step {}", step_), loss_head_.failure());
+    gradient_sync_.clip();
+    optimizer_->step();
+    for (auto& chunk : chunks_) chunk->weights_changed();
+  };
+  if (overlap_gradient_sums_) {
+    hooks.gradients_final = [this](int chunk, int layer) { gradient_sync_.start(chunk, layer); };
+    hooks.progress = [this] { gradient_sync_.progress(); };
+  }
+  return hooks;
 }
 
 template <class Scalar>

@@ -1,8 +1,12 @@
 #pragma once
-// Data-parallel gradient all-reduce (DESIGN.md §4): the gradients of a stage
-// are packed into buckets of bounded size and summed across the replicas with
-// one MPI_Allreduce per bucket, instead of one call per tensor. Replicas SUM
-// (no division: the loss is already scaled by 1/global_batch), so with two
+// Data-parallel gradient all-reduce (DESIGN.md §4). Gradients are handed over
+// in groups as they become final (a layer's, once its last microbatch's weight
+// gradient is accumulated), packed into buckets of bounded size and summed
+// across the replicas with one nonblocking MPI_Iallreduce per bucket, so the
+// sums travel while the rest of the backward pass runs (Megatron-LM's and
+// PyTorch DDP's overlap). Open MPI moves a nonblocking collective only inside
+// MPI calls: progress() between actions keeps it going. Replicas SUM (no
+// division: the loss is already scaled by 1/global_batch), so with two
 // replicas the result is bitwise the same on both and equal to a + b.
 
 #include <mpi.h>
@@ -11,6 +15,8 @@
 
 #include <cstddef>
 #include <vector>
+
+#include "kpipe/comm/watchdog.hpp"
 
 namespace kpipe::comm {
 
@@ -21,21 +27,46 @@ class GradientReducer {
   // A contiguous tensor seen as a flat array, without owning it.
   using Flat = Kokkos::View<Scalar*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-  GradientReducer(MPI_Comm comm, std::size_t bucket_bytes, bool stage_through_host);
+  // `watchdog` bounds the wait in finish(); it must outlive the reducer.
+  GradientReducer(MPI_Comm comm, std::size_t bucket_bytes, bool stage_through_host, const Watchdog& watchdog);
 
-  // Sums every tensor across the communicator, in place.
+  // Starts summing `tensors` across the communicator and returns; they must
+  // not change until finish(). Every rank starts the same groups in the same
+  // order. Buckets are kept and reused by the next step's same start.
+  void start(const std::vector<Flat>& tensors);
+  // Advances the sums in flight; true when none is left.
+  bool progress();
+  // Waits for every sum started since the last finish and writes it back, in place.
+  void finish();
+  // start, then finish.
   void sum(const std::vector<Flat>& tensors);
 
   int allreduce_calls() const { return calls_; }
 
  private:
-  void reduce_bucket(std::size_t count);
+  // Where a piece of a tensor waits in a bucket.
+  struct Piece {
+    Flat tensor;
+    std::size_t from, to, length;
+  };
+  struct Bucket {
+    Kokkos::View<Scalar*, MemorySpace> data;
+    Kokkos::View<Scalar*, Kokkos::HostSpace> host;  // the MPI buffer when staged through the host
+    std::size_t size = 0;                           // elements in use this time
+    std::size_t filled = 0;
+    std::vector<Piece> pieces;
+  };
+
+  // The first bucket not in flight, holding `size` elements.
+  Bucket& next_bucket(std::size_t size);
+  void send(Bucket& bucket);
 
   MPI_Comm comm_;
   std::size_t bucket_elements_;
   bool staged_;
-  Kokkos::View<Scalar*, MemorySpace> bucket_;
-  Kokkos::View<Scalar*, Kokkos::HostSpace> host_bucket_;
+  const Watchdog& watchdog_;
+  std::vector<Bucket> buckets_;
+  std::vector<MPI_Request> requests_;  // one per bucket in use, in start order
   int calls_ = 0;
 };
 

@@ -90,6 +90,7 @@ struct PipelineConfig {
   std::string activation_path;  // directory of the per-rank files; empty: $TMPDIR, else /tmp
   std::string schedule_file;    // empty: generate `schedule`
   bool validate_schedule = true;
+  bool overlap_grad_reduce = true;  // start each layer's data-parallel sum once its gradient is final
 
   int world_size() const { return stages * data_parallel; }
   int model_stages() const { return stages * virtual_stages; }

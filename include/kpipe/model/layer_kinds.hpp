@@ -5,6 +5,7 @@
 // environment's execution-space instance; none holds per-microbatch state.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -126,11 +127,17 @@ class Sequential final : public Layer<Scalar> {
   std::vector<TensorDecl> saved(int) const override { return {}; }
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
-  void backward_weight(Context& ctx) override;
+  void backward_weight(Context& ctx) override { backward_weight(ctx, {}); }
+  // W, calling after_layer(i) as soon as layer i's weight gradients are
+  // accumulated: a data-parallel sum of them may start then.
+  void backward_weight(Context& ctx, const std::function<void(int)>& after_layer);
   void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
   int token_output_dim() const override { return layers_.back()->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override;
   void weights_changed() override;
+
+  int size() const { return static_cast<int>(layers_.size()); }
+  const Layer<Scalar>& layer(int i) const { return *layers_.at(static_cast<std::size_t>(i)); }
 
  private:
   // Runs step(i, input, output) for each layer i in order, the intermediates

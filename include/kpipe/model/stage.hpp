@@ -18,6 +18,7 @@
 // (DESIGN.md §5b); only those rows cross stage boundaries.
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -63,11 +64,15 @@ class Stage {
   // B: dX from dY; keeps what W needs and frees the rest. An empty dX (the
   // first stage) skips the input gradient.
   void backward_input(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX);
+  // Called with a layer's index in the stage (0 for layers().first) as soon
+  // as W has accumulated its weight gradients.
+  using LayerDone = std::function<void(int layer)>;
   // W: adds the weight gradients of `mb` to the gradient buffers and frees
   // the microbatch. Bitwise reproducibility needs W in ascending mb order.
-  void backward_weight(int mb);
+  void backward_weight(int mb, const LayerDone& after_layer = {});
   // BW: B then W.
-  void backward(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX);
+  void backward(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX,
+                const LayerDone& after_layer = {});
   // Inference: Y from X, nothing stashed.
   void forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) const;
 
@@ -92,6 +97,8 @@ class Stage {
   void zero_grad();
   // Parameters in global layer order, named "layer<global index>.<...>".
   std::vector<Parameter<Scalar>> parameters() const { return body_->parameters(); }
+  // The parameters of one layer, by its index in the stage.
+  std::vector<Parameter<Scalar>> layer_parameters(int layer) const { return body_->layer(layer).parameters(); }
   // After the parameters' values changed (Layer::weights_changed).
   void weights_changed() { body_->weights_changed(); }
 
@@ -134,7 +141,7 @@ class Stage {
   tensor::ExecContext& exec_;
   std::unique_ptr<SerialCollectives> serial_;  // only when no collectives were given (stable across moves)
   LayerEnvironment env_;
-  std::unique_ptr<Layer<Scalar>> body_;
+  std::unique_ptr<Sequential<Scalar>> body_;
   int positions_;                      // T for a transformer, 1 otherwise
   int dim_;                            // the transformer's width, 0 otherwise
   std::vector<int> attention_layers_;  // global indices of the decoder blocks

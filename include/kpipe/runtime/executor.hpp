@@ -42,12 +42,21 @@ struct MicrobatchIO {
 struct StepHooks {
   std::function<void()> reduce_gradients;
   std::function<void()> optimizer_step;
+  // Optional: layer `layer` (its index in the chunk) of chunk `chunk` has
+  // accumulated its last weight gradient of the step, so its data-parallel
+  // sum may start; and a nudge between actions for sums in flight.
+  std::function<void(int chunk, int layer)> gradients_final;
+  std::function<void()> progress;
 };
 
 struct StepResult {
   double loss = 0.0;                  // Σ scaled losses computed on this rank (last model stage only)
   int peak_stashed = 0;               // most (microbatch, chunk) activations stashed at once on this rank
   std::vector<ActionTiming> timings;  // one per action, in list order
+  // The data-parallel gradient sum, in seconds since the step began: from the
+  // first gradients handed over (or the REDUCE_GRADS action) to the end of REDUCE_GRADS.
+  double reduction_start = 0.0;
+  double reduction_end = 0.0;
 };
 
 template <class Scalar>
@@ -69,7 +78,13 @@ class Executor {
  private:
   struct Slots;  // per (microbatch, chunk) tensors of the step in flight
 
-  void execute(const schedule::Action& action, std::size_t index, int step, Slots& slots, StepResult& result);
+  void execute(const schedule::Action& action, std::size_t index, int step, Slots& slots, StepResult& result,
+               double step_start);
+  // For the action that completes a chunk's weight gradients of the step:
+  // hands each layer's over to hooks_.gradients_final as soon as it is done
+  // (noting when the first went); for any other action, nothing.
+  typename model::Stage<Scalar>::LayerDone gradients_final(const schedule::Action& action, std::size_t index,
+                                                           StepResult& result, double step_start) const;
   // Keeps receive_window() receives posted, in list order.
   void post_receives_ahead();
   comm::Message message_of(const schedule::Action& action) const;
@@ -96,6 +111,8 @@ class Executor {
   comm::Transport<Scalar>& transport_;
   MicrobatchIO<Scalar> io_;
   StepHooks hooks_;
+  // The action that completes chunk c's weight gradients in a step (its last B or W), -1 if none.
+  std::vector<std::ptrdiff_t> last_gradient_action_;
   std::vector<std::size_t> receive_indices_;  // positions of RECV_* actions in actions_
   std::size_t next_receive_ = 0;              // first entry of receive_indices_ not yet posted
   int receive_window_ = 1;

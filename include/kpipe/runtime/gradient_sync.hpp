@@ -2,7 +2,9 @@
 // The end of a training step before the optimizer: data-parallel gradient
 // sums across replicas, then global-norm clipping with the norm summed in
 // global layer order on every rank, so that all ranks (and the sequential
-// reference) agree on the clip factor bitwise.
+// reference) agree on the clip factor bitwise. The sums of a layer may start
+// as soon as its gradient is final (pipeline.overlap_grad_reduce), while the
+// rest of the backward pass and the cool-down run.
 
 #include <memory>
 #include <vector>
@@ -20,9 +22,15 @@ class GradientSync {
   // `chunks[c]` is the model stage the schedule's placement puts at (this rank, c).
   GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
                const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks, double grad_clip,
-               bool stage_through_host, tensor::ExecContext& exec);
+               bool stage_through_host, const comm::Watchdog& watchdog, tensor::ExecContext& exec);
 
-  // Sums the gradients of every replica of this rank's chunks, in place.
+  // Starts summing the gradients of layer `layer` of chunk `chunk` (counted
+  // from the chunk's first) across the replicas: they are final for this step.
+  void start(int chunk, int layer);
+  // Advances the sums in flight (between actions).
+  void progress();
+  // Sums the gradients of every replica of this rank's chunks, in place:
+  // starts what start() did not, then waits for all.
   void reduce();
   // Scales every gradient so the whole model's L2 norm is at most grad_clip (> 0 only).
   void clip();
@@ -36,6 +44,7 @@ class GradientSync {
   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks_;
   double grad_clip_;
   comm::GradientReducer<Scalar> reducer_;
+  std::vector<std::vector<bool>> started_;  // [chunk][layer]: summing since start() in this step
   tensor::ExecContext& exec_;
   // How many norms every (rank, chunk) has, [rank · v + chunk], and every
   // rank: fixed by the partition, gathered at the first clip (a step every

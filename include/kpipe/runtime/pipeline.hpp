@@ -65,6 +65,8 @@ class Pipeline {
   const model::Optimizer<Scalar>* optimizer() const { return optimizer_.get(); }
   model::Optimizer<Scalar>* optimizer() { return optimizer_.get(); }
   const comm::Watchdog& watchdog() const { return watchdog_; }
+  // pipeline.overlap_grad_reduce: data-parallel sums start inside the last backward.
+  bool overlaps_gradient_sums() const { return overlap_gradient_sums_; }
   // pipeline.activation_store = "hdf5" in training: this rank's store; null otherwise.
   const Hdf5ActivationStore* activation_store() const { return activation_store_.get(); }
   // debug.dump_steps set: this rank's activation dump; null otherwise.
@@ -81,6 +83,7 @@ class Pipeline {
   schedule::RunPlan plan_;
   comm::ProcessGrid grid_;
   schedule::Schedule schedule_;
+  bool overlap_gradient_sums_;
   comm::Watchdog watchdog_;
   MemoryEstimate memory_;  // checked against the limit before anything below is allocated
   // The instance and pool of every chunk, the data, the loss, the optimizer and the transport's sends.

@@ -122,6 +122,41 @@ TEST_CASE("pipelined training with compute.gemm = packed is bitwise the sequenti
   }
 }
 
+// The data-parallel sums of each layer start inside the chunk's last backward
+// (the REDUCE_GRADS action then only waits), or, turned off, in REDUCE_GRADS:
+// either way every bit of the weights is the sequential reference's.
+TEST_CASE("overlapped gradient sums start before REDUCE_GRADS and change no bit", "[runtime][data_parallel]") {
+  const int size = comm::size_of(comm::world());
+  const int p = 2, d = size / 2;
+  if (d != 2) return;
+  for (const std::string schedule : {"1f1b", "interleaved", "zb-h2"}) {
+    for (const bool overlap : {true, false}) {
+      config::RunConfig config = config_for(p, d, schedule, "none");
+      config.pipeline.overlap_grad_reduce = overlap;
+      runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+      const auto& actions = pipeline.schedule().ranks[pipeline.grid().pipeline_rank()];
+      for (int step = 0; step < steps; ++step) {
+        const runtime::StepResult result = pipeline.run_step(step);
+        for (const auto& t : result.timings) {
+          if (actions[t.index].kind != schedule::ActionKind::reduce_grads) continue;
+          INFO(fmt::format("{} overlap={} step {}", schedule, overlap, step));
+          CHECK(result.reduction_end == t.end);
+          if (overlap) {
+            CHECK(result.reduction_start < t.start);
+          } else {
+            CHECK(result.reduction_start == t.start);
+          }
+        }
+      }
+      tensor::ExecContext exec;
+      model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
+      for (int step = 0; step < steps; ++step) reference.step();
+      INFO(fmt::format("{} overlap={} stage {}", schedule, overlap, pipeline.grid().pipeline_rank()));
+      check_bitwise(reference.parameters(), pipeline.parameters());
+    }
+  }
+}
+
 TEST_CASE("pipelined training on an HDF5 dataset is bitwise the sequential reference", "[runtime][dataset]") {
   const int size = comm::size_of(comm::world());
   const int p = 2, d = size / 2;
