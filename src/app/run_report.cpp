@@ -45,8 +45,10 @@ void RunReport::add_step(double loss, double step_start, double seconds, const r
       runtime::measure_bubble(pipeline_.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline());
   measured_bubbles_.push_back(measured.bubble);
   if (grid.replicas() > 1) {
+    // Exposed: what the sum adds after the last compute of every replica (waiting for a slower replica is not).
+    const double compute_end = comm::max(grid.world(), measured.makespan);
     sum_in_flight_.push_back(result.reduction_end - result.reduction_start);
-    sum_exposed_.push_back(std::max(0.0, result.reduction_end - measured.makespan));
+    sum_exposed_.push_back(std::max(0.0, result.reduction_end - compute_end));
   }
 }
 
@@ -117,7 +119,7 @@ void RunReport::print() const {
       exposed += row.sum_exposed / static_cast<double>(rows_.size());
     }
     log::info(
-        "gradient sum: {:.3f} ms in flight per step and rank, {:.3f} ms of it after the pipeline's last compute: "
+        "gradient sum: {:.3f} ms in flight per step and rank, {:.3f} ms of it after the last compute of any rank: "
         "{:.0f}% hidden ({})",
         1e3 * in_flight, 1e3 * exposed, 100 * hidden_fraction(),
         pipeline_.overlaps_gradient_sums() ? "overlapped" : "after the last backward");

@@ -43,7 +43,7 @@ class RunReport {
     double peak_stashed_mib = 0.0, mib_sent = 0.0;
     double estimated_mib = 0.0, peak_resident_mib = 0.0;  // the set-up estimate against the measured peak
     // The data-parallel gradient sum per step: seconds in flight, and how many
-    // of them came after the pipeline's last compute action (not hidden).
+    // of them came after the last compute action of any rank (not hidden).
     double sum_in_flight = 0.0, sum_exposed = 0.0;
   };
   // Of every rank's gradient sums, the fraction hidden behind compute.

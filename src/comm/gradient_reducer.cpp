@@ -18,17 +18,17 @@ auto first(const View& view, std::size_t from, std::size_t length) {
 }  // namespace
 
 template <class Scalar>
-GradientReducer<Scalar>::GradientReducer(MPI_Comm comm, std::size_t bucket_bytes, bool stage_through_host,
-                                         const Watchdog& watchdog)
+GradientReducer<Scalar>::GradientReducer(MPI_Comm comm, std::size_t bucket_bytes, std::size_t in_place_bytes,
+                                         bool stage_through_host, const Watchdog& watchdog)
     : comm_(comm),
       bucket_elements_(std::max<std::size_t>(1, bucket_bytes / sizeof(Scalar))),
+      in_place_elements_(std::max<std::size_t>(1, in_place_bytes / sizeof(Scalar))),
       staged_(stage_through_host),
       watchdog_(watchdog) {}
 
 template <class Scalar>
 typename GradientReducer<Scalar>::Bucket& GradientReducer<Scalar>::next_bucket(std::size_t size) {
-  // Buckets [0, in flight) hold sums on their way; the next one is free to refill.
-  const std::size_t index = requests_.size();
+  const std::size_t index = buckets_in_use_++;
   if (buckets_.size() <= index) buckets_.resize(index + 1);
   Bucket& bucket = buckets_[index];
   if (bucket.data.extent(0) < size) {
@@ -43,27 +43,41 @@ typename GradientReducer<Scalar>::Bucket& GradientReducer<Scalar>::next_bucket(s
 }
 
 template <class Scalar>
-void GradientReducer<Scalar>::send(Bucket& bucket) {
-  // The packing deep_copy fenced: every gradient kernel is done.
-  Scalar* data = bucket.data.data();
-  if (staged_) {
-    Kokkos::deep_copy(first(bucket.host, 0, bucket.size), first(bucket.data, 0, bucket.size));
-    data = bucket.host.data();
-  }
+void GradientReducer<Scalar>::send(Scalar* data, std::size_t count) {
   MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bucket.size), mpi_type<Scalar>(), MPI_SUM, comm_, &request);
+  MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), mpi_type<Scalar>(), MPI_SUM, comm_, &request);
   requests_.push_back(request);
   ++calls_;
 }
 
 template <class Scalar>
+void GradientReducer<Scalar>::send(Bucket& bucket) {
+  // The packing deep_copy fenced: every gradient kernel is done.
+  if (staged_) {
+    Kokkos::deep_copy(first(bucket.host, 0, bucket.size), first(bucket.data, 0, bucket.size));
+    send(bucket.host.data(), bucket.size);
+  } else {
+    send(bucket.data.data(), bucket.size);
+  }
+}
+
+template <class Scalar>
 void GradientReducer<Scalar>::start(const std::vector<Flat>& tensors) {
-  std::size_t remaining = 0;
-  for (const auto& t : tensors) remaining += t.extent(0);
-  if (remaining == 0) return;
   progress();
-  Bucket* bucket = &next_bucket(std::min(remaining, bucket_elements_));
+  std::vector<Flat> packed;
+  std::size_t remaining = 0;
   for (const Flat& tensor : tensors) {
+    if (!staged_ && tensor.extent(0) >= in_place_elements_) {
+      Kokkos::fence();  // the gradient kernels wrote it
+      send(tensor.data(), tensor.extent(0));
+    } else if (tensor.extent(0) > 0) {
+      packed.push_back(tensor);
+      remaining += tensor.extent(0);
+    }
+  }
+  if (remaining == 0) return;
+  Bucket* bucket = &next_bucket(std::min(remaining, bucket_elements_));
+  for (const Flat& tensor : packed) {
     // A tensor larger than the bucket is split across buckets.
     for (std::size_t from = 0; from < tensor.extent(0);) {
       const std::size_t length = std::min(tensor.extent(0) - from, bucket->size - bucket->filled);
@@ -92,9 +106,11 @@ template <class Scalar>
 void GradientReducer<Scalar>::finish() {
   for (std::size_t i = 0; i < requests_.size(); ++i) {
     watchdog_.wait(requests_[i], [&] {
-      return fmt::format("for the data-parallel gradient sum (bucket {} of {}) of the other replicas", i + 1,
+      return fmt::format("for the data-parallel gradient sum (call {} of {}) of the other replicas", i + 1,
                          requests_.size());
     });
+  }
+  for (std::size_t i = 0; i < buckets_in_use_; ++i) {
     Bucket& bucket = buckets_[i];
     if (staged_) Kokkos::deep_copy(first(bucket.data, 0, bucket.size), first(bucket.host, 0, bucket.size));
     for (const Piece& p : bucket.pieces) {
@@ -102,6 +118,7 @@ void GradientReducer<Scalar>::finish() {
     }
   }
   requests_.clear();
+  buckets_in_use_ = 0;
 }
 
 template <class Scalar>

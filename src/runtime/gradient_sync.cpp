@@ -7,8 +7,10 @@ namespace kpipe::runtime {
 
 namespace {
 
-// Receive/send buffers of all data-parallel gradients fit in buckets of this size.
+// Data-parallel sums: tensors of at least 64 KiB are summed in place, smaller
+// ones packed into buckets of at most 16 MiB (one MPI call each).
 constexpr std::size_t gradient_bucket_bytes = 16u << 20;
+constexpr std::size_t gradient_in_place_bytes = 64u << 10;
 
 }  // namespace
 
@@ -20,7 +22,7 @@ GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule
       schedule_(schedule),
       chunks_(chunks),
       grad_clip_(grad_clip),
-      reducer_(grid.data(), gradient_bucket_bytes, stage_through_host, watchdog),
+      reducer_(grid.data(), gradient_bucket_bytes, gradient_in_place_bytes, stage_through_host, watchdog),
       exec_(exec) {
   for (const auto& chunk : chunks_) started_.emplace_back(static_cast<std::size_t>(chunk->layers().count), false);
 }

@@ -1,10 +1,12 @@
 #pragma once
 // Data-parallel gradient all-reduce (DESIGN.md §4). Gradients are handed over
 // in groups as they become final (a layer's, once its last microbatch's weight
-// gradient is accumulated), packed into buckets of bounded size and summed
-// across the replicas with one nonblocking MPI_Iallreduce per bucket, so the
-// sums travel while the rest of the backward pass runs (Megatron-LM's and
-// PyTorch DDP's overlap). Open MPI moves a nonblocking collective only inside
+// gradient is accumulated) and summed across the replicas with nonblocking
+// MPI_Iallreduce calls, so the sums travel while the rest of the backward
+// pass runs (Megatron-LM's and PyTorch DDP's overlap). A tensor of at least
+// `in_place_bytes` that MPI can read is summed where it lies; smaller ones
+// (biases, norm scales), and all of them when staged through the host, are
+// packed into buckets of bounded size, one call per bucket. Open MPI moves a nonblocking collective only inside
 // MPI calls: progress() between actions keeps it going. Replicas SUM (no
 // division: the loss is already scaled by 1/global_batch), so with two
 // replicas the result is bitwise the same on both and equal to a + b.
@@ -28,7 +30,8 @@ class GradientReducer {
   using Flat = Kokkos::View<Scalar*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   // `watchdog` bounds the wait in finish(); it must outlive the reducer.
-  GradientReducer(MPI_Comm comm, std::size_t bucket_bytes, bool stage_through_host, const Watchdog& watchdog);
+  GradientReducer(MPI_Comm comm, std::size_t bucket_bytes, std::size_t in_place_bytes, bool stage_through_host,
+                  const Watchdog& watchdog);
 
   // Starts summing `tensors` across the communicator and returns; they must
   // not change until finish(). Every rank starts the same groups in the same
@@ -57,16 +60,20 @@ class GradientReducer {
     std::vector<Piece> pieces;
   };
 
-  // The first bucket not in flight, holding `size` elements.
+  // The first bucket not in use, holding `size` elements.
   Bucket& next_bucket(std::size_t size);
+  // Starts the sum of `count` elements at `data`.
+  void send(Scalar* data, std::size_t count);
   void send(Bucket& bucket);
 
   MPI_Comm comm_;
   std::size_t bucket_elements_;
+  std::size_t in_place_elements_;
   bool staged_;
   const Watchdog& watchdog_;
   std::vector<Bucket> buckets_;
-  std::vector<MPI_Request> requests_;  // one per bucket in use, in start order
+  std::size_t buckets_in_use_ = 0;     // buckets_[0, in use) hold sums started since the last finish
+  std::vector<MPI_Request> requests_;  // every sum started since the last finish
   int calls_ = 0;
 };
 

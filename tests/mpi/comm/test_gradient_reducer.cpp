@@ -53,9 +53,24 @@ TEST_CASE("bucketed all-reduce sums every element across ranks", "[comm]") {
 
   for (const bool staged : {false, true}) {
     Tensors tensors = filled(sizes, rank);
-    GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), staged, watchdog);
+    GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), 1 << 30, staged, watchdog);
     reducer.sum(tensors.flats);
     CHECK(reducer.allreduce_calls() == (total + 15) / 16);
+    CHECK(wrong_sums(tensors, size) == 0);
+  }
+}
+
+TEST_CASE("large tensors are summed in place, small ones in buckets", "[comm]") {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const kpipe::comm::Watchdog watchdog(60.0, rank);
+  for (const bool staged : {false, true}) {
+    Tensors tensors = filled({3, 16, 1, 41, 7}, rank);
+    // From 10 elements on in place: 16 and 41 alone, 3 + 1 + 7 in one bucket; staged, all 68 in five buckets.
+    GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), 10 * sizeof(double), staged, watchdog);
+    reducer.sum(tensors.flats);
+    CHECK(reducer.allreduce_calls() == (staged ? 5 : 3));
     CHECK(wrong_sums(tensors, size) == 0);
   }
 }
@@ -66,7 +81,7 @@ TEST_CASE("sums started in groups overlap and finish together, step after step",
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const kpipe::comm::Watchdog watchdog(60.0, rank);
   for (const bool staged : {false, true}) {
-    GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), staged, watchdog);
+    GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), 1 << 30, staged, watchdog);
     // Two steps: the second reuses the first one's buckets.
     for (int step = 0; step < 2; ++step) {
       Tensors tensors = filled({5, 40, 9}, rank);
