@@ -123,9 +123,7 @@ def gradient_sums(d):
         exposed = " / ".join(f"{1e3 * x['gradient_sum_exposed_seconds']:.2f}" for x in ranks)
         rows.append([overlap, f"{r['samples_per_second']:.0f}", in_flight, exposed,
                      f"{100 * r['gradient_sum']['hidden_fraction']:.0f}%"])
-    return ("## Data-parallel gradient sums (compute_bound deck, p = 2, d = 2; ranks by replica, stage)
-
-"
+    return ("## Data-parallel gradient sums (compute_bound deck, p = 2, d = 2; ranks by replica, stage)\n\n"
             + table(["overlap_grad_reduce", "samples/s", "in flight ms per step", "exposed ms per step",
                      "hidden"], rows))
 
