@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "calibration_recorder.hpp"
 #include "commands.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
@@ -19,6 +18,7 @@
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/registry.hpp"
+#include "microbatch_sweep.hpp"
 #include "output_file.hpp"
 #include "training.hpp"
 
@@ -28,88 +28,13 @@ namespace {
 
 constexpr double agreement = 0.05;  // the predicted best counts as right within 5% of the measured best's throughput
 
-struct Row {
-  int b = 0, m = 0;
-  double measured_samples_per_second = 0.0;
-  double peak_activation_mib = 0.0;  // the largest rank's peak stashed activations
-  schedule::Schedule schedule;
-  std::optional<schedule::Calibration> calibration;  // rank 0 only
-  // Filled on rank 0 from the fit:
+// A measured size and what the fitted costs predict for it (rank 0).
+struct Row : SizeMeasurement {
+  explicit Row(SizeMeasurement measured) : SizeMeasurement(std::move(measured)) {}
   double predicted_samples_per_second = 0.0;
   double predicted_step_seconds = 0.0;
   schedule::Bubble predicted_bubble;
 };
-
-std::string size_list(const std::vector<int>& sizes) {
-  std::string out;
-  for (int b : sizes) out += (out.empty() ? "" : ", ") + std::to_string(b);
-  return out;
-}
-
-// Every b that makes m = B/(b·d) an integer, or the requested ones (each checked against those).
-std::vector<int> sizes_to_measure(const config::RunConfig& config, const std::vector<int>& requested) {
-  const int per_replica = config.train.global_batch / config.pipeline.data_parallel;
-  std::vector<int> valid;
-  for (int b = 1; b <= per_replica; ++b) {
-    if (per_replica % b == 0) valid.push_back(b);
-  }
-  if (requested.empty()) return valid;
-  std::vector<int> sizes;
-  for (int b : requested) {
-    if (per_replica % b != 0) {
-      throw input_error(fmt::format(
-          "--sizes: b = {} does not divide B/d = {}/{} = {}, so m would not be an integer; valid sizes are {}", b,
-          config.train.global_batch, config.pipeline.data_parallel, per_replica, size_list(valid)));
-    }
-    if (std::find(sizes.begin(), sizes.end(), b) == sizes.end()) sizes.push_back(b);
-  }
-  return sizes;
-}
-
-void check_sweepable(const config::RunConfig& config) {
-  if (!schedule::find_schedule(config.pipeline.schedule).trains) {
-    throw input_error(fmt::format(
-        "kpipe sweep measures training steps, but pipeline.schedule = \"{}\" runs inference only; choose a training "
-        "schedule",
-        config.pipeline.schedule));
-  }
-  if (!config.pipeline.schedule_file.empty()) {
-    throw input_error(fmt::format(
-        "pipeline.schedule_file = \"{}\" fixes m, so kpipe sweep cannot vary b; sweep the deck without it (the "
-        "generated {} schedule)",
-        printable(config.pipeline.schedule_file), config.pipeline.schedule));
-  }
-}
-
-// One warm-up and `steps` measured steps at the deck's b.
-Row measure(const config::RunConfig& config, int steps) {
-  const auto pipeline = build_pipeline(config, runtime::Mode::train);
-  CalibrationRecorder recorder(*pipeline);
-  comm::barrier(comm::world());
-  const double start = comm::wall_time();
-  double measured_seconds = 0.0;
-  for (int step = 0; step <= steps; ++step) {
-    const double step_start = comm::wall_time();
-    const runtime::StepResult result = abort_on_error([&] { return pipeline->run_step(step); });
-    runtime::global_loss(pipeline->grid(), result);  // as kpipe run does in every step
-    const double seconds = comm::wall_time() - step_start;
-    recorder.add_step(step_start - start, seconds, result);
-    if (step > 0) measured_seconds += seconds;
-  }
-  Row row;
-  row.b = config.train.microbatch_size;
-  row.m = pipeline->schedule().m;
-  row.schedule = pipeline->schedule();
-  row.measured_samples_per_second = config.train.global_batch * steps / measured_seconds;
-  row.peak_activation_mib =
-      comm::max(comm::world(), static_cast<double>(peak_stashed_bytes(*pipeline))) / double(1 << 20);
-  row.calibration = recorder.finish();
-  // Rank 0's step times set samples/s, as in kpipe run; every rank reports the same.
-  std::vector<double> rate = {row.measured_samples_per_second};
-  comm::broadcast(comm::world(), 0, rate);
-  row.measured_samples_per_second = rate.front();
-  return row;
-}
 
 std::size_t best(const std::vector<Row>& rows, double Row::*rate) {
   std::size_t at = 0;
@@ -124,7 +49,7 @@ std::size_t best(const std::vector<Row>& rows, double Row::*rate) {
 int sweep_command(const Environment& env, const SweepOptions& options) {
   const LoadedDeck base = load_deck(options.deck);
   require_writable(options.json_path, "--json");
-  check_sweepable(base.config);
+  check_sweepable(base.config, "kpipe sweep");
   const std::vector<int> sizes = sizes_to_measure(base.config, options.sizes);
   log::info("sweep: {} schedule, p = {}, d = {}, B = {}; b = {}; {} measured steps after 1 warm-up step each",
             base.config.pipeline.schedule, base.config.pipeline.stages, base.config.pipeline.data_parallel,
@@ -132,17 +57,7 @@ int sweep_command(const Environment& env, const SweepOptions& options) {
 
   std::vector<Row> rows;
   for (int b : sizes) {
-    DeckArguments arguments = options.deck;
-    arguments.overrides.push_back(fmt::format("train.microbatch_size={}", b));
-    LoadedDeck loaded = [&] {
-      try {
-        return load_deck(arguments);
-      } catch (const Error& e) {
-        // The schedule's own rules (e.g. interleaved needs m >= p) fail alike on every rank.
-        throw input_error(fmt::format("b = {}: {}", b, e.what()));
-      }
-    }();
-    rows.push_back(measure(loaded.config, options.steps));
+    rows.emplace_back(measure_size(deck_at_size(options.deck, b).config, options.steps));
     log::info("b = {:>4} (m = {:>4}): {:>10.0f} samples/s measured, peak activations {:.2f} MiB", b, rows.back().m,
               rows.back().measured_samples_per_second, rows.back().peak_activation_mib);
   }

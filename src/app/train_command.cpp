@@ -18,6 +18,7 @@
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
+#include "microbatch_sweep.hpp"
 #include "output_file.hpp"
 #include "profile_recorder.hpp"
 #include "run_report.hpp"
@@ -118,7 +119,7 @@ std::size_t peak_stashed_bytes(const Pipeline& pipeline) {
 }
 
 int run_command(const Environment& env, const RunOptions& options) {
-  const LoadedDeck loaded = load_deck(options.deck);
+  const LoadedDeck loaded = with_measured_microbatch_size(options.deck, load_deck(options.deck));
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
   if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");

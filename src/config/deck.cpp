@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -122,6 +123,7 @@ Value convert(const KeySpec& spec, const RawEntry& raw) {
   const toml::value& v = raw.value;
   switch (spec.type) {
     case ValueType::integer:
+      if (v.is_string() && !spec.choices.empty()) return v.as_string().str;  // one of its words, checked next
       if (!v.is_integer()) wrong_type(spec, raw);
       return static_cast<std::int64_t>(v.as_integer());
     case ValueType::real:
@@ -231,9 +233,12 @@ RawEntry parse_override(const std::string& text) {
   const std::string key = text.substr(0, eq);
   const std::string value_text = text.substr(eq + 1);
   const KeySpec& spec = known_key(key, origin);
-  // Strings need no quotes on the command line: pipeline.schedule=gpipe.
+  // Strings need no quotes on the command line: pipeline.schedule=gpipe, nor
+  // the words of a number: train.microbatch_size=auto.
   std::string toml_text = "v = " + value_text;
-  if (spec.type == ValueType::string && (value_text.empty() || value_text.front() != '"')) {
+  const bool word =
+      !spec.choices.empty() && !value_text.empty() && std::isalpha(static_cast<unsigned char>(value_text.front()));
+  if ((spec.type == ValueType::string && (value_text.empty() || value_text.front() != '"')) || word) {
     toml_text = "v = '" + value_text + "'";  // a TOML literal string: no escapes to worry about
   }
   detail::check_toml_shape(toml_text, origin, false);
@@ -274,7 +279,16 @@ const Deck::Entry& Deck::entry(std::string_view key, ValueType type) const {
 }
 
 std::int64_t Deck::integer(std::string_view key) const {
-  return std::get<std::int64_t>(entry(key, ValueType::integer).value);
+  const Value& value = entry(key, ValueType::integer).value;
+  if (const auto* w = std::get_if<std::string>(&value)) {
+    throw runtime_error(fmt::format("internal: deck key '{}' is \"{}\", read it with word() first", key, *w));
+  }
+  return std::get<std::int64_t>(value);
+}
+
+std::optional<std::string> Deck::word(std::string_view key) const {
+  const auto* w = std::get_if<std::string>(&entry(key, ValueType::integer).value);
+  return w ? std::optional<std::string>(*w) : std::nullopt;
 }
 double Deck::real(std::string_view key) const { return std::get<double>(entry(key, ValueType::real).value); }
 bool Deck::boolean(std::string_view key) const { return std::get<bool>(entry(key, ValueType::boolean).value); }

@@ -43,9 +43,22 @@ std::int64_t nearest_divisor(std::int64_t n, std::int64_t b) {
   return best;
 }
 
+// train.microbatch_size; for "auto", until kpipe run has measured the sizes,
+// the largest b that divides B / d and leaves every model stage a microbatch
+// (m >= p·v), so that the deck's other checks see a size it could run with.
+std::int64_t microbatch_size(const Deck& deck) {
+  if (!deck.word("train.microbatch_size")) return deck.integer("train.microbatch_size");
+  const std::int64_t per_replica = deck.integer("train.global_batch") / deck.integer("pipeline.data_parallel");
+  const std::int64_t stages = deck.integer("pipeline.stages") * deck.integer("pipeline.virtual_stages");
+  for (std::int64_t b = per_replica; b > 1; --b) {
+    if (per_replica % b == 0 && per_replica / b >= stages) return b;
+  }
+  return 1;
+}
+
 int microbatch_count(const Deck& deck) {
   const std::int64_t B = deck.integer("train.global_batch");
-  const std::int64_t b = deck.integer("train.microbatch_size");
+  const std::int64_t b = microbatch_size(deck);
   const std::int64_t d = deck.integer("pipeline.data_parallel");
   if (B % d != 0) {
     throw input_error(
@@ -276,7 +289,8 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
 RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   RunConfig config;
   config.train.global_batch = static_cast<int>(deck.integer("train.global_batch"));
-  config.train.microbatch_size = static_cast<int>(deck.integer("train.microbatch_size"));
+  config.train.microbatch_size = static_cast<int>(microbatch_size(deck));
+  config.train.microbatch_size_auto = deck.word("train.microbatch_size").has_value();
   config.train.steps = static_cast<int>(deck.integer("train.steps"));
   config.train.eval_every = static_cast<int>(deck.integer("train.eval_every"));
   config.train.eval_batches = static_cast<int>(deck.integer("train.eval_batches"));

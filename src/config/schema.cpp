@@ -18,6 +18,11 @@ constexpr double int_max = 2147483647.0;
 KeySpec integer(std::string name, std::int64_t value, double min, double max, std::string doc) {
   return {std::move(name), T::integer, value, min, max, false, {}, std::move(doc)};
 }
+// An integer, or one of `words` (a string in the deck).
+KeySpec integer_or(std::string name, std::int64_t value, double min, double max, std::vector<std::string> words,
+                   std::string doc) {
+  return {std::move(name), T::integer, value, min, max, false, std::move(words), std::move(doc)};
+}
 KeySpec real(std::string name, double value, double min, std::optional<double> max, bool exclusive, std::string doc) {
   return {std::move(name), T::real, value, min, max, exclusive, {}, std::move(doc)};
 }
@@ -62,7 +67,10 @@ std::vector<KeySpec> build_schema() {
       integer("model.mlp_ratio", 4, 1, 64, "transformer: MLP hidden width / model.dim"),
       // training
       integer("train.global_batch", 256, 1, 1 << 30, "Samples per optimizer step over all data-parallel replicas (B)"),
-      integer("train.microbatch_size", 16, 1, 1 << 30, "Samples per microbatch (b); m = B / (b * d)"),
+      integer_or("train.microbatch_size", 16, 1, 1 << 30, {"auto"},
+                 "Samples per microbatch (b); m = B / (b * d). auto: kpipe run first measures 3 steps at every b "
+                 "that divides B / d and leaves every stage a microbatch (m >= p * v), then trains with the fastest "
+                 "(kpipe sweep shows the same measurement in full)"),
       integer("train.steps", 50, 0, int_max, "Optimizer steps to run"),
       choice("train.optimizer", "adamw", {"sgd", "adamw"}, "SGD with momentum, or AdamW (bias-corrected)"),
       real("train.lr", 1e-3, 0.0, 10.0, true, "Learning rate"),
@@ -201,6 +209,10 @@ std::string allowed_values(const KeySpec& spec) {
   if (!spec.choices.empty()) {
     std::vector<std::string> quoted;
     for (const auto& c : spec.choices) quoted.push_back(fmt::format("\"{}\"", c));
+    if (spec.type != ValueType::string) {
+      return fmt::format("{} {} and <= {}, or {}", spec.min_exclusive ? ">" : ">=", *spec.min, *spec.max,
+                         join_choices(quoted));
+    }
     return "one of " + join_choices(quoted);
   }
   const char* what = spec.type == ValueType::integer_list ? "each entry " : "";

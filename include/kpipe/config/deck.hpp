@@ -3,6 +3,7 @@
 // came from (a deck line, the command line, or the default).
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,9 @@ namespace kpipe::config {
 class Deck {
  public:
   std::int64_t integer(std::string_view key) const;
+  // An integer key that also takes words (train.microbatch_size = "auto"):
+  // the word, or nothing when the deck gives a number.
+  std::optional<std::string> word(std::string_view key) const;
   double real(std::string_view key) const;
   bool boolean(std::string_view key) const;
   const std::string& string(std::string_view key) const;

@@ -64,6 +64,9 @@ struct OptimizerConfig {
 struct TrainConfig {
   int global_batch = 1;     // B
   int microbatch_size = 1;  // b
+  // train.microbatch_size = "auto": kpipe run measures the sizes first;
+  // until then microbatch_size is a size the deck could run with.
+  bool microbatch_size_auto = false;
   int steps = 0;
   int eval_every = 0;    // steps between validation evaluations; 0: none
   int eval_batches = 0;  // batches per evaluation; 0: the whole validation split

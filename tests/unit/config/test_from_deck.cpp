@@ -42,6 +42,28 @@ TEST_CASE("a batch that does not divide suggests the nearest valid microbatch si
             .find("nearest valid train.microbatch_size is 12") != std::string::npos);
 }
 
+TEST_CASE("train.microbatch_size = auto stands for the largest b leaving each stage a microbatch", "[config]") {
+  // B/d = 96, p·v = 2·2 = 4: b = 24 gives m = 4; b = 32 would give 3.
+  const std::string deck =
+      "train.global_batch = 192\npipeline.data_parallel = 2\npipeline.stages = 2\npipeline.virtual_stages = 2\n"
+      "pipeline.schedule = \"interleaved\"\nmodel.hidden = [8, 8, 8, 8, 8, 8, 8]\n";
+  const auto automatic = shape_of(deck + "train.microbatch_size = \"auto\"\n");
+  CHECK(automatic.train.microbatch_size_auto);
+  CHECK(automatic.train.microbatch_size == 24);
+  CHECK(automatic.pipeline.microbatches == 4);
+  // The same on the command line, unquoted; a number still is a number.
+  const auto overridden = config::run_config(config::parse_deck(deck, "deck.toml", {"train.microbatch_size=auto"}));
+  CHECK(overridden.train.microbatch_size_auto);
+  CHECK(overridden.train.microbatch_size == 24);
+  const auto number = shape_of(deck + "train.microbatch_size = 8\n");
+  CHECK_FALSE(number.train.microbatch_size_auto);
+  CHECK(number.train.microbatch_size == 8);
+  CHECK(error_of(deck + "train.microbatch_size = \"fast\"\n")
+            .rfind("deck.toml:7: train.microbatch_size = \"fast\" is not valid: must be >= 1 and <= 1073741824, or "
+                   "\"auto\"",
+                   0) == 0);
+}
+
 TEST_CASE("cross-key rules reject inconsistent decks", "[config]") {
   CHECK(error_of("pipeline.virtual_stages = 2\n").find("needs pipeline.schedule = \"interleaved\"") !=
         std::string::npos);
