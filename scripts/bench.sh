@@ -117,6 +117,7 @@ done
 say "sweep"
 if "$kpipe" sweep --help 2>/dev/null | grep -q -- --sizes; then
   mpirun -n 2 "$kpipe" sweep "$deck" --sizes "$sweep_sizes" --steps "$steps" --json "$out/sweep.json" >/dev/null
+  "$python" benchmarks/plot_sweep.py "$out/sweep.png" "$out/sweep.json"
 else
   # The stub refuses with one line saying what to use instead; keep it as the note.
   note=$("$kpipe" sweep "$deck" 2>&1 | grep -m1 'kpipe: error' || true)
