@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Run a deck on this machine with p * d MPI ranks, host backend.
+# Run a deck on this machine with p * t * d MPI ranks, host backend.
 #   examples/jobs/local.sh run inputs/1f1b.toml [key=value ...]
 #   examples/jobs/local.sh infer inputs/forward.toml
 #   examples/jobs/local.sh serve inputs/kjv-serve.toml requests=examples/inference/kjv.jsonl
-# The rank count is read from the deck (pipeline.stages * pipeline.data_parallel),
-# so the deck alone decides the layout.
+# The rank count is read from the deck (pipeline.stages * pipeline.tensor_parallel
+# * pipeline.data_parallel), so the deck alone decides the layout.
 set -euo pipefail
 command=${1:?usage: local.sh run|infer|generate|serve DECK [key=value ...]}
 deck=${2:?usage: local.sh run|infer|generate|serve DECK [key=value ...]}

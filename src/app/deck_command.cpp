@@ -16,9 +16,11 @@ int deck_command(const Environment& /*env*/, const DeckOptions& options) {
   if (options.deck.path.empty()) throw input_error("kpipe deck needs a DECK file, or --doc for the key reference");
   const LoadedDeck loaded = load_deck(options.deck);
   const auto& s = loaded.config.pipeline;
-  log::info("{}: valid deck: {} schedule, p = {}, v = {}, d = {} (world size {}), m = {} microbatches of {}, {} layers",
-            printable(options.deck.path), s.schedule, s.stages, s.virtual_stages, s.data_parallel, s.world_size(),
-            s.microbatches, loaded.config.train.microbatch_size, loaded.config.layers);
+  log::info(
+      "{}: valid deck: {} schedule, p = {}, v = {}, t = {}, d = {} (world size {}), m = {} microbatches of {}, {} "
+      "layers",
+      printable(options.deck.path), s.schedule, s.stages, s.virtual_stages, s.tensor_parallel, s.data_parallel,
+      s.world_size(), s.microbatches, loaded.config.train.microbatch_size, loaded.config.layers);
   if (options.resolved) log::info("{}", loaded.deck.resolved_toml());
   return 0;
 }

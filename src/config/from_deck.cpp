@@ -149,6 +149,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.stages = static_cast<int>(deck.integer("pipeline.stages"));
   pipeline.virtual_stages = static_cast<int>(deck.integer("pipeline.virtual_stages"));
   pipeline.data_parallel = static_cast<int>(deck.integer("pipeline.data_parallel"));
+  pipeline.tensor_parallel = static_cast<int>(deck.integer("pipeline.tensor_parallel"));
   pipeline.microbatches = microbatch_count(deck);
   pipeline.schedule = deck.string("pipeline.schedule");
   pipeline.partition = ints(deck.integers("pipeline.partition"));
@@ -248,6 +249,41 @@ void check_transformer(const Deck& deck, const RunConfig& config) {
   }
 }
 
+// The widths tensor parallelism splits across the t ranks of a stage: an
+// MLP's hidden widths (column-parallel outputs, row-parallel inputs); a
+// transformer's heads, width, MLP width and vocabulary.
+std::vector<std::pair<std::string, int>> split_widths(const ModelConfig& model) {
+  if (model.kind != ModelKind::transformer) {
+    std::vector<std::pair<std::string, int>> widths;
+    for (const int width : model.hidden) widths.emplace_back("the hidden width of model.hidden", width);
+    return widths;
+  }
+  return {{"model.heads", model.heads},
+          {"model.dim", model.dim},
+          {"the MLP width model.mlp_ratio * model.dim", model.mlp_ratio * model.dim},
+          {"model.vocab", model.vocab}};
+}
+
+// Each tensor rank holds 1/t of every split width, so t must divide each.
+void check_tensor_parallel(const Deck& deck, const RunConfig& config) {
+  const int t = config.pipeline.tensor_parallel;
+  if (t == 1) return;
+  for (const auto& [what, width] : split_widths(config.model)) {
+    if (width % t != 0) {
+      throw input_error(
+          fmt::format("{} does not divide {} = {}: each tensor rank holds 1/t of it; choose t from its divisors "
+                      "(e.g. {}) or change the model",
+                      deck.describe("pipeline.tensor_parallel"), what, width, nearest_divisor(width, t)));
+    }
+  }
+  if (config.checkpoint.every > 0 || !config.checkpoint.restart.empty()) {
+    throw input_error(
+        fmt::format("{}: checkpoints of a tensor-parallel run are not implemented yet; set it to 1 or "
+                    "checkpoint.every = 0 and checkpoint.restart = \"\"",
+                    deck.describe("pipeline.tensor_parallel")));
+  }
+}
+
 // A uniform microbatch holds one decode of every running request.
 void check_inference(const Deck& deck, const RunConfig& config) {
   const InferenceConfig& inference = config.inference;
@@ -262,6 +298,7 @@ void check_inference(const Deck& deck, const RunConfig& config) {
 // Every rule that involves more than one key.
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_transformer(deck, config);
+  check_tensor_parallel(deck, config);
   check_inference(deck, config);
   check_shape(deck, config);
   const PipelineConfig& shape = config.pipeline;

@@ -105,7 +105,11 @@ std::vector<KeySpec> build_schema() {
       choice("pipeline.schedule", "1f1b", schedule::schedule_names(), "Pipeline schedule (docs/schedules.md)"),
       integer("pipeline.virtual_stages", 1, 1, limits::chunks_per_rank,
               "Model chunks per pipeline rank (v); > 1 needs the interleaved schedule, zb-v needs 2"),
-      integer("pipeline.data_parallel", 1, 1, 65536, "Data-parallel replicas (d); world size is p * d"),
+      integer("pipeline.data_parallel", 1, 1, 65536, "Data-parallel replicas (d); world size is p * t * d"),
+      integer("pipeline.tensor_parallel", 1, 1, 4096,
+              "Tensor-parallel ranks per stage (t): Megatron column/row-parallel Linear pairs, attention heads "
+              "and vocabulary split over t ranks; must divide an MLP's hidden widths, a transformer's heads, dim, "
+              "MLP width and vocab; world size is p * t * d"),
       integers("pipeline.partition", {}, 1,
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),
       choice("pipeline.recompute", "none", {"none", "full"},

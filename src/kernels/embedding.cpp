@@ -49,20 +49,22 @@ void check_shapes(const Ids& ids, const Out& Y, const Token& token, const Positi
 template <class Scalar>
 void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
-                       const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
-                       const tensor::Matrix<Scalar>& Y) {
+                       const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position, const tensor::Matrix<Scalar>& Y,
+                       int first) {
   check_shapes(ids, Y, token, position);
   const int tokens = static_cast<int>(ids.extent(1));
   const int dim = static_cast<int>(token.extent(1));
+  const int vocab = static_cast<int>(token.extent(0));
   // One team per position (s, t): a contiguous copy of dim values.
   Kokkos::parallel_for(
       "kpipe::kernels::embedding_forward", Policy(space, static_cast<int>(ids.extent(0)) * tokens, Kokkos::AUTO),
       KOKKOS_LAMBDA(const Member& team) {
         const int s = team.league_rank() / tokens;
         const int t = team.league_rank() % tokens;
-        const int id = static_cast<int>(ids(s, t));
+        const int row = static_cast<int>(ids(s, t)) - first;
+        const bool mine = row >= 0 && row < vocab;  // a vocabulary shard holds some ids only
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim),
-                             [&](int j) { Y(s, t * dim + j) = token(id, j) + position(t, j); });
+                             [&](int j) { Y(s, t * dim + j) = (mine ? token(row, j) : Scalar(0)) + position(t, j); });
       });
 }
 
@@ -97,7 +99,7 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
 template <class Scalar>
 void embedding_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dtoken,
-                        const tensor::Matrix<Scalar>& dposition) {
+                        const tensor::Matrix<Scalar>& dposition, int first) {
   check_shapes(ids, dY, dtoken, dposition);
   const int rows = static_cast<int>(ids.extent(0));
   const int tokens = static_cast<int>(ids.extent(1));
@@ -112,7 +114,7 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
   token_policy.set_scratch_size(level, Kokkos::PerTeam(scratch));
   Kokkos::parallel_for(
       "kpipe::kernels::embedding_backward_token", token_policy, KOKKOS_LAMBDA(const Member& team) {
-        const int v0 = team.league_rank() * block_rows;
+        const int v0 = team.league_rank() * block_rows;  // local rows of the table (shard)
         const int block = tensor::compat::min(block_rows, vocab - v0);
         const Rows<Scalar> sum(team.team_scratch(level), block_rows, dim);
         const Flags hit(team.team_scratch(level), block_rows);
@@ -123,7 +125,7 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
         team.team_barrier();
         for (int s = 0; s < rows; ++s) {
           for (int t = 0; t < tokens; ++t) {
-            const int r = static_cast<int>(ids(s, t)) - v0;
+            const int r = static_cast<int>(ids(s, t)) - first - v0;
             if (r < 0 || r >= block) continue;
             // Every thread sees the same id, so all reach the barrier.
             Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int j) { sum(r, j) += dY(s, t * dim + j); });
@@ -152,14 +154,14 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
 #define KPIPE_INSTANTIATE(Scalar)                                                                                    \
   template void embedding_forward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,         \
                                           const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,    \
-                                          const tensor::Matrix<Scalar>&);                                            \
+                                          const tensor::Matrix<Scalar>&, int);                                       \
   template void embedding_forward_at<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,      \
                                              const Kokkos::View<const int*, tensor::MemorySpace>&,                   \
                                              const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
                                              const tensor::Matrix<Scalar>&);                                         \
   template void embedding_backward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,        \
                                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,        \
-                                           const tensor::Matrix<Scalar>&);
+                                           const tensor::Matrix<Scalar>&, int);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

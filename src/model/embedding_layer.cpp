@@ -11,10 +11,12 @@ namespace {
 
 constexpr double gpt2_embedding_std = 0.02;
 
+// `shard` of a rows x cols table.
 template <class Scalar>
-Parameter<Scalar> table(const std::string& name, int rows, int cols) {
+Parameter<Scalar> table(const std::string& name, int rows, int cols, Shard shard = Shard::whole()) {
+  rows /= shard.count;
   return {name, tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name, rows, cols),
-          tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".grad", rows, cols), Shard::whole(), true};
+          tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".grad", rows, cols), shard, true};
 }
 
 }  // namespace
@@ -23,11 +25,18 @@ template <class Scalar>
 TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
                                        LayerEnvironment env)
     : env_(env),
-      token_(table<Scalar>(name + ".token", vocab, dim)),
-      position_(table<Scalar>(name + ".position", context, dim)) {
+      token_(table<Scalar>(name + ".token", vocab, dim,
+                           Shard::along(0, env.collectives.rank(Group::tensor), env.collectives.size(Group::tensor)))),
+      position_(table<Scalar>(name + ".position", context, dim)),
+      first_(token_.shard.index * static_cast<int>(token_.value.extent(0))) {
   const auto& space = env_.exec.space();
-  kernels::fill_normal(space, kernels::stream_key(init_key, 0), 0, 0.0, gpt2_embedding_std, token_.value);
+  // The counter-based stream gives the shard's rows as they are in the whole table.
+  kernels::fill_normal(space, kernels::stream_key(init_key, 0), first_, 0.0, gpt2_embedding_std, token_.value);
   kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
+  // Vocabulary-parallel: the shards' lookups are summed, and the position must count once.
+  added_position_ = token_.shard.index == 0
+                        ? position_.value
+                        : tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".no_position", context, dim);
 }
 
 template <class Scalar>
@@ -38,8 +47,9 @@ std::vector<TensorDecl> TokenEmbedding<Scalar>::saved(int rows) const {
 template <class Scalar>
 void TokenEmbedding<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::embedding::forward");
-  kernels::embedding_forward(env_.exec.space(), inputs.at(0).matrix<Scalar>(), token_.value, position_.value,
-                             outputs.at(0).matrix<Scalar>());
+  kernels::embedding_forward(env_.exec.space(), inputs.at(0).matrix<Scalar>(), token_.value, added_position_,
+                             outputs.at(0).matrix<Scalar>(), first_);
+  env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
   if (ctx) ctx->save("ids", inputs.at(0));
 }
 
@@ -53,7 +63,7 @@ template <class Scalar>
 void TokenEmbedding<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::embedding::backward_weight");
   kernels::embedding_backward(env_.exec.space(), ctx.saved("ids").matrix<Scalar>(), ctx.saved("dy").matrix<Scalar>(),
-                              token_.grad, position_.grad);
+                              token_.grad, position_.grad, first_);
   ctx.clear();
 }
 

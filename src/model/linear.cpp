@@ -2,6 +2,7 @@
 
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/tensor_parallel.hpp"
 
 namespace kpipe::model {
 
@@ -33,17 +34,52 @@ void initialise(const tensor::ExecutionSpace& space, const WeightInit& init, std
   }
 }
 
+namespace {
+
+// This rank's shard of a parameter split `split` along its outputs (column)
+// or inputs (row), or whole when `axis` is not the one split.
+Shard shard_of(TensorSplit split, int axis, int blocks, const Collectives& collectives) {
+  if (split == TensorSplit::none) return Shard::whole();
+  const int splits_axis = split == TensorSplit::column ? 1 : 0;
+  if (axis != splits_axis) return Shard::whole();
+  return Shard::along(axis, collectives.rank(Group::tensor), collectives.size(Group::tensor), blocks);
+}
+
+// `extent` of an axis split into `shard`: the shard's share.
+int local_extent(int extent, const Shard& shard, int axis) {
+  return shard.axis == axis ? extent / shard.count : extent;
+}
+
+// `weight` as `init` would fill the whole input x output matrix, cut to the
+// slice `shard`: the shard of the unsharded initialisation.
+template <class Scalar>
+void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key, int input,
+                      int output, const Shard& shard, const tensor::Matrix<Scalar>& weight) {
+  if (shard.full()) {
+    initialise(space, init, key, weight);
+    return;
+  }
+  const auto whole = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::whole_weight", input, output);
+  initialise(space, init, key, whole);
+  copy_shard<Scalar>(space, whole, shard, weight);
+  space.fence();  // `whole` goes out of scope
+}
+
+}  // namespace
+
 template <class Scalar>
 Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
-                       kernels::GemmPath gemm, LayerEnvironment env)
-    : env_(env),
-      weight_{
-          name + ".weight", tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", input, output),
-          tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", input, output), Shard::whole(), true},
-      bias_{name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, output),
-            tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, output)},
-      gemm_(gemm) {
-  initialise(env_.exec.space(), init, init_key, weight_.value);
+                       kernels::GemmPath gemm, LayerEnvironment env, TensorSplit split, int blocks)
+    : env_(env), split_(env.collectives.size(Group::tensor) == 1 ? TensorSplit::none : split), gemm_(gemm) {
+  const Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? 0 : 1, blocks, env.collectives);
+  const Shard bias_shard = shard_of(split_, 1, blocks, env.collectives);
+  const int rows = local_extent(input, weight_shard, 0);
+  const int columns = local_extent(output, weight_shard, 1);
+  weight_ = {name + ".weight", tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", rows, columns),
+             tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", rows, columns), weight_shard, true};
+  bias_ = {name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, columns),
+           tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, columns), bias_shard};
+  initialise_shard(env_.exec.space(), init, init_key, input, output, weight_shard, weight_.value);
 }
 
 template <class Scalar>
@@ -57,7 +93,12 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
   const auto& space = env_.exec.space();
   const auto X = inputs.at(0).matrix<Scalar>();
   const auto Y = outputs.at(0).matrix<Scalar>();
-  if (gemm_ == kernels::GemmPath::packed) {
+  if (split_ == TensorSplit::row) {
+    // Partial products of this rank's inputs, summed over the group; the bias once, after the sum.
+    kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
+    env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
+    kernels::add_row(space, bias_.value, Y);
+  } else if (gemm_ == kernels::GemmPath::packed) {
     packed_.linear_forward(space, X, weight_.value, bias_.value, Y);
   } else {
     kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
@@ -78,6 +119,8 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
     } else {
       kernels::gemm(env_.exec.space(), Trans::no, Trans::yes, 1, dY, weight_.value, 0, dX, gemm_);
     }
+    // Column-parallel: each rank's outputs contribute to the whole input's gradient.
+    if (split_ == TensorSplit::column) env_.collectives.all_reduce_sum(Group::tensor, input_grads.at(0));
   }
   ctx.save("dy", output_grads.at(0));
 }

@@ -21,9 +21,10 @@ std::unique_ptr<Sequential<Scalar>> build_body(const ModelSpec& model, LayerRang
     throw input_error(
         fmt::format("a stage of layers [{}, {}) does not fit a model of {} layers", layers.first, layers.end(), total));
   }
+  const auto splits = tensor_splits(model, layers, env.collectives.size(Group::tensor));
   std::vector<std::unique_ptr<Layer<Scalar>>> body;
   for (int index = layers.first; index < layers.end(); ++index) {
-    body.push_back(make_layer<Scalar>(model, index, kernels, env));
+    body.push_back(make_layer<Scalar>(model, index, kernels, env, splits[index - layers.first]));
   }
   return std::make_unique<Sequential<Scalar>>(std::move(body), env);
 }

@@ -20,18 +20,26 @@ class LinearFactory {
   LinearFactory(const ModelSpec& model, int index, KernelChoice kernels, LayerEnvironment env)
       : model_(model), index_(index), kernels_(kernels), env_(env) {}
 
-  // `residual`: an output projection into the residual stream, whose GPT-2
+  // A column-parallel projection of `blocks` fused blocks (Q|K|V: 3) over the tensor group.
+  std::unique_ptr<Layer<Scalar>> column(int in, int out, const std::string& part, int blocks = 1) {
+    return make(in, out, part, gpt2_std, TensorSplit::column, blocks);
+  }
+  // A row-parallel output projection into the residual stream, whose GPT-2
   // initialisation shrinks with depth so the stream's variance stays bounded.
-  std::unique_ptr<Layer<Scalar>> operator()(int in, int out, const std::string& part, bool residual = false) {
-    const double std = residual ? gpt2_std / std::sqrt(2.0 * model_.blocks) : gpt2_std;
-    const auto key = detail::stream(detail::Stream::weights, model_.seed, index_, next_++);
-    return std::make_unique<Linear<Scalar>>(in, out, name(part), key, WeightInit::of(init_kind(model_), in, out, std),
-                                            kernels_.gemm, env_);
+  std::unique_ptr<Layer<Scalar>> row(int in, int out, const std::string& part) {
+    return make(in, out, part, gpt2_std / std::sqrt(2.0 * model_.blocks), TensorSplit::row, 1);
   }
 
   std::string name(const std::string& part) const { return "layer" + std::to_string(index_) + "." + part; }
 
  private:
+  std::unique_ptr<Layer<Scalar>> make(int in, int out, const std::string& part, double std, TensorSplit split,
+                                      int blocks) {
+    const auto key = detail::stream(detail::Stream::weights, model_.seed, index_, next_++);
+    return std::make_unique<Linear<Scalar>>(in, out, name(part), key, WeightInit::of(init_kind(model_), in, out, std),
+                                            kernels_.gemm, env_, split, blocks);
+  }
+
   const ModelSpec& model_;
   int index_;
   KernelChoice kernels_;
@@ -51,18 +59,21 @@ std::unique_ptr<Layer<Scalar>> make_decoder_block(const ModelSpec& model, int in
                                                   LayerEnvironment env) {
   const int d = model.dim;
   const int hidden = d * model.mlp_ratio;
+  // Megatron-LM: each tensor rank holds heads/t heads and hidden/t MLP columns;
+  // the LayerNorms and the residual stream are whole on every rank.
+  const int t = env.collectives.size(Group::tensor);
   LinearFactory<Scalar> linear(model, index, kernels, env);
   std::vector<std::unique_ptr<Layer<Scalar>>> attention;
   attention.push_back(std::make_unique<LayerNorm<Scalar>>(d, linear.name("attn_norm"), env));
-  attention.push_back(linear(d, 3 * d, "attn.qkv"));
+  attention.push_back(linear.column(d, 3 * d, "attn.qkv", 3));
   attention.push_back(
-      std::make_unique<CausalSelfAttention<Scalar>>(model.heads, model.context, d, index, kernels, env));
-  attention.push_back(linear(d, d, "attn.proj", true));
+      std::make_unique<CausalSelfAttention<Scalar>>(model.heads / t, model.context, d / t, index, kernels, env));
+  attention.push_back(linear.row(d, d, "attn.proj"));
   std::vector<std::unique_ptr<Layer<Scalar>>> mlp;
   mlp.push_back(std::make_unique<LayerNorm<Scalar>>(d, linear.name("mlp_norm"), env));
-  mlp.push_back(linear(d, hidden, "mlp.fc"));
-  mlp.push_back(std::make_unique<ActivationLayer<Scalar>>(kernels::Activation::gelu, hidden, env));
-  mlp.push_back(linear(hidden, d, "mlp.proj", true));
+  mlp.push_back(linear.column(d, hidden, "mlp.fc"));
+  mlp.push_back(std::make_unique<ActivationLayer<Scalar>>(kernels::Activation::gelu, hidden / t, env));
+  mlp.push_back(linear.row(hidden, d, "mlp.proj"));
   std::vector<std::unique_ptr<Layer<Scalar>>> block;
   block.push_back(std::make_unique<Residual<Scalar>>(chain(std::move(attention), env), env));
   block.push_back(std::make_unique<Residual<Scalar>>(chain(std::move(mlp), env), env));
@@ -75,7 +86,8 @@ std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, K
   LinearFactory<Scalar> linear(model, index, kernels, env);
   std::vector<std::unique_ptr<Layer<Scalar>>> head;
   head.push_back(std::make_unique<LayerNorm<Scalar>>(model.dim, linear.name("norm"), env));
-  head.push_back(linear(model.dim, model.vocab, "lm_head"));
+  // Vocabulary-parallel logits: the loss never gathers them (vocab_parallel_cross_entropy).
+  head.push_back(linear.column(model.dim, model.vocab, "lm_head"));
   return std::make_unique<PerPosition<Scalar>>(chain(std::move(head), env), model.context);
 }
 

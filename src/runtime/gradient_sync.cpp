@@ -12,6 +12,24 @@ namespace {
 constexpr std::size_t gradient_bucket_bytes = 16u << 20;
 constexpr std::size_t gradient_in_place_bytes = 64u << 10;
 
+// The squared norms of `parameters`' gradients as of the whole parameters: a
+// shard's is summed over its tensor group in rank order (the same sum on
+// every tensor rank); a parameter every tensor rank holds whole counts once.
+template <class Scalar>
+std::vector<double> whole_parameter_norms(comm::Communicator tensor,
+                                          const std::vector<model::Parameter<Scalar>>& parameters,
+                                          std::vector<double> norms) {
+  const int ranks = comm::size_of(tensor);
+  if (ranks == 1) return norms;
+  const std::vector<double> all = comm::all_gather(tensor, norms);
+  for (std::size_t i = 0; i < norms.size(); ++i) {
+    if (parameters[i].shard.full()) continue;
+    norms[i] = 0.0;
+    for (int r = 0; r < ranks; ++r) norms[i] += all[r * norms.size() + i];
+  }
+  return norms;
+}
+
 }  // namespace
 
 template <class Scalar>
@@ -66,7 +84,9 @@ std::vector<double> GradientSync<Scalar>::squared_norms_in_layer_order() {
   std::vector<int> counts;  // per chunk: how many norms
   std::vector<double> norms;
   for (const auto& chunk : chunks_) {
-    const auto own = model::gradient_squared_norms(exec_, chunk->parameters());
+    const auto parameters = chunk->parameters();
+    const auto own =
+        whole_parameter_norms(grid_.tensor(), parameters, model::gradient_squared_norms(exec_, parameters));
     counts.push_back(static_cast<int>(own.size()));
     norms.insert(norms.end(), own.begin(), own.end());
   }

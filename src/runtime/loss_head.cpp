@@ -2,22 +2,39 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/accuracy.hpp"
+#include "kpipe/model/tensor_parallel.hpp"
 
 namespace kpipe::runtime {
 
 template <class Scalar>
 LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed,
-                           tensor::ExecContext& exec)
+                           model::Collectives& collectives, tensor::ExecContext& exec)
     : kind_(spec.model.loss),
       scale_(static_cast<Scalar>(model::loss_scale(spec.model, spec.global_batch))),
       replica_(replica),
       data_parallel_(spec.data_parallel),
       feed_(feed),
+      collectives_(collectives),
+      vocab_(spec.model.vocab),
+      vocab_shard_(
+          spec.model.kind == model::ModelKind::transformer
+              ? model::Shard::along(1, collectives.rank(model::Group::tensor), collectives.size(model::Group::tensor))
+              : model::Shard::whole()),
       exec_(exec) {}
 
 template <class Scalar>
 double LossHead<Scalar>::loss(int step, int mb, const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& dY) {
-  const double value = model::loss_and_gradient(exec_, kind_, Y, feed_.targets(step, mb), scale_, dY);
+  const auto& targets = feed_.targets(step, mb);
+  double value = 0;
+  if (vocab_shard_.full()) {
+    value = model::loss_and_gradient(exec_, kind_, Y, targets, scale_, dY);
+  } else {
+    const std::int64_t predictions = targets.labels.extent(0);
+    const auto logits = model::by_prediction(Y, predictions);
+    value = model::vocab_parallel_cross_entropy(exec_, collectives_, logits, targets.labels,
+                                                vocab_shard_.index * logits.extent_int(1), vocab_, scale_,
+                                                model::by_prediction(dY, predictions));
+  }
   if (!failure_) {
     try {
       model::require_finite_loss(value, step, mb, replica_, data_parallel_);
@@ -31,16 +48,23 @@ double LossHead<Scalar>::loss(int step, int mb, const tensor::Matrix<Scalar>& Y,
 template <class Scalar>
 void LossHead<Scalar>::evaluate(int step, int mb, const tensor::Matrix<Scalar>& Y) {
   const auto& targets = feed_.targets(step, mb);
-  const tensor::Matrix<Scalar> dY = scratch_.take(Y.extent_int(0), Y.extent_int(1));
-  evaluation_.loss += model::loss_and_gradient(exec_, kind_, Y, targets, scale_, dY);
+  const auto logits = whole_predictions(Y, kind_ == model::LossKind::cross_entropy ? targets.labels.extent(0) : 0);
+  const tensor::Matrix<Scalar> dY = scratch_.take(logits.extent_int(0), logits.extent_int(1));
+  evaluation_.loss += model::loss_and_gradient(exec_, kind_, logits, targets, scale_, dY);
   if (kind_ == model::LossKind::cross_entropy) {
     // One prediction per label: a transformer's rows hold T of them.
-    const auto predictions = model::by_prediction(Y, targets.labels.extent(0));
+    const auto predictions = model::by_prediction(logits, targets.labels.extent(0));
     evaluation_.correct += kernels::count_correct<Scalar>(exec_.space(), predictions, targets.labels);
     evaluation_.samples += predictions.extent(0);
   } else {
     evaluation_.samples += Y.extent(0);
   }
+}
+
+template <class Scalar>
+tensor::Matrix<Scalar> LossHead<Scalar>::whole_predictions(const tensor::Matrix<Scalar>& Y, std::int64_t predictions) {
+  if (vocab_shard_.full()) return Y;
+  return model::gather_shards<Scalar>(exec_, collectives_, vocab_shard_, model::by_prediction(Y, predictions));
 }
 
 template class LossHead<float>;

@@ -42,13 +42,16 @@ schedule::Schedule schedule_for(const schedule::RunPlan& plan, Mode mode) {
 template <class Scalar>
 std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::TrainerSpec& spec,
                                                                 const schedule::Schedule& schedule, int rank,
-                                                                Hdf5ActivationStore* store, tensor::ExecContext& exec) {
+                                                                Hdf5ActivationStore* store,
+                                                                model::Collectives& collectives,
+                                                                tensor::ExecContext& exec) {
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
     model::StageOptions options = spec.stage;
     if (store != nullptr) options.stash_store = &store->chunk(chunk);
-    chunks.push_back(std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), options, exec));
+    chunks.push_back(
+        std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), options, collectives, exec));
   }
   return chunks;
 }
@@ -93,19 +96,21 @@ template <class Scalar>
 Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode, comm::Staging staging)
     : spec_(model::TrainerSpec::from_config(config)),
       plan_(plan_for(config, mode, world)),
-      grid_(world, plan_.spec.p, plan_.data_parallel),
+      grid_(world, plan_.spec.p, plan_.data_parallel, config.pipeline.tensor_parallel),
       schedule_(schedule_for(plan_, mode)),
       overlap_gradient_sums_(config.pipeline.overlap_grad_reduce && grid_.replicas() > 1),
       watchdog_(config.runtime.watchdog_seconds, grid_.world_rank()),
       memory_(checked_memory(config, spec_, schedule_, grid_,
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
+      collectives_(grid_, exec_),
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space()),
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
-      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), exec_)),
+      chunks_(
+          build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), collectives_, exec_)),
       feed_(spec_, grid_.replica(),
             make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train,
                                      exec_)),
-      loss_head_(spec_, grid_.replica(), feed_, exec_),
+      loss_head_(spec_, grid_.replica(), feed_, collectives_, exec_),
       gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), watchdog_, exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
@@ -116,7 +121,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
                 exec_),
       validator_(mode == Mode::train && config.train.eval_every > 0
                      ? std::make_unique<Validator<Scalar>>(config, spec_, schedule_, grid_, pointers(chunks_),
-                                                           transport_, exec_)
+                                                           transport_, collectives_, exec_)
                      : nullptr) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
 }
@@ -168,13 +173,19 @@ StepResult Pipeline<Scalar>::run_step(int step) {
   return executor_.run_step(step);
 }
 
+namespace {
+// The last stage's t tensor ranks each compute the whole loss: one of them counts.
+bool counts_loss(const comm::ProcessGrid& grid) { return grid.tensor_rank() == 0; }
+}  // namespace
+
 double global_loss(const comm::ProcessGrid& grid, const StepResult& result) {
-  return comm::sum(grid.world(), result.loss);
+  return comm::sum(grid.world(), counts_loss(grid) ? result.loss : 0.0);
 }
 
 Evaluation global_evaluation(const comm::ProcessGrid& grid, const Evaluation& mine) {
-  const std::vector<std::int64_t> counts = comm::sum(grid.world(), {mine.correct, mine.samples});
-  return {comm::sum(grid.world(), mine.loss), counts[0], counts[1], mine.batches};
+  const Evaluation counted = counts_loss(grid) ? mine : Evaluation{0.0, 0, 0, mine.batches};
+  const std::vector<std::int64_t> counts = comm::sum(grid.world(), {counted.correct, counted.samples});
+  return {comm::sum(grid.world(), counted.loss), counts[0], counts[1], mine.batches};
 }
 
 template class Pipeline<float>;

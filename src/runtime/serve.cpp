@@ -334,6 +334,12 @@ ServeResult serve(const Pipeline<Scalar>& pipeline, const std::vector<Request>& 
     throw input_error(fmt::format("kpipe serve runs one pipeline; set pipeline.data_parallel = 1 (it is {})",
                                   pipeline.grid().replicas()));
   }
+  if (pipeline.grid().tensor_size() != 1) {
+    throw input_error(
+        fmt::format("kpipe serve and generate do not split the KV cache over tensor ranks yet; set "
+                    "pipeline.tensor_parallel = 1 (it is {})",
+                    pipeline.grid().tensor_size()));
+  }
   return Server<Scalar>(pipeline, requests, inference).run();
 }
 

@@ -34,10 +34,10 @@ template <class Scalar>
 Validator<Scalar>::Validator(const config::RunConfig& config, const model::TrainerSpec& spec,
                              const schedule::Schedule& training, const comm::ProcessGrid& grid,
                              std::vector<model::Stage<Scalar>*> chunks, comm::Transport<Scalar>& transport,
-                             tensor::ExecContext& exec)
+                             model::Collectives& collectives, tensor::ExecContext& exec)
     : schedule_(schedule::forward_schedule(training, training.m)),
       feed_(spec, grid.replica(), make_data_source<Scalar>(config.data, spec, io::Split::test, exec)),
-      head_(spec, grid.replica(), feed_, exec),
+      head_(spec, grid.replica(), feed_, collectives, exec),
       executor_(schedule_, grid, std::move(chunks), spec.microbatch_size, transport, validation_io(feed_, head_), {},
                 exec),
       batches_(evaluated_batches(feed_.samples() / spec.global_batch, config.train.eval_batches)) {

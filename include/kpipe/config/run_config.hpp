@@ -82,10 +82,11 @@ struct DataConfig {
 
 // pipeline.*, with the derived microbatch count m = B / (b·d).
 struct PipelineConfig {
-  int stages = 1;          // p: pipeline ranks
-  int virtual_stages = 1;  // v: model chunks per rank
-  int data_parallel = 1;   // d
-  int microbatches = 1;    // m
+  int stages = 1;           // p: pipeline ranks
+  int virtual_stages = 1;   // v: model chunks per rank
+  int data_parallel = 1;    // d
+  int tensor_parallel = 1;  // t: ranks sharing each model stage's layers
+  int microbatches = 1;     // m
   std::string schedule = "1f1b";
   std::vector<int> partition;  // layers per model stage; empty balances by FLOPs
   Recompute recompute = Recompute::none;
@@ -95,7 +96,7 @@ struct PipelineConfig {
   bool validate_schedule = true;
   bool overlap_grad_reduce = true;  // start each layer's data-parallel sum once its gradient is final
 
-  int world_size() const { return stages * data_parallel; }
+  int world_size() const { return stages * tensor_parallel * data_parallel; }
   int model_stages() const { return stages * virtual_stages; }
 };
 

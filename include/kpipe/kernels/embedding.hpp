@@ -8,14 +8,16 @@
 
 namespace kpipe::kernels {
 
-// Y[s, t·dim + j] = token[ids(s, t), j] + position[t, j]. An id outside
-// [0, vocab) is a runtime error naming it (checked on the host copy the
-// caller owns, not here: kernels do not throw).
+// Y[s, t·dim + j] = token[ids(s, t) - first, j] + position[t, j]. An id
+// outside [0, vocab) is a runtime error naming it (checked on the host copy
+// the caller owns, not here: kernels do not throw). `token` may be the rows
+// [first, first + rows) of a vocabulary-parallel table: ids outside them take
+// a zero token row, so the sum over the shards is the whole lookup.
 template <class Scalar>
 void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
-                       const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
-                       const tensor::Matrix<Scalar>& Y);
+                       const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position, const tensor::Matrix<Scalar>& Y,
+                       int first = 0);
 
 // One token per row, for incremental inference: Y[i, j] = token[ids(i, 0),
 // j] + position[positions(i), j] with ids n x 1 and Y n x dim.
@@ -27,13 +29,14 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
                           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
                           const tensor::Matrix<Scalar>& Y);
 
-// dtoken[v, j] += Σ dY[s, t·dim + j] over the positions (s, t) holding token v,
-// in ascending (s, t) order; dposition[t, j] += Σ_s dY[s, t·dim + j], s
-// ascending. No atomics: each output element is owned by one thread, so the
-// sums are bitwise reproducible on every backend.
+// dtoken[v - first, j] += Σ dY[s, t·dim + j] over the positions (s, t)
+// holding token v, in ascending (s, t) order, for the rows [first, first +
+// rows) dtoken holds; dposition[t, j] += Σ_s dY[s, t·dim + j], s ascending.
+// No atomics: each output element is owned by one thread, so the sums are
+// bitwise reproducible on every backend.
 template <class Scalar>
 void embedding_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dtoken,
-                        const tensor::Matrix<Scalar>& dposition);
+                        const tensor::Matrix<Scalar>& dposition, int first = 0);
 
 }  // namespace kpipe::kernels

@@ -27,15 +27,18 @@ namespace kpipe::model {
 // `index` on tensor-parallel rank `index`; checkpoints then write each shard
 // into its slice of the global tensor, and global-norm clipping counts a
 // full parameter once per group but every shard. count == 1 is the whole
-// parameter, what every layer holds today.
+// parameter. With `blocks` > 1 the axis is that many equal blocks, each split
+// into `count` shards, and the shard is slice `index` of every block: a fused
+// Q|K|V projection whose rank holds the Q, K and V columns of its heads.
 struct Shard {
   int axis = 0;
   int index = 0;
   int count = 1;
+  int blocks = 1;
 
   bool full() const { return count == 1; }
   static Shard whole() { return {}; }
-  static Shard along(int axis, int index, int count) { return {axis, index, count}; }
+  static Shard along(int axis, int index, int count, int blocks = 1) { return {axis, index, count, blocks}; }
 };
 
 // A trainable matrix and its gradient buffer (same shape). Biases and norm

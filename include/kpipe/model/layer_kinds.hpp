@@ -16,6 +16,7 @@
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/model/layer.hpp"
+#include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
 
 namespace kpipe::model {
@@ -44,15 +45,30 @@ template <class Scalar>
 void initialise(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key,
                 const tensor::Matrix<Scalar>& weight);
 
+// How a Linear is split across its tensor-parallel group (Megatron-LM): whole
+// on every rank; column-parallel (W and b split along the outputs: the input
+// is whole, the output the rank's slice of columns; the input gradient's
+// partial products are summed over the group); or row-parallel (W split along
+// the inputs: the input is the rank's slice, the partial products are summed
+// over the group in F and b is added once after the sum; the input gradient
+// is the rank's slice). A column-parallel Linear followed by a row-parallel
+// one needs one sum each way and keeps whole tensors outside the pair.
+enum class TensorSplit { none, column, row };
+
 // Y = X W + b with W input x output (so the GEMMs need no transposition on the
 // forward pass) and b a 1 x output row. W starts as `init` says from the
-// counter-based stream `init_key`, b is zero. Saves "x" in F, "x" and "dy"
-// from B to W.
+// counter-based stream `init_key`, b is zero. With a split and a tensor group
+// of t > 1 ranks, the layer holds its rank's shard of W (and of b when
+// column-parallel), initialised as that slice of the whole W, so every t
+// starts from the same model; input_dim() and output_dim() are then the
+// local widths. Column-parallel over `blocks` equal blocks of the outputs (a
+// fused Q|K|V projection: 3), a rank holds its slice of every block. Saves
+// "x" in F, "x" and "dy" from B to W.
 template <class Scalar>
 class Linear final : public Layer<Scalar> {
  public:
   Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
-         kernels::GemmPath gemm, LayerEnvironment env);
+         kernels::GemmPath gemm, LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1);
 
   const char* kind() const override { return "linear"; }
   int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
@@ -66,6 +82,7 @@ class Linear final : public Layer<Scalar> {
 
  private:
   LayerEnvironment env_;
+  TensorSplit split_;  // none whenever the tensor group has one rank
   Parameter<Scalar> weight_;
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
@@ -178,9 +195,17 @@ class Residual final : public Layer<Scalar> {
 };
 
 // Global layer `index` of `model`, initialised from (model.seed, index) only,
-// so every partition builds the same weights.
+// so every partition builds the same weights. `split` is how a linear or
+// linear_activation layer is split across the tensor group (a stage pairs
+// consecutive ones, see tensor_splits); a residual block splits its own pair.
 template <class Scalar>
-std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, KernelChoice kernels,
-                                          LayerEnvironment env);
+std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, KernelChoice kernels, LayerEnvironment env,
+                                          TensorSplit split = TensorSplit::none);
+
+// The split of each layer of `layers` in a tensor group of `ranks`: runs of
+// consecutive linear(_activation) layers pair up column then row, so the
+// tensors between pairs, and at the stage's boundaries, are whole; an
+// unpaired last one of a run stays whole. All none when ranks == 1.
+std::vector<TensorSplit> tensor_splits(const ModelSpec& model, LayerRange layers, int ranks);
 
 }  // namespace kpipe::model

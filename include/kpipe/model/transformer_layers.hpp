@@ -22,6 +22,10 @@ namespace kpipe::model {
 // It is the first layer, so it computes no input gradient. Saves "ids" in F,
 // "ids" and "dy" from B to W. In infer, n x 1 ids of single tokens give
 // n x dim rows, each with the position its token has in the batch.
+// Vocabulary-parallel in a tensor group of t ranks (Megatron-LM): rank r
+// holds the token rows [r·vocab/t, (r+1)·vocab/t), looks up the ids in its
+// range (zero elsewhere) and the group sums the lookups; the position table
+// is whole on every rank and added by rank 0 only.
 template <class Scalar>
 class TokenEmbedding final : public Layer<Scalar> {
  public:
@@ -44,8 +48,10 @@ class TokenEmbedding final : public Layer<Scalar> {
   int dim() const { return static_cast<int>(position_.value.extent(1)); }
 
   LayerEnvironment env_;
-  Parameter<Scalar> token_;     // vocab x dim
-  Parameter<Scalar> position_;  // T x dim
+  Parameter<Scalar> token_;                // vocab x dim, or this rank's vocab/t rows
+  Parameter<Scalar> position_;             // T x dim
+  int first_;                              // the first token id of token_'s rows
+  tensor::Matrix<Scalar> added_position_;  // position_, or zeros on tensor ranks other than 0
 };
 
 // Causal multi-head self-attention on positions: (N = sequences·T) x 3·dim

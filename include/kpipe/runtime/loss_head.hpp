@@ -31,7 +31,11 @@ struct Evaluation {
 template <class Scalar>
 class LossHead {
  public:
-  LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed, tensor::ExecContext& exec);
+  // A transformer's logits are vocabulary-parallel over the tensor group of
+  // `collectives` (each rank holds vocab/t columns); the loss then never
+  // gathers them, evaluation (accuracy needs the argmax) does.
+  LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed, model::Collectives& collectives,
+           tensor::ExecContext& exec);
 
   // Returns the scaled loss of Y and writes its gradient to dY. A NaN or Inf
   // loss does not stop the step here (the other ranks are mid-step and would
@@ -50,11 +54,17 @@ class LossHead {
   }
 
  private:
+  // Y as one row per prediction, gathered whole when vocabulary-parallel.
+  tensor::Matrix<Scalar> whole_predictions(const tensor::Matrix<Scalar>& Y, std::int64_t predictions);
+
   model::LossKind kind_;
   Scalar scale_;  // 1 / B: the same scale as the sequential reference, so results agree bitwise
   int replica_;
   int data_parallel_;
   DataFeed<Scalar>& feed_;
+  model::Collectives& collectives_;
+  int vocab_;                 // the classes of a prediction
+  model::Shard vocab_shard_;  // this rank's columns of the logits (whole unless a tensor-parallel transformer)
   tensor::ExecContext& exec_;
   Evaluation evaluation_;
   std::exception_ptr failure_;

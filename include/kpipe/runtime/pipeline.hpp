@@ -21,6 +21,7 @@
 #include "kpipe/runtime/data_feed.hpp"
 #include "kpipe/runtime/executor.hpp"
 #include "kpipe/runtime/gradient_sync.hpp"
+#include "kpipe/runtime/grid_collectives.hpp"
 #include "kpipe/runtime/loss_head.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/runtime/validator.hpp"
@@ -33,7 +34,7 @@ enum class Mode { train, infer };
 template <class Scalar>
 class Pipeline {
  public:
-  // Builds this rank's part; world size must be p · d (an input error otherwise).
+  // Builds this rank's part; world size must be p · t · d (an input error otherwise).
   // Set-up may fail on one rank only: build it under comm::collectively.
   Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode,
            comm::Staging staging = comm::Staging::automatic);
@@ -88,6 +89,7 @@ class Pipeline {
   MemoryEstimate memory_;  // checked against the limit before anything below is allocated
   // The instance and pool of every chunk, the data, the loss, the optimizer and the transport's sends.
   tensor::ExecContext exec_;
+  GridCollectives collectives_;  // the chunks' tensor-parallel group
   comm::Transport<Scalar> transport_;
   std::unique_ptr<Hdf5ActivationStore> activation_store_;  // before the chunks, which use it
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;

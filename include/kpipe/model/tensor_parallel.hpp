@@ -1,0 +1,27 @@
+#pragma once
+// Moving between a parameter's shard (model::Shard) and the whole tensor:
+// the slice a tensor-parallel rank holds, and the whole tensor gathered from
+// every rank of the group. Initialisation slices the whole initial weight, so
+// every t starts from the same model; checkpoints and tests gather.
+
+#include "kpipe/model/collectives.hpp"
+#include "kpipe/model/layer.hpp"
+#include "kpipe/tensor/exec_context.hpp"
+#include "kpipe/tensor/matrix.hpp"
+
+namespace kpipe::model {
+
+// local = the slice `shard` of `whole` (local has the shard's shape), queued
+// on the instance.
+template <class Scalar>
+void copy_shard(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& whole, const Shard& shard,
+                const tensor::Matrix<Scalar>& local);
+
+// The whole tensor whose shard `shard` this rank holds as `local`, gathered
+// from every rank of the tensor group (a copy of local when whole).
+// Collective over the tensor group.
+template <class Scalar>
+tensor::Matrix<Scalar> gather_shards(tensor::ExecContext& exec, Collectives& collectives, const Shard& shard,
+                                     const tensor::ConstMatrix<Scalar>& local);
+
+}  // namespace kpipe::model

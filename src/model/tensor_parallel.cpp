@@ -1,0 +1,84 @@
+#include "kpipe/model/tensor_parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "kpipe/core/error.hpp"
+
+namespace kpipe::model {
+
+namespace {
+
+std::string describe(const Shard& shard) {
+  return fmt::format("shard {} of {} along axis {} ({} block{})", shard.index, shard.count, shard.axis, shard.blocks,
+                     shard.blocks == 1 ? "" : "s");
+}
+
+}  // namespace
+
+template <class Scalar>
+void copy_shard(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& whole, const Shard& shard,
+                const tensor::Matrix<Scalar>& local) {
+  const int axis = shard.axis;
+  if (whole.extent(axis) != local.extent(axis) * shard.count || whole.extent(1 - axis) != local.extent(1 - axis) ||
+      local.extent(axis) % shard.blocks != 0) {
+    throw runtime_error(fmt::format("{} of a {} x {} tensor cannot be a {} x {} tensor", describe(shard),
+                                    whole.extent(0), whole.extent(1), local.extent(0), local.extent(1)));
+  }
+  // Block b of the shard is [b·w, (b+1)·w) of local and slice `index` of block b of whole.
+  const std::size_t w = local.extent(axis) / shard.blocks;
+  for (int b = 0; b < shard.blocks; ++b) {
+    const std::pair<std::size_t, std::size_t> mine{b * w, (b + 1) * w};
+    const std::size_t from = (b * shard.count + shard.index) * w;
+    const std::pair<std::size_t, std::size_t> slice{from, from + w};
+    if (axis == 0) {
+      Kokkos::deep_copy(space, Kokkos::subview(local, mine, Kokkos::ALL), Kokkos::subview(whole, slice, Kokkos::ALL));
+    } else {
+      Kokkos::deep_copy(space, Kokkos::subview(local, Kokkos::ALL, mine), Kokkos::subview(whole, Kokkos::ALL, slice));
+    }
+  }
+}
+
+template <class Scalar>
+tensor::Matrix<Scalar> gather_shards(tensor::ExecContext& exec, Collectives& collectives, const Shard& shard,
+                                     const tensor::ConstMatrix<Scalar>& local) {
+  const int rows = local.extent_int(0), columns = local.extent_int(1), t = shard.count;
+  const auto mine = tensor::uninitialized_matrix<Scalar>("kpipe::model::gather_shards::local", rows, columns);
+  Kokkos::deep_copy(exec.space(), mine, local);
+  if (shard.full()) return mine;
+  const auto stacked = tensor::uninitialized_matrix<Scalar>("kpipe::model::gather_shards", rows * t, columns);
+  collectives.all_gather(Group::tensor, mine, stacked);  // shards stacked along axis 0 in rank order
+  // Element x of rank r's shard along the axis, in block x / w, lands at
+  // (x / w)·w·t + r·w + x % w of the whole.
+  const int axis = shard.axis;
+  const int w = local.extent_int(axis) / shard.blocks;
+  const auto whole =
+      axis == 0 ? tensor::uninitialized_matrix<Scalar>("kpipe::model::gather_shards::whole", rows * t, columns)
+                : tensor::uninitialized_matrix<Scalar>("kpipe::model::gather_shards::whole", rows, columns * t);
+  Kokkos::parallel_for(
+      "kpipe::model::gather_shards",
+      Kokkos::MDRangePolicy<tensor::ExecutionSpace, Kokkos::Rank<2>>(exec.space(), {0, 0}, {rows * t, columns}),
+      KOKKOS_LAMBDA(int i, int j) {
+        const int r = i / rows, row = i % rows;
+        const int x = axis == 0 ? row : j;
+        const int at = (x / w) * w * t + r * w + x % w;
+        if (axis == 0) {
+          whole(at, j) = stacked(i, j);
+        } else {
+          whole(row, at) = stacked(i, j);
+        }
+      });
+  return whole;
+}
+
+template void copy_shard<float>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<float>&, const Shard&,
+                                const tensor::Matrix<float>&);
+template void copy_shard<double>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<double>&, const Shard&,
+                                 const tensor::Matrix<double>&);
+template tensor::Matrix<float> gather_shards<float>(tensor::ExecContext&, Collectives&, const Shard&,
+                                                    const tensor::ConstMatrix<float>&);
+template tensor::Matrix<double> gather_shards<double>(tensor::ExecContext&, Collectives&, const Shard&,
+                                                      const tensor::ConstMatrix<double>&);
+
+}  // namespace kpipe::model
