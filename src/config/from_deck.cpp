@@ -276,12 +276,6 @@ void check_tensor_parallel(const Deck& deck, const RunConfig& config) {
                       deck.describe("pipeline.tensor_parallel"), what, width, nearest_divisor(width, t)));
     }
   }
-  if (config.checkpoint.every > 0 || !config.checkpoint.restart.empty()) {
-    throw input_error(
-        fmt::format("{}: checkpoints of a tensor-parallel run are not implemented yet; set it to 1 or "
-                    "checkpoint.every = 0 and checkpoint.restart = \"\"",
-                    deck.describe("pipeline.tensor_parallel")));
-  }
 }
 
 // A uniform microbatch holds one decode of every running request.

@@ -57,11 +57,12 @@ std::vector<typename Optimizer<Scalar>::State> Optimizer<Scalar>::state() const 
   std::vector<State> out;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const std::string& name = parameters_[i].name;
+    const Shard& shard = parameters_[i].shard;
     if (spec_.kind == OptimizerKind::sgd) {
-      out.push_back({name + ".momentum_buffer", first_[i]});
+      out.push_back({name + ".momentum_buffer", first_[i], shard});
     } else {
-      out.push_back({name + ".exp_avg", first_[i]});
-      out.push_back({name + ".exp_avg_sq", second_[i]});
+      out.push_back({name + ".exp_avg", first_[i], shard});
+      out.push_back({name + ".exp_avg_sq", second_[i], shard});
     }
   }
   return out;

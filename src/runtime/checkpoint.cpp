@@ -3,24 +3,78 @@
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/checkpoint.hpp"
+#include "kpipe/model/tensor_parallel.hpp"
+#include "kpipe/runtime/grid_collectives.hpp"
 
 namespace kpipe::runtime {
 
 namespace {
 
+// A tensor this rank holds: its global name, its value, and which shard of
+// the global tensor it is (tensor parallelism; whole otherwise).
 template <class Scalar>
-std::vector<io::NamedMatrix<Scalar>> named_parameters(const Pipeline<Scalar>& pipeline) {
-  std::vector<io::NamedMatrix<Scalar>> named;
-  for (const auto& parameter : pipeline.parameters()) named.push_back({parameter.name, parameter.value});
-  return named;
+struct Held {
+  std::string name;
+  tensor::Matrix<Scalar> value;
+  model::Shard shard;
+};
+
+template <class Scalar>
+std::vector<Held<Scalar>> held_tensors(const Pipeline<Scalar>& pipeline) {
+  std::vector<Held<Scalar>> held;
+  for (const auto& parameter : pipeline.parameters())
+    held.push_back({parameter.name, parameter.value, parameter.shard});
+  return held;
 }
 
 template <class Scalar>
-std::vector<io::NamedMatrix<Scalar>> named_state(const Pipeline<Scalar>& pipeline) {
+std::vector<Held<Scalar>> held_state(const Pipeline<Scalar>& pipeline) {
+  std::vector<Held<Scalar>> held;
+  if (!pipeline.optimizer()) return held;
+  for (const auto& state : pipeline.optimizer()->state()) held.push_back({state.name, state.value, state.shard});
+  return held;
+}
+
+// The global tensors of `held`: shards gathered whole from their tensor group
+// (collective over it), whole tensors as they are.
+template <class Scalar>
+std::vector<io::NamedMatrix<Scalar>> gathered(const comm::ProcessGrid& grid, const std::vector<Held<Scalar>>& held) {
+  tensor::ExecContext exec;
+  GridCollectives collectives(grid, exec);
   std::vector<io::NamedMatrix<Scalar>> named;
-  if (!pipeline.optimizer()) return named;
-  for (const auto& state : pipeline.optimizer()->state()) named.push_back({state.name, state.value});
+  for (const auto& h : held) {
+    named.push_back(
+        {h.name, h.shard.full() ? h.value : model::gather_shards<Scalar>(exec, collectives, h.shard, h.value)});
+  }
   return named;
+}
+
+// Where to read the global tensors of `held`: the tensor itself when whole, a
+// buffer of the global shape for a shard (see keep_shards).
+template <class Scalar>
+std::vector<io::NamedMatrix<Scalar>> global_buffers(const std::vector<Held<Scalar>>& held) {
+  std::vector<io::NamedMatrix<Scalar>> named;
+  for (const auto& h : held) {
+    if (h.shard.full()) {
+      named.push_back({h.name, h.value});
+      continue;
+    }
+    const int axis = h.shard.axis;
+    const int rows = h.value.extent_int(0) * (axis == 0 ? h.shard.count : 1);
+    const int columns = h.value.extent_int(1) * (axis == 1 ? h.shard.count : 1);
+    named.push_back({h.name, tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_global", rows, columns)});
+  }
+  return named;
+}
+
+// Each shard of `held` from its global tensor read into `buffers`.
+template <class Scalar>
+void keep_shards(const std::vector<Held<Scalar>>& held, const std::vector<io::NamedMatrix<Scalar>>& buffers) {
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    if (!held[i].shard.full()) {
+      model::copy_shard<Scalar>(tensor::ExecutionSpace(), buffers[i].value, held[i].shard, held[i].value);
+    }
+  }
 }
 
 template <class Scalar>
@@ -47,10 +101,17 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
   info.virtual_stages = pipeline.schedule().v;
   info.data_parallel = grid.replicas();
   info.schedule = pipeline.schedule().name;
-  // Replicas hold identical weights: replica 0 alone writes them.
-  const bool writes = grid.replica() == 0;
-  const auto parameters = writes ? named_parameters(pipeline) : std::vector<io::NamedMatrix<Scalar>>{};
-  const auto state = writes ? named_state(pipeline) : std::vector<io::NamedMatrix<Scalar>>{};
+  // Replicas hold identical weights: replica 0 alone writes them, the global
+  // tensors its tensor groups gather, each by its tensor rank 0.
+  std::vector<io::NamedMatrix<Scalar>> parameters, state;
+  if (grid.replica() == 0) {
+    parameters = gathered(grid, held_tensors(pipeline));
+    state = gathered(grid, held_state(pipeline));
+  }
+  if (grid.tensor_rank() != 0) {
+    parameters.clear();
+    state.clear();
+  }
   Kokkos::fence();
   return io::write_checkpoint<Scalar>(grid.world(), config.path, info, parameters, state, config.keep,
                                       grid.world_rank());
@@ -59,12 +120,16 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
 template <class Scalar>
 std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file) {
   const auto& grid = pipeline.grid();
-  const auto parameters = named_parameters(pipeline);
-  const auto state = named_state(pipeline);
+  const auto held_parameters = held_tensors(pipeline);
+  const auto held_states = held_state(pipeline);
+  const auto parameters = global_buffers(held_parameters);
+  const auto state = global_buffers(held_states);
   const auto model = io::all_model_shapes(grid.world(), shapes_of(parameters));
   const io::CheckpointInfo info = comm::collectively(grid.world(), pipeline.watchdog(), "checkpoint restart", [&] {
     return io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));
   });
+  keep_shards(held_parameters, parameters);
+  keep_shards(held_states, state);
   if (pipeline.optimizer()) pipeline.optimizer()->set_steps(static_cast<int>(info.optimizer_steps));
   for (const auto& chunk : pipeline.chunks()) chunk->weights_changed();
   Kokkos::fence();

@@ -36,10 +36,12 @@ class Optimizer {
   void set_steps(int steps) { steps_ = steps; }
 
   // The state matrices, named "<parameter>.momentum_buffer" (SGD) or
-  // "<parameter>.exp_avg" and "<parameter>.exp_avg_sq" (AdamW), as in PyTorch.
+  // "<parameter>.exp_avg" and "<parameter>.exp_avg_sq" (AdamW), as in
+  // PyTorch; each is the same shard of its global tensor as its parameter.
   struct State {
     std::string name;
     tensor::Matrix<Scalar> value;
+    Shard shard = Shard::whole();
   };
   std::vector<State> state() const;
 

@@ -20,8 +20,9 @@ struct CheckpointRun {
 
 // Collective over the world: writes the checkpoint of `steps_done` completed
 // steps into checkpoint.path, keeping the last checkpoint.keep. Replica 0
-// writes the tensors; each of its ranks the chunks it holds. Returns the
-// file's path. Throws a runtime error when it cannot be written; the previous
+// writes the tensors; each of its ranks the chunks it holds, tensor-parallel
+// shards gathered into their global tensors (written by tensor rank 0), so
+// any t can read them. Returns the file's path. Throws a runtime error when it cannot be written; the previous
 // checkpoint stays as it was.
 template <class Scalar>
 std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::CheckpointConfig& config,
@@ -29,7 +30,8 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
 
 // Collective over the world: loads `file` into the pipeline — every rank the
 // parameters (and, when training, the optimizer state and step count) of the
-// chunks it holds, whatever layout wrote it — after checking the format, the
+// chunks it holds, a shard sliced from its global tensor, whatever layout
+// (p, v, t, d) wrote it — after checking the format, the
 // model and every checksum. A bad file throws the same input error on every
 // rank. Returns the steps the checkpoint had done: the next step to run.
 template <class Scalar>

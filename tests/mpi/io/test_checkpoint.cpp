@@ -1,6 +1,8 @@
 // Checkpoints (DESIGN.md §5): N steps, a checkpoint, a restart and N more
 // steps give bitwise the weights of 2N uninterrupted steps, for 1f1b and
-// interleaved; a checkpoint written on p = 2 restarts on p = 4 and on d = 2.
+// interleaved; a checkpoint written on p = 2 restarts on p = 4 and on d = 2;
+// one written with t = 2 tensor ranks holds global tensors and restarts on
+// t = 1 and on t = 2.
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -16,7 +18,9 @@
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/io/hdf5.hpp"
+#include "kpipe/model/tensor_parallel.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
+#include "kpipe/runtime/grid_collectives.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 
 using namespace kpipe;
@@ -26,14 +30,15 @@ namespace {
 constexpr int half = 3;  // N
 
 // The same data (B = 64) on every layout: d replicas of 64 / d samples each.
-config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& directory) {
+config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& directory, int t = 1) {
   const int v = schedule == "interleaved" ? 2 : 1;
   const std::string text = fmt::format(
       "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16, 16, 16]\nmodel.output_dim = 5\n"
       "train.global_batch = 64\ntrain.microbatch_size = 4\ntrain.steps = {}\n"
       "pipeline.stages = {}\npipeline.data_parallel = {}\npipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\n"
-      "runtime.watchdog_seconds = 60\ncheckpoint.every = {}\ncheckpoint.path = \"{}\"\ncheckpoint.keep = 2\n",
-      2 * half, p, d, schedule, v, half, directory);
+      "pipeline.tensor_parallel = {}\nruntime.watchdog_seconds = 60\ncheckpoint.every = {}\n"
+      "checkpoint.path = \"{}\"\ncheckpoint.keep = 2\n",
+      2 * half, p, d, schedule, v, t, half, directory);
   return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
@@ -52,6 +57,17 @@ Weights train(const config::RunConfig& config, MPI_Comm comm, int first, int las
   for (int step = first; step < last; ++step) pipeline.run_step(step);
   if (written) *written = runtime::save_checkpoint(pipeline, config.checkpoint, {"deck = \"test\"\n"}, last);
   return by_name(pipeline.parameters());
+}
+
+// The parameters of this rank's chunks, tensor-parallel shards gathered whole.
+Weights whole(const runtime::Pipeline<float>& pipeline) {
+  tensor::ExecContext exec;
+  runtime::GridCollectives collectives(pipeline.grid(), exec);
+  Weights values;
+  for (const auto& p : pipeline.parameters()) {
+    values[p.name] = tensor::to_host<float>(model::gather_shards<float>(exec, collectives, p.shard, p.value));
+  }
+  return values;
 }
 
 // A fresh directory made by world rank 0, known to every rank.
@@ -148,6 +164,41 @@ TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
     // World rank = replica * p + pipeline rank: ranks 0 and 1 hold what they held at p = 2, d = 1.
     // 1e-6: the bound for a restart that changes the summation order.
     if (comm::rank_of(comm::world()) < 2) compare(p2_uninterrupted, restarted, 1e-6);
+  }
+  remove_directory(directory);
+}
+
+TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on t = 2", "[checkpoint]") {
+  if (comm::size_of(comm::world()) != 4) return;
+  const std::string directory = scratch_directory();
+  // t = 2 (p = 2, d = 1): N steps, a checkpoint, N more steps.
+  const auto t2 = config_for(2, 1, "1f1b", directory, 2);
+  std::string file;
+  Weights saved, uninterrupted;
+  {
+    runtime::Pipeline<float> pipeline(t2, MPI_COMM_WORLD, runtime::Mode::train);
+    for (int step = 0; step < half; ++step) pipeline.run_step(step);
+    file = runtime::save_checkpoint(pipeline, t2.checkpoint, {"deck = \"test\"\n"}, half);
+    saved = whole(pipeline);
+    for (int step = half; step < 2 * half; ++step) pipeline.run_step(step);
+    uninterrupted = whole(pipeline);
+  }
+  SECTION("t = 1 (p = 2, d = 2) reads the global tensors and continues within 1e-5") {
+    runtime::Pipeline<float> pipeline(config_for(2, 2, "1f1b", directory), MPI_COMM_WORLD, runtime::Mode::train);
+    CHECK(runtime::load_checkpoint(pipeline, file) == half);
+    // World rank (replica · p + stage) · t + tensor rank: ranks 0 and 3 hold
+    // stage 0 and stage 1 in both layouts.
+    const bool same_stage = comm::rank_of(comm::world()) % 3 == 0;
+    if (same_stage) compare(saved, by_name(pipeline.parameters()), 0.0);
+    for (int step = half; step < 2 * half; ++step) pipeline.run_step(step);
+    // The tensor group's partial sums and the replicas' add in other orders.
+    if (same_stage) compare(uninterrupted, by_name(pipeline.parameters()), 1e-5);
+  }
+  SECTION("t = 2 slices them back and continues bitwise like the uninterrupted run") {
+    runtime::Pipeline<float> pipeline(t2, MPI_COMM_WORLD, runtime::Mode::train);
+    CHECK(runtime::load_checkpoint(pipeline, file) == half);
+    for (int step = half; step < 2 * half; ++step) pipeline.run_step(step);
+    compare(uninterrupted, whole(pipeline), 0.0);
   }
   remove_directory(directory);
 }
