@@ -34,11 +34,27 @@ bool mpi_reaches_device_memory() {
 
 template <class Scalar>
 Transport<Scalar>::Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging,
-                             const tensor::ExecutionSpace& space)
+                             const tensor::ExecutionSpace& space, MPI_Comm scatter_group)
     : comm_(comm),
       watchdog_(watchdog),
       space_(space),
-      staged_(staging == Staging::host || !mpi_reaches_device_memory()) {}
+      staged_(staging == Staging::host || !mpi_reaches_device_memory()),
+      scatter_group_(scatter_group) {
+  if (scatter_group_ != MPI_COMM_NULL) {
+    MPI_Comm_size(scatter_group_, &parts_);
+    MPI_Comm_rank(scatter_group_, &part_);
+  }
+}
+
+template <class Scalar>
+Message Transport<Scalar>::part_of(const Message& message) const {
+  if (parts_ == 1) return message;
+  if (message.cols % parts_ != 0) {
+    throw runtime_error(fmt::format("scatter/gather of a {}x{} message over {} ranks: the width must divide by {}",
+                                    message.rows, message.cols, parts_, parts_));
+  }
+  return {message.peer, message.tag, message.rows, message.cols / parts_};
+}
 
 template <class Scalar>
 Transport<Scalar>::~Transport() {
@@ -52,7 +68,8 @@ Transport<Scalar>::~Transport() {
 }
 
 template <class Scalar>
-void Transport<Scalar>::post_receive(const Message& message) {
+void Transport<Scalar>::post_receive(const Message& whole) {
+  const Message message = part_of(whole);
   Pending pending{message, MPI_REQUEST_NULL, buffers_.take(message.rows, message.cols), {}};
   Scalar* target = pending.data.data();
   if (staged_) {
@@ -78,11 +95,11 @@ void Transport<Scalar>::wait(Pending& pending, const std::string& what) {
 }
 
 template <class Scalar>
-typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Message& message,
-                                                                       const std::string& what) {
+typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Message& whole, const std::string& what) {
+  const Message message = part_of(whole);
   auto it = find_receive(message);
   if (it == receives_.end()) {
-    post_receive(message);
+    post_receive(whole);
     it = std::prev(receives_.end());
   }
   Pending pending = std::move(*it);
@@ -99,16 +116,41 @@ typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Mes
     Kokkos::deep_copy(space_, pending.data, pending.staging);
     space_.fence();
   }
-  return pending.data;
+  return parts_ == 1 ? pending.data : gather(pending, whole);
 }
 
 template <class Scalar>
-void Transport<Scalar>::send(const Message& message, const Matrix& data) {
+typename Transport<Scalar>::Matrix Transport<Scalar>::gather(const Pending& part, const Message& message) {
+  const Matrix whole = buffers_.take(message.rows, message.cols);
+  const int count = part.message.rows * part.message.cols;
+  // The parts in rank order are the message's elements in order: a plain all-gather.
+  if (staged_) {
+    const HostMatrix host = staging_buffers_.take(message.rows, message.cols);
+    MPI_Allgather(part.staging.data(), count, mpi_type<Scalar>(), host.data(), count, mpi_type<Scalar>(),
+                  scatter_group_);
+    Kokkos::deep_copy(space_, whole, host);
+    space_.fence();
+  } else {
+    MPI_Allgather(part.data.data(), count, mpi_type<Scalar>(), whole.data(), count, mpi_type<Scalar>(), scatter_group_);
+  }
+  return whole;
+}
+
+template <class Scalar>
+void Transport<Scalar>::send(const Message& whole, const Matrix& data) {
+  const Message message = part_of(whole);
   Pending pending{message, MPI_REQUEST_NULL, data, {}};
-  const Scalar* source = data.data();
+  if (parts_ > 1) {
+    // This rank's part, the elements [part·n, (part+1)·n) of the whole.
+    const Matrix mine(data.data() + static_cast<std::size_t>(part_) * message.rows * message.cols, message.rows,
+                      message.cols);
+    pending.data = send_parts_.take(message.rows, message.cols);
+    Kokkos::deep_copy(space_, pending.data, mine);
+  }
+  const Scalar* source = pending.data.data();
   if (staged_) {
     pending.staging = staging_buffers_.take(message.rows, message.cols);
-    Kokkos::deep_copy(space_, pending.staging, data);
+    Kokkos::deep_copy(space_, pending.staging, pending.data);
     source = pending.staging.data();
   }
   // Kernels writing `data` may still run on the instance; only they are waited for.

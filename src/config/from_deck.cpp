@@ -150,6 +150,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.virtual_stages = static_cast<int>(deck.integer("pipeline.virtual_stages"));
   pipeline.data_parallel = static_cast<int>(deck.integer("pipeline.data_parallel"));
   pipeline.tensor_parallel = static_cast<int>(deck.integer("pipeline.tensor_parallel"));
+  pipeline.scatter_gather = deck.boolean("pipeline.scatter_gather");
   pipeline.microbatches = microbatch_count(deck);
   pipeline.schedule = deck.string("pipeline.schedule");
   pipeline.partition = ints(deck.integers("pipeline.partition"));

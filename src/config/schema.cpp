@@ -110,6 +110,10 @@ std::vector<KeySpec> build_schema() {
               "Tensor-parallel ranks per stage (t): Megatron column/row-parallel Linear pairs, attention heads "
               "and vocabulary split over t ranks; must divide an MLP's hidden widths, a transformer's heads, dim, "
               "MLP width and vocab; world size is p * t * d"),
+      boolean("pipeline.scatter_gather", true,
+              "With pipeline.tensor_parallel > 1: each tensor rank sends 1/t of a boundary activation (and "
+              "gradient) to its counterpart, which all-gathers it in its tensor group (Megatron-LM); bitwise the "
+              "same results, 1/t of the bytes between stages"),
       integers("pipeline.partition", {}, 1,
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),
       choice("pipeline.recompute", "none", {"none", "full"},

@@ -44,9 +44,14 @@ class Transport {
 
   // `space` is the execution-space instance (a CUDA stream) whose kernels
   // write the data this transport sends: a send waits for that instance
-  // only, never for the whole device.
+  // only, never for the whole device. With a `scatter_group` of t > 1 ranks
+  // (a tensor-parallel group, whose ranks all hold the same boundary tensors),
+  // Megatron-LM's scatter/gather: rank r of the group sends only part r of
+  // every message (the r-th 1/t of its elements, in row-major order) to its
+  // counterpart, and a receive all-gathers the parts in its own group; every
+  // rank still sees whole messages. Message widths must divide by t.
   Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging = Staging::automatic,
-            const tensor::ExecutionSpace& space = tensor::ExecutionSpace());
+            const tensor::ExecutionSpace& space = tensor::ExecutionSpace(), MPI_Comm scatter_group = MPI_COMM_NULL);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -66,6 +71,7 @@ class Transport {
   // Waits for every send started so far (the end of a step).
   void complete_sends(const std::string& what);
 
+  // Bytes and messages this rank sent (its parts only, with scatter/gather).
   std::uint64_t bytes_sent() const { return bytes_sent_; }
   std::uint64_t messages_sent() const { return messages_sent_; }
   // The most receives that were posted and not yet completed at one time.
@@ -80,6 +86,12 @@ class Transport {
   };
 
   void wait(Pending& pending, const std::string& what);
+  // What this rank sends or receives of `message`: all of it, or with
+  // scatter/gather its part, rows x cols/t.
+  Message part_of(const Message& message) const;
+  // The whole message from this rank's received part: the group's parts
+  // gathered in rank order.
+  Matrix gather(const Pending& part, const Message& message);
   // The posted receive of `message`, or receives_.end().
   typename std::vector<Pending>::iterator find_receive(const Message& message);
 
@@ -87,9 +99,13 @@ class Transport {
   const Watchdog& watchdog_;
   tensor::ExecutionSpace space_;
   bool staged_;
+  MPI_Comm scatter_group_;
+  int parts_ = 1;  // ranks of the scatter group; 1 sends whole messages
+  int part_ = 0;   // this rank's part
   std::vector<Pending> receives_;
   std::vector<Pending> sends_;
   tensor::BufferPool<Matrix> buffers_{"kpipe::comm::receive_buffer"};
+  tensor::BufferPool<Matrix> send_parts_{"kpipe::comm::send_part"};  // scatter/gather: this rank's parts
   tensor::BufferPool<HostMatrix> staging_buffers_{"kpipe::comm::staging_buffer"};
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t messages_sent_ = 0;
