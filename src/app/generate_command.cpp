@@ -15,6 +15,7 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/runtime/generation.hpp"
+#include "kpipe/runtime/serve.hpp"
 #include "kpipe/runtime/token_source.hpp"
 #include "training.hpp"
 
@@ -69,6 +70,7 @@ int generate_command(const Environment&, const GenerateOptions& options) {
     throw input_error(fmt::format("{} has model.kind = \"{}\"; kpipe generate samples text from a transformer deck",
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
+  runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
   const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
   const auto vocabulary = runtime::load_vocabulary(config.data, spec);
   const std::vector<std::int32_t> prompt = vocabulary.encode(options.prompt, "the prompt");

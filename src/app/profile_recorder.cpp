@@ -11,6 +11,7 @@
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/clock.hpp"
+#include "kpipe/core/error.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/profile.hpp"
 #include "kpipe/runtime/timeline.hpp"
@@ -54,6 +55,13 @@ std::string joined(const std::vector<std::string>& words) {
 
 ProfileRecorder::ProfileRecorder(const runtime::Pipeline<float>& pipeline, std::string path)
     : pipeline_(pipeline), path_(std::move(path)) {
+  // The file's layout (docs/formats.md) has one rank per stage and replica.
+  if (enabled() && pipeline.grid().tensor_size() > 1) {
+    throw input_error(
+        fmt::format("--profile records p * d ranks and cannot hold a tensor-parallel run yet; drop --profile or set "
+                    "pipeline.tensor_parallel = 1 (it is {})",
+                    pipeline.grid().tensor_size()));
+  }
   for (const auto& p : pipeline.parameters())
     gradient_bytes_ += static_cast<std::int64_t>(p.grad.span() * sizeof(float));
 }

@@ -87,6 +87,7 @@ int serve_command(const Environment&, const ServeOptions& options) {
     throw input_error(fmt::format("{} has model.kind = \"{}\"; kpipe serve generates text with a transformer deck",
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
+  runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
   const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
   const auto vocabulary = runtime::load_vocabulary(config.data, spec);
   const std::string text =

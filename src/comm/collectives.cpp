@@ -21,6 +21,8 @@ std::vector<std::int64_t> all_gather_int64(Communicator comm, std::int64_t mine)
 
 Communicator world() { return MPI_COMM_WORLD; }
 
+Communicator self() { return MPI_COMM_SELF; }
+
 int rank_of(Communicator comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);

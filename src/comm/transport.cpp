@@ -40,10 +40,8 @@ Transport<Scalar>::Transport(MPI_Comm comm, const Watchdog& watchdog, Staging st
       space_(space),
       staged_(staging == Staging::host || !mpi_reaches_device_memory()),
       scatter_group_(scatter_group) {
-  if (scatter_group_ != MPI_COMM_NULL) {
-    MPI_Comm_size(scatter_group_, &parts_);
-    MPI_Comm_rank(scatter_group_, &part_);
-  }
+  MPI_Comm_size(scatter_group_, &parts_);
+  MPI_Comm_rank(scatter_group_, &part_);
 }
 
 template <class Scalar>

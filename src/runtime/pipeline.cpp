@@ -104,7 +104,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
       collectives_(grid_, exec_),
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space(),
-                 config.pipeline.scatter_gather ? grid_.tensor() : MPI_COMM_NULL),
+                 config.pipeline.scatter_gather ? grid_.tensor() : comm::self()),
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
       chunks_(
           build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), collectives_, exec_)),

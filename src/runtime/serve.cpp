@@ -324,6 +324,14 @@ double measured_bubble(const std::vector<StageWork>& work) {
   return busy > 0 ? idle / busy : 0.0;
 }
 
+void require_one_tensor_rank(int tensor_parallel) {
+  if (tensor_parallel == 1) return;
+  throw input_error(
+      fmt::format("kpipe serve and generate do not split the KV cache over tensor ranks yet; set "
+                  "pipeline.tensor_parallel = 1 (it is {})",
+                  tensor_parallel));
+}
+
 template <class Scalar>
 ServeResult serve(const Pipeline<Scalar>& pipeline, const std::vector<Request>& requests,
                   const config::InferenceConfig& inference) {
@@ -334,12 +342,7 @@ ServeResult serve(const Pipeline<Scalar>& pipeline, const std::vector<Request>& 
     throw input_error(fmt::format("kpipe serve runs one pipeline; set pipeline.data_parallel = 1 (it is {})",
                                   pipeline.grid().replicas()));
   }
-  if (pipeline.grid().tensor_size() != 1) {
-    throw input_error(
-        fmt::format("kpipe serve and generate do not split the KV cache over tensor ranks yet; set "
-                    "pipeline.tensor_parallel = 1 (it is {})",
-                    pipeline.grid().tensor_size()));
-  }
+  require_one_tensor_rank(pipeline.grid().tensor_size());
   return Server<Scalar>(pipeline, requests, inference).run();
 }
 

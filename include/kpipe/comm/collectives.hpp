@@ -14,6 +14,8 @@ namespace kpipe::comm {
 using Communicator = MPI_Comm;
 
 Communicator world();
+// This rank alone: a group of one.
+Communicator self();
 int rank_of(Communicator comm);
 int size_of(Communicator comm);
 void barrier(Communicator comm);

@@ -49,9 +49,10 @@ class Transport {
   // Megatron-LM's scatter/gather: rank r of the group sends only part r of
   // every message (the r-th 1/t of its elements, in row-major order) to its
   // counterpart, and a receive all-gathers the parts in its own group; every
-  // rank still sees whole messages. Message widths must divide by t.
+  // rank still sees whole messages. Message widths must divide by t. The
+  // default, this rank alone, sends whole messages.
   Transport(MPI_Comm comm, const Watchdog& watchdog, Staging staging = Staging::automatic,
-            const tensor::ExecutionSpace& space = tensor::ExecutionSpace(), MPI_Comm scatter_group = MPI_COMM_NULL);
+            const tensor::ExecutionSpace& space = tensor::ExecutionSpace(), MPI_Comm scatter_group = MPI_COMM_SELF);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;

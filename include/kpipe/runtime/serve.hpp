@@ -67,6 +67,11 @@ double percentile(std::vector<double> values, double fraction);
 // compute to its last: the bubble that unequal microbatches leave.
 double measured_bubble(const std::vector<StageWork>& work);
 
+// Serving keeps the KV cache of a stage on one rank: an input error naming
+// pipeline.tensor_parallel unless it is 1. kpipe serve and generate check it
+// before building the pipeline.
+void require_one_tensor_rank(int tensor_parallel);
+
 // Serves `requests` on the pipeline (built in inference mode); every rank of
 // the pipeline calls it with the same requests. The result is complete on
 // the scheduler's rank (the first stage's), empty elsewhere.
