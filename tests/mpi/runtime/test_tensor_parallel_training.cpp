@@ -9,11 +9,14 @@
 // shard once. Two identical t = 2 runs are bitwise identical. Scatter/gather
 // at the stage boundaries (each tensor rank sends 1/t of a boundary tensor,
 // the receiver all-gathers) changes no bit and divides the bytes sent by t.
+// In float64 on random weights, one stage of the whole model split over 4
+// tensor ranks computes the unsharded F, B and W to rounding (1e-12).
 #include <mpi.h>
 
 #include <fmt/format.h>
 
 #include <map>
+#include <random>
 
 #include "catch.hpp"
 #include "kpipe/comm/collectives.hpp"
@@ -156,6 +159,88 @@ TEST_CASE("scatter/gather at stage boundaries: bitwise the same, 1/t of the byte
       CHECK(messages[1] == messages[0]);
       // Per boundary per microbatch: each tensor rank sends 1/t of the message.
       CHECK(bytes[1] * t == bytes[0]);
+    }
+  }
+}
+
+// One stage holding the whole model, in float64, on tensor groups of 4 ranks:
+// its output (the rank's slice of the logits for a transformer), input
+// gradient and weight gradients (gathered) equal the unsharded stage's to
+// rounding: the shards add the same products in other groupings.
+TEST_CASE("a tensor-parallel stage computes the unsharded F, B and W in float64", "[runtime][tensor_parallel]") {
+  constexpr int ranks = 4;
+  const comm::ProcessGrid grid(comm::world(), 1, comm::size_of(comm::world()) / ranks, ranks);
+  tensor::ExecContext exec;
+  runtime::GridCollectives collectives(grid, exec);
+  const int me = grid.tensor_rank();
+  for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
+    const model::ModelSpec spec = model::ModelSpec::from_config(config_for(kind, 1, "1f1b").model);
+    const model::LayerRange all{0, spec.layer_count()};
+    model::Stage<double> sharded(spec, all, {}, collectives, exec);
+    model::Stage<double> whole(spec, all, {}, exec);
+    // Random parameters (biases start at zero, which would hide where they are
+    // added), the same on every rank, each shard its slice.
+    std::mt19937 random(11);
+    std::normal_distribution<double> normal;
+    std::map<std::string, tensor::Matrix<double>> values;
+    for (const auto& p : whole.parameters()) {
+      std::vector<double> host(p.value.size());
+      for (auto& value : host) value = 0.5 * normal(random);
+      tensor::from_host<double>(host, p.value);
+      values[p.name] = p.value;
+    }
+    for (const auto& p : sharded.parameters())
+      model::copy_shard<double>(exec.space(), values[p.name], p.shard, p.value);
+    whole.weights_changed();
+    sharded.weights_changed();
+    constexpr int rows = 3;
+    // The same inputs on every rank: token ids for a transformer, else normal values.
+    std::vector<double> x(static_cast<std::size_t>(rows) * whole.input_dim());
+    for (auto& value : x) value = kind == "transformer" ? static_cast<double>(random() % spec.vocab) : normal(random);
+    std::vector<double> dy(static_cast<std::size_t>(rows) * whole.output_dim());
+    for (auto& value : dy) value = normal(random);
+    const auto X = tensor::uninitialized_matrix<double>("X", rows, whole.input_dim());
+    const auto dY = tensor::uninitialized_matrix<double>("dY", rows, whole.output_dim());
+    tensor::from_host<double>(x, X);
+    tensor::from_host<double>(dy, dY);
+
+    // A transformer's logits are vocabulary-parallel: rank r holds columns
+    // [r·V/t, (r+1)·V/t) of every position's V.
+    const int positions = spec.positions();
+    const int classes = whole.output_dim() / positions;
+    const model::Shard logits = kind == "transformer" ? model::Shard::along(1, me, ranks) : model::Shard::whole();
+    const auto slice = [&](const tensor::Matrix<double>& full) {
+      const auto part = tensor::uninitialized_matrix<double>("part", rows * positions, classes / logits.count);
+      model::copy_shard<double>(exec.space(), tensor::Matrix<double>(full.data(), rows * positions, classes), logits,
+                                part);
+      return tensor::to_host<double>(part);
+    };
+
+    const auto Y = tensor::uninitialized_matrix<double>("Y", rows, whole.output_dim());
+    const auto Ys = tensor::uninitialized_matrix<double>("Ys", rows, sharded.output_dim());
+    whole.forward(0, X, Y);
+    sharded.forward(0, X, Ys);
+    const bool first = kind == "transformer";  // the embedding computes no input gradient
+    const auto gradient = [&](const char* label) {
+      return first ? tensor::Matrix<double>() : tensor::uninitialized_matrix<double>(label, rows, whole.input_dim());
+    };
+    const auto dX = gradient("dX");
+    const auto dXs = gradient("dXs");
+    whole.backward(0, dY, dX);
+    const auto dYs = tensor::uninitialized_matrix<double>("dYs", rows, sharded.output_dim());
+    tensor::from_host<double>(slice(dY), dYs);
+    sharded.backward(0, dYs, dXs);
+
+    INFO(fmt::format("{} tensor rank {}", kind, me));
+    CHECK(relative_error(tensor::to_host<double>(Ys), slice(Y)) < 1e-12);
+    if (!first) CHECK(relative_error(tensor::to_host<double>(dXs), tensor::to_host<double>(dX)) < 1e-12);
+    std::map<std::string, std::vector<double>> expected;
+    for (const auto& p : whole.parameters()) expected[p.name] = tensor::to_host<double>(p.grad);
+    for (const auto& p : sharded.parameters()) {
+      INFO(p.name);
+      const auto gathered = tensor::to_host<double>(model::gather_shards<double>(exec, collectives, p.shard, p.grad));
+      CHECK(gathered.size() == expected[p.name].size());
+      CHECK(relative_error(gathered, expected[p.name]) < 1e-12);
     }
   }
 }
