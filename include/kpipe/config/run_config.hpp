@@ -95,7 +95,7 @@ struct PipelineConfig {
   std::string schedule_file;    // empty: generate `schedule`
   bool validate_schedule = true;
   bool overlap_grad_reduce = true;  // start each layer's data-parallel sum once its gradient is final
-  bool scatter_gather = true;  // t > 1: each tensor rank sends 1/t of a boundary tensor
+  bool scatter_gather = true;       // t > 1: each tensor rank sends 1/t of a boundary tensor
 
   int world_size() const { return stages * tensor_parallel * data_parallel; }
   int model_stages() const { return stages * virtual_stages; }
