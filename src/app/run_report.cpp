@@ -68,6 +68,7 @@ void RunReport::finish(double seconds) {
   for (const auto& chunk : pipeline_.chunks()) stashed_bytes += static_cast<double>(chunk->peak_stashed_bytes());
   const std::vector<double> mine = {
       static_cast<double>(grid.pipeline_rank()),
+      static_cast<double>(grid.tensor_rank()),
       static_cast<double>(grid.replica()),
       static_cast<double>(peak_stashed_),
       predicted_ ? static_cast<double>(predicted_->ranks[grid.pipeline_rank()].peak_stashed) : -1.0,
@@ -87,7 +88,8 @@ void RunReport::finish(double seconds) {
   for (int r = 0; r < size; ++r) {
     const double* row = &all[mine.size() * static_cast<std::size_t>(r)];
     rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),
-                     static_cast<int>(row[3]), row[4], row[5], row[6], row[7], row[8], row[9]});
+                     static_cast<int>(row[3]), static_cast<int>(row[4]), row[5], row[6], row[7], row[8], row[9],
+                     row[10]});
   }
 }
 
@@ -124,12 +126,13 @@ void RunReport::print() const {
         1e3 * in_flight, 1e3 * exposed, 100 * hidden_fraction(),
         pipeline_.overlaps_gradient_sums() ? "overlapped" : "after the last backward");
   }
-  log::info("{:>6} {:>7} {:>14} {:>15} {:>14} {:>10} {:>14} {:>13}", "stage", "replica", "peak stashed",
+  log::info("{:>6} {:>6} {:>7} {:>14} {:>15} {:>14} {:>10} {:>14} {:>13}", "stage", "tensor", "replica", "peak stashed",
             "predicted peak", "stashed MiB", "sent MiB", "estimated MiB", "peak RSS MiB");
   for (const auto& row : rows_) {
-    log::info("{:>6} {:>7} {:>14} {:>15} {:>14.2f} {:>10.2f} {:>14.1f} {:>13.1f}", row.stage, row.replica,
-              row.peak_stashed, row.predicted_peak_stashed < 0 ? "-" : std::to_string(row.predicted_peak_stashed),
-              row.peak_stashed_mib, row.mib_sent, row.estimated_mib, row.peak_resident_mib);
+    log::info("{:>6} {:>6} {:>7} {:>14} {:>15} {:>14.2f} {:>10.2f} {:>14.1f} {:>13.1f}", row.stage, row.tensor_rank,
+              row.replica, row.peak_stashed,
+              row.predicted_peak_stashed < 0 ? "-" : std::to_string(row.predicted_peak_stashed), row.peak_stashed_mib,
+              row.mib_sent, row.estimated_mib, row.peak_resident_mib);
   }
   for (const auto& checkpoint : checkpoints_) {
     log::info("checkpoint: {} ({:.2f} MiB in {:.3f} s)", checkpoint["file"].get<std::string>(),
@@ -141,6 +144,7 @@ nlohmann::json RunReport::json() const {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& row : rows_) {
     ranks.push_back({{"stage", row.stage},
+                     {"tensor_rank", row.tensor_rank},
                      {"replica", row.replica},
                      {"peak_stashed", row.peak_stashed},
                      {"predicted_peak_stashed",
@@ -160,6 +164,7 @@ nlohmann::json RunReport::json() const {
       {"p", s.p},
       {"v", s.v},
       {"m", s.m},
+      {"t", pipeline_.grid().tensor_size()},
       {"d", pipeline_.grid().replicas()},
       {"steps", losses_.size()},
       {"seconds", seconds_},

@@ -39,7 +39,7 @@ class RunReport {
 
  private:
   struct RankRow {
-    int stage = 0, replica = 0, peak_stashed = 0, predicted_peak_stashed = -1;  // -1: no prediction
+    int stage = 0, tensor_rank = 0, replica = 0, peak_stashed = 0, predicted_peak_stashed = -1;  // -1: no prediction
     double peak_stashed_mib = 0.0, mib_sent = 0.0;
     double estimated_mib = 0.0, peak_resident_mib = 0.0;  // the set-up estimate against the measured peak
     // The data-parallel gradient sum per step: seconds in flight, and how many
