@@ -6,7 +6,8 @@
 // within 1e-5 (relative) of the sequential t = 1 reference, which pipelined
 // t = 1 training equals bitwise; the partial sums of the tensor group add in
 // another order. Clipping acts every step, so its norm must count every
-// shard once. Two identical t = 2 runs are bitwise identical. Scatter/gather
+// shard once. Two identical t = 2 runs are bitwise identical, and so are
+// runs with recomputation or under ZB-H1. Scatter/gather
 // at the stage boundaries (each tensor rank sends 1/t of a boundary tensor,
 // the receiver all-gathers) changes no bit and divides the bytes sent by t.
 // In float64 on random weights, one stage of the whole model split over 4
@@ -123,18 +124,25 @@ TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime]
   }
 }
 
+// Like t = 1 against the sequential reference: the same run again, with
+// recomputation, and under ZB-H1 (B and W split) changes no bit.
 TEST_CASE("tensor-parallel training is bitwise reproducible", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
   for (const std::string kind : {"mlp", "transformer"}) {
-    const config::RunConfig config = config_for(kind, d, "1f1b");
-    std::vector<std::vector<float>> runs;
-    for (int run = 0; run < 2; ++run) {
-      runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
-      for (int step = 0; step < steps; ++step) pipeline.run_step(step);
-      runs.push_back(model::parameters_to_host(pipeline.parameters()));
+    const config::RunConfig plain = config_for(kind, d, "1f1b");
+    config::RunConfig recompute = plain;
+    recompute.pipeline.recompute = config::Recompute::full;
+    for (const auto& [name, config] : {std::pair{"again", plain}, std::pair{"recompute", recompute},
+                                       std::pair{"zb-h1", config_for(kind, d, "zb-h1")}}) {
+      std::vector<std::vector<float>> runs;
+      for (const config::RunConfig* run : {&plain, &config}) {
+        runtime::Pipeline<float> pipeline(*run, MPI_COMM_WORLD, runtime::Mode::train);
+        for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+        runs.push_back(model::parameters_to_host(pipeline.parameters()));
+      }
+      INFO(fmt::format("{} {}", kind, name));
+      CHECK(runs[0] == runs[1]);  // bitwise: float ==
     }
-    INFO(kind);
-    CHECK(runs[0] == runs[1]);  // bitwise: float ==
   }
 }
 
