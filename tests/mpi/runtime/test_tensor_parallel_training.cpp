@@ -7,9 +7,9 @@
 // t = 1 training equals bitwise; the partial sums of the tensor group add in
 // another order. Clipping acts every step, so its norm must count every
 // shard once. Two identical t = 2 runs are bitwise identical, and so are
-// runs with recomputation or under ZB-H1. Scatter/gather
-// at the stage boundaries (each tensor rank sends 1/t of a boundary tensor,
-// the receiver all-gathers) changes no bit and divides the bytes sent by t.
+// runs with recomputation or under ZB-H1. Scatter/gather at the stage
+// boundaries (each tensor rank sends 1/t of a boundary tensor, the receiver
+// all-gathers) changes no bit and divides the bytes sent by t.
 // In float64 on random weights, one stage of the whole model split over 4
 // tensor ranks computes the unsharded F, B and W to rounding (1e-12).
 #include <mpi.h>
