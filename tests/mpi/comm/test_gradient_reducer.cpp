@@ -41,37 +41,28 @@ int wrong_sums(const Tensors& tensors, int size) {
 
 }  // namespace
 
-TEST_CASE("bucketed all-reduce sums every element across ranks", "[comm]") {
+TEST_CASE("large tensors are summed in place, small ones in buckets of at most 16 elements", "[comm]") {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const kpipe::comm::Watchdog watchdog(60.0, rank);
-  // Sizes straddle the 16-element bucket: smaller, equal, and several buckets long.
+  // Sizes straddle the 16-element bucket: smaller, equal, and several buckets long (68 elements).
   const std::vector<int> sizes = {3, 16, 1, 41, 7};
-  int total = 0;
-  for (const int n : sizes) total += n;
-
-  for (const bool staged : {false, true}) {
-    Tensors tensors = filled(sizes, rank);
-    GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), 1 << 30, staged, watchdog);
-    reducer.sum(tensors.flats);
-    CHECK(reducer.allreduce_calls() == (total + 15) / 16);
-    CHECK(wrong_sums(tensors, size) == 0);
-  }
-}
-
-TEST_CASE("large tensors are summed in place, small ones in buckets", "[comm]") {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const kpipe::comm::Watchdog watchdog(60.0, rank);
-  for (const bool staged : {false, true}) {
-    Tensors tensors = filled({3, 16, 1, 41, 7}, rank);
-    // From 10 elements on in place: 16 and 41 alone, 3 + 1 + 7 in one bucket; staged, all 68 in five buckets.
-    GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), 10 * sizeof(double), staged, watchdog);
-    reducer.sum(tensors.flats);
-    CHECK(reducer.allreduce_calls() == (staged ? 5 : 3));
-    CHECK(wrong_sums(tensors, size) == 0);
+  struct Case {
+    std::size_t in_place_elements;
+    int calls, staged_calls;  // staged through the host, every tensor goes into buckets
+  };
+  // Nothing in place: ceil(68 / 16) buckets. From 10 elements on: 16 and 41 alone, 3 + 1 + 7 in one bucket.
+  for (const Case c : {Case{1 << 27, 5, 5}, Case{10, 3, 5}}) {
+    for (const bool staged : {false, true}) {
+      Tensors tensors = filled(sizes, rank);
+      GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), c.in_place_elements * sizeof(double), staged,
+                                      watchdog);
+      reducer.sum(tensors.flats);
+      INFO("in place from " << c.in_place_elements << " elements, staged " << staged);
+      CHECK(reducer.allreduce_calls() == (staged ? c.staged_calls : c.calls));
+      CHECK(wrong_sums(tensors, size) == 0);
+    }
   }
 }
 
