@@ -17,6 +17,7 @@
 
 #include "commands.hpp"
 #include "cost_file.hpp"
+#include "kpipe/comm/process_grid.hpp"
 #include "kpipe/comm/transport.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
@@ -28,6 +29,7 @@
 #include "kpipe/schedule/render.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 #include "output_file.hpp"
+#include "traffic_report.hpp"
 
 namespace kpipe::app {
 
@@ -83,10 +85,47 @@ void print_memory(const config::RunConfig& config, const schedule::Schedule& sch
   }
 }
 
+// The bytes each rank sends across every stage boundary per microbatch, and
+// each pipeline rank's volume per step and link (the same for its tensor
+// ranks and replicas), with its time at sim.comm_latency and sim.comm_bandwidth.
+void print_traffic(const config::RunConfig& config, const schedule::Schedule& schedule) {
+  const auto stages = model::stage_traffic(config);
+  const int t = config.pipeline.tensor_parallel;
+  const bool scattered = t > 1 && config.pipeline.scatter_gather;
+  for (std::size_t s = 0; s + 1 < stages.size(); ++s) {
+    const std::int64_t whole = stages[s].output_bytes;
+    log::info("boundary {} -> {}: {} bytes per microbatch and rank{}", s, s + 1, scattered ? whole / t : whole,
+              scattered ? fmt::format(" (1/{} of {}: scatter/gather)", t, whole) : std::string());
+  }
+  const auto ranks = predicted_traffic(config, schedule);
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    log::info("communication per step, pipeline rank {}: {}", rank, describe(ranks[rank], config.sim));
+  }
+}
+
+// The plan's grid and its predicted volume per pipeline rank, for --json.
+nlohmann::json traffic_json(const config::RunConfig& config, const schedule::Schedule& schedule) {
+  const auto& shape = config.pipeline;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& rank : predicted_traffic(config, schedule)) ranks.push_back(app::traffic_json(rank, config.sim));
+  nlohmann::json boundaries = nlohmann::json::array();
+  const auto stages = model::stage_traffic(config);
+  for (std::size_t s = 0; s + 1 < stages.size(); ++s) boundaries.push_back(stages[s].output_bytes);
+  return {{"grid",
+           {{"p", shape.stages},
+            {"t", shape.tensor_parallel},
+            {"d", shape.data_parallel},
+            {"world", shape.world_size()},
+            {"scatter_gather", shape.tensor_parallel > 1 && shape.scatter_gather}}},
+          {"boundary_bytes", boundaries},
+          {"ranks", ranks}};
+}
+
 void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const schedule::Schedule& schedule,
                 const schedule::SimulationResult& result) {
   const auto& s = loaded.config.pipeline;
   const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + printable(plan.schedule_file);
+  log::info("{}", comm::grid_layout(s.stages, s.tensor_parallel, s.data_parallel));
   log::info("plan: {} schedule ({}), p = {} ranks, v = {} chunk{} per rank, d = {}, m = {} microbatches of {} samples",
             schedule.name, source, schedule.p, schedule.v, schedule.v > 1 ? "s" : "", s.data_parallel, schedule.m,
             loaded.config.train.microbatch_size);
@@ -101,6 +140,7 @@ void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const s
             plan.costs.bytes_per_transfer, static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
   print_memory(loaded.config, schedule);
+  print_traffic(loaded.config, schedule);
 }
 
 // The measured costs at the deck's b, for the deck's pipeline shape only.
@@ -193,12 +233,13 @@ int plan_command(const Environment& env, PlanOptions options) {
   write_output(options.trace_path, "--trace",
                [&](std::ostream& out) { schedule::write_chrome_trace(out, schedule, result); });
   write_output(options.json_path, "--json", [&](std::ostream& out) {
-    if (!calibrated) {
-      out << schedule::summary_json(schedule, plan.costs, result, plan.data_parallel);
-      return;
-    }
     nlohmann::json json =
         nlohmann::json::parse(schedule::summary_json(schedule, plan.costs, result, plan.data_parallel));
+    json["communication"] = traffic_json(loaded.config, schedule);
+    if (!calibrated) {
+      out << json.dump(2) << '\n';
+      return;
+    }
     json["calibrated"] = {{"costs", options.costs_path},
                           {"costs_at_b", nlohmann::json::parse(schedule::calibration_json(*calibration))},
                           {"step_seconds", calibrated->step_seconds},

@@ -36,22 +36,22 @@ ProcessGrid::~ProcessGrid() {
   MPI_Comm_free(&tensor_);
 }
 
-std::string ProcessGrid::layout() const {
-  const int t = tensor_size_;
-  std::string text = fmt::format("process grid: world {} = {} pipeline{} x {} stage{}", stages_ * replicas_ * t,
-                                 replicas_, replicas_ == 1 ? "" : "s", stages_, stages_ == 1 ? "" : "s");
+std::string grid_layout(int stages, int tensor_parallel, int data_parallel) {
+  const int t = tensor_parallel;
+  std::string text = fmt::format("process grid: world {} = {} pipeline{} x {} stage{}", stages * data_parallel * t,
+                                 data_parallel, data_parallel == 1 ? "" : "s", stages, stages == 1 ? "" : "s");
   if (t > 1) text += fmt::format(" x {} tensor ranks", t);
-  for (int replica = 0; replica < replicas_; ++replica) {
-    const int first = replica * stages_ * t;
+  for (int replica = 0; replica < data_parallel; ++replica) {
+    const int first = replica * stages * t;
     if (t == 1) {
-      text += fmt::format("\n  pipeline {}: world ranks {}..{} hold stages 0..{}", replica, first, first + stages_ - 1,
-                          stages_ - 1);
+      text += fmt::format("\n  pipeline {}: world ranks {}..{} hold stages 0..{}", replica, first, first + stages - 1,
+                          stages - 1);
       continue;
     }
     text += fmt::format("\n  pipeline {}:", replica);
-    for (int stage = 0; stage < stages_; ++stage) {
+    for (int stage = 0; stage < stages; ++stage) {
       text += fmt::format(" stage {} on world ranks {}..{}{}", stage, first + stage * t, first + (stage + 1) * t - 1,
-                          stage + 1 < stages_ ? "," : "");
+                          stage + 1 < stages ? "," : "");
     }
   }
   return text;

@@ -13,6 +13,12 @@
 
 namespace kpipe::comm {
 
+// The layout of a p x t x d grid in world ranks, computed without MPI so that
+// `kpipe plan` prints what `kpipe run` will: "process grid: world 4 = 2
+// pipelines x 2 stages" (x t tensor ranks) and one line per pipeline listing
+// its ranks.
+std::string grid_layout(int stages, int tensor_parallel, int data_parallel);
+
 class ProcessGrid {
  public:
   // Throws an input error, before any compute, when the world size is not p · t · d.
@@ -34,9 +40,8 @@ class ProcessGrid {
   MPI_Comm data() const { return data_; }
   MPI_Comm tensor() const { return tensor_; }
 
-  // "world 4 = 2 pipelines x 2 stages" (x t tensor ranks) and one line per
-  // pipeline listing its ranks.
-  std::string layout() const;
+  // grid_layout of this grid.
+  std::string layout() const { return grid_layout(stages_, tensor_size_, replicas_); }
 
  private:
   MPI_Comm world_;

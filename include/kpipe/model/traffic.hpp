@@ -1,0 +1,65 @@
+#pragma once
+// What one rank of a model stage sends, per link, from the model's layer specs
+// alone (docs/runtime.md, "Communication volume"): `kpipe plan` prints it per
+// training step, the simulator charges it, and `kpipe run` prints it next to
+// the bytes its ranks counted. Bytes are what a rank sends or contributes to
+// a collective (its buffer once, however the collective moves it).
+
+#include <cstdint>
+#include <vector>
+
+#include "kpipe/config/run_config.hpp"
+#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/model/spec.hpp"
+
+namespace kpipe::model {
+
+// Bytes and calls on one link.
+struct LinkVolume {
+  std::int64_t bytes = 0;
+  std::int64_t calls = 0;  // messages, or collectives
+
+  LinkVolume& operator+=(const LinkVolume& other) {
+    bytes += other.bytes;
+    calls += other.calls;
+    return *this;
+  }
+  LinkVolume times(std::int64_t n) const { return {bytes * n, calls * n}; }
+};
+
+// One rank of one model stage (p·v of them, in model order).
+struct StageTraffic {
+  std::int64_t output_bytes = 0;  // the whole boundary tensor after the stage, per microbatch; 0 for the last
+  // Per microbatch: the boundary activation sent in F and gradient sent in B
+  // (1/t of the whole with scatter/gather), and the tensor group's sums in F
+  // (layers and loss) and B (recomputation repeats F's), with the
+  // scatter/gather all-gathers of what the stage receives.
+  LinkVolume pipeline;
+  LinkVolume tensor_forward;
+  LinkVolume tensor_backward;
+  LinkVolume boundary_gather;
+  std::int64_t gradient_bytes = 0;  // the rank's parameter shard's gradients: one data-parallel sum per step
+};
+
+// One rank's volume per training step, per link.
+struct StepTraffic {
+  LinkVolume pipeline;  // boundary activations and gradients to the neighbour stages
+  LinkVolume tensor;    // tensor-group collectives, the boundary all-gathers included
+  LinkVolume data;      // data-parallel gradient sums (none when d = 1)
+};
+
+// Trainable values of one layer on one rank of a tensor group of `ranks`
+// (model::layer_parameters when ranks is 1): its shards and whole parameters.
+std::int64_t layer_shard_parameters(const ModelSpec& model, const LayerSpec& layer, TensorSplit split, int ranks);
+
+// The traffic of every model stage of a run: its partition, t,
+// pipeline.scatter_gather and recomputation, float32 tensors of
+// train.microbatch_size samples.
+std::vector<StageTraffic> stage_traffic(const config::RunConfig& config);
+
+// A rank's volume per step from its model stages' traffic: m microbatches
+// through each, and the gradient sums once when d > 1.
+StepTraffic step_traffic(const std::vector<const StageTraffic*>& stages, int microbatches, int data_parallel);
+
+}  // namespace kpipe::model

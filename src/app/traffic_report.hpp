@@ -1,0 +1,29 @@
+#pragma once
+// The communication volume per link that `kpipe plan` predicts and `kpipe
+// run` prints next to what its ranks counted (model::stage_traffic), per
+// pipeline rank and training step.
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "kpipe/config/run_config.hpp"
+#include "kpipe/model/traffic.hpp"
+#include "kpipe/schedule/schedule.hpp"
+
+namespace kpipe::app {
+
+// Index: pipeline rank; every tensor rank and replica of it moves the same.
+std::vector<model::StepTraffic> predicted_traffic(const config::RunConfig& config, const schedule::Schedule& schedule);
+
+// sim.comm_latency per call + bytes / sim.comm_bandwidth (no bandwidth term when 0).
+double link_time(const model::LinkVolume& link, const config::SimConfig& sim);
+
+// "pipeline 1.50 MiB in 16 messages (time 16), tensor ..., data ...".
+std::string describe(const model::StepTraffic& step, const config::SimConfig& sim);
+
+// {"pipeline": {"bytes", "calls", "time"}, "tensor": ..., "data": ...}.
+nlohmann::json traffic_json(const model::StepTraffic& step, const config::SimConfig& sim);
+
+}  // namespace kpipe::app

@@ -1,0 +1,135 @@
+#include "kpipe/model/traffic.hpp"
+
+namespace kpipe::model {
+
+namespace {
+
+constexpr std::int64_t scalar_bytes = sizeof(float);
+
+// A Linear in x out on one rank: column-parallel holds out/t of the weight's
+// columns and of the bias, row-parallel in/t of the rows and the whole bias.
+std::int64_t linear_parameters(std::int64_t in, std::int64_t out, TensorSplit split, int ranks) {
+  switch (split) {
+    case TensorSplit::column:
+      return in * out / ranks + out / ranks;
+    case TensorSplit::row:
+      return in * out / ranks + out;
+    case TensorSplit::none:
+      break;
+  }
+  return in * out + out;
+}
+
+// The sums one layer's F and B call in the tensor group, in elements per
+// sample (docs/model.md, "Tensor parallelism"): a row-parallel Linear sums its
+// output in F, a column-parallel one its input gradient in B (none for the
+// model's first layer, whose input has no gradient).
+struct LayerSums {
+  LinkVolume forward;
+  LinkVolume backward;
+};
+
+LayerSums layer_sums(const LayerSpec& layer, TensorSplit split, bool first_layer) {
+  const std::int64_t in = layer.input_dim, out = layer.output_dim;
+  switch (layer.kind) {
+    case LayerKind::embedding:  // the vocabulary shards' lookups
+      return {{out, 1}, {}};
+    case LayerKind::decoder_block:  // attention and MLP: row-parallel outputs in F, column-parallel inputs in B
+      return {{2 * out, 2}, {2 * in, 2}};
+    case LayerKind::lm_head:  // column-parallel over the vocabulary
+      return {{}, {in, 1}};
+    case LayerKind::residual_block:  // fc1 column, fc2 row
+      return {{out, 1}, {in, 1}};
+    case LayerKind::linear:
+    case LayerKind::linear_activation:
+      if (split == TensorSplit::row) return {{out, 1}, {}};
+      if (split == TensorSplit::column && !first_layer) return {{}, {in, 1}};
+      return {};
+  }
+  return {};
+}
+
+LinkVolume scaled(const LinkVolume& elements, std::int64_t bytes_per_element) {
+  return {elements.bytes * bytes_per_element, elements.calls};
+}
+
+}  // namespace
+
+std::int64_t layer_shard_parameters(const ModelSpec& model, const LayerSpec& layer, TensorSplit split, int ranks) {
+  const std::int64_t in = layer.input_dim, out = layer.output_dim;
+  const std::int64_t d = model.dim, hidden = std::int64_t{model.mlp_ratio} * model.dim;
+  const int t = ranks;
+  switch (layer.kind) {
+    case LayerKind::embedding:  // vocabulary rows of the token table, the whole position table
+      return (std::int64_t{model.vocab} / t + model.context) * d;
+    case LayerKind::decoder_block:  // two whole LayerNorms; QKV and MLP up column-, projections row-parallel
+      return 4 * d + linear_parameters(d, 3 * d, TensorSplit::column, t) +
+             linear_parameters(d, d, TensorSplit::row, t) + linear_parameters(d, hidden, TensorSplit::column, t) +
+             linear_parameters(hidden, d, TensorSplit::row, t);
+    case LayerKind::lm_head:  // a whole LayerNorm, the projection column-parallel over the vocabulary
+      return 2 * d + linear_parameters(d, model.vocab, TensorSplit::column, t);
+    case LayerKind::linear:
+    case LayerKind::linear_activation:
+      return linear_parameters(in, out, split, t);
+    case LayerKind::residual_block:  // a whole LayerNorm, fc1 column-, fc2 row-parallel
+      return 2 * in + linear_parameters(in, out, TensorSplit::column, t) +
+             linear_parameters(out, out, TensorSplit::row, t);
+  }
+  return 0;
+}
+
+std::vector<StageTraffic> stage_traffic(const config::RunConfig& config) {
+  const ModelSpec model = ModelSpec::from_config(config.model);
+  const auto specs = model.layers();
+  const auto ranges = partition_layers(config);
+  const int t = config.pipeline.tensor_parallel;
+  const int parts = config.pipeline.scatter_gather ? t : 1;
+  const std::int64_t rows = config.train.microbatch_size;
+  const bool recompute = config.pipeline.recompute == config::Recompute::full;
+  const bool vocab_parallel_loss = t > 1 && model.kind == ModelKind::transformer;
+  std::vector<StageTraffic> stages(ranges.size());
+  for (std::size_t s = 0; s < ranges.size(); ++s) {
+    const LayerRange range = ranges[s];
+    StageTraffic& stage = stages[s];
+    const auto splits = tensor_splits(model, range, t);
+    LinkVolume forward, backward;
+    for (int layer = range.first; layer < range.end(); ++layer) {
+      const TensorSplit split = splits[layer - range.first];
+      stage.gradient_bytes += layer_shard_parameters(model, specs[layer], split, t) * scalar_bytes;
+      if (t == 1) continue;
+      const LayerSums sums = layer_sums(specs[layer], split, layer == 0);
+      forward += sums.forward;
+      backward += sums.backward;
+    }
+    // Recomputation runs the layers' F again in B; the loss is not recomputed.
+    if (recompute) backward += forward;
+    // The vocabulary-parallel cross-entropy sums each position's shard maxima (t of them) and its two sums.
+    if (vocab_parallel_loss && s + 1 == ranges.size()) forward += LinkVolume{std::int64_t{model.context} * (t + 2), 2};
+    stage.tensor_forward = scaled(forward, rows * scalar_bytes);
+    stage.tensor_backward = scaled(backward, rows * scalar_bytes);
+
+    const bool first = s == 0, last = s + 1 == ranges.size();
+    const std::int64_t input_bytes = first ? 0 : stages[s - 1].output_bytes;
+    stage.output_bytes = last ? 0 : rows * specs[range.end() - 1].output_dim * scalar_bytes;
+    // A message each way per boundary: the activation out, the gradient back.
+    const LinkVolume sent{stage.output_bytes / parts + input_bytes / parts, (last ? 0 : 1) + (first ? 0 : 1)};
+    stage.pipeline = sent;
+    // A receive all-gathers the parts: each rank contributes what its counterpart sent it.
+    if (parts > 1) stage.boundary_gather = sent;
+  }
+  return stages;
+}
+
+StepTraffic step_traffic(const std::vector<const StageTraffic*>& stages, int microbatches, int data_parallel) {
+  StepTraffic step;
+  for (const StageTraffic* stage : stages) {
+    step.pipeline += stage->pipeline.times(microbatches);
+    step.tensor += stage->tensor_forward.times(microbatches);
+    step.tensor += stage->tensor_backward.times(microbatches);
+    step.tensor += stage->boundary_gather.times(microbatches);
+    if (data_parallel > 1) step.data += LinkVolume{stage->gradient_bytes, 1};
+  }
+  return step;
+}
+
+}  // namespace kpipe::model
