@@ -1,6 +1,7 @@
 #include "run_report.hpp"
 
 #include "output_file.hpp"
+#include "traffic_report.hpp"
 
 #include <fmt/format.h>
 
@@ -31,7 +32,11 @@ nlohmann::json to_json(const schedule::Bubble& b) {
 
 }  // namespace
 
-RunReport::RunReport(const runtime::Pipeline<float>& pipeline) : pipeline_(pipeline), calibration_(pipeline) {
+RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config)
+    : pipeline_(pipeline),
+      predicted_traffic_(predicted_traffic(config, pipeline.schedule())),
+      sim_(config.sim),
+      calibration_(pipeline) {
   if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
 }
 
@@ -77,7 +82,10 @@ void RunReport::finish(double seconds) {
       pipeline_.memory().total() / double(1 << 20),
       runtime::peak_resident_bytes() / double(1 << 20),
       steady_mean(sum_in_flight_, [](double x) { return x; }),
-      steady_mean(sum_exposed_, [](double x) { return x; })};
+      steady_mean(sum_exposed_, [](double x) { return x; }),
+      static_cast<double>(pipeline_.transport().bytes_sent()),
+      static_cast<double>(pipeline_.collectives().bytes_contributed() + pipeline_.transport().bytes_gathered()),
+      static_cast<double>(pipeline_.gradient_sync().bytes_summed())};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
   calibrated_ = calibration_.finish();
   if (!log::is_root()) return;
@@ -85,11 +93,24 @@ void RunReport::finish(double seconds) {
     recalibrated_ = schedule::predict_step(pipeline_.schedule(), *calibrated_, pipeline_.plan().costs.max_in_flight);
   }
   const int size = comm::size_of(grid.world());
+  const double steps = static_cast<double>(std::max<std::size_t>(losses_.size(), 1));
   for (int r = 0; r < size; ++r) {
     const double* row = &all[mine.size() * static_cast<std::size_t>(r)];
-    rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),
-                     static_cast<int>(row[3]), static_cast<int>(row[4]), row[5], row[6], row[7], row[8], row[9],
-                     row[10]});
+    const model::StepTraffic& predicted = predicted_traffic_[static_cast<std::size_t>(row[0])];
+    rows_.push_back({static_cast<int>(row[0]),
+                     static_cast<int>(row[1]),
+                     static_cast<int>(row[2]),
+                     static_cast<int>(row[3]),
+                     static_cast<int>(row[4]),
+                     row[5],
+                     row[6],
+                     row[7],
+                     row[8],
+                     row[9],
+                     row[10],
+                     {row[11] / steps, static_cast<double>(predicted.pipeline.bytes)},
+                     {row[12] / steps, static_cast<double>(predicted.tensor.bytes)},
+                     {row[13] / steps, static_cast<double>(predicted.data.bytes)}});
   }
 }
 
@@ -134,6 +155,16 @@ void RunReport::print() const {
               row.predicted_peak_stashed < 0 ? "-" : std::to_string(row.predicted_peak_stashed), row.peak_stashed_mib,
               row.mib_sent, row.estimated_mib, row.peak_resident_mib);
   }
+  log::info("communication per step and rank, bytes measured / predicted (kpipe plan):");
+  log::info("{:>6} {:>6} {:>7} {:>25} {:>25} {:>25}", "stage", "tensor", "replica", "pipeline", "tensor group",
+            "data-parallel");
+  for (const auto& row : rows_) {
+    const auto pair = [](const LinkBytes& link) {
+      return fmt::format("{:.0f} / {:.0f}", link.measured, link.predicted);
+    };
+    log::info("{:>6} {:>6} {:>7} {:>25} {:>25} {:>25}", row.stage, row.tensor_rank, row.replica,
+              pair(row.pipeline_bytes), pair(row.tensor_bytes), pair(row.data_bytes));
+  }
   for (const auto& checkpoint : checkpoints_) {
     log::info("checkpoint: {} ({:.2f} MiB in {:.3f} s)", checkpoint["file"].get<std::string>(),
               checkpoint["mib"].get<double>(), checkpoint["seconds"].get<double>());
@@ -141,6 +172,9 @@ void RunReport::print() const {
 }
 
 nlohmann::json RunReport::json() const {
+  const auto link_json = [](const LinkBytes& link) {
+    return nlohmann::json{{"measured", link.measured}, {"predicted", link.predicted}};
+  };
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& row : rows_) {
     ranks.push_back({{"stage", row.stage},
@@ -154,7 +188,11 @@ nlohmann::json RunReport::json() const {
                      {"estimated_memory_mib", row.estimated_mib},
                      {"peak_resident_mib", row.peak_resident_mib},
                      {"gradient_sum_in_flight_seconds", row.sum_in_flight},
-                     {"gradient_sum_exposed_seconds", row.sum_exposed}});
+                     {"gradient_sum_exposed_seconds", row.sum_exposed},
+                     {"bytes_per_step",
+                      {{"pipeline", link_json(row.pipeline_bytes)},
+                       {"tensor", link_json(row.tensor_bytes)},
+                       {"data", link_json(row.data_bytes)}}}});
   }
   const auto& s = pipeline_.schedule();
   schedule::Bubble measured{steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; }),

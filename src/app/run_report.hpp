@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "calibration_recorder.hpp"
+#include "kpipe/model/traffic.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
@@ -18,7 +19,8 @@ namespace kpipe::app {
 
 class RunReport {
  public:
-  explicit RunReport(const runtime::Pipeline<float>& pipeline);
+  // `config` is the run's: its predicted communication volume is printed next to the measured one.
+  RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config);
 
   // Collective over the pipeline: every rank calls it after every step;
   // `step_start` is when this rank began it, on a clock all ranks share.
@@ -38,6 +40,9 @@ class RunReport {
   void write_json(const std::string& path, const std::string& command, const std::string& deck) const;
 
  private:
+  struct LinkBytes {
+    double measured = 0.0, predicted = 0.0;
+  };
   struct RankRow {
     int stage = 0, tensor_rank = 0, replica = 0, peak_stashed = 0, predicted_peak_stashed = -1;  // -1: no prediction
     double peak_stashed_mib = 0.0, mib_sent = 0.0;
@@ -45,6 +50,8 @@ class RunReport {
     // The data-parallel gradient sum per step: seconds in flight, and how many
     // of them came after the last compute action of any rank (not hidden).
     double sum_in_flight = 0.0, sum_exposed = 0.0;
+    // Bytes sent per step, by link: measured (the run's counters over its steps) against predicted.
+    LinkBytes pipeline_bytes, tensor_bytes, data_bytes;
   };
   // Of every rank's gradient sums, the fraction hidden behind compute.
   double hidden_fraction() const;
@@ -54,6 +61,8 @@ class RunReport {
   // The simulator's prediction; none for a schedule run unchecked
   // (pipeline.validate_schedule = false), which the simulator may reject.
   std::optional<schedule::SimulationResult> predicted_;
+  std::vector<model::StepTraffic> predicted_traffic_;  // per pipeline rank
+  config::SimConfig sim_;
   CalibrationRecorder calibration_;
   std::optional<schedule::Calibration> calibrated_;       // rank 0, after finish()
   std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs

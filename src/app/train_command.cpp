@@ -151,7 +151,7 @@ int run_command(const Environment& env, const RunOptions& options) {
               steps * samples_per_step / static_cast<double>(samples));
   }
 
-  RunReport report(pipeline);
+  RunReport report(pipeline, loaded.config);
   const int first = restore(pipeline, checkpoint, &report);
   if (first > steps) {
     throw input_error(

@@ -48,6 +48,7 @@ void GradientReducer<Scalar>::send(Scalar* data, std::size_t count) {
   MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), mpi_type<Scalar>(), MPI_SUM, comm_, &request);
   requests_.push_back(request);
   ++calls_;
+  bytes_summed_ += count * sizeof(Scalar);
 }
 
 template <class Scalar>

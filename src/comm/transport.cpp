@@ -121,6 +121,7 @@ template <class Scalar>
 typename Transport<Scalar>::Matrix Transport<Scalar>::gather(const Pending& part, const Message& message) {
   const Matrix whole = buffers_.take(message.rows, message.cols);
   const int count = part.message.rows * part.message.cols;
+  bytes_gathered_ += static_cast<std::uint64_t>(count) * sizeof(Scalar);
   // The parts in rank order are the message's elements in order: a plain all-gather.
   if (staged_) {
     const HostMatrix host = staging_buffers_.take(message.rows, message.cols);

@@ -53,9 +53,15 @@ int GridCollectives::size(model::Group group) const { return comm::size_of(commu
 
 int GridCollectives::rank(model::Group group) const { return comm::rank_of(communicator(group)); }
 
+void GridCollectives::count(const tensor::Tensor& contribution) {
+  bytes_contributed_ += contribution.spec().bytes();
+  ++collectives_;
+}
+
 void GridCollectives::all_reduce_sum(model::Group group, const tensor::Tensor& buffer) {
   const int ranks = size(group);
   if (ranks == 1) return;
+  count(buffer);
   std::vector<unsigned char> all = comm::all_gather(communicator(group), to_host(exec_, buffer));
   switch (buffer.spec().dtype()) {
     case tensor::DType::float32:
@@ -78,6 +84,7 @@ void GridCollectives::all_gather(model::Group group, const tensor::Tensor& local
     throw runtime_error(fmt::format("all_gather of {} from {} ranks into {}: the gathered tensor must hold {} of it",
                                     local.spec().to_string(), ranks, gathered.spec().to_string(), ranks));
   }
+  if (ranks > 1) count(local);
   from_host(exec_, comm::all_gather(communicator(group), to_host(exec_, local)), gathered);
 }
 

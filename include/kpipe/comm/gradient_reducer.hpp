@@ -16,6 +16,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kpipe/comm/watchdog.hpp"
@@ -45,6 +46,8 @@ class GradientReducer {
   void sum(const std::vector<Flat>& tensors);
 
   int allreduce_calls() const { return calls_; }
+  // Bytes of this rank's gradients summed so far (each rank's contribution).
+  std::uint64_t bytes_summed() const { return bytes_summed_; }
 
  private:
   // Where a piece of a tensor waits in a bucket.
@@ -75,6 +78,7 @@ class GradientReducer {
   std::size_t buckets_in_use_ = 0;     // buckets_[0, in use) hold sums started since the last finish
   std::vector<MPI_Request> requests_;  // every sum started since the last finish
   int calls_ = 0;
+  std::uint64_t bytes_summed_ = 0;
 };
 
 // A View's elements as a Flat view; the View must be contiguous.

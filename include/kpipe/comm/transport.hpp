@@ -75,6 +75,9 @@ class Transport {
   // Bytes and messages this rank sent (its parts only, with scatter/gather).
   std::uint64_t bytes_sent() const { return bytes_sent_; }
   std::uint64_t messages_sent() const { return messages_sent_; }
+  // Scatter/gather: the bytes of its received parts this rank contributed to
+  // its tensor group's all-gathers (one per received message).
+  std::uint64_t bytes_gathered() const { return bytes_gathered_; }
   // The most receives that were posted and not yet completed at one time.
   int peak_posted_receives() const { return peak_posted_; }
 
@@ -110,6 +113,7 @@ class Transport {
   tensor::BufferPool<HostMatrix> staging_buffers_{"kpipe::comm::staging_buffer"};
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t messages_sent_ = 0;
+  std::uint64_t bytes_gathered_ = 0;
   int peak_posted_ = 0;
 };
 

@@ -34,6 +34,8 @@ class GradientSync {
   void reduce();
   // Scales every gradient so the whole model's L2 norm is at most grad_clip (> 0 only).
   void clip();
+  // Bytes of this rank's gradients summed across the replicas so far.
+  std::uint64_t bytes_summed() const { return reducer_.bytes_summed(); }
 
  private:
   // The squared norm of every gradient of the whole model, in global layer order.

@@ -6,6 +6,8 @@
 // additions differently on different ranks, or between runs). Buffers are
 // staged through the host: the groups exchange a few rows per call.
 
+#include <cstdint>
+
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/model/collectives.hpp"
@@ -22,11 +24,20 @@ class GridCollectives final : public model::Collectives {
   void all_reduce_sum(model::Group group, const tensor::Tensor& buffer) override;
   void all_gather(model::Group group, const tensor::Tensor& local, const tensor::Tensor& gathered) override;
 
+  // Bytes this rank contributed to the collectives of groups of more than one
+  // rank (its buffer once per call), and how many calls.
+  std::uint64_t bytes_contributed() const { return bytes_contributed_; }
+  std::uint64_t collectives() const { return collectives_; }
+
  private:
+  void count(const tensor::Tensor& contribution);
+
   comm::Communicator communicator(model::Group group) const;
 
   const comm::ProcessGrid& grid_;
   tensor::ExecContext& exec_;
+  std::uint64_t bytes_contributed_ = 0;
+  std::uint64_t collectives_ = 0;
 };
 
 }  // namespace kpipe::runtime

@@ -51,6 +51,8 @@ class Pipeline {
   const MemoryEstimate& memory() const { return memory_; }
   const model::TrainerSpec& spec() const { return spec_; }
   const comm::Transport<Scalar>& transport() const { return transport_; }
+  const GridCollectives& collectives() const { return collectives_; }
+  const GradientSync<Scalar>& gradient_sync() const { return gradient_sync_; }
   // Training with train.eval_every: this rank's evaluation of the first
   // train.eval_batches validation batches with the current weights (see
   // global_evaluation). Only with train.eval_every > 0.

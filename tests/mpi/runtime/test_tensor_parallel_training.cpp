@@ -9,7 +9,8 @@
 // shard once. Two identical t = 2 runs are bitwise identical, and so are
 // runs with recomputation or under ZB-H1. Scatter/gather at the stage
 // boundaries (each tensor rank sends 1/t of a boundary tensor, the receiver
-// all-gathers) changes no bit and divides the bytes sent by t.
+// all-gathers) changes no bit and divides the bytes sent by t. The bytes each
+// rank counts per link are what model::stage_traffic predicts.
 // In float64 on random weights, one stage of the whole model split over 4
 // tensor ranks computes the unsharded F, B and W to rounding (1e-12).
 #include <mpi.h>
@@ -23,6 +24,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
+#include "kpipe/model/traffic.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/grid_collectives.hpp"
 #include "kpipe/runtime/pipeline.hpp"
@@ -167,6 +169,46 @@ TEST_CASE("scatter/gather at stage boundaries: bitwise the same, 1/t of the byte
       CHECK(messages[1] == messages[0]);
       // Per boundary per microbatch: each tensor rank sends 1/t of the message.
       CHECK(bytes[1] * t == bytes[0]);
+    }
+  }
+}
+
+// What each rank counted on each link (the transport's boundary sends and
+// all-gathers, the tensor group's sums, the replicas' gradient sums) is what
+// model::stage_traffic predicts from the layer specs, which `kpipe plan`
+// prints and the simulator charges.
+TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_parallel][traffic]") {
+  const int d = comm::size_of(comm::world()) / (2 * t);
+  constexpr int run_steps = 2;
+  for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
+    for (const std::string schedule : {"1f1b", "interleaved"}) {
+      for (const bool scatter_gather : {false, true}) {
+        config::RunConfig config = config_for(kind, d, schedule);
+        config.pipeline.scatter_gather = scatter_gather;
+        config.pipeline.recompute = scatter_gather ? config::Recompute::full : config::Recompute::none;
+        runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+        for (int step = 0; step < run_steps; ++step) pipeline.run_step(step);
+        const schedule::Schedule& plan = pipeline.schedule();
+        const int rank = pipeline.grid().pipeline_rank();
+        const auto stages = model::stage_traffic(config);
+        std::vector<const model::StageTraffic*> mine;
+        for (int chunk = 0; chunk < plan.v; ++chunk) mine.push_back(&stages[plan.placement.stage(rank, chunk)]);
+        const model::StepTraffic predicted = model::step_traffic(mine, plan.m, d);
+        INFO(fmt::format("{} {} scatter/gather {} rank {}", kind, schedule, scatter_gather,
+                         comm::rank_of(comm::world())));
+        CHECK(pipeline.transport().bytes_sent() == run_steps * predicted.pipeline.bytes);
+        CHECK(pipeline.transport().messages_sent() == run_steps * predicted.pipeline.calls);
+        CHECK(pipeline.collectives().bytes_contributed() + pipeline.transport().bytes_gathered() ==
+              run_steps * predicted.tensor.bytes);
+        CHECK(pipeline.gradient_sync().bytes_summed() == run_steps * predicted.data.bytes);
+        CHECK(predicted.tensor.bytes > 0);
+        CHECK((d == 1) == (predicted.data.bytes == 0));
+        if (schedule == "1f1b" && rank == 0) {
+          // One boundary, one activation per microbatch: the whole tensor, or its 1/t part.
+          const std::int64_t whole = stages[0].output_bytes;
+          CHECK(pipeline.transport().bytes_sent() == run_steps * plan.m * (scatter_gather ? whole / t : whole));
+        }
+      }
     }
   }
 }
