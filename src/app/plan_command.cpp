@@ -25,6 +25,7 @@
 #include "kpipe/core/strings.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/runtime/run_plan.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/render.hpp"
 #include "kpipe/schedule/run_plan.hpp"
@@ -136,8 +137,8 @@ void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const s
     log::info("{}", bubble_line(fmt::format("bubble, theory {}:", theory->formula).c_str(), theory->bubble));
   }
   log::info("{}", bubble_line("bubble, simulated:", result.bubble()));
-  log::info("transfers: {} of {} bytes each (b x boundary width x 4 B), {:.1f} MiB moved", result.transfers,
-            plan.costs.bytes_per_transfer, static_cast<double>(result.bytes_moved) / (1 << 20));
+  log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
+            static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
   print_memory(loaded.config, schedule);
   print_traffic(loaded.config, schedule);
@@ -185,7 +186,7 @@ int plan_command(const Environment& env, PlanOptions options) {
   require_writable(options.svg_path, "--svg");
   require_writable(options.trace_path, "--trace");
   require_writable(options.json_path, "--json");
-  const schedule::RunPlan plan = schedule::run_plan(loaded.config);
+  const schedule::RunPlan plan = runtime::run_plan(loaded.config);
   // A plan too large to draw is refused before it is generated: the SVG holds p·v·m boxes at least.
   if (!options.svg_path.empty()) {
     schedule::require_svg_fits(static_cast<double>(plan.spec.p) * plan.spec.v * plan.spec.m);

@@ -83,7 +83,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config) {
   const auto specs = model.layers();
   const auto ranges = partition_layers(config);
   const int t = config.pipeline.tensor_parallel;
-  const int parts = config.pipeline.scatter_gather ? t : 1;
+  const int parts = boundary_parts(config.pipeline);
   const std::int64_t rows = config.train.microbatch_size;
   const bool recompute = config.pipeline.recompute == config::Recompute::full;
   const bool vocab_parallel_loss = t > 1 && model.kind == ModelKind::transformer;
@@ -91,7 +91,9 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config) {
   for (std::size_t s = 0; s < ranges.size(); ++s) {
     const LayerRange range = ranges[s];
     StageTraffic& stage = stages[s];
-    const auto splits = tensor_splits(model, range, t);
+    // One split per layer; worked out only for t > 1 (it walks the model's layers).
+    const auto splits =
+        t > 1 ? tensor_splits(model, range, t) : std::vector<TensorSplit>(range.count, TensorSplit::none);
     LinkVolume forward, backward;
     for (int layer = range.first; layer < range.end(); ++layer) {
       const TensorSplit split = splits[layer - range.first];

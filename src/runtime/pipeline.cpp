@@ -7,6 +7,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
+#include "kpipe/runtime/run_plan.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
@@ -16,7 +17,7 @@ namespace kpipe::runtime {
 namespace {
 
 schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Communicator world) {
-  schedule::RunPlan plan = schedule::run_plan(config);
+  schedule::RunPlan plan = run_plan(config);
   if (mode == Mode::train && !schedule::find_schedule(plan.spec.name).trains) {
     throw input_error(
         fmt::format("pipeline.schedule = \"{}\" runs inference only; use kpipe infer, or train with "

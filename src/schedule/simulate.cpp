@@ -10,25 +10,61 @@
 
 namespace kpipe::schedule {
 
-double CostModel::compute_time(ActionKind kind, int stage) const {
-  const StageCosts c =
-      stages.empty() ? StageCosts{forward, backward_input, backward_weight} : stages[static_cast<std::size_t>(stage)];
+namespace {
+
+// comm_latency per call + bytes / comm_bandwidth (no bandwidth term when 0).
+double link_time(const CostModel& costs, int calls, std::int64_t bytes) {
+  const double transfer = costs.comm_bandwidth > 0.0 ? static_cast<double>(bytes) / costs.comm_bandwidth : 0.0;
+  return calls * costs.comm_latency + transfer;
+}
+
+// The tensor group's sums of one F, B, W or BW of a model stage.
+double sums_time(const CostModel& costs, ActionKind kind, int stage) {
+  if (costs.communication.empty()) return 0.0;
+  const StageCommunication& c = costs.communication[static_cast<std::size_t>(stage)];
   switch (kind) {
     case ActionKind::forward:
-      return c.forward;
+      return link_time(costs, c.forward_sums, c.forward_sum_bytes);
     case ActionKind::backward_input:
-      return c.backward_input;
-    case ActionKind::backward_weight:
-      return c.backward_weight;
     case ActionKind::backward:
-      return c.backward_input + c.backward_weight;
+      return link_time(costs, c.backward_sums, c.backward_sum_bytes);
     default:
       return 0.0;
   }
 }
 
-double CostModel::transfer_time() const {
-  return comm_latency + (comm_bandwidth > 0.0 ? static_cast<double>(bytes_per_transfer) / comm_bandwidth : 0.0);
+}  // namespace
+
+double CostModel::compute_time(ActionKind kind, int stage) const {
+  const StageCosts c =
+      stages.empty() ? StageCosts{forward, backward_input, backward_weight} : stages[static_cast<std::size_t>(stage)];
+  const double sums = sums_time(*this, kind, stage);
+  switch (kind) {
+    case ActionKind::forward:
+      return c.forward + sums;
+    case ActionKind::backward_input:
+      return c.backward_input + sums;
+    case ActionKind::backward_weight:
+      return c.backward_weight;
+    case ActionKind::backward:
+      return c.backward_input + c.backward_weight + sums;
+    default:
+      return 0.0;
+  }
+}
+
+// An activation crosses the boundary after its stage, a gradient the one before.
+std::int64_t CostModel::message_bytes(ActionKind kind, int stage) const {
+  if (communication.empty()) return bytes_per_transfer;
+  const int boundary = kind == ActionKind::send_act ? stage : stage - 1;
+  return communication[static_cast<std::size_t>(boundary)].output_bytes;
+}
+
+double CostModel::transfer_time(ActionKind kind, int stage) const {
+  const std::int64_t bytes = message_bytes(kind, stage);
+  const int boundary = kind == ActionKind::send_act ? stage : stage - 1;
+  const bool gathered = !communication.empty() && communication[static_cast<std::size_t>(boundary)].gathered;
+  return link_time(*this, 1, bytes) + (gathered ? link_time(*this, 1, bytes) : 0.0);
 }
 
 namespace {
@@ -71,6 +107,11 @@ void check_costs(const CostModel& costs, const Schedule& schedule) {
   }
   for (std::size_t s = 0; s < costs.stages.size(); ++s) {
     check_compute_costs(costs.stages[s], fmt::format(" of model stage {}", s));
+  }
+  if (!costs.communication.empty() && costs.communication.size() != stages) {
+    throw input_error(
+        fmt::format("the cost model has communication for {} model stages, but p·v = {} model stages need one each",
+                    costs.communication.size(), stages));
   }
 }
 
@@ -150,7 +191,6 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
   }
 
   const ComputeTimes compute_time(schedule, costs);
-  const double transfer = costs.transfer_time();
   Draws draw(costs.variation);
   std::vector<double> clock(schedule.p, 0.0);
   detail::Execution<double> execution(schedule);
@@ -165,9 +205,10 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
     } else if (is_receive(a.kind)) {
       now = std::max(now, arrival) + costs.receive_time * draw.receive();
     } else if (is_send(a.kind)) {
+      const int stage = schedule.placement.stage(rank, a.chunk);
       now += costs.send_time;
-      sent = now + transfer * draw.transfer();
-      result.ranks[rank].bytes_sent += costs.bytes_per_transfer;
+      sent = now + costs.transfer_time(a.kind, stage) * draw.transfer();
+      result.ranks[rank].bytes_sent += costs.message_bytes(a.kind, stage);
       ++result.transfers;
     }
     // Each rank's actions are visited in list order: index i is end[rank].size().

@@ -49,6 +49,11 @@ struct StepTraffic {
   LinkVolume data;      // data-parallel gradient sums (none when d = 1)
 };
 
+// The shares a boundary tensor travels in: t with scatter/gather, else 1.
+inline int boundary_parts(const config::PipelineConfig& pipeline) {
+  return pipeline.scatter_gather ? pipeline.tensor_parallel : 1;
+}
+
 // Trainable values of one layer on one rank of a tensor group of `ranks`
 // (model::layer_parameters when ranks is 1): its shards and whole parameters.
 std::int64_t layer_shard_parameters(const ModelSpec& model, const LayerSpec& layer, TensorSplit split, int ranks);

@@ -7,8 +7,14 @@
 //   F, B, W        forward / backward_input / backward_weight, of stages[stage]
 //                  when per-stage costs are given (e.g. measured ones)
 //   BW             B + W
-//   transfer       comm_latency + bytes_per_transfer / comm_bandwidth
-//                  (bandwidth 0: latency only); the link, not the rank, is busy
+//   transfer       comm_latency + bytes / comm_bandwidth (bandwidth 0:
+//                  latency only); the link, not the rank, is busy. bytes:
+//                  bytes_per_transfer, or with per-stage communication the
+//                  sender's share of that boundary tensor, plus as much again
+//                  for the receiver's all-gather with scatter/gather
+//   sums           per-stage communication: each of the tensor group's sums
+//                  in an F or B costs comm_latency + its bytes / comm_bandwidth,
+//                  added to the action's compute time (the rank is busy)
 //   SEND_*         send_time on the rank (posting it; 0 unless calibrated)
 //   RECV_*         receive_time on the rank once the message has arrived
 //                  (completing it; 0 unless calibrated); idle, not busy
@@ -39,6 +45,17 @@ struct StageCosts {
   double backward_weight = 1.0;  // one W
 };
 
+// What one rank of a model stage communicates besides its messages' payload
+// per microbatch (runtime::run_plan fills it from the model's layers).
+struct StageCommunication {
+  std::int64_t output_bytes = 0;  // its share of the boundary tensor after the stage, and of that tensor's gradient
+  bool gathered = false;          // scatter/gather: a receiver all-gathers the shares (one collective more)
+  std::int64_t forward_sum_bytes = 0;  // the tensor group's sums in one F: bytes each rank contributes
+  int forward_sums = 0;
+  std::int64_t backward_sum_bytes = 0;  // in one B (recomputation included); W sums nothing
+  int backward_sums = 0;
+};
+
 // Measured spread of the costs: factors of their mean, each equally likely.
 struct Variation {
   std::vector<double> compute;   // F, B, W, BW
@@ -55,13 +72,19 @@ struct CostModel {
   double comm_latency = 0.0;
   double comm_bandwidth = 0.0;  // bytes per time unit; 0 means transfers cost latency only
   std::int64_t bytes_per_transfer = 0;
+  // One entry per model stage (p·v): each message's bytes and each F's and B's
+  // tensor-group sums; empty: every message is bytes_per_transfer, no sums.
+  std::vector<StageCommunication> communication;
   double send_time = 0.0;              // a rank's own time in each SEND_*
   double receive_time = 0.0;           // a rank's own time in each RECV_* after its message arrived
   int max_in_flight = 0;               // most stashed microbatches a rank may hold; 0 is unlimited
   std::optional<Variation> variation;  // none: every action takes its cost exactly
 
+  // F, B, W or BW of model stage `stage`: its compute and its tensor-group sums.
   double compute_time(ActionKind kind, int stage) const;
-  double transfer_time() const;
+  // A SEND_ACT or SEND_GRAD of model stage `stage`: its bytes, and its delay on the link.
+  std::int64_t message_bytes(ActionKind kind, int stage) const;
+  double transfer_time(ActionKind kind, int stage) const;
 };
 
 // The pipeline bubble, in both of its usual normalisations.

@@ -176,7 +176,7 @@ TEST_CASE("scatter/gather at stage boundaries: bitwise the same, 1/t of the byte
 // What each rank counted on each link (the transport's boundary sends and
 // all-gathers, the tensor group's sums, the replicas' gradient sums) is what
 // model::stage_traffic predicts from the layer specs, which `kpipe plan`
-// prints and the simulator charges.
+// prints, and what the simulator charges.
 TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_parallel][traffic]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
   constexpr int run_steps = 2;
@@ -197,6 +197,9 @@ TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_
         INFO(fmt::format("{} {} scatter/gather {} rank {}", kind, schedule, scatter_gather,
                          comm::rank_of(comm::world())));
         CHECK(pipeline.transport().bytes_sent() == run_steps * predicted.pipeline.bytes);
+        // The simulator charges the same messages (the run's plan is kpipe plan's).
+        const auto simulated = schedule::simulate(plan, pipeline.plan().costs, schedule::Record::summary);
+        CHECK(pipeline.transport().bytes_sent() == run_steps * simulated.ranks[rank].bytes_sent);
         CHECK(pipeline.transport().messages_sent() == run_steps * predicted.pipeline.calls);
         CHECK(pipeline.collectives().bytes_contributed() + pipeline.transport().bytes_gathered() ==
               run_steps * predicted.tensor.bytes);

@@ -118,6 +118,34 @@ TEST_CASE("transfers cost latency + bytes / bandwidth on the link, not on the ra
   CHECK(r.end[1][1] == 4.5);
 }
 
+TEST_CASE("per-stage communication: boundary shares, their all-gather, and the tensor group's sums",
+          "[schedule][simulate]") {
+  CostModel costs;
+  costs.comm_latency = 0.5;
+  costs.comm_bandwidth = 100.0;
+  costs.bytes_per_transfer = 1000;  // replaced by the per-stage bytes
+  // Stage 0: a 100-byte share of its output (gathered), two sums of 50 bytes in all per F, none in B;
+  // stage 1: one sum of 100 bytes per F, one of 200 per B.
+  costs.communication = {{100, true, 50, 2, 0, 0}, {0, true, 100, 1, 200, 1}};
+  const SimulationResult r = simulate(lowered("1f1b", 2, 1), costs);
+  // rank 0: F 1 + 2 x 0.5 + 0.5 = 2.5; the activation: (0.5 + 1) on the link and (0.5 + 1) for the
+  // all-gather, arriving at 5.5; rank 1: F 1 + 0.5 + 1 [5.5, 8], BW 2 + 0.5 + 2 [8, 12.5]; the gradient
+  // arrives at 15.5; rank 0: BW 2 [15.5, 17.5].
+  CHECK(r.makespan == 17.5);
+  CHECK(r.ranks[0].busy == 4.5);
+  CHECK(r.ranks[1].busy == 7.0);
+  CHECK(r.ranks[0].bytes_sent == 100);
+  CHECK(r.ranks[1].bytes_sent == 100);
+  CHECK(r.bytes_moved == 200);
+}
+
+TEST_CASE("per-stage communication must cover every model stage", "[schedule][simulate]") {
+  CostModel costs = unit_forward_and_backward();
+  costs.communication = {{100, false, 0, 0, 0, 0}};
+  CHECK_THROWS_WITH(simulate(lowered("1f1b", 2, 1), costs),
+                    Catch::Contains("communication for 1 model stages, but p·v = 2"));
+}
+
 TEST_CASE("per-stage costs replace the uniform ones", "[schedule][simulate]") {
   CostModel costs = unit_forward_and_backward();
   costs.stages = {{1.0, 0.5, 0.5}, {3.0, 1.5, 1.5}};
