@@ -50,6 +50,9 @@ int terminal_columns() {
   return 120;
 }
 
+// Ranks (and boundaries) listed one per line; beyond, the largest alone.
+constexpr int listed_ranks = 16;
+
 // A simulation that overflows (huge costs, a tiny bandwidth) has no meaningful
 // makespan or bubble; say which keys make it so.
 void require_finite(const schedule::SimulationResult& result) {
@@ -72,7 +75,6 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
 void print_memory(const config::RunConfig& config, const schedule::Schedule& schedule) {
   const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
   const std::int64_t baseline = runtime::resident_bytes();
-  constexpr int listed_ranks = 16;
   int largest = 0;
   std::vector<runtime::MemoryEstimate> estimates;
   for (int rank = 0; rank < schedule.p; ++rank) {
@@ -88,17 +90,26 @@ void print_memory(const config::RunConfig& config, const schedule::Schedule& sch
 
 // The bytes each rank sends across every stage boundary per microbatch, and
 // each pipeline rank's volume per step and link (the same for its tensor
-// ranks and replicas), with its time at sim.comm_latency and sim.comm_bandwidth.
+// ranks and replicas), with its time at sim.comm_latency and sim.comm_bandwidth;
+// with many ranks, the first boundaries and the rank that moves the most.
 void print_traffic(const config::RunConfig& config, const schedule::Schedule& schedule) {
   const auto stages = model::stage_traffic(config);
-  const int t = config.pipeline.tensor_parallel;
-  const bool scattered = t > 1 && config.pipeline.scatter_gather;
-  for (std::size_t s = 0; s + 1 < stages.size(); ++s) {
+  const int parts = model::boundary_parts(config.pipeline);
+  const int boundaries = static_cast<int>(stages.size()) - 1;
+  for (int s = 0; s < std::min(boundaries, listed_ranks); ++s) {
     const std::int64_t whole = stages[s].output_bytes;
-    log::info("boundary {} -> {}: {} bytes per microbatch and rank{}", s, s + 1, scattered ? whole / t : whole,
-              scattered ? fmt::format(" (1/{} of {}: scatter/gather)", t, whole) : std::string());
+    log::info("boundary {} -> {}: {} bytes per microbatch and rank{}", s, s + 1, whole / parts,
+              parts > 1 ? fmt::format(" (1/{} of {}: scatter/gather)", parts, whole) : std::string());
   }
+  if (boundaries > listed_ranks) log::info("... and {} boundaries more", boundaries - listed_ranks);
   const auto ranks = predicted_traffic(config, schedule);
+  const auto total = [](const model::StepTraffic& r) { return r.pipeline.bytes + r.tensor.bytes + r.data.bytes; };
+  if (schedule.p > listed_ranks) {
+    const auto most =
+        std::max_element(ranks.begin(), ranks.end(), [&](const auto& a, const auto& b) { return total(a) < total(b); });
+    log::info("communication per step, most (pipeline rank {}): {}", most - ranks.begin(), describe(*most, config.sim));
+    return;
+  }
   for (int rank = 0; rank < schedule.p; ++rank) {
     log::info("communication per step, pipeline rank {}: {}", rank, describe(ranks[rank], config.sim));
   }

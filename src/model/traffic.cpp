@@ -91,6 +91,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config) {
   for (std::size_t s = 0; s < ranges.size(); ++s) {
     const LayerRange range = ranges[s];
     StageTraffic& stage = stages[s];
+    const bool first = s == 0, last = s + 1 == ranges.size();
     // One split per layer; worked out only for t > 1 (it walks the model's layers).
     const auto splits =
         t > 1 ? tensor_splits(model, range, t) : std::vector<TensorSplit>(range.count, TensorSplit::none);
@@ -106,11 +107,10 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config) {
     // Recomputation runs the layers' F again in B; the loss is not recomputed.
     if (recompute) backward += forward;
     // The vocabulary-parallel cross-entropy sums each position's shard maxima (t of them) and its two sums.
-    if (vocab_parallel_loss && s + 1 == ranges.size()) forward += LinkVolume{std::int64_t{model.context} * (t + 2), 2};
+    if (vocab_parallel_loss && last) forward += LinkVolume{std::int64_t{model.context} * (t + 2), 2};
     stage.tensor_forward = scaled(forward, rows * scalar_bytes);
     stage.tensor_backward = scaled(backward, rows * scalar_bytes);
 
-    const bool first = s == 0, last = s + 1 == ranges.size();
     const std::int64_t input_bytes = first ? 0 : stages[s - 1].output_bytes;
     stage.output_bytes = last ? 0 : rows * specs[range.end() - 1].output_dim * scalar_bytes;
     // A message each way per boundary: the activation out, the gradient back.

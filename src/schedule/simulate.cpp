@@ -33,6 +33,11 @@ double sums_time(const CostModel& costs, ActionKind kind, int stage) {
   }
 }
 
+// The boundary a message crosses: an activation the one after its stage, a gradient the one before.
+std::size_t boundary_of(ActionKind kind, int stage) {
+  return static_cast<std::size_t>(kind == ActionKind::send_act ? stage : stage - 1);
+}
+
 }  // namespace
 
 double CostModel::compute_time(ActionKind kind, int stage) const {
@@ -53,18 +58,15 @@ double CostModel::compute_time(ActionKind kind, int stage) const {
   }
 }
 
-// An activation crosses the boundary after its stage, a gradient the one before.
 std::int64_t CostModel::message_bytes(ActionKind kind, int stage) const {
-  if (communication.empty()) return bytes_per_transfer;
-  const int boundary = kind == ActionKind::send_act ? stage : stage - 1;
-  return communication[static_cast<std::size_t>(boundary)].output_bytes;
+  return communication.empty() ? bytes_per_transfer : communication[boundary_of(kind, stage)].output_bytes;
 }
 
 double CostModel::transfer_time(ActionKind kind, int stage) const {
-  const std::int64_t bytes = message_bytes(kind, stage);
-  const int boundary = kind == ActionKind::send_act ? stage : stage - 1;
-  const bool gathered = !communication.empty() && communication[static_cast<std::size_t>(boundary)].gathered;
-  return link_time(*this, 1, bytes) + (gathered ? link_time(*this, 1, bytes) : 0.0);
+  const double link = link_time(*this, 1, message_bytes(kind, stage));
+  // Scatter/gather: the receiver's all-gather of the shares, one more collective of as many bytes.
+  const bool gathered = !communication.empty() && communication[boundary_of(kind, stage)].gathered;
+  return gathered ? 2 * link : link;
 }
 
 namespace {
