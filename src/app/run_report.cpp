@@ -33,10 +33,7 @@ nlohmann::json to_json(const schedule::Bubble& b) {
 }  // namespace
 
 RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config)
-    : pipeline_(pipeline),
-      predicted_traffic_(predicted_traffic(config, pipeline.schedule())),
-      sim_(config.sim),
-      calibration_(pipeline) {
+    : pipeline_(pipeline), predicted_traffic_(predicted_traffic(config, pipeline.schedule())), calibration_(pipeline) {
   if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
 }
 
@@ -94,23 +91,17 @@ void RunReport::finish(double seconds) {
   }
   const int size = comm::size_of(grid.world());
   const double steps = static_cast<double>(std::max<std::size_t>(losses_.size(), 1));
+  // A rank's counter over the run, per step, against the predicted bytes.
+  const auto per_step = [&](double total, const model::LinkVolume& link) {
+    return LinkBytes{total / steps, static_cast<double>(link.bytes)};
+  };
   for (int r = 0; r < size; ++r) {
     const double* row = &all[mine.size() * static_cast<std::size_t>(r)];
     const model::StepTraffic& predicted = predicted_traffic_[static_cast<std::size_t>(row[0])];
-    rows_.push_back({static_cast<int>(row[0]),
-                     static_cast<int>(row[1]),
-                     static_cast<int>(row[2]),
-                     static_cast<int>(row[3]),
-                     static_cast<int>(row[4]),
-                     row[5],
-                     row[6],
-                     row[7],
-                     row[8],
-                     row[9],
-                     row[10],
-                     {row[11] / steps, static_cast<double>(predicted.pipeline.bytes)},
-                     {row[12] / steps, static_cast<double>(predicted.tensor.bytes)},
-                     {row[13] / steps, static_cast<double>(predicted.data.bytes)}});
+    rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),
+                     static_cast<int>(row[3]), static_cast<int>(row[4]), row[5], row[6], row[7], row[8], row[9],
+                     row[10], per_step(row[11], predicted.pipeline), per_step(row[12], predicted.tensor),
+                     per_step(row[13], predicted.data)});
   }
 }
 

@@ -62,7 +62,6 @@ class RunReport {
   // (pipeline.validate_schedule = false), which the simulator may reject.
   std::optional<schedule::SimulationResult> predicted_;
   std::vector<model::StepTraffic> predicted_traffic_;  // per pipeline rank
-  config::SimConfig sim_;
   CalibrationRecorder calibration_;
   std::optional<schedule::Calibration> calibrated_;       // rank 0, after finish()
   std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs
