@@ -44,6 +44,10 @@ struct StageOptions {
   // takes it back. Not owned; it must outlive the stage. Null keeps the stash
   // in memory.
   StashStore* stash_store = nullptr;
+  // pipeline.sequence_parallel with a tensor group of t > 1 ranks: between
+  // the tensor-parallel pairs, and across stage boundaries, each rank holds
+  // only its 1/t of a microbatch's rows (docs/model.md). No effect with t = 1.
+  bool sequence_parallel = false;
 };
 
 template <class Scalar>
@@ -58,6 +62,12 @@ class Stage {
   LayerRange layers() const { return layers_; }
   int input_dim() const { return body_->input_dim(); }
   int output_dim() const { return body_->output_dim(); }
+  // The rows of a microbatch of b samples at this stage's input: b at the
+  // model's first stage (the data), b/t past it with sequence parallelism
+  // (a rank's share of a boundary), else b. And the rows of the output for
+  // `rows` input rows: b at the model's last stage.
+  int input_rows(int microbatch_size) const;
+  int output_rows(int rows) const { return body_->output_rows(rows); }
 
   // F: Y from X, stashing what B and W of microbatch `mb` need.
   void forward(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y);

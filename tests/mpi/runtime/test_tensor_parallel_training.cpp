@@ -52,15 +52,17 @@ std::string model_keys(const std::string& kind, const std::string& schedule) {
       schedule == "interleaved" ? "fused" : "gemm");
 }
 
-config::RunConfig config_for(const std::string& kind, int d, const std::string& schedule) {
+config::RunConfig config_for(const std::string& kind, int d, const std::string& schedule,
+                             bool sequence_parallel = false) {
   const int v = schedule == "interleaved" ? 2 : 1;
   const std::string text =
       model_keys(kind, schedule) + fmt::format(
                                        "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\n"
                                        "train.grad_clip = 0.05\npipeline.stages = 2\npipeline.tensor_parallel = {}\n"
                                        "pipeline.data_parallel = {}\npipeline.schedule = \"{}\"\n"
-                                       "pipeline.virtual_stages = {}\nruntime.watchdog_seconds = 60\n",
-                                       16 * d, steps, t, d, schedule, v);
+                                       "pipeline.virtual_stages = {}\npipeline.sequence_parallel = {}\n"
+                                       "runtime.watchdog_seconds = 60\n",
+                                       16 * d, steps, t, d, schedule, v, sequence_parallel);
   return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
@@ -104,22 +106,25 @@ TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime]
   const int d = comm::size_of(comm::world()) / (2 * t);
   for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
     for (const std::string schedule : {"1f1b", "interleaved"}) {
-      const config::RunConfig config = config_for(kind, d, schedule);
-      runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
-      tensor::ExecContext exec;
-      model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
-      INFO(fmt::format("{} {} p=2 t={} d={} stage {} tensor rank {} replica {}", kind, schedule, t, d,
-                       pipeline.grid().pipeline_rank(), pipeline.grid().tensor_rank(), pipeline.grid().replica()));
-      CHECK(pipeline.grid().tensor_size() == t);
-      CHECK(sharded_parameters(pipeline) > 0);
-      // Each shard is the slice of the unsharded initialisation.
-      CHECK(largest_difference(whole_parameters(pipeline), reference.parameters()) == 0.0);
+      for (const bool sequence_parallel : {false, true}) {
+        const config::RunConfig config = config_for(kind, d, schedule, sequence_parallel);
+        runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+        tensor::ExecContext exec;
+        model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
+        INFO(fmt::format("{} {} p=2 t={} d={} sequence parallel {} stage {} tensor rank {} replica {}", kind, schedule,
+                         t, d, sequence_parallel, pipeline.grid().pipeline_rank(), pipeline.grid().tensor_rank(),
+                         pipeline.grid().replica()));
+        CHECK(pipeline.grid().tensor_size() == t);
+        CHECK(sharded_parameters(pipeline) > 0);
+        // Each shard is the slice of the unsharded initialisation.
+        CHECK(largest_difference(whole_parameters(pipeline), reference.parameters()) == 0.0);
 
-      for (int step = 0; step < steps; ++step) pipeline.run_step(step);
-      for (int step = 0; step < steps; ++step) reference.step();
-      const double difference = largest_difference(whole_parameters(pipeline), reference.parameters());
-      CHECK(difference > 0.0);  // the tensor group does add in another order
-      CHECK(difference < 1e-5);
+        for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+        for (int step = 0; step < steps; ++step) reference.step();
+        const double difference = largest_difference(whole_parameters(pipeline), reference.parameters());
+        CHECK(difference > 0.0);  // the tensor group does add in another order
+        CHECK(difference < 1e-5);
+      }
     }
   }
 }
