@@ -293,10 +293,10 @@ void check_sequence_parallel(const Deck& deck, const RunConfig& config) {
   }
   if (config.train.microbatch_size % t != 0) {
     throw input_error(fmt::format(
-        "{} splits each microbatch's rows over {}, but train.microbatch_size = {} is not divisible by {}; use a "
-        "multiple of {} (e.g. {}) or turn sequence parallelism off",
+        "{} splits each microbatch's rows over {}, but {} is not divisible by {}; use a multiple of {} (e.g. {}) or "
+        "turn sequence parallelism off",
         deck.describe("pipeline.sequence_parallel"), deck.describe("pipeline.tensor_parallel"),
-        config.train.microbatch_size, t, t, (config.train.microbatch_size / t + 1) * t));
+        deck.describe("train.microbatch_size"), t, t, (config.train.microbatch_size / t + 1) * t));
   }
 }
 
