@@ -106,8 +106,9 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
   const auto region = env_.exec.region("kpipe::model::linear::forward");
   const auto& space = env_.exec.space();
   // Sequence parallelism: a column-parallel Linear multiplies the group's rows (its own saved, gathered again in W).
-  const auto X = (row_factor() > 1 ? gathered_rows(inputs.at(0), "kpipe::model::linear::gathered_x") : inputs.at(0))
-                     .template matrix<Scalar>();
+  const tensor::Tensor input =
+      row_factor() > 1 ? gathered_rows(inputs.at(0), "kpipe::model::linear::gathered_x") : inputs.at(0);
+  const auto X = input.matrix<Scalar>();
   const auto Y = outputs.at(0).matrix<Scalar>();
   if (split_ == TensorSplit::row) {
     // Partial products of this rank's inputs, summed over the group (each
@@ -165,8 +166,9 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
 template <class Scalar>
 void Linear<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::linear::backward_weight");
-  const auto X = (row_factor() > 1 ? gathered_rows(ctx.saved("x"), "kpipe::model::linear::gathered_x") : ctx.saved("x"))
-                     .template matrix<Scalar>();
+  const tensor::Tensor input =
+      row_factor() > 1 ? gathered_rows(ctx.saved("x"), "kpipe::model::linear::gathered_x") : ctx.saved("x");
+  const auto X = input.matrix<Scalar>();
   const auto dY = ctx.saved("dy").matrix<Scalar>();
   const auto& space = env_.exec.space();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.

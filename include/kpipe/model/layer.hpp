@@ -117,7 +117,7 @@ class Layer {
     return {{"x", tensor::TensorSpec::matrix<Scalar>(rows, input_dim())}};
   }
   virtual std::vector<TensorDecl> outputs(int rows) const {
-    return {{"y", tensor::TensorSpec::matrix<Scalar>(rows, output_dim())}};
+    return {{"y", tensor::TensorSpec::matrix<Scalar>(output_rows(rows), output_dim())}};
   }
   virtual std::vector<TensorDecl> saved(int rows) const = 0;
 

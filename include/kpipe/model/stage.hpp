@@ -6,7 +6,8 @@
 //
 // Buffers: the stage keeps its own copies of what it stashes, so a caller may
 // reuse X, Y, dY and dX as soon as a call returns. Y and dX are written, never
-// kept. Rows are samples; X is rows x input_dim(), Y rows x output_dim().
+// kept. Rows are samples; X is rows x input_dim(), Y output_rows(rows) x
+// output_dim() (rows, except with sequence parallelism at the model's ends).
 // Copies and intermediates come from the ExecContext's pool and go back when
 // the microbatch's W (or BW) releases them: after the first step a stage
 // allocates nothing. Every kernel runs on the context's instance; each action

@@ -25,7 +25,9 @@ namespace kpipe::model {
 // Vocabulary-parallel in a tensor group of t ranks (Megatron-LM): rank r
 // holds the token rows [r·vocab/t, (r+1)·vocab/t), looks up the ids in its
 // range (zero elsewhere) and the group sums the lookups; the position table
-// is whole on every rank and added by rank 0 only.
+// is whole on every rank and added by rank 0 only. With sequence parallelism
+// the sum is reduce-scattered (each rank keeps its 1/t of the rows) and B
+// gathers the output gradient's rows back for the tables.
 template <class Scalar>
 class TokenEmbedding final : public Layer<Scalar> {
  public:
