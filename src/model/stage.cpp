@@ -17,14 +17,11 @@ namespace {
 template <class Scalar>
 std::unique_ptr<Layer<Scalar>> with_edge(std::unique_ptr<Layer<Scalar>> layer, SequenceEdge edge,
                                          LayerEnvironment env) {
+  const int width = edge == SequenceEdge::enter ? layer->input_dim() : layer->output_dim();
   std::vector<std::unique_ptr<Layer<Scalar>>> parts;
-  if (edge == SequenceEdge::leave) {
-    parts.push_back(std::make_unique<SequenceEdgeLayer<Scalar>>(edge, layer->output_dim(), env));
-    parts.insert(parts.begin(), std::move(layer));
-  } else {
-    parts.push_back(std::make_unique<SequenceEdgeLayer<Scalar>>(edge, layer->input_dim(), env));
-    parts.push_back(std::move(layer));
-  }
+  parts.push_back(std::move(layer));
+  parts.insert(edge == SequenceEdge::enter ? parts.begin() : parts.end(),
+               std::make_unique<SequenceEdgeLayer<Scalar>>(edge, width, env));
   return std::make_unique<Sequential<Scalar>>(std::move(parts), env);
 }
 
@@ -45,9 +42,7 @@ std::unique_ptr<Sequential<Scalar>> build_body(const ModelSpec& model, LayerRang
   // leaves them at its last, inside those layers, so a stage's children stay
   // its layers (the embedding and the LM head of a transformer do it themselves).
   if (env.sequence_parallel && model.kind != ModelKind::transformer) {
-    if (layers.first == 0) {
-      body.front() = with_edge(std::move(body.front()), SequenceEdge::enter, env);
-    }
+    if (layers.first == 0) body.front() = with_edge(std::move(body.front()), SequenceEdge::enter, env);
     if (layers.end() == total) body.back() = with_edge(std::move(body.back()), SequenceEdge::leave, env);
   }
   return std::make_unique<Sequential<Scalar>>(std::move(body), env);
