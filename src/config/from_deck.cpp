@@ -151,6 +151,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.data_parallel = static_cast<int>(deck.integer("pipeline.data_parallel"));
   pipeline.tensor_parallel = static_cast<int>(deck.integer("pipeline.tensor_parallel"));
   pipeline.scatter_gather = deck.boolean("pipeline.scatter_gather");
+  pipeline.sequence_parallel = deck.boolean("pipeline.sequence_parallel");
   pipeline.microbatches = microbatch_count(deck);
   pipeline.schedule = deck.string("pipeline.schedule");
   pipeline.partition = ints(deck.integers("pipeline.partition"));
@@ -279,6 +280,26 @@ void check_tensor_parallel(const Deck& deck, const RunConfig& config) {
   }
 }
 
+// Sequence parallelism gives each tensor rank 1/t of a microbatch's rows
+// (its samples: whole sequences of a transformer).
+void check_sequence_parallel(const Deck& deck, const RunConfig& config) {
+  const int t = config.pipeline.tensor_parallel;
+  if (!config.pipeline.sequence_parallel || t == 1) return;
+  if (config.train.microbatch_size_auto) {
+    throw input_error(
+        fmt::format("{} needs a fixed microbatch size divisible by t = {}; set train.microbatch_size "
+                    "to a multiple of {} instead of \"auto\"",
+                    deck.describe("pipeline.sequence_parallel"), t, t));
+  }
+  if (config.train.microbatch_size % t != 0) {
+    throw input_error(fmt::format(
+        "{} splits each microbatch's rows over {}, but {} is not divisible by {}; use a multiple of {} (e.g. {}) or "
+        "turn sequence parallelism off",
+        deck.describe("pipeline.sequence_parallel"), deck.describe("pipeline.tensor_parallel"),
+        deck.describe("train.microbatch_size"), t, t, (config.train.microbatch_size / t + 1) * t));
+  }
+}
+
 // A uniform microbatch holds one decode of every running request.
 void check_inference(const Deck& deck, const RunConfig& config) {
   const InferenceConfig& inference = config.inference;
@@ -294,6 +315,7 @@ void check_inference(const Deck& deck, const RunConfig& config) {
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_transformer(deck, config);
   check_tensor_parallel(deck, config);
+  check_sequence_parallel(deck, config);
   check_inference(deck, config);
   check_shape(deck, config);
   const PipelineConfig& shape = config.pipeline;

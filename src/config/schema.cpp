@@ -114,6 +114,11 @@ std::vector<KeySpec> build_schema() {
               "With pipeline.tensor_parallel > 1: each tensor rank sends 1/t of a boundary activation (and "
               "gradient) to its counterpart, which all-gathers it in its tensor group (Megatron-LM); bitwise the "
               "same results, 1/t of the bytes between stages"),
+      boolean("pipeline.sequence_parallel", false,
+              "With pipeline.tensor_parallel > 1: LayerNorms, residual sums and the activations between the "
+              "tensor-parallel pairs (and across stage boundaries) hold only each tensor rank's 1/t of a "
+              "microbatch's rows, with all-gather / reduce-scatter instead of all-reduce (Megatron-LM); t must "
+              "divide train.microbatch_size; results within 1e-5 of off, 1/t of those activations per rank"),
       integers("pipeline.partition", {}, 1,
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),
       choice("pipeline.recompute", "none", {"none", "full"},

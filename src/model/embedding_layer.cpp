@@ -47,16 +47,35 @@ std::vector<TensorDecl> TokenEmbedding<Scalar>::saved(int rows) const {
 template <class Scalar>
 void TokenEmbedding<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::embedding::forward");
-  kernels::embedding_forward(env_.exec.space(), inputs.at(0).matrix<Scalar>(), token_.value, added_position_,
-                             outputs.at(0).matrix<Scalar>(), first_);
-  env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
+  const auto ids = inputs.at(0).matrix<Scalar>();
+  if (env_.sequence_parallel) {
+    // Each rank keeps its rows of the summed lookups.
+    const auto whole =
+        env_.exec.pool().take<Scalar>("kpipe::model::embedding::lookups", ids.extent_int(0), output_dim());
+    kernels::embedding_forward(env_.exec.space(), ids, token_.value, added_position_, whole, first_);
+    env_.collectives.reduce_scatter_sum(Group::tensor, whole, outputs.at(0));
+  } else {
+    kernels::embedding_forward(env_.exec.space(), ids, token_.value, added_position_, outputs.at(0).matrix<Scalar>(),
+                               first_);
+    env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
+  }
   if (ctx) ctx->save("ids", inputs.at(0));
 }
 
 template <class Scalar>
 void TokenEmbedding<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList, Context& ctx) const {
-  // Token ids have no gradient: only the tables learn.
-  ctx.save("dy", output_grads.at(0));
+  // Token ids have no gradient: only the tables learn. With sequence
+  // parallelism every id's row of the gradient is needed: the group's rows.
+  const tensor::Tensor dY = output_grads.at(0);
+  if (!env_.sequence_parallel) {
+    ctx.save("dy", dY);
+    return;
+  }
+  const int rows = static_cast<int>(dY.spec().extent(0)) * env_.collectives.size(Group::tensor);
+  const tensor::Tensor whole =
+      env_.exec.pool().take<Scalar>("kpipe::model::embedding::gathered_dy", rows, output_dim());
+  env_.collectives.all_gather(Group::tensor, dY, whole);
+  ctx.save("dy", whole);
 }
 
 template <class Scalar>

@@ -17,6 +17,8 @@ LayerNorm<Scalar>::LayerNorm(int dim, const std::string& name, LayerEnvironment 
       beta_{name + ".beta", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta", 1, dim),
             tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta.grad", 1, dim)} {
   Kokkos::deep_copy(env_.exec.space(), gamma_.value, Scalar(1));
+  // Sequence parallelism: a LayerNorm sees this rank's rows only (Megatron sums these gradients over the group).
+  gamma_.row_partial = beta_.row_partial = env.sequence_parallel;
 }
 
 template <class Scalar>

@@ -70,7 +70,11 @@ void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& ini
 template <class Scalar>
 Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
                        kernels::GemmPath gemm, LayerEnvironment env, TensorSplit split, int blocks)
-    : env_(env), split_(env.collectives.size(Group::tensor) == 1 ? TensorSplit::none : split), gemm_(gemm) {
+    : env_(env),
+      split_(env.collectives.size(Group::tensor) == 1 ? TensorSplit::none : split),
+      sequence_parallel_(env.sequence_parallel),
+      ranks_(env.collectives.size(Group::tensor)),
+      gemm_(gemm) {
   const Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? 0 : 1, blocks, env.collectives);
   const Shard bias_shard = shard_of(split_, 1, blocks, env.collectives);
   const int rows = local_extent(input, weight_shard, 0);
@@ -79,6 +83,8 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
              tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", rows, columns), weight_shard, true};
   bias_ = {name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, columns),
            tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, columns), bias_shard};
+  // Between the pairs a Linear sees only this rank's rows: its gradients are partial.
+  weight_.row_partial = bias_.row_partial = sequence_parallel_ && split_ == TensorSplit::none;
   initialise_shard(env_.exec.space(), init, init_key, input, output, weight_shard, weight_.value);
 }
 
@@ -88,15 +94,34 @@ std::vector<TensorDecl> Linear<Scalar>::saved(int rows) const {
 }
 
 template <class Scalar>
+tensor::Tensor Linear<Scalar>::gathered_rows(const tensor::Tensor& local, const char* label) const {
+  const auto rows = static_cast<int>(local.spec().extent(0)), columns = static_cast<int>(local.spec().extent(1));
+  const tensor::Tensor whole = env_.exec.pool().take<Scalar>(label, ranks_ * rows, columns);
+  env_.collectives.all_gather(Group::tensor, local, whole);
+  return whole;
+}
+
+template <class Scalar>
 void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::forward");
   const auto& space = env_.exec.space();
-  const auto X = inputs.at(0).matrix<Scalar>();
+  // Sequence parallelism: a column-parallel Linear multiplies the group's rows (its own saved, gathered again in W).
+  const tensor::Tensor input =
+      row_factor() > 1 ? gathered_rows(inputs.at(0), "kpipe::model::linear::gathered_x") : inputs.at(0);
+  const auto X = input.matrix<Scalar>();
   const auto Y = outputs.at(0).matrix<Scalar>();
   if (split_ == TensorSplit::row) {
-    // Partial products of this rank's inputs, summed over the group; the bias once, after the sum.
-    kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
-    env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
+    // Partial products of this rank's inputs, summed over the group (each
+    // rank keeping its rows with sequence parallelism); the bias once, after the sum.
+    if (row_divisor() > 1) {
+      const auto partial =
+          env_.exec.pool().take<Scalar>("kpipe::model::linear::partial", X.extent_int(0), output_dim());
+      kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, partial, gemm_);
+      env_.collectives.reduce_scatter_sum(Group::tensor, partial, outputs.at(0));
+    } else {
+      kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
+      env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
+    }
     kernels::add_row(space, bias_.value, Y);
   } else if (gemm_ == kernels::GemmPath::packed) {
     packed_.linear_forward(space, X, weight_.value, bias_.value, Y);
@@ -111,24 +136,39 @@ template <class Scalar>
 void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                     Context& ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::backward_input");
-  const auto dX = input_grads.at(0).matrix<Scalar>();
-  if (dX.size() != 0) {
-    const auto dY = output_grads.at(0).matrix<Scalar>();
+  // Sequence parallelism: a row-parallel Linear's output gradient is this rank's rows; W needs the group's.
+  const tensor::Tensor gradient =
+      row_divisor() > 1 ? gathered_rows(output_grads.at(0), "kpipe::model::linear::gathered_dy") : output_grads.at(0);
+  if (input_grads.at(0).matrix<Scalar>().size() != 0) {
+    const auto dY = gradient.matrix<Scalar>();
+    // Column-parallel: each rank's outputs contribute to the whole input's
+    // gradient, summed over the group (each rank keeping its rows with
+    // sequence parallelism).
+    const tensor::Tensor sum = row_factor() > 1
+                                   ? tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::linear::partial_dx",
+                                                                                  dY.extent_int(0), input_dim()))
+                                   : input_grads.at(0);
+    const auto dX = sum.matrix<Scalar>();
     if (gemm_ == kernels::GemmPath::packed) {
       packed_.input_gradient(env_.exec.space(), dY, weight_.value, dX);
     } else {
       kernels::gemm(env_.exec.space(), Trans::no, Trans::yes, 1, dY, weight_.value, 0, dX, gemm_);
     }
-    // Column-parallel: each rank's outputs contribute to the whole input's gradient.
-    if (split_ == TensorSplit::column) env_.collectives.all_reduce_sum(Group::tensor, input_grads.at(0));
+    if (row_factor() > 1) {
+      env_.collectives.reduce_scatter_sum(Group::tensor, sum, input_grads.at(0));
+    } else if (split_ == TensorSplit::column) {
+      env_.collectives.all_reduce_sum(Group::tensor, sum);
+    }
   }
-  ctx.save("dy", output_grads.at(0));
+  ctx.save("dy", gradient);
 }
 
 template <class Scalar>
 void Linear<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::linear::backward_weight");
-  const auto X = ctx.saved("x").matrix<Scalar>();
+  const tensor::Tensor input =
+      row_factor() > 1 ? gathered_rows(ctx.saved("x"), "kpipe::model::linear::gathered_x") : ctx.saved("x");
+  const auto X = input.matrix<Scalar>();
   const auto dY = ctx.saved("dy").matrix<Scalar>();
   const auto& space = env_.exec.space();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.

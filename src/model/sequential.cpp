@@ -10,9 +10,10 @@ template <class Scalar>
 template <class Width, class Step>
 void Sequential<Scalar>::chain(tensor::TensorList inputs, tensor::TensorList outputs, const Width& width,
                                const Step& step) const {
-  const int rows = static_cast<int>(inputs.at(0).spec().extent(0));
+  int rows = static_cast<int>(inputs.at(0).spec().extent(0));
   tensor::Tensor input = inputs.at(0);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
+    rows = layers_[i]->output_rows(rows);
     // A pooled intermediate per call: a buffer some microbatch's context
     // still saves is not free, so a later microbatch gets another one.
     const tensor::Tensor output =
@@ -22,6 +23,18 @@ void Sequential<Scalar>::chain(tensor::TensorList inputs, tensor::TensorList out
     step(i, input, output);
     input = output;
   }
+}
+
+template <class Scalar>
+int Sequential<Scalar>::output_rows(int rows) const {
+  for (const auto& layer : layers_) rows = layer->output_rows(rows);
+  return rows;
+}
+
+template <class Scalar>
+int Sequential<Scalar>::input_rows(int rows) const {
+  for (auto layer = layers_.rbegin(); layer != layers_.rend(); ++layer) rows = (*layer)->input_rows(rows);
+  return rows;
 }
 
 template <class Scalar>
@@ -36,9 +49,10 @@ void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList o
 template <class Scalar>
 void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                         Context& ctx) const {
-  const int rows = static_cast<int>(output_grads.at(0).spec().extent(0));
+  int rows = static_cast<int>(output_grads.at(0).spec().extent(0));
   tensor::Tensor gradient = output_grads.at(0);
   for (std::size_t i = layers_.size(); i-- > 0;) {
+    rows = layers_[i]->input_rows(rows);
     const tensor::Tensor input_gradient = i == 0 ? input_grads.at(0)
                                                  : tensor::Tensor(env_.exec.pool().take<Scalar>(
                                                        "kpipe::model::activation_grad", rows, layers_[i]->input_dim()));

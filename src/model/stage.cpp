@@ -13,6 +13,18 @@ namespace kpipe::model {
 
 namespace {
 
+// `layer` after (enter) or before (leave) the sequence-parallel edge.
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> with_edge(std::unique_ptr<Layer<Scalar>> layer, SequenceEdge edge,
+                                         LayerEnvironment env) {
+  const int width = edge == SequenceEdge::enter ? layer->input_dim() : layer->output_dim();
+  std::vector<std::unique_ptr<Layer<Scalar>>> parts;
+  parts.push_back(std::move(layer));
+  parts.insert(edge == SequenceEdge::enter ? parts.begin() : parts.end(),
+               std::make_unique<SequenceEdgeLayer<Scalar>>(edge, width, env));
+  return std::make_unique<Sequential<Scalar>>(std::move(parts), env);
+}
+
 template <class Scalar>
 std::unique_ptr<Sequential<Scalar>> build_body(const ModelSpec& model, LayerRange layers, KernelChoice kernels,
                                                LayerEnvironment env) {
@@ -25,6 +37,13 @@ std::unique_ptr<Sequential<Scalar>> build_body(const ModelSpec& model, LayerRang
   std::vector<std::unique_ptr<Layer<Scalar>>> body;
   for (int index = layers.first; index < layers.end(); ++index) {
     body.push_back(make_layer<Scalar>(model, index, kernels, env, splits[index - layers.first]));
+  }
+  // A sequence-parallel MLP enters the sharded rows at its first layer and
+  // leaves them at its last, inside those layers, so a stage's children stay
+  // its layers (the embedding and the LM head of a transformer do it themselves).
+  if (env.sequence_parallel && model.kind != ModelKind::transformer) {
+    if (layers.first == 0) body.front() = with_edge(std::move(body.front()), SequenceEdge::enter, env);
+    if (layers.end() == total) body.back() = with_edge(std::move(body.back()), SequenceEdge::leave, env);
   }
   return std::make_unique<Sequential<Scalar>>(std::move(body), env);
 }
@@ -53,11 +72,17 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
     : layers_(layers),
       options_(options),
       exec_(exec),
-      env_{exec, collectives},
+      env_{exec, collectives, options.sequence_parallel && collectives.size(Group::tensor) > 1},
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
       positions_(model.positions()),
       dim_(model.kind == ModelKind::transformer ? model.dim : 0),
       attention_layers_(decoder_blocks(model, layers)) {}
+
+template <class Scalar>
+int Stage<Scalar>::input_rows(int microbatch_size) const {
+  if (layers_.first == 0 || !env_.sequence_parallel) return microbatch_size;
+  return microbatch_size / env_.collectives.size(Group::tensor);
+}
 
 namespace {
 // A pooled copy of `source` for the stash, queued on the context's instance.
@@ -79,7 +104,7 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   }
   const int rows = static_cast<int>(X.extent(0));
   tensor::require_shape("stage input", X, rows, input_dim());
-  tensor::require_shape("stage output", Y, rows, output_dim());
+  tensor::require_shape("stage output", Y, output_rows(rows), output_dim());
   Stashed entry;
   entry.rows = rows;
   // Our own copy: the layers keep references to their inputs until W.
@@ -202,14 +227,15 @@ void Stage<Scalar>::backward(int mb, const tensor::ConstMatrix<Scalar>& dY, cons
 template <class Scalar>
 void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX) {
   Stashed& entry = stashed(mb, false, "backward_input");
-  tensor::require_shape("stage output gradient", dY.matrix<Scalar>(), entry.rows, output_dim());
+  tensor::require_shape("stage output gradient", dY.matrix<Scalar>(), output_rows(entry.rows), output_dim());
   if (dX.size() != 0) tensor::require_shape("stage input gradient", dX, entry.rows, input_dim());
   if (!entry.spilled.empty()) {
     restore(mb, entry);
     update_peaks();
   }
   if (options_.recompute) {
-    const auto output = exec_.pool().take<Scalar>("kpipe::model::recomputed_output", entry.rows, output_dim());
+    const auto output =
+        exec_.pool().take<Scalar>("kpipe::model::recomputed_output", output_rows(entry.rows), output_dim());
     body_->forward({entry.input}, {output}, &entry.context);
     entry.input = {};
     update_peaks();
@@ -230,7 +256,7 @@ template <class Scalar>
 void Stage<Scalar>::forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) const {
   const auto region = exec_.region("kpipe::F");
   tensor::require_shape("stage input", X, X.extent(0), input_dim());
-  tensor::require_shape("stage output", Y, X.extent(0), output_dim());
+  tensor::require_shape("stage output", Y, output_rows(X.extent_int(0)), output_dim());
   body_->forward({X}, {Y}, nullptr);
 }
 

@@ -72,6 +72,13 @@ tensor::Matrix<Scalar> gather_shards(tensor::ExecContext& exec, Collectives& col
   return whole;
 }
 
+template <class Scalar>
+void sum_row_partials(Collectives& collectives, const std::vector<Parameter<Scalar>>& parameters) {
+  for (const auto& p : parameters) {
+    if (p.row_partial) collectives.all_reduce_sum(Group::tensor, p.grad);
+  }
+}
+
 template void copy_shard<float>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<float>&, const Shard&,
                                 const tensor::Matrix<float>&);
 template void copy_shard<double>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<double>&, const Shard&,
@@ -80,5 +87,8 @@ template tensor::Matrix<float> gather_shards<float>(tensor::ExecContext&, Collec
                                                     const tensor::ConstMatrix<float>&);
 template tensor::Matrix<double> gather_shards<double>(tensor::ExecContext&, Collectives&, const Shard&,
                                                       const tensor::ConstMatrix<double>&);
+
+template void sum_row_partials<float>(Collectives&, const std::vector<Parameter<float>>&);
+template void sum_row_partials<double>(Collectives&, const std::vector<Parameter<double>>&);
 
 }  // namespace kpipe::model

@@ -72,6 +72,7 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
                                      ? kernels::AttentionPath::gemm
                                      : kernels::AttentionPath::fused;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
+  spec.stage.sequence_parallel = config.pipeline.sequence_parallel;
   return spec;
 }
 

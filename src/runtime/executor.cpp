@@ -70,7 +70,9 @@ template <class Scalar>
 comm::Message Executor<Scalar>::message_of(const Action& action) const {
   const model::Stage<Scalar>& stage = *chunks_[action.chunk];
   const bool at_output = schedule::towards_next_stage(action.kind);
-  return {action.peer, action.tag, microbatch_size_, at_output ? stage.output_dim() : stage.input_dim()};
+  const int rows = stage.input_rows(microbatch_size_);
+  return {action.peer, action.tag, at_output ? stage.output_rows(rows) : rows,
+          at_output ? stage.output_dim() : stage.input_dim()};
 }
 
 template <class Scalar>
@@ -139,12 +141,12 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       model::Stage<Scalar>& stage = *chunks_[action.chunk];
       Matrix<Scalar> X;
       if (is_first_stage(action.chunk)) {
-        X = activations_.take(microbatch_size_, stage.input_dim());
+        X = activations_.take(stage.input_rows(microbatch_size_), stage.input_dim());
         io_.inputs(step, mb, X);
       } else {
         X = take(slots.input[key], action, "input activation");
       }
-      Matrix<Scalar> Y = activations_.take(microbatch_size_, stage.output_dim());
+      Matrix<Scalar> Y = activations_.take(stage.output_rows(X.extent_int(0)), stage.output_dim());
       if (training_) {
         stage.forward(mb, X, Y);
       } else {
@@ -192,7 +194,7 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       const Matrix<Scalar> dY = take(slots.grad_output[key], action, "output gradient");
       // The first model stage's input is data: its gradient is never needed.
       Matrix<Scalar> dX;
-      if (!is_first_stage(action.chunk)) dX = activations_.take(microbatch_size_, stage.input_dim());
+      if (!is_first_stage(action.chunk)) dX = activations_.take(stage.input_rows(microbatch_size_), stage.input_dim());
       if (action.kind == ActionKind::backward)
         stage.backward(mb, dY, dX, after_layer);
       else

@@ -88,4 +88,20 @@ void GridCollectives::all_gather(model::Group group, const tensor::Tensor& local
   from_host(exec_, comm::all_gather(communicator(group), to_host(exec_, local)), gathered);
 }
 
+void GridCollectives::reduce_scatter_sum(model::Group group, const tensor::Tensor& whole, const tensor::Tensor& local) {
+  const auto ranks = static_cast<std::size_t>(size(group));
+  if (whole.spec().bytes() != local.spec().bytes() * ranks || whole.spec().dtype() != local.spec().dtype()) {
+    throw runtime_error(
+        fmt::format("reduce_scatter_sum of {} over {} ranks into {}: each rank's rows must be 1/{} of it",
+                    whole.spec().to_string(), ranks, local.spec().to_string(), ranks));
+  }
+  // The whole rank-order sum, then this rank's rows: bitwise those rows of all_reduce_sum.
+  all_reduce_sum(group, whole);
+  using Bytes = Kokkos::View<unsigned char*, tensor::MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const std::size_t count = local.spec().bytes();
+  const auto first = static_cast<std::size_t>(rank(group)) * count;
+  Kokkos::deep_copy(exec_.space(), Bytes(static_cast<unsigned char*>(local.data()), count),
+                    Bytes(static_cast<unsigned char*>(whole.data()) + first, count));
+}
+
 }  // namespace kpipe::runtime

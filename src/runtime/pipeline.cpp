@@ -6,6 +6,7 @@
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
+#include "kpipe/model/tensor_parallel.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/run_plan.hpp"
 #include "kpipe/schedule/generate.hpp"
@@ -104,8 +105,9 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       memory_(checked_memory(config, spec_, schedule_, grid_,
                              staging == comm::Staging::host || !comm::mpi_reaches_device_memory())),
       collectives_(grid_, exec_),
+      // A sequence-parallel boundary is already each tensor rank's rows: nothing to scatter.
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space(),
-                 config.pipeline.scatter_gather ? grid_.tensor() : comm::self()),
+                 config.pipeline.scatter_gather && !config.pipeline.sequence_parallel ? grid_.tensor() : comm::self()),
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
       chunks_(
           build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), collectives_, exec_)),
@@ -155,6 +157,7 @@ StepHooks Pipeline<Scalar>::step_hooks() {
   hooks.reduce_gradients = [this] { gradient_sync_.reduce(); };
   hooks.optimizer_step = [this] {
     comm::agree(grid_.world(), watchdog_, fmt::format("step {}", step_), loss_head_.failure());
+    model::sum_row_partials(collectives_, parameters());
     gradient_sync_.clip();
     optimizer_->step();
     for (auto& chunk : chunks_) chunk->weights_changed();

@@ -96,6 +96,7 @@ struct PipelineConfig {
   bool validate_schedule = true;
   bool overlap_grad_reduce = true;  // start each layer's data-parallel sum once its gradient is final
   bool scatter_gather = true;       // t > 1: each tensor rank sends 1/t of a boundary tensor
+  bool sequence_parallel = false;   // t > 1: outside the tensor-parallel pairs each rank holds 1/t of the rows
 
   int world_size() const { return stages * tensor_parallel * data_parallel; }
   int model_stages() const { return stages * virtual_stages; }

@@ -24,10 +24,15 @@ class Collectives {
   // gathered = every rank's `local` stacked along axis 0 in rank order;
   // gathered has size(group) times local's extent 0.
   virtual void all_gather(Group group, const tensor::Tensor& local, const tensor::Tensor& gathered) = 0;
+  // local = rows [r·n/t, (r+1)·n/t) of the rank-order sum of every rank's
+  // `whole` (n rows, t = size(group), r = rank(group)): bitwise those rows of
+  // all_reduce_sum. `whole` is scratch (it may be overwritten). Sequence
+  // parallelism's sum that leaves each rank its own rows.
+  virtual void reduce_scatter_sum(Group group, const tensor::Tensor& whole, const tensor::Tensor& local) = 0;
 };
 
-// One rank per group: the sum is the buffer itself, the gather a copy, queued
-// on the context's instance.
+// One rank per group: the sum is the buffer itself, the gather and the
+// reduce-scatter a copy, queued on the context's instance.
 class SerialCollectives final : public Collectives {
  public:
   explicit SerialCollectives(tensor::ExecContext& exec) : exec_(exec) {}
@@ -36,6 +41,7 @@ class SerialCollectives final : public Collectives {
   int rank(Group) const override { return 0; }
   void all_reduce_sum(Group, const tensor::Tensor&) override {}
   void all_gather(Group group, const tensor::Tensor& local, const tensor::Tensor& gathered) override;
+  void reduce_scatter_sum(Group group, const tensor::Tensor& whole, const tensor::Tensor& local) override;
 
  private:
   tensor::ExecContext& exec_;

@@ -52,6 +52,10 @@ struct Parameter {
   tensor::Matrix<Scalar> grad;
   Shard shard = Shard::whole();
   bool decays = false;
+  // Sequence parallelism: the parameter is whole but its layer sees only this
+  // rank's rows, so grad is a partial sum, to be summed over the tensor group
+  // before clipping and the optimizer (model::sum_row_partials).
+  bool row_partial = false;
 };
 
 // A named tensor a layer declares: "x" rows x 64 float32.
@@ -100,6 +104,11 @@ class Layer {
   virtual const char* kind() const = 0;
   virtual int input_dim() const = 0;
   virtual int output_dim() const = 0;
+  // Sequence parallelism: the rows of the output for `rows` input rows (a
+  // layer that gathers the tensor group's rows has t times as many, one that
+  // reduce-scatters 1/t), and the inverse. Most layers keep their rows.
+  virtual int output_rows(int rows) const { return rows; }
+  virtual int input_rows(int rows) const { return rows; }
 
   // The tensors of a microbatch of `rows` samples: inputs and outputs of
   // forward (and, in the same order, the gradients of backward_input), and
@@ -108,7 +117,7 @@ class Layer {
     return {{"x", tensor::TensorSpec::matrix<Scalar>(rows, input_dim())}};
   }
   virtual std::vector<TensorDecl> outputs(int rows) const {
-    return {{"y", tensor::TensorSpec::matrix<Scalar>(rows, output_dim())}};
+    return {{"y", tensor::TensorSpec::matrix<Scalar>(output_rows(rows), output_dim())}};
   }
   virtual std::vector<TensorDecl> saved(int rows) const = 0;
 
@@ -147,10 +156,13 @@ class Layer {
 };
 
 // What layers are built with: the instance and pool they run on, and the
-// collectives of their tensor-parallel group (serial in the reference).
+// collectives of their tensor-parallel group (serial in the reference), and
+// whether the regions between tensor-parallel pairs hold only this rank's
+// rows (sequence parallelism; false whenever the group has one rank).
 struct LayerEnvironment {
   tensor::ExecContext& exec;
   Collectives& collectives;
+  bool sequence_parallel = false;
 };
 
 namespace detail {

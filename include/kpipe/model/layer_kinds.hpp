@@ -73,6 +73,8 @@ class Linear final : public Layer<Scalar> {
   const char* kind() const override { return "linear"; }
   int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
   int output_dim() const override { return static_cast<int>(weight_.value.extent(1)); }
+  int output_rows(int rows) const override { return rows * row_factor() / row_divisor(); }
+  int input_rows(int rows) const override { return rows * row_divisor() / row_factor(); }
   std::vector<TensorDecl> saved(int rows) const override;
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
@@ -81,8 +83,17 @@ class Linear final : public Layer<Scalar> {
   void weights_changed() override { packed_.invalidate(); }
 
  private:
+  // Sequence parallelism: a column-parallel Linear gathers the group's rows
+  // (t times its input's), a row-parallel one reduce-scatters them (1/t).
+  int row_factor() const { return sequence_parallel_ && split_ == TensorSplit::column ? ranks_ : 1; }
+  int row_divisor() const { return sequence_parallel_ && split_ == TensorSplit::row ? ranks_ : 1; }
+  // A pooled buffer of the group's rows of `local`, stacked in rank order.
+  tensor::Tensor gathered_rows(const tensor::Tensor& local, const char* label) const;
+
   LayerEnvironment env_;
   TensorSplit split_;  // none whenever the tensor group has one rank
+  bool sequence_parallel_;
+  int ranks_;  // of the tensor group
   Parameter<Scalar> weight_;
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
@@ -107,6 +118,40 @@ class ActivationLayer final : public Layer<Scalar> {
   LayerEnvironment env_;
   kernels::Activation f_;
   int dim_;
+};
+
+// Where an MLP's sequence-parallel region starts and ends (the transformer's
+// embedding and LM head do this themselves). `enter`: the whole input rows
+// (the data, the same on every rank) to this rank's 1/t of them; the input
+// gradient is the group's gathered rows. `leave`: this rank's rows to the
+// group's gathered rows (the loss sees whole rows, computed alike on every
+// rank); the input gradient is this rank's rows of that whole gradient.
+enum class SequenceEdge { enter, leave };
+
+template <class Scalar>
+class SequenceEdgeLayer final : public Layer<Scalar> {
+ public:
+  SequenceEdgeLayer(SequenceEdge edge, int dim, LayerEnvironment env)
+      : env_(env), edge_(edge), dim_(dim), ranks_(env.collectives.size(Group::tensor)) {}
+
+  const char* kind() const override { return "sequence_edge"; }
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  int output_rows(int rows) const override { return edge_ == SequenceEdge::enter ? rows / ranks_ : rows * ranks_; }
+  int input_rows(int rows) const override { return edge_ == SequenceEdge::enter ? rows * ranks_ : rows / ranks_; }
+  std::vector<TensorDecl> saved(int) const override { return {}; }
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override { ctx.clear(); }
+
+ private:
+  // local = this rank's 1/t of whole's rows.
+  void keep_own_rows(const tensor::Tensor& whole, const tensor::Tensor& local) const;
+
+  LayerEnvironment env_;
+  SequenceEdge edge_;
+  int dim_;
+  int ranks_;
 };
 
 // Layer normalisation over features with epsilon 1e-5; gamma starts at one,
@@ -141,6 +186,8 @@ class Sequential final : public Layer<Scalar> {
   const char* kind() const override { return "sequential"; }
   int input_dim() const override { return layers_.front()->input_dim(); }
   int output_dim() const override { return layers_.back()->output_dim(); }
+  int output_rows(int rows) const override;
+  int input_rows(int rows) const override;
   std::vector<TensorDecl> saved(int) const override { return {}; }
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;

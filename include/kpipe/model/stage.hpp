@@ -6,7 +6,8 @@
 //
 // Buffers: the stage keeps its own copies of what it stashes, so a caller may
 // reuse X, Y, dY and dX as soon as a call returns. Y and dX are written, never
-// kept. Rows are samples; X is rows x input_dim(), Y rows x output_dim().
+// kept. Rows are samples; X is rows x input_dim(), Y output_rows(rows) x
+// output_dim() (rows, except with sequence parallelism at the model's ends).
 // Copies and intermediates come from the ExecContext's pool and go back when
 // the microbatch's W (or BW) releases them: after the first step a stage
 // allocates nothing. Every kernel runs on the context's instance; each action
@@ -44,6 +45,10 @@ struct StageOptions {
   // takes it back. Not owned; it must outlive the stage. Null keeps the stash
   // in memory.
   StashStore* stash_store = nullptr;
+  // pipeline.sequence_parallel with a tensor group of t > 1 ranks: between
+  // the tensor-parallel pairs, and across stage boundaries, each rank holds
+  // only its 1/t of a microbatch's rows (docs/model.md). No effect with t = 1.
+  bool sequence_parallel = false;
 };
 
 template <class Scalar>
@@ -58,6 +63,12 @@ class Stage {
   LayerRange layers() const { return layers_; }
   int input_dim() const { return body_->input_dim(); }
   int output_dim() const { return body_->output_dim(); }
+  // The rows of a microbatch of b samples at this stage's input: b at the
+  // model's first stage (the data), b/t past it with sequence parallelism
+  // (a rank's share of a boundary), else b. And the rows of the output for
+  // `rows` input rows: b at the model's last stage.
+  int input_rows(int microbatch_size) const;
+  int output_rows(int rows) const { return body_->output_rows(rows); }
 
   // F: Y from X, stashing what B and W of microbatch `mb` need.
   void forward(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y);

@@ -24,4 +24,12 @@ template <class Scalar>
 tensor::Matrix<Scalar> gather_shards(tensor::ExecContext& exec, Collectives& collectives, const Shard& shard,
                                      const tensor::ConstMatrix<Scalar>& local);
 
+// Sequence parallelism: sums over the tensor group (rank order) the gradients
+// of the parameters marked row_partial, which saw only this rank's rows, so
+// each holds the whole microbatches' gradient before clipping and the
+// optimizer (Megatron's all-reduce of the LayerNorm gradients). Collective
+// over the tensor group; nothing to do without such parameters.
+template <class Scalar>
+void sum_row_partials(Collectives& collectives, const std::vector<Parameter<Scalar>>& parameters);
+
 }  // namespace kpipe::model

@@ -25,7 +25,9 @@ namespace kpipe::model {
 // Vocabulary-parallel in a tensor group of t ranks (Megatron-LM): rank r
 // holds the token rows [r·vocab/t, (r+1)·vocab/t), looks up the ids in its
 // range (zero elsewhere) and the group sums the lookups; the position table
-// is whole on every rank and added by rank 0 only.
+// is whole on every rank and added by rank 0 only. With sequence parallelism
+// the sum is reduce-scattered (each rank keeps its 1/t of the rows) and B
+// gathers the output gradient's rows back for the tables.
 template <class Scalar>
 class TokenEmbedding final : public Layer<Scalar> {
  public:
@@ -35,6 +37,9 @@ class TokenEmbedding final : public Layer<Scalar> {
   const char* kind() const override { return "embedding"; }
   int input_dim() const override { return context(); }
   int output_dim() const override { return context() * dim(); }
+  // Sequence parallelism: the sum is reduce-scattered, each rank keeps 1/t of the rows.
+  int output_rows(int rows) const override { return rows / sequence_shards(); }
+  int input_rows(int rows) const override { return rows * sequence_shards(); }
   std::vector<TensorDecl> saved(int rows) const override;
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
@@ -46,6 +51,7 @@ class TokenEmbedding final : public Layer<Scalar> {
  private:
   int context() const { return static_cast<int>(position_.value.extent(0)); }
   int dim() const { return static_cast<int>(position_.value.extent(1)); }
+  int sequence_shards() const { return env_.sequence_parallel ? env_.collectives.size(Group::tensor) : 1; }
 
   LayerEnvironment env_;
   Parameter<Scalar> token_;                // vocab x dim, or this rank's vocab/t rows
@@ -104,6 +110,8 @@ class PerPosition final : public Layer<Scalar> {
   const char* kind() const override { return inner_->kind(); }
   int input_dim() const override { return positions_ * inner_->input_dim(); }
   int output_dim() const override { return positions_ * inner_->output_dim(); }
+  int output_rows(int rows) const override { return inner_->output_rows(rows * positions_) / positions_; }
+  int input_rows(int rows) const override { return inner_->input_rows(rows * positions_) / positions_; }
   std::vector<TensorDecl> saved(int rows) const override { return inner_->saved(rows * positions_); }
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;

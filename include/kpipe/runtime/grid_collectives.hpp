@@ -23,6 +23,7 @@ class GridCollectives final : public model::Collectives {
   int rank(model::Group group) const override;
   void all_reduce_sum(model::Group group, const tensor::Tensor& buffer) override;
   void all_gather(model::Group group, const tensor::Tensor& local, const tensor::Tensor& gathered) override;
+  void reduce_scatter_sum(model::Group group, const tensor::Tensor& whole, const tensor::Tensor& local) override;
 
   // Bytes this rank contributed to the collectives of groups of more than one
   // rank (its buffer once per call), and how many calls.

@@ -66,6 +66,33 @@ TEST_CASE("grid collectives sum in rank order and gather along axis 0", "[runtim
   if (t > 1) CHECK_THROWS_AS(collectives.all_gather(model::Group::tensor, local, wrong), kpipe::Error);
 }
 
+// Sequence parallelism's sum: rank r keeps rows [r·n/t, (r+1)·n/t) of the
+// rank-order sum, bitwise those rows of all_reduce_sum.
+TEST_CASE("grid collectives reduce-scatter: each rank its rows of the rank-order sum", "[runtime][tensor_parallel]") {
+  const int t = comm::size_of(comm::world());
+  const comm::ProcessGrid grid(comm::world(), 1, 1, t);
+  tensor::ExecContext exec;
+  runtime::GridCollectives collectives(grid, exec);
+  const int me = collectives.rank(model::Group::tensor);
+  constexpr int rows = 2, columns = 3;  // each rank's share
+  const int n = rows * columns;
+  std::vector<double> mine(static_cast<std::size_t>(t) * n);
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = value(me, static_cast<int>(i));
+  const auto whole = tensor::uninitialized_matrix<double>("whole", rows * t, columns);
+  const auto local = tensor::uninitialized_matrix<double>("local", rows, columns);
+  tensor::from_host<double>(mine, whole);
+  collectives.reduce_scatter_sum(model::Group::tensor, whole, local);
+  const auto kept = tensor::to_host<double>(local);
+  for (int i = 0; i < n; ++i) {
+    const int at = me * n + i;  // row-major: this rank's rows are contiguous
+    double expected = value(0, at);
+    for (int r = 1; r < t; ++r) expected += value(r, at);  // rank order
+    CHECK(kept[i] == expected);
+  }
+  const auto wrong = tensor::uninitialized_matrix<double>("wrong", rows * t, columns);
+  if (t > 1) CHECK_THROWS_AS(collectives.reduce_scatter_sum(model::Group::tensor, whole, wrong), kpipe::Error);
+}
+
 TEST_CASE("vocabulary-parallel cross-entropy equals the unsharded loss", "[runtime][tensor_parallel]") {
   const int t = comm::size_of(comm::world());
   const comm::ProcessGrid grid(comm::world(), 1, 1, t);

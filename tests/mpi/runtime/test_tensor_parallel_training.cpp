@@ -6,13 +6,19 @@
 // within 1e-5 (relative) of the sequential t = 1 reference, which pipelined
 // t = 1 training equals bitwise; the partial sums of the tensor group add in
 // another order. Clipping acts every step, so its norm must count every
-// shard once. Two identical t = 2 runs are bitwise identical, and so are
-// runs with recomputation or under ZB-H1. Scatter/gather at the stage
-// boundaries (each tensor rank sends 1/t of a boundary tensor, the receiver
-// all-gathers) changes no bit and divides the bytes sent by t. The bytes each
+// shard once. The same holds with sequence parallelism (the regions
+// between the pairs hold each tensor rank's rows; forgetting to sum the
+// LayerNorms' partial gradients over the group fails it), which stays within
+// 1e-5 of the run without and sends as many bytes as scatter/gather. Two
+// identical t = 2 runs are bitwise identical, and so are runs with
+// recomputation or under ZB-H1, with and without sequence parallelism.
+// Scatter/gather at the stage boundaries (each tensor rank sends 1/t of a
+// boundary tensor, the receiver all-gathers) changes no bit and divides the
+// bytes sent by t. The bytes each
 // rank counts per link are what model::stage_traffic predicts.
 // In float64 on random weights, one stage of the whole model split over 4
-// tensor ranks computes the unsharded F, B and W to rounding (1e-12).
+// tensor ranks computes the unsharded F, B and W to rounding (1e-12), with
+// and without sequence parallelism.
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -54,15 +60,17 @@ std::string model_keys(const std::string& kind, const std::string& schedule) {
       schedule == "interleaved" ? "fused" : "gemm");
 }
 
-config::RunConfig config_for(const std::string& kind, int d, const std::string& schedule) {
+config::RunConfig config_for(const std::string& kind, int d, const std::string& schedule,
+                             bool sequence_parallel = false) {
   const int v = schedule == "interleaved" ? 2 : 1;
   const std::string text =
       model_keys(kind, schedule) + fmt::format(
                                        "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\n"
                                        "train.grad_clip = 0.05\npipeline.stages = 2\npipeline.tensor_parallel = {}\n"
                                        "pipeline.data_parallel = {}\npipeline.schedule = \"{}\"\n"
-                                       "pipeline.virtual_stages = {}\nruntime.watchdog_seconds = 60\n",
-                                       16 * d, steps, t, d, schedule, v);
+                                       "pipeline.virtual_stages = {}\npipeline.sequence_parallel = {}\n"
+                                       "runtime.watchdog_seconds = 60\n",
+                                       16 * d, steps, t, d, schedule, v, sequence_parallel);
   return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
@@ -83,11 +91,15 @@ int sharded_parameters(const runtime::Pipeline<float>& pipeline) {
   return sharded;
 }
 
-// The largest relative difference of a parameter from the reference's of the same name.
+std::map<std::string, std::vector<float>> by_name(const std::vector<model::Parameter<float>>& parameters) {
+  std::map<std::string, std::vector<float>> values;
+  for (const auto& p : parameters) values[p.name] = tensor::to_host<float>(p.value);
+  return values;
+}
+
+// The largest relative difference of a parameter from the expected one of the same name.
 double largest_difference(const std::map<std::string, std::vector<float>>& actual,
-                          const std::vector<model::Parameter<float>>& reference) {
-  std::map<std::string, std::vector<float>> expected;
-  for (const auto& p : reference) expected[p.name] = tensor::to_host<float>(p.value);
+                          const std::map<std::string, std::vector<float>>& expected) {
   double largest = 0;
   for (const auto& [name, values] : actual) {
     INFO(name);
@@ -106,22 +118,38 @@ TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime]
   const int d = comm::size_of(comm::world()) / (2 * t);
   for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
     for (const std::string schedule : {"1f1b", "interleaved"}) {
-      const config::RunConfig config = config_for(kind, d, schedule);
-      runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
-      tensor::ExecContext exec;
-      model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
-      INFO(fmt::format("{} {} p=2 t={} d={} stage {} tensor rank {} replica {}", kind, schedule, t, d,
-                       pipeline.grid().pipeline_rank(), pipeline.grid().tensor_rank(), pipeline.grid().replica()));
-      CHECK(pipeline.grid().tensor_size() == t);
-      CHECK(sharded_parameters(pipeline) > 0);
-      // Each shard is the slice of the unsharded initialisation.
-      CHECK(largest_difference(whole_parameters(pipeline), reference.parameters()) == 0.0);
+      // Without, then with sequence parallelism.
+      std::vector<std::map<std::string, std::vector<float>>> weights;
+      std::vector<std::uint64_t> bytes, messages;
+      for (const bool sequence_parallel : {false, true}) {
+        const config::RunConfig config = config_for(kind, d, schedule, sequence_parallel);
+        runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+        tensor::ExecContext exec;
+        model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
+        INFO(fmt::format("{} {} p=2 t={} d={} sequence parallel {} stage {} tensor rank {} replica {}", kind, schedule,
+                         t, d, sequence_parallel, pipeline.grid().pipeline_rank(), pipeline.grid().tensor_rank(),
+                         pipeline.grid().replica()));
+        CHECK(pipeline.grid().tensor_size() == t);
+        CHECK(sharded_parameters(pipeline) > 0);
+        // Each shard is the slice of the unsharded initialisation.
+        CHECK(largest_difference(whole_parameters(pipeline), by_name(reference.parameters())) == 0.0);
 
-      for (int step = 0; step < steps; ++step) pipeline.run_step(step);
-      for (int step = 0; step < steps; ++step) reference.step();
-      const double difference = largest_difference(whole_parameters(pipeline), reference.parameters());
-      CHECK(difference > 0.0);  // the tensor group does add in another order
-      CHECK(difference < 1e-5);
+        for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+        for (int step = 0; step < steps; ++step) reference.step();
+        weights.push_back(whole_parameters(pipeline));
+        bytes.push_back(pipeline.transport().bytes_sent());
+        messages.push_back(pipeline.transport().messages_sent());
+        const double difference = largest_difference(weights.back(), by_name(reference.parameters()));
+        CHECK(difference > 0.0);  // the tensor group does add in another order
+        CHECK(difference < 1e-5);
+      }
+      INFO(fmt::format("{} {} rank {}: sequence parallelism on vs off", kind, schedule, comm::rank_of(comm::world())));
+      CHECK(largest_difference(weights[1], weights[0]) < 1e-5);
+      // A sequence-parallel boundary is each tensor rank's rows: 1/t of the
+      // whole tensor, like scatter/gather (on in the run without).
+      CHECK(messages[0] > 0);
+      CHECK(messages[1] == messages[0]);
+      CHECK(bytes[1] == bytes[0]);
     }
   }
 }
@@ -131,19 +159,21 @@ TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime]
 TEST_CASE("tensor-parallel training is bitwise reproducible", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
   for (const std::string kind : {"mlp", "transformer"}) {
-    const config::RunConfig plain = config_for(kind, d, "1f1b");
-    config::RunConfig recompute = plain;
-    recompute.pipeline.recompute = config::Recompute::full;
-    for (const auto& [name, config] : {std::pair{"again", plain}, std::pair{"recompute", recompute},
-                                       std::pair{"zb-h1", config_for(kind, d, "zb-h1")}}) {
-      std::vector<std::vector<float>> runs;
-      for (const config::RunConfig* run : {&plain, &config}) {
-        runtime::Pipeline<float> pipeline(*run, MPI_COMM_WORLD, runtime::Mode::train);
-        for (int step = 0; step < steps; ++step) pipeline.run_step(step);
-        runs.push_back(model::parameters_to_host(pipeline.parameters()));
+    for (const bool sequence_parallel : {false, true}) {
+      const config::RunConfig plain = config_for(kind, d, "1f1b", sequence_parallel);
+      config::RunConfig recompute = plain;
+      recompute.pipeline.recompute = config::Recompute::full;
+      for (const auto& [name, config] : {std::pair{"again", plain}, std::pair{"recompute", recompute},
+                                         std::pair{"zb-h1", config_for(kind, d, "zb-h1", sequence_parallel)}}) {
+        std::vector<std::vector<float>> runs;
+        for (const config::RunConfig* run : {&plain, &config}) {
+          runtime::Pipeline<float> pipeline(*run, MPI_COMM_WORLD, runtime::Mode::train);
+          for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+          runs.push_back(model::parameters_to_host(pipeline.parameters()));
+        }
+        INFO(fmt::format("{} {} sequence parallel {}", kind, name, sequence_parallel));
+        CHECK(runs[0] == runs[1]);  // bitwise: float ==
       }
-      INFO(fmt::format("{} {}", kind, name));
-      CHECK(runs[0] == runs[1]);  // bitwise: float ==
     }
   }
 }
@@ -219,7 +249,9 @@ TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_
 // One stage holding the whole model, in float64, on tensor groups of 4 ranks:
 // its output (the rank's slice of the logits for a transformer), input
 // gradient and weight gradients (gathered) equal the unsharded stage's to
-// rounding: the shards add the same products in other groupings.
+// rounding: the shards add the same products in other groupings. With
+// sequence parallelism too (the stage's input and output are whole rows at
+// the model's ends), once the row-partial gradients are summed.
 TEST_CASE("a tensor-parallel stage computes the unsharded F, B and W in float64", "[runtime][tensor_parallel]") {
   constexpr int ranks = 4;
   const comm::ProcessGrid grid(comm::world(), 1, comm::size_of(comm::world()) / ranks, ranks);
@@ -227,73 +259,78 @@ TEST_CASE("a tensor-parallel stage computes the unsharded F, B and W in float64"
   runtime::GridCollectives collectives(grid, exec);
   const int me = grid.tensor_rank();
   for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
-    const model::ModelSpec spec = model::ModelSpec::from_config(config_for(kind, 1, "1f1b").model);
-    const model::LayerRange all{0, spec.layer_count()};
-    model::Stage<double> sharded(spec, all, {}, collectives, exec);
-    model::Stage<double> whole(spec, all, {}, exec);
-    // Random parameters (biases start at zero, which would hide where they are
-    // added), the same on every rank, each shard its slice.
-    std::mt19937 random(11);
-    std::normal_distribution<double> normal;
-    std::map<std::string, tensor::Matrix<double>> values;
-    for (const auto& p : whole.parameters()) {
-      std::vector<double> host(p.value.size());
-      for (auto& value : host) value = 0.5 * normal(random);
-      tensor::from_host<double>(host, p.value);
-      values[p.name] = p.value;
-    }
-    for (const auto& p : sharded.parameters())
-      model::copy_shard<double>(exec.space(), values[p.name], p.shard, p.value);
-    whole.weights_changed();
-    sharded.weights_changed();
-    constexpr int rows = 3;
-    // The same inputs on every rank: token ids for a transformer, else normal values.
-    std::vector<double> x(static_cast<std::size_t>(rows) * whole.input_dim());
-    for (auto& value : x) value = kind == "transformer" ? static_cast<double>(random() % spec.vocab) : normal(random);
-    std::vector<double> dy(static_cast<std::size_t>(rows) * whole.output_dim());
-    for (auto& value : dy) value = normal(random);
-    const auto X = tensor::uninitialized_matrix<double>("X", rows, whole.input_dim());
-    const auto dY = tensor::uninitialized_matrix<double>("dY", rows, whole.output_dim());
-    tensor::from_host<double>(x, X);
-    tensor::from_host<double>(dy, dY);
+    for (const bool sequence_parallel : {false, true}) {
+      const model::ModelSpec spec = model::ModelSpec::from_config(config_for(kind, 1, "1f1b").model);
+      const model::LayerRange all{0, spec.layer_count()};
+      model::StageOptions options;
+      options.sequence_parallel = sequence_parallel;
+      model::Stage<double> sharded(spec, all, options, collectives, exec);
+      model::Stage<double> whole(spec, all, {}, exec);
+      // Random parameters (biases start at zero, which would hide where they are
+      // added), the same on every rank, each shard its slice.
+      std::mt19937 random(11);
+      std::normal_distribution<double> normal;
+      std::map<std::string, tensor::Matrix<double>> values;
+      for (const auto& p : whole.parameters()) {
+        std::vector<double> host(p.value.size());
+        for (auto& value : host) value = 0.5 * normal(random);
+        tensor::from_host<double>(host, p.value);
+        values[p.name] = p.value;
+      }
+      for (const auto& p : sharded.parameters())
+        model::copy_shard<double>(exec.space(), values[p.name], p.shard, p.value);
+      whole.weights_changed();
+      sharded.weights_changed();
+      constexpr int rows = ranks;  // a row each with sequence parallelism
+      // The same inputs on every rank: token ids for a transformer, else normal values.
+      std::vector<double> x(static_cast<std::size_t>(rows) * whole.input_dim());
+      for (auto& value : x) value = kind == "transformer" ? static_cast<double>(random() % spec.vocab) : normal(random);
+      std::vector<double> dy(static_cast<std::size_t>(rows) * whole.output_dim());
+      for (auto& value : dy) value = normal(random);
+      const auto X = tensor::uninitialized_matrix<double>("X", rows, whole.input_dim());
+      const auto dY = tensor::uninitialized_matrix<double>("dY", rows, whole.output_dim());
+      tensor::from_host<double>(x, X);
+      tensor::from_host<double>(dy, dY);
 
-    // A transformer's logits are vocabulary-parallel: rank r holds columns
-    // [r·V/t, (r+1)·V/t) of every position's V.
-    const int positions = spec.positions();
-    const int classes = whole.output_dim() / positions;
-    const model::Shard logits = kind == "transformer" ? model::Shard::along(1, me, ranks) : model::Shard::whole();
-    const auto slice = [&](const tensor::Matrix<double>& full) {
-      const auto part = tensor::uninitialized_matrix<double>("part", rows * positions, classes / logits.count);
-      model::copy_shard<double>(exec.space(), tensor::Matrix<double>(full.data(), rows * positions, classes), logits,
-                                part);
-      return tensor::to_host<double>(part);
-    };
+      // A transformer's logits are vocabulary-parallel: rank r holds columns
+      // [r·V/t, (r+1)·V/t) of every position's V.
+      const int positions = spec.positions();
+      const int classes = whole.output_dim() / positions;
+      const model::Shard logits = kind == "transformer" ? model::Shard::along(1, me, ranks) : model::Shard::whole();
+      const auto slice = [&](const tensor::Matrix<double>& full) {
+        const auto part = tensor::uninitialized_matrix<double>("part", rows * positions, classes / logits.count);
+        model::copy_shard<double>(exec.space(), tensor::Matrix<double>(full.data(), rows * positions, classes), logits,
+                                  part);
+        return tensor::to_host<double>(part);
+      };
 
-    const auto Y = tensor::uninitialized_matrix<double>("Y", rows, whole.output_dim());
-    const auto Ys = tensor::uninitialized_matrix<double>("Ys", rows, sharded.output_dim());
-    whole.forward(0, X, Y);
-    sharded.forward(0, X, Ys);
-    const bool first = kind == "transformer";  // the embedding computes no input gradient
-    const auto gradient = [&](const char* label) {
-      return first ? tensor::Matrix<double>() : tensor::uninitialized_matrix<double>(label, rows, whole.input_dim());
-    };
-    const auto dX = gradient("dX");
-    const auto dXs = gradient("dXs");
-    whole.backward(0, dY, dX);
-    const auto dYs = tensor::uninitialized_matrix<double>("dYs", rows, sharded.output_dim());
-    tensor::from_host<double>(slice(dY), dYs);
-    sharded.backward(0, dYs, dXs);
+      const auto Y = tensor::uninitialized_matrix<double>("Y", rows, whole.output_dim());
+      const auto Ys = tensor::uninitialized_matrix<double>("Ys", rows, sharded.output_dim());
+      whole.forward(0, X, Y);
+      sharded.forward(0, X, Ys);
+      const bool first = kind == "transformer";  // the embedding computes no input gradient
+      const auto gradient = [&](const char* label) {
+        return first ? tensor::Matrix<double>() : tensor::uninitialized_matrix<double>(label, rows, whole.input_dim());
+      };
+      const auto dX = gradient("dX");
+      const auto dXs = gradient("dXs");
+      whole.backward(0, dY, dX);
+      const auto dYs = tensor::uninitialized_matrix<double>("dYs", rows, sharded.output_dim());
+      tensor::from_host<double>(slice(dY), dYs);
+      sharded.backward(0, dYs, dXs);
+      model::sum_row_partials(collectives, sharded.parameters());
 
-    INFO(fmt::format("{} tensor rank {}", kind, me));
-    CHECK(relative_error(tensor::to_host<double>(Ys), slice(Y)) < 1e-12);
-    if (!first) CHECK(relative_error(tensor::to_host<double>(dXs), tensor::to_host<double>(dX)) < 1e-12);
-    std::map<std::string, std::vector<double>> expected;
-    for (const auto& p : whole.parameters()) expected[p.name] = tensor::to_host<double>(p.grad);
-    for (const auto& p : sharded.parameters()) {
-      INFO(p.name);
-      const auto gathered = tensor::to_host<double>(model::gather_shards<double>(exec, collectives, p.shard, p.grad));
-      CHECK(gathered.size() == expected[p.name].size());
-      CHECK(relative_error(gathered, expected[p.name]) < 1e-12);
+      INFO(fmt::format("{} sequence parallel {} tensor rank {}", kind, sequence_parallel, me));
+      CHECK(relative_error(tensor::to_host<double>(Ys), slice(Y)) < 1e-12);
+      if (!first) CHECK(relative_error(tensor::to_host<double>(dXs), tensor::to_host<double>(dX)) < 1e-12);
+      std::map<std::string, std::vector<double>> expected;
+      for (const auto& p : whole.parameters()) expected[p.name] = tensor::to_host<double>(p.grad);
+      for (const auto& p : sharded.parameters()) {
+        INFO(p.name);
+        const auto gathered = tensor::to_host<double>(model::gather_shards<double>(exec, collectives, p.shard, p.grad));
+        CHECK(gathered.size() == expected[p.name].size());
+        CHECK(relative_error(gathered, expected[p.name]) < 1e-12);
+      }
     }
   }
 }

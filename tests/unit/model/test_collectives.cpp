@@ -10,7 +10,8 @@
 using namespace kpipe;
 using namespace kpipe::model;
 
-TEST_CASE("serial collectives: one rank, the sum is the buffer, the gather a copy", "[model][collectives]") {
+TEST_CASE("serial collectives: one rank, the sum is the buffer, the gather and the reduce-scatter a copy",
+          "[model][collectives]") {
   tensor::ExecContext exec;
   SerialCollectives serial(exec);
   CHECK(serial.size(Group::tensor) == 1);
@@ -25,6 +26,11 @@ TEST_CASE("serial collectives: one rank, the sum is the buffer, the gather a cop
   const auto wrong = tensor::zero_matrix<double>("test::wrong", 6, 4);
   CHECK_THROWS_WITH(serial.all_gather(Group::tensor, local, wrong),
                     "all_gather of 3x4 float64 into 6x4 float64: with one rank both must be the same shape");
+  const auto kept = tensor::zero_matrix<double>("test::kept", 3, 4);
+  serial.reduce_scatter_sum(Group::tensor, local, kept);
+  CHECK(tensor::to_host<double>(kept) == before);
+  CHECK_THROWS_WITH(serial.reduce_scatter_sum(Group::tensor, wrong, local),
+                    "reduce_scatter_sum of 6x4 float64 into 3x4 float64: with one rank both must be the same shape");
 }
 
 TEST_CASE("a stage with injected collectives computes bitwise what a stage with its own does", "[model][collectives]") {
