@@ -128,6 +128,24 @@ def gradient_sums(d):
                      "hidden"], rows))
 
 
+def tensor_parallel(d):
+    rows = []
+    for grid in ("211", "121", "221"):
+        r = load(os.path.join(d, f"tensor-parallel-{grid}.json"))
+        step = sum(r["step_seconds"][1:]) / max(1, len(r["step_seconds"]) - 1)
+        predicted = (r.get("calibrated_prediction") or {}).get("step_seconds")
+        row = [f"({grid[0]}, {grid[1]}, {grid[2]})", f"{r['samples_per_second']:.0f}", f"{1e3 * step:.1f}",
+               fmt(1e3 * predicted, 1) if predicted else "–"]
+        for link in ("pipeline", "tensor", "data"):
+            measured = sum(x["bytes_per_step"][link]["measured"] for x in r["ranks"]) / 2**20
+            expected = sum(x["bytes_per_step"][link]["predicted"] for x in r["ranks"]) / 2**20
+            row.append(f"{measured:.2f} / {expected:.2f}")
+        rows.append(row)
+    return ("## Tensor parallelism (inputs/tensor_parallel.toml at kjv-char's shapes; all ranks summed)\n\n"
+            + table(["(p, t, d)", "samples/s", "step ms", "calibrated prediction ms",
+                     "pipeline MiB/step measured / predicted", "tensor MiB/step", "data MiB/step"], rows))
+
+
 def sweep(d):
     path = os.path.join(d, "sweep.json")
     if not os.path.exists(path):
@@ -230,7 +248,7 @@ def main():
         parts.append(f"Commit {e['commit']}{' (uncommitted changes)' if e['dirty'] else ''}, {e['cpu']}, "
                      f"{e['cores']} cores, load average at start {', '.join(f'{x:.2f}' for x in e['load_average_at_start'])}"
                      f"{', quick mode' if e['quick'] else ''}.\n")
-    for part in (kernels, pipeline, memory, gradient_sums, sweep, transformer, peer_mlp, peer_transformer):
+    for part in (kernels, pipeline, memory, gradient_sums, tensor_parallel, sweep, transformer, peer_mlp, peer_transformer):
         try:
             text = part(d)
         except FileNotFoundError:

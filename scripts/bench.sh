@@ -112,6 +112,20 @@ for overlap in true false; do
     "train.steps=$steps" --json "$out/gradient-sum-$overlap.json" >/dev/null
 done
 
+# --- tensor parallelism: the transformer at kjv-char's shapes (4 blocks of
+# width 128, 4 heads, T = 64, b = 8) on synthetic tokens (vocab 64: t must
+# divide it, and the KJV text has 63 characters), as (p, t, d) = (2, 1, 1),
+# (1, 2, 1) and (2, 2, 1): step time, the calibrated simulator's step, and
+# the bytes per step and link, measured and predicted.
+tp_shape=(model.context=64 model.dim=128 model.layers=4 train.microbatch_size=8 "train.steps=$steps")
+for grid in 2,1,1 1,2,1 2,2,1; do
+  IFS=, read -r p t d <<<"$grid"
+  say "tensor parallelism p=$p t=$t d=$d"
+  mpirun -n $((p * t * d)) --oversubscribe "$kpipe" run inputs/tensor_parallel.toml "${tp_shape[@]}" \
+    "pipeline.stages=$p" "pipeline.tensor_parallel=$t" "pipeline.data_parallel=$d" \
+    --json "$out/tensor-parallel-$p$t$d.json" >/dev/null
+done
+
 # --- microbatch-size sweep (kpipe sweep, from the calibrated-simulator work;
 # a kpipe without it says so, and this part is skipped with that note).
 say "sweep"

@@ -14,8 +14,8 @@
 // recomputation or under ZB-H1, with and without sequence parallelism.
 // Scatter/gather at the stage boundaries (each tensor rank sends 1/t of a
 // boundary tensor, the receiver all-gathers) changes no bit and divides the
-// bytes sent by t. The bytes each
-// rank counts per link are what model::stage_traffic predicts.
+// bytes sent by t. The bytes each rank counts per link are what
+// model::stage_traffic predicts.
 // In float64 on random weights, one stage of the whole model split over 4
 // tensor ranks computes the unsharded F, B and W to rounding (1e-12), with
 // and without sequence parallelism.
