@@ -39,6 +39,9 @@ struct StageTraffic {
   LinkVolume tensor_forward;
   LinkVolume tensor_backward;
   LinkVolume boundary_gather;
+  // Once per step: with sequence parallelism, the sums of the gradients that
+  // each rank computed from its rows only (LayerNorms, unpaired Linears).
+  LinkVolume tensor_step;
   std::int64_t gradient_bytes = 0;  // the rank's parameter shard's gradients: one data-parallel sum per step
 };
 
@@ -49,9 +52,10 @@ struct StepTraffic {
   LinkVolume data;      // data-parallel gradient sums (none when d = 1)
 };
 
-// The shares a boundary tensor travels in: t with scatter/gather, else 1.
+// The shares a boundary tensor travels in: t with scatter/gather or sequence
+// parallelism (whose boundaries hold each rank's rows), else 1.
 inline int boundary_parts(const config::PipelineConfig& pipeline) {
-  return pipeline.scatter_gather ? pipeline.tensor_parallel : 1;
+  return pipeline.scatter_gather || pipeline.sequence_parallel ? pipeline.tensor_parallel : 1;
 }
 
 // Trainable values of one layer on one rank of a tensor group of `ranks`
@@ -59,8 +63,8 @@ inline int boundary_parts(const config::PipelineConfig& pipeline) {
 std::int64_t layer_shard_parameters(const ModelSpec& model, const LayerSpec& layer, TensorSplit split, int ranks);
 
 // The traffic of every model stage of a run: its partition, t,
-// pipeline.scatter_gather and recomputation, float32 tensors of
-// train.microbatch_size samples.
+// pipeline.scatter_gather, pipeline.sequence_parallel and recomputation,
+// float32 tensors of train.microbatch_size samples.
 std::vector<StageTraffic> stage_traffic(const config::RunConfig& config);
 
 // A rank's volume per step from its model stages' traffic: m microbatches
