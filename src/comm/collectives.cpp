@@ -93,8 +93,9 @@ std::vector<double> all_gather(Communicator comm, const std::vector<double>& min
   return gather_equal(comm, mine, MPI_DOUBLE);
 }
 
-std::vector<unsigned char> all_gather(Communicator comm, const std::vector<unsigned char>& mine) {
-  return gather_equal(comm, mine, MPI_BYTE);
+void all_gather(Communicator comm, const unsigned char* mine, std::size_t bytes, unsigned char* all) {
+  const int count = static_cast<int>(bytes);
+  MPI_Allgather(mine, count, MPI_BYTE, all, count, MPI_BYTE, comm);
 }
 
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <vector>
 
 #include "kpipe/comm/collectives.hpp"
@@ -15,32 +14,25 @@ namespace {
 using HostBytes = Kokkos::View<unsigned char*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using DeviceBytes = Kokkos::View<unsigned char*, tensor::MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-std::vector<unsigned char> to_host(const tensor::ExecContext& exec, const tensor::Tensor& tensor) {
-  std::vector<unsigned char> bytes(tensor.spec().bytes());
-  Kokkos::deep_copy(exec.space(), HostBytes(bytes.data(), bytes.size()),
-                    DeviceBytes(static_cast<unsigned char*>(tensor.data()), bytes.size()));
-  exec.space().fence();
-  return bytes;
-}
+// MPI reads and writes host memory (the staging rule of comm::Transport).
+constexpr bool host_accessible = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
 
-void from_host(const tensor::ExecContext& exec, const std::vector<unsigned char>& bytes, const tensor::Tensor& tensor) {
-  Kokkos::deep_copy(exec.space(), DeviceBytes(static_cast<unsigned char*>(tensor.data()), bytes.size()),
-                    HostBytes(const_cast<unsigned char*>(bytes.data()), bytes.size()));
+void from_host(const tensor::ExecContext& exec, const unsigned char* bytes, const tensor::Tensor& tensor) {
+  const std::size_t n = tensor.spec().bytes();
+  Kokkos::deep_copy(exec.space(), DeviceBytes(static_cast<unsigned char*>(tensor.data()), n),
+                    HostBytes(const_cast<unsigned char*>(bytes), n));
   exec.space().fence();
 }
 
 // `ranks` equal blocks of Scalars, added in rank order into the first.
 template <class Scalar>
-void sum_blocks_in_rank_order(std::vector<unsigned char>& all, std::size_t block_bytes, int ranks) {
+void sum_blocks_in_rank_order(unsigned char* all, std::size_t block_bytes, int ranks) {
   const std::size_t count = block_bytes / sizeof(Scalar);
-  std::vector<Scalar> total(count), block(count);
-  std::memcpy(total.data(), all.data(), block_bytes);
+  Scalar* total = reinterpret_cast<Scalar*>(all);
   for (int r = 1; r < ranks; ++r) {
-    std::memcpy(block.data(), all.data() + r * block_bytes, block_bytes);
+    const Scalar* block = reinterpret_cast<const Scalar*>(all + r * block_bytes);
     for (std::size_t i = 0; i < count; ++i) total[i] += block[i];
   }
-  all.resize(block_bytes);
-  std::memcpy(all.data(), total.data(), block_bytes);
 }
 
 }  // namespace
@@ -58,23 +50,38 @@ void GridCollectives::count(const tensor::Tensor& contribution) {
   ++collectives_;
 }
 
+void GridCollectives::gather_to_host(model::Group group, const tensor::Tensor& local) {
+  const std::size_t n = local.spec().bytes();
+  gathered_.resize(n * static_cast<std::size_t>(size(group)));
+  exec_.space().fence();  // the kernels that wrote `local`
+  const unsigned char* mine = static_cast<const unsigned char*>(local.data());
+  if (!host_accessible) {
+    sent_.resize(n);
+    Kokkos::deep_copy(exec_.space(), HostBytes(sent_.data(), n),
+                      DeviceBytes(static_cast<unsigned char*>(local.data()), n));
+    exec_.space().fence();
+    mine = sent_.data();
+  }
+  comm::all_gather(communicator(group), mine, n, gathered_.data());
+}
+
 void GridCollectives::all_reduce_sum(model::Group group, const tensor::Tensor& buffer) {
   const int ranks = size(group);
   if (ranks == 1) return;
   count(buffer);
-  std::vector<unsigned char> all = comm::all_gather(communicator(group), to_host(exec_, buffer));
+  gather_to_host(group, buffer);
   switch (buffer.spec().dtype()) {
     case tensor::DType::float32:
-      sum_blocks_in_rank_order<float>(all, buffer.spec().bytes(), ranks);
+      sum_blocks_in_rank_order<float>(gathered_.data(), buffer.spec().bytes(), ranks);
       break;
     case tensor::DType::float64:
-      sum_blocks_in_rank_order<double>(all, buffer.spec().bytes(), ranks);
+      sum_blocks_in_rank_order<double>(gathered_.data(), buffer.spec().bytes(), ranks);
       break;
     default:
       throw runtime_error(
           fmt::format("all_reduce_sum of {}: only float32 and float64 buffers are summed", buffer.spec().to_string()));
   }
-  from_host(exec_, all, buffer);
+  from_host(exec_, gathered_.data(), buffer);
 }
 
 void GridCollectives::all_gather(model::Group group, const tensor::Tensor& local, const tensor::Tensor& gathered) {
@@ -85,7 +92,8 @@ void GridCollectives::all_gather(model::Group group, const tensor::Tensor& local
                                     local.spec().to_string(), ranks, gathered.spec().to_string(), ranks));
   }
   if (ranks > 1) count(local);
-  from_host(exec_, comm::all_gather(communicator(group), to_host(exec_, local)), gathered);
+  gather_to_host(group, local);
+  from_host(exec_, gathered_.data(), gathered);
 }
 
 void GridCollectives::reduce_scatter_sum(model::Group group, const tensor::Tensor& whole, const tensor::Tensor& local) {

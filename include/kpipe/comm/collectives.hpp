@@ -36,7 +36,8 @@ void broadcast(Communicator comm, int root, std::vector<T>& values);
 // Every rank's `mine`, rank after rank; every rank must give the same count.
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine);
 std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine);
-std::vector<unsigned char> all_gather(Communicator comm, const std::vector<unsigned char>& mine);
+// `bytes` of `mine` from every rank into `all` (size(comm) · bytes), rank after rank.
+void all_gather(Communicator comm, const unsigned char* mine, std::size_t bytes, unsigned char* all);
 // The same with a count of its own per rank; `counts` (optional) gets them.
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
                                        std::vector<int>* counts = nullptr);

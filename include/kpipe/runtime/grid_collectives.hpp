@@ -35,8 +35,14 @@ class GridCollectives final : public model::Collectives {
 
   comm::Communicator communicator(model::Group group) const;
 
+  // Every rank's bytes of `local` into gathered_, through sent_ where MPI
+  // cannot read the tensor's memory.
+  void gather_to_host(model::Group group, const tensor::Tensor& local);
+
   const comm::ProcessGrid& grid_;
   tensor::ExecContext& exec_;
+  // Host buffers kept between calls: the layers call these every microbatch.
+  std::vector<unsigned char> sent_, gathered_;
   std::uint64_t bytes_contributed_ = 0;
   std::uint64_t collectives_ = 0;
 };
