@@ -98,8 +98,9 @@ void print_traffic(const config::RunConfig& config, const schedule::Schedule& sc
   const int boundaries = static_cast<int>(stages.size()) - 1;
   for (int s = 0; s < std::min(boundaries, listed_ranks); ++s) {
     const std::int64_t whole = stages[s].output_bytes;
+    const char* why = model::boundary_gathered(config.pipeline) ? "scatter/gather" : "sequence-parallel rows";
     log::info("boundary {} -> {}: {} bytes per microbatch and rank{}", s, s + 1, whole / parts,
-              parts > 1 ? fmt::format(" (1/{} of {}: scatter/gather)", parts, whole) : std::string());
+              parts > 1 ? fmt::format(" (1/{} of {}: {})", parts, whole, why) : std::string());
   }
   if (boundaries > listed_ranks) log::info("... and {} boundaries more", boundaries - listed_ranks);
   const auto ranks = predicted_traffic(config, schedule);
@@ -128,7 +129,7 @@ nlohmann::json traffic_json(const config::RunConfig& config, const schedule::Sch
             {"t", shape.tensor_parallel},
             {"d", shape.data_parallel},
             {"world", shape.world_size()},
-            {"scatter_gather", shape.tensor_parallel > 1 && shape.scatter_gather}}},
+            {"scatter_gather", model::boundary_gathered(shape)}}},
           {"boundary_bytes", boundaries},
           {"ranks", ranks}};
 }

@@ -191,9 +191,8 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config) {
     // A message each way per boundary: the activation out, the gradient back.
     const LinkVolume sent{stage.output_bytes / parts + input_bytes / parts, (last ? 0 : 1) + (first ? 0 : 1)};
     stage.pipeline = sent;
-    // A receive all-gathers the parts (not with sequence parallelism, which
-    // keeps them): each rank contributes what its counterpart sent it.
-    if (parts > 1 && !sequence_parallel) stage.boundary_gather = sent;
+    // A receive all-gathers the parts: each rank contributes what its counterpart sent it.
+    if (boundary_gathered(config.pipeline)) stage.boundary_gather = sent;
   }
   return stages;
 }

@@ -7,6 +7,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
+#include "kpipe/model/traffic.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/run_plan.hpp"
 #include "kpipe/schedule/generate.hpp"
@@ -107,7 +108,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       collectives_(grid_, exec_),
       // A sequence-parallel boundary is already each tensor rank's rows: nothing to scatter.
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space(),
-                 config.pipeline.scatter_gather && !config.pipeline.sequence_parallel ? grid_.tensor() : comm::self()),
+                 model::boundary_gathered(config.pipeline) ? grid_.tensor() : comm::self()),
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
       chunks_(
           build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), collectives_, exec_)),

@@ -8,9 +8,9 @@ schedule::RunPlan run_plan(const config::RunConfig& config) {
   schedule::RunPlan plan = schedule::run_plan(config);
   const int parts = model::boundary_parts(config.pipeline);
   for (const model::StageTraffic& stage : model::stage_traffic(config)) {
-    plan.costs.communication.push_back({stage.output_bytes / parts, parts > 1, stage.tensor_forward.bytes,
-                                        static_cast<int>(stage.tensor_forward.calls), stage.tensor_backward.bytes,
-                                        static_cast<int>(stage.tensor_backward.calls)});
+    plan.costs.communication.push_back({stage.output_bytes / parts, model::boundary_gathered(config.pipeline),
+                                        stage.tensor_forward.bytes, static_cast<int>(stage.tensor_forward.calls),
+                                        stage.tensor_backward.bytes, static_cast<int>(stage.tensor_backward.calls)});
   }
   return plan;
 }

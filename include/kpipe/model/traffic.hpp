@@ -58,6 +58,12 @@ inline int boundary_parts(const config::PipelineConfig& pipeline) {
   return pipeline.scatter_gather || pipeline.sequence_parallel ? pipeline.tensor_parallel : 1;
 }
 
+// Whether a receiving stage all-gathers the parts of a boundary tensor:
+// scatter/gather does; sequence parallelism keeps each rank's rows.
+inline bool boundary_gathered(const config::PipelineConfig& pipeline) {
+  return pipeline.tensor_parallel > 1 && pipeline.scatter_gather && !pipeline.sequence_parallel;
+}
+
 // Trainable values of one layer on one rank of a tensor group of `ranks`
 // (model::layer_parameters when ranks is 1): its shards and whole parameters.
 std::int64_t layer_shard_parameters(const ModelSpec& model, const LayerSpec& layer, TensorSplit split, int ranks);
