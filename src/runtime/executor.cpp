@@ -100,7 +100,6 @@ StepResult Executor<Scalar>::run_step(int step) {
   result.timings.reserve(actions_.size());
   Slots slots(static_cast<std::size_t>(schedule_.m) * schedule_.v);
   next_receive_ = 0;
-  result.reduction_start = -1.0;
   const double step_start = comm::wall_time();
   for (std::size_t i = 0; i < actions_.size(); ++i) {
     post_receives_ahead();
@@ -189,14 +188,13 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       break;
     case ActionKind::backward_input:
     case ActionKind::backward: {
-      const auto after_layer = gradients_final(action, index, result, step_start);
       model::Stage<Scalar>& stage = *chunks_[action.chunk];
       const Matrix<Scalar> dY = take(slots.grad_output[key], action, "output gradient");
       // The first model stage's input is data: its gradient is never needed.
       Matrix<Scalar> dX;
       if (!is_first_stage(action.chunk)) dX = activations_.take(stage.input_rows(microbatch_size_), stage.input_dim());
       if (action.kind == ActionKind::backward)
-        stage.backward(mb, dY, dX, after_layer);
+        stage.backward(mb, dY, dX, gradients_final(action, index, result, step_start));
       else
         stage.backward_input(mb, dY, dX);
       if (io_.observe) {

@@ -54,8 +54,9 @@ struct StepResult {
   int peak_stashed = 0;               // most (microbatch, chunk) activations stashed at once on this rank
   std::vector<ActionTiming> timings;  // one per action, in list order
   // The data-parallel gradient sum, in seconds since the step began: from the
-  // first gradients handed over (or the REDUCE_GRADS action) to the end of REDUCE_GRADS.
-  double reduction_start = 0.0;
+  // first gradients handed over (or the REDUCE_GRADS action) to the end of
+  // REDUCE_GRADS; -1 until the first is handed over.
+  double reduction_start = -1.0;
   double reduction_end = 0.0;
 };
 
