@@ -210,9 +210,11 @@ TEST_CASE("scatter/gather at stage boundaries: bitwise the same, 1/t of the byte
 TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_parallel][traffic]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
   constexpr int run_steps = 2;
+  // What `per_step` comes to over the run, as the counters count it.
+  const auto over_run = [](std::int64_t per_step) { return static_cast<std::uint64_t>(run_steps * per_step); };
   for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
     for (const std::string schedule : {"1f1b", "interleaved"}) {
-      for (const auto [scatter_gather, sequence_parallel] : {std::pair{false, false}, {true, false}, {true, true}}) {
+      for (const auto& [scatter_gather, sequence_parallel] : {std::pair{false, false}, {true, false}, {true, true}}) {
         // Not yet held: an interleaved sequence-parallel MLP sums 32 bytes a step more than predicted on rank 1.
         if (sequence_parallel && schedule == "interleaved" && kind != "transformer") continue;
         config::RunConfig config = config_for(kind, d, schedule);
@@ -229,21 +231,21 @@ TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_
         const model::StepTraffic predicted = model::step_traffic(mine, plan.m, d);
         INFO(fmt::format("{} {} scatter/gather {} sequence parallel {} rank {}", kind, schedule, scatter_gather,
                          sequence_parallel, comm::rank_of(comm::world())));
-        CHECK(pipeline.transport().bytes_sent() == run_steps * predicted.pipeline.bytes);
+        CHECK(pipeline.transport().bytes_sent() == over_run(predicted.pipeline.bytes));
         // The simulator charges the same messages (the run's plan is kpipe plan's).
         const auto simulated = schedule::simulate(plan, pipeline.plan().costs, schedule::Record::summary);
-        CHECK(pipeline.transport().bytes_sent() == run_steps * simulated.ranks[rank].bytes_sent);
-        CHECK(pipeline.transport().messages_sent() == run_steps * predicted.pipeline.calls);
+        CHECK(pipeline.transport().bytes_sent() == over_run(simulated.ranks[rank].bytes_sent));
+        CHECK(pipeline.transport().messages_sent() == over_run(predicted.pipeline.calls));
         CHECK(pipeline.collectives().bytes_contributed() + pipeline.transport().bytes_gathered() ==
-              run_steps * predicted.tensor.bytes);
-        CHECK(pipeline.gradient_sync().bytes_summed() == run_steps * predicted.data.bytes);
+              over_run(predicted.tensor.bytes));
+        CHECK(pipeline.gradient_sync().bytes_summed() == over_run(predicted.data.bytes));
         CHECK(predicted.tensor.bytes > 0);
         CHECK((d == 1) == (predicted.data.bytes == 0));
         if (schedule == "1f1b" && rank == 0) {
           // One boundary, one activation per microbatch: the whole tensor, or its 1/t part
           // (scatter/gather; sequence parallelism's rows).
           const std::int64_t whole = stages[0].output_bytes;
-          CHECK(pipeline.transport().bytes_sent() == run_steps * plan.m * (scatter_gather ? whole / t : whole));
+          CHECK(pipeline.transport().bytes_sent() == over_run(plan.m * (scatter_gather ? whole / t : whole)));
         }
       }
     }
