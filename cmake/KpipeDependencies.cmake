@@ -40,7 +40,12 @@ endif()
 # oneDNN is optional: it backs compute.gemm = "packed" (weights reordered once
 # per step into its blocked layout). Without it "packed" runs the vendor path.
 # Debian ships a package config; elsewhere the header and library suffice.
-find_package(dnnl CONFIG QUIET)
+# That config requires OpenCL (oneDNN's GPU runtime) and stops the configure
+# without it, so it is only asked when OpenCL is there.
+find_package(OpenCL QUIET)
+if(OpenCL_FOUND)
+  find_package(dnnl CONFIG QUIET)
+endif()
 if(TARGET DNNL::dnnl)
   set(KPIPE_DNNL_LIBRARIES DNNL::dnnl)
   set(KPIPE_DNNL_CONFIG ON)

@@ -10,6 +10,7 @@ packages=(
   libhdf5-openmpi-dev hdf5-tools              # parallel HDF5, h5dump
   libopenblas-dev                             # CBLAS for the vendor GEMM path
   libdnnl-dev                                 # oneDNN for compute.gemm = "packed" (optional: CMake detects it)
+  ocl-icd-opencl-dev                          # OpenCL, which oneDNN's CMake package config requires
   libtoml11-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   catch2 libbenchmark-dev
   clang-format                                # the committed .clang-format, checked by a test
