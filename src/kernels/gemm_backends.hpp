@@ -77,6 +77,9 @@ class PackedBackend {
 // oneDNN matmul on blocked weights and sgemm for the weight gradient, for
 // host memory (gemm_onednn.cpp, with KPIPE_HAVE_DNNL).
 std::unique_ptr<PackedBackend<float>> make_onednn_packed();
+// Whether oneDNN picks a blocked weights layout on this CPU; where it does
+// not, packing buys nothing and the packed path runs the vendor GEMM.
+bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
 

@@ -151,6 +151,24 @@ class OnednnPacked final : public PackedBackend<float> {
 
 std::unique_ptr<PackedBackend<float>> make_onednn_packed() { return std::make_unique<OnednnPacked>(); }
 
+bool onednn_blocks_weights() {
+  // Asked once, at a Linear's shape (32 rows by 1024 x 1024): oneDNN 2.6 has
+  // blocked-weights matmul kernels (brgemm) only for AVX-512 and newer; on an
+  // AVX2 CPU it keeps W row-major and runs a plain GEMM slower than OpenBLAS.
+  static const bool blocks = [] {
+    constexpr int rows = 32, k = 1024, n = 1024;
+    const memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
+    try {
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(row_major(rows, k, k), any, row_major(rows, n, n)),
+                                            runtime().engine);
+      return pd.weights_desc() != row_major(k, n, n);
+    } catch (const dnnl::error&) {
+      return false;  // no matmul for the shape at all: the vendor path
+    }
+  }();
+  return blocks;
+}
+
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("oneDNN {}.{}.{}", v->major, v->minor, v->patch);

@@ -17,7 +17,8 @@ template <class Scalar>
 bool packed_gemm_available() {
 #if defined(KPIPE_HAVE_DNNL)
   return std::is_same_v<Scalar, float> &&
-         Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+         Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible &&
+         detail::onednn_blocks_weights();
 #else
   return false;
 #endif
@@ -28,8 +29,12 @@ std::string packed_gemm_library() {
   if (packed_gemm_available<float>()) {
     return detail::onednn_version() + " matmul on blocked weights, sgemm for the weight gradient (float)";
   }
-  return fmt::format("the vendor path ({}), as oneDNN cannot read {}", vendor_gemm_library(),
-                     tensor::MemorySpace::name());
+  if (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible) {
+    return fmt::format("the vendor path ({}), as oneDNN cannot read {}", vendor_gemm_library(),
+                       tensor::MemorySpace::name());
+  }
+  return fmt::format("the vendor path ({}), as {} has no blocked-weights matmul for this CPU", vendor_gemm_library(),
+                     detail::onednn_version());
 #else
   return fmt::format("the vendor path ({}), as this build has no oneDNN", vendor_gemm_library());
 #endif

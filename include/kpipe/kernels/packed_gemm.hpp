@@ -8,7 +8,9 @@
 // weight gradient Xᵀ dY has no operand to pack but runs on the same library's
 // GEMM, which beats OpenBLAS on it. Builds without oneDNN, CUDA builds and
 // double precision (oneDNN's CPU matmul is float) run the vendor GEMM and add
-// the bias instead, so "packed" is always a valid choice.
+// the bias instead, so "packed" is always a valid choice; so do CPUs on which
+// oneDNN keeps the weights row-major (2.6 blocks them for AVX-512 only), where
+// its plain matmul is slower than the vendor GEMM.
 
 #include <memory>
 #include <string>
