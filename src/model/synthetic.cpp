@@ -80,15 +80,7 @@ void SyntheticData<Scalar>::fill_inputs(std::int64_t step, std::int64_t first, c
   kernels::fill_normal(exec_.space(), noise_key, first, 0.0, 1.0, X);
   if (spec_.task != Task::classification) return;
   const auto class_key = detail::stream(detail::Stream::inputs, spec_.seed, static_cast<std::uint64_t>(step), classes);
-  const auto centres = centres_;
-  const std::int64_t dim = spec_.input_dim;
-  const std::uint64_t count = static_cast<std::uint64_t>(spec_.output_dim);
-  Kokkos::parallel_for(
-      "kpipe::model::add_centres", Range(exec_.space(), 0, X.extent(0) * X.extent(1)), KOKKOS_LAMBDA(std::int64_t e) {
-        const std::int64_t i = e / dim;
-        const auto c = static_cast<int>(kernels::random_bits(class_key, static_cast<std::uint64_t>(first + i)) % count);
-        X(i, e % dim) += centres(c, e % dim);
-      });
+  kernels::add_random_rows<Scalar>(exec_.space(), class_key, first, centres_, X);
 }
 
 template <class Scalar>

@@ -39,11 +39,20 @@ template <class Scalar>
 void fill_uniform(const tensor::ExecutionSpace& space, std::uint64_t key, double low, double high,
                   const tensor::Matrix<Scalar>& out);
 
-// Fill with independent normal values (Box-Muller on counters 2c and 2c + 1);
-// element (i, j) is number `first_row * cols + i * cols + j` of the stream, so
-// a block of rows is the same wherever it is generated.
+// Fill with independent normal values; element (i, j) is number
+// `(first_row + i) * cols + j` of the stream, so a block of rows is the same
+// wherever it is generated. Box-Muller in Scalar's precision: the uniforms on
+// counters 2q and 2q + 1 give values 2q (r cos) and 2q + 1 (r sin), one
+// logarithm, root and angle for two values.
 template <class Scalar>
 void fill_normal(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean,
                  double stddev, const tensor::Matrix<Scalar>& out);
+
+// out(i, :) += table(c, :) with c = random_bits(key, first_row + i) mod
+// table's rows: row i takes a uniformly chosen row of the table (a class
+// centre of a Gaussian mixture), the same wherever the block is generated.
+template <class Scalar>
+void add_random_rows(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row,
+                     const tensor::ConstMatrix<Scalar>& table, const tensor::Matrix<Scalar>& out);
 
 }  // namespace kpipe::kernels

@@ -4,7 +4,6 @@
 
 #include "catch.hpp"
 #include "kpipe/kernels/elementwise.hpp"
-#include "kpipe/kernels/random.hpp"
 #include "random_matrix.hpp"
 
 using namespace kpipe::kernels;
@@ -98,24 +97,4 @@ TEST_CASE("elementwise kernels reject other shapes and strided views", "[kernels
   auto Z = uninitialized_matrix<float>("test::z", 4, 3);
   CHECK_THROWS_WITH(activation_forward<float>(ExecutionSpace(), Activation::relu, columns, Z),
                     "matrix \"test::random\" is a strided view; elementwise kernels need contiguous rows");
-}
-
-TEST_CASE("counter-based random numbers do not depend on where a block is generated", "[kernels][random]") {
-  const auto key = stream_key(42, 3, 9);
-  auto whole = uninitialized_matrix<double>("test::whole", 100, 8);
-  auto tail = uninitialized_matrix<double>("test::tail", 30, 8);
-  fill_normal(ExecutionSpace(), key, 0, 0.0, 1.0, whole);
-  fill_normal(ExecutionSpace(), key, 70, 0.0, 1.0, tail);
-  const auto w = to_host<double>(whole);
-  const auto t = to_host<double>(tail);
-  CHECK(std::vector<double>(w.begin() + 70 * 8, w.end()) == t);
-
-  double mean = 0, squares = 0;
-  for (const double v : w) {
-    mean += v / w.size();
-    squares += v * v / w.size();
-  }
-  CHECK(std::abs(mean) < 0.15);
-  CHECK(squares == Approx(1.0).margin(0.2));
-  CHECK(stream_key(42, 3, 9) != stream_key(42, 9, 3));
 }
