@@ -19,12 +19,11 @@ void CalibrationRecorder::add_step(double step_start, double seconds, const runt
     warm_up_ = std::move(step);
     return;
   }
-  if (steady_.size() == kept_steps) steady_.erase(steady_.begin());
-  steady_.push_back(std::move(step));
+  steady_.offer(std::move(step));
 }
 
 std::optional<schedule::Calibration> CalibrationRecorder::finish() const {
-  std::vector<Step> steps = steady_;
+  std::vector<Step> steps = steady_.items();
   if (steps.empty() && warm_up_) steps.push_back(*warm_up_);
   std::vector<double> rows;
   for (std::size_t k = 0; k < steps.size(); ++k) {

@@ -1,13 +1,16 @@
 #pragma once
 // What `kpipe run --json` and `kpipe sweep` calibrate the simulator from:
 // each rank keeps its steady steps' action timings (the first step warms
-// caches and pools and is left out; at most the last `kept_steps`), then
-// they are gathered to world rank 0 and measured there
-// (schedule::measure_calibration) on the clock all ranks share.
+// caches and pools and is left out; at most `kept_steps`, spread evenly over
+// the whole run, so that the calibration describes the steps the run's
+// summary averages, not only the last ones), then they are gathered to world
+// rank 0 and measured there (schedule::measure_calibration) on the clock all
+// ranks share.
 
 #include <optional>
 #include <vector>
 
+#include "kpipe/core/even_sample.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/schedule/calibration.hpp"
 
@@ -29,11 +32,11 @@ class CalibrationRecorder {
     double start = 0.0, seconds = 0.0;
     std::vector<runtime::ActionTiming> timings;
   };
-  static constexpr std::size_t kept_steps = 32;  // bounds what a long run keeps and gathers
+  static constexpr std::size_t kept_steps = 64;  // bounds what a long run keeps and gathers
 
   const runtime::Pipeline<float>& pipeline_;
   std::optional<Step> warm_up_;  // the first step, used only when it is the only one
-  std::vector<Step> steady_;
+  EvenSample<Step> steady_{kept_steps};
 };
 
 }  // namespace kpipe::app
