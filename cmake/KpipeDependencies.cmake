@@ -67,3 +67,20 @@ else()
   set(KPIPE_HAVE_DNNL OFF)
   message(STATUS "kpipe: no oneDNN (or a CUDA build); compute.gemm = \"packed\" runs the vendor path")
 endif()
+
+# libxsmm is optional too: where oneDNN keeps the weights row-major (AVX2 CPUs)
+# its JIT kernels back compute.gemm = "packed" on weights kpipe packs itself.
+# The weight gradient stays on CBLAS, so it needs CBLAS, which also serves
+# libxsmm's own BLAS fallback (never its libxsmmnoblas stubs, which would
+# shadow OpenBLAS's sgemm_). Debian ships a static library; the header and
+# library suffice.
+find_path(KPIPE_LIBXSMM_INCLUDE_DIR libxsmm.h)
+find_library(KPIPE_LIBXSMM_LIBRARY xsmm)
+if(KPIPE_LIBXSMM_INCLUDE_DIR AND KPIPE_LIBXSMM_LIBRARY AND KPIPE_HAVE_CBLAS AND NOT "CUDA" IN_LIST Kokkos_DEVICES)
+  set(KPIPE_HAVE_LIBXSMM ON)
+  find_package(Threads REQUIRED)
+  set(KPIPE_LIBXSMM_LIBRARIES ${KPIPE_LIBXSMM_LIBRARY} ${BLAS_LIBRARIES} Threads::Threads ${CMAKE_DL_LIBS})
+  message(STATUS "kpipe: libxsmm found; compute.gemm = \"packed\" uses it where oneDNN does not block weights")
+else()
+  set(KPIPE_HAVE_LIBXSMM OFF)
+endif()

@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev                             # CBLAS for the vendor GEMM path
   libdnnl-dev                                 # oneDNN for compute.gemm = "packed" (optional: CMake detects it)
   ocl-icd-opencl-dev                          # OpenCL, which oneDNN's CMake package config requires
+  libxsmm-dev                                 # libxsmm for "packed" where oneDNN has no blocked layout (AVX2; optional)
   libtoml11-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   catch2 libbenchmark-dev
   clang-format                                # the committed .clang-format, checked by a test

@@ -142,8 +142,9 @@ std::vector<KeySpec> build_schema() {
              "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available; packed: as vendor, but each Linear's weight is "
              "reordered once per step into oneDNN's blocked layout, W for the forward and W^T for the "
              "input-gradient products, and the weight gradient X^T dY runs on oneDNN's sgemm (the vendor path in "
-             "builds without oneDNN, on CUDA, in double precision and on CPUs for which oneDNN has no blocked "
-             "layout, such as AVX2 ones); or the portable Kokkos kernel"),
+             "builds without oneDNN, on CUDA and in double precision); on CPUs for which oneDNN has no blocked "
+             "layout, such as AVX2 ones, libxsmm kernels on weights packed in panels, where the build has libxsmm; "
+             "or the portable Kokkos kernel"),
       choice("compute.attention", "gemm", {"gemm", "fused"},
              "transformer attention: batched GEMMs and a causal-softmax kernel (keeps b*heads*T*T probabilities), or "
              "one fused kernel with online softmax that recomputes them in backward"),

@@ -83,4 +83,10 @@ bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
 
+// libxsmm JIT kernels on weights packed in panels, the vendor GEMM for the
+// weight gradient, for host memory (gemm_libxsmm.cpp, with KPIPE_HAVE_LIBXSMM).
+std::unique_ptr<PackedBackend<float>> make_libxsmm_packed();
+// Whether libxsmm generates kernels for this CPU (AVX2 or newer).
+bool libxsmm_available();
+
 }  // namespace kpipe::kernels::detail

@@ -4,6 +4,7 @@
 // kernel), which is what a Linear does without it.
 #include <fmt/format.h>
 
+#include <string>
 #include <type_traits>
 
 #include "gemm_backends.hpp"
@@ -13,40 +14,73 @@
 
 namespace kpipe::kernels {
 
+namespace {
+
+// What backs GemmPath::packed for float on this build and CPU: oneDNN where it
+// blocks the weights (AVX-512 and newer), else libxsmm's kernels (AVX2), else
+// nothing, and the vendor path runs.
+enum class PackedLibrary { none, onednn, libxsmm };
+
+constexpr bool host_accessible = Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible;
+
+PackedLibrary packed_library() {
+  if (!host_accessible) return PackedLibrary::none;
+#if defined(KPIPE_HAVE_DNNL)
+  if (detail::onednn_blocks_weights()) return PackedLibrary::onednn;
+#endif
+#if defined(KPIPE_HAVE_LIBXSMM)
+  if (detail::libxsmm_available()) return PackedLibrary::libxsmm;
+#endif
+  return PackedLibrary::none;
+}
+
+// Why the vendor path runs: what this build has and why each declines.
+std::string vendor_reason() {
+  if (!host_accessible) return fmt::format("as no packed backend can read {}", tensor::MemorySpace::name());
+  std::string declined;
+#if defined(KPIPE_HAVE_DNNL)
+  declined = detail::onednn_version() + " has no blocked-weights matmul for this CPU";
+#endif
+#if defined(KPIPE_HAVE_LIBXSMM)
+  declined += std::string(declined.empty() ? "" : " and ") + "libxsmm has no kernels for it";
+#endif
+  return declined.empty() ? "as this build has neither oneDNN nor libxsmm" : "as " + declined;
+}
+
+}  // namespace
+
 template <class Scalar>
 bool packed_gemm_available() {
-#if defined(KPIPE_HAVE_DNNL)
-  return std::is_same_v<Scalar, float> &&
-         Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible &&
-         detail::onednn_blocks_weights();
-#else
-  return false;
-#endif
+  return std::is_same_v<Scalar, float> && packed_library() != PackedLibrary::none;
 }
 
 std::string packed_gemm_library() {
+  const PackedLibrary library = packed_library();
 #if defined(KPIPE_HAVE_DNNL)
-  if (packed_gemm_available<float>()) {
+  if (library == PackedLibrary::onednn) {
     return detail::onednn_version() + " matmul on blocked weights, sgemm for the weight gradient (float)";
   }
-  if (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, tensor::MemorySpace>::accessible) {
-    return fmt::format("the vendor path ({}), as oneDNN cannot read {}", vendor_gemm_library(),
-                       tensor::MemorySpace::name());
-  }
-  return fmt::format("the vendor path ({}), as {} has no blocked-weights matmul for this CPU", vendor_gemm_library(),
-                     detail::onednn_version());
-#else
-  return fmt::format("the vendor path ({}), as this build has no oneDNN", vendor_gemm_library());
 #endif
+  if (library == PackedLibrary::libxsmm) {
+    return fmt::format(
+        "libxsmm kernels on weights packed in panels of 32 columns, the vendor path ({}) for the "
+        "weight gradient (float)",
+        vendor_gemm_library());
+  }
+  return fmt::format("the vendor path ({}), {}", vendor_gemm_library(), vendor_reason());
 }
 
 template <class Scalar>
 PackedWeight<Scalar>::PackedWeight() {
-#if defined(KPIPE_HAVE_DNNL)
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (packed_gemm_available<Scalar>()) backend_ = detail::make_onednn_packed();
-  }
+    [[maybe_unused]] const PackedLibrary library = packed_library();
+#if defined(KPIPE_HAVE_DNNL)
+    if (library == PackedLibrary::onednn) backend_ = detail::make_onednn_packed();
 #endif
+#if defined(KPIPE_HAVE_LIBXSMM)
+    if (library == PackedLibrary::libxsmm) backend_ = detail::make_libxsmm_packed();
+#endif
+  }
 }
 
 template <class Scalar>

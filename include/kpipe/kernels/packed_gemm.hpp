@@ -8,9 +8,11 @@
 // weight gradient Xᵀ dY has no operand to pack but runs on the same library's
 // GEMM, which beats OpenBLAS on it. Builds without oneDNN, CUDA builds and
 // double precision (oneDNN's CPU matmul is float) run the vendor GEMM and add
-// the bias instead, so "packed" is always a valid choice; so do CPUs on which
-// oneDNN keeps the weights row-major (2.6 blocks them for AVX-512 only), where
-// its plain matmul is slower than the vendor GEMM.
+// the bias instead, so "packed" is always a valid choice. On CPUs where
+// oneDNN keeps the weights row-major (2.6 blocks them for AVX-512 only, and
+// its plain matmul is slower than the vendor GEMM) the backend is libxsmm's
+// JIT kernels on weights packed into panels by kpipe, where the build has
+// libxsmm, and the vendor GEMM otherwise.
 
 #include <memory>
 #include <string>
@@ -30,8 +32,9 @@ template <class Scalar>
 bool packed_gemm_available();
 
 // What GemmPath::packed runs in this build, for the run log: "oneDNN 2.6.3
-// matmul on blocked weights, sgemm for the weight gradient (float)" or "the
-// vendor path (cblas), as this build has no oneDNN".
+// matmul on blocked weights, sgemm for the weight gradient (float)", "libxsmm
+// kernels on weights packed in panels of 32 columns, …" or "the vendor path
+// (cblas), as this build has neither oneDNN nor libxsmm".
 std::string packed_gemm_library();
 
 // The packed copies of one weight matrix. They follow W only through
