@@ -83,8 +83,10 @@ bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
 
-// libxsmm JIT kernels on weights packed in panels, the vendor GEMM for the
-// weight gradient, for host memory (gemm_libxsmm.cpp, with KPIPE_HAVE_LIBXSMM).
+// libxsmm JIT kernels on weights packed in panels of libxsmm_panel_width
+// columns (four AVX2 vectors), the vendor GEMM for the weight gradient, for
+// host memory (gemm_libxsmm.cpp, with KPIPE_HAVE_LIBXSMM).
+inline constexpr int libxsmm_panel_width = 32;
 std::unique_ptr<PackedBackend<float>> make_libxsmm_packed();
 // Whether libxsmm generates kernels for this CPU (AVX2 or newer).
 bool libxsmm_available();

@@ -1,10 +1,10 @@
 // The packed backend for CPUs on which oneDNN keeps the weights row-major
-// (AVX2 ones, for oneDNN 2.6): op(W) is packed into panels of `panel`
-// columns, each panel's k rows contiguous, and every product is a sequence of
+// (AVX2 ones, for oneDNN 2.6): op(W) is packed into panels of
+// `libxsmm_panel_width` columns, each panel's k rows contiguous, and every product is a sequence of
 // libxsmm JIT kernels of one panel by a block of up to `row_block` rows of X,
 // X read in place. OpenBLAS re-packs the whole weight on every call, which on
 // the MLP's 32 x 1024 x 1024 products costs a fifth of its time; here a step
-// packs each weight once. A last panel narrower than `panel` is zero-padded,
+// packs each weight once. A narrower last panel is zero-padded,
 // computed into a small tile and copied out, so every kernel has the same
 // shape; a kernel of fixed shape sums each output in a fixed order, so the
 // results are deterministic. The weight gradient Xᵀ dY has nothing to pack
@@ -24,8 +24,10 @@ namespace kpipe::kernels::detail {
 
 namespace {
 
-constexpr int panel_width = 32;  // columns of op(W) per packed panel: four AVX2 vectors
-constexpr int row_block = 32;    // rows of X per kernel call, so a block stays in L1/L2 across the panels
+constexpr int panel_width = libxsmm_panel_width;
+constexpr int row_block = 32;  // rows of X per kernel call, so a block stays in L1/L2 across the panels
+
+int panel_count(int n) { return (n + panel_width - 1) / panel_width; }
 
 // libxsmm is column-major: a kernel of (m, n, k) computes C (m x n) = A (m x k) B (k x n). A row-major
 // product Y = X op(W) is Yᵀ = op(W)ᵀ Xᵀ, so m runs over a panel's columns, n over rows of X, k over X's columns.
@@ -47,7 +49,7 @@ class LibxsmmPacked final : public PackedBackend<float> {
 
   void product(const GemmOperands<float>& op, const float* bias) override {
     const Packed& w = packed(op);
-    const int panels = (op.n + panel_width - 1) / panel_width;
+    const int panels = panel_count(op.n);
     const int full_panels = op.n / panel_width;
     for (int r0 = 0; r0 < op.m; r0 += row_block) {
       const int rows = std::min(row_block, op.m - r0);
@@ -66,6 +68,7 @@ class LibxsmmPacked final : public PackedBackend<float> {
                       sizeof(float) * width);
         }
       }
+      // The bias row block by row block, while the block is still in the cache.
       if (bias) {
         for (int r = 0; r < rows; ++r) {
           float* row = y + static_cast<std::size_t>(r) * op.ldc;
@@ -78,7 +81,7 @@ class LibxsmmPacked final : public PackedBackend<float> {
   void gemm(const GemmOperands<float>& op) override { cblas_gemm(op); }
 
  private:
-  // op(W) as panels: panel j holds columns j·panel … j·panel + panel - 1 of op(W) (k x n), k rows of `panel`.
+  // op(W) (k x n) as panels: panel j holds its columns j·w … j·w + w - 1 (w = panel_width) as k rows of w.
   struct Packed {
     int k = 0, n = 0;
     long version = 0;
@@ -90,7 +93,7 @@ class LibxsmmPacked final : public PackedBackend<float> {
   const Packed& packed(const GemmOperands<float>& op) {
     Packed& p = op.trans_b == Trans::no ? forward_ : transposed_;
     if (p.version == version_ && p.k == op.k && p.n == op.n) return p;
-    const int panels = (op.n + panel_width - 1) / panel_width;
+    const int panels = panel_count(op.n);
     if (p.k != op.k || p.n != op.n) {
       p.k = op.k;
       p.n = op.n;

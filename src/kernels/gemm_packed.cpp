@@ -63,9 +63,9 @@ std::string packed_gemm_library() {
 #endif
   if (library == PackedLibrary::libxsmm) {
     return fmt::format(
-        "libxsmm kernels on weights packed in panels of 32 columns, the vendor path ({}) for the "
+        "libxsmm kernels on weights packed in panels of {} columns, the vendor path ({}) for the "
         "weight gradient (float)",
-        vendor_gemm_library());
+        detail::libxsmm_panel_width, vendor_gemm_library());
   }
   return fmt::format("the vendor path ({}), {}", vendor_gemm_library(), vendor_reason());
 }
