@@ -78,7 +78,8 @@ void print_memory(const config::RunConfig& config, const schedule::Schedule& sch
   int largest = 0;
   std::vector<runtime::MemoryEstimate> estimates;
   for (int rank = 0; rank < schedule.p; ++rank) {
-    estimates.push_back(runtime::estimate_memory(spec, schedule, rank, !comm::mpi_reaches_device_memory(), baseline));
+    estimates.push_back(runtime::estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
+                                                 !comm::mpi_reaches_device_memory(), baseline));
     if (estimates.back().total() > estimates[largest].total()) largest = rank;
   }
   if (schedule.p <= listed_ranks) {

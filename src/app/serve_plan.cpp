@@ -16,6 +16,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
+#include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/serve.hpp"
 #include "kpipe/runtime/serve_replay.hpp"
@@ -55,7 +56,7 @@ StageCostModel flop_model(const model::TrainerSpec& spec) {
     schedule::ServeCosts costs;
     for (int l = stage.first; l < stage.end(); ++l) {
       const model::LayerSpec& layer = layers.at(static_cast<std::size_t>(l));
-      const bool block = layer.kind == model::LayerKind::decoder_block;
+      const bool block = layer.kind->attention_layers > 0;
       const double attention = block ? 2.0 * T * T * d : 0.0;  // the block's causal attention over T positions
       costs.per_token += (static_cast<double>(layer.flops) - attention) / T * seconds;
       if (block) costs.per_context += 4.0 * d * seconds;

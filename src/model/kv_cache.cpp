@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/model/layer_kind.hpp"
 
 namespace kpipe::model {
 
@@ -141,7 +142,7 @@ std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers) {
   const auto specs = model.layers();
   std::vector<int> blocks;
   for (int index = layers.first; index < layers.end(); ++index) {
-    if (specs.at(static_cast<std::size_t>(index)).kind == LayerKind::decoder_block) blocks.push_back(index);
+    if (specs.at(static_cast<std::size_t>(index)).kind->attention_layers > 0) blocks.push_back(index);
   }
   return blocks;
 }

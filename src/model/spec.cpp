@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/model/layer_kind.hpp"
 
 namespace kpipe::model {
 
@@ -65,9 +66,9 @@ std::vector<LayerSpec> transformer_layers(const ModelSpec& spec) {
       T * (linear_flops(d, 3 * d) + linear_flops(d, d) + 2 * linear_flops(d, hidden)) + 2 * T * T * d;
   const int width = static_cast<int>(T * d);
   std::vector<LayerSpec> out;
-  out.push_back({LayerKind::embedding, spec.context, width, T * d});
-  for (int b = 0; b < spec.blocks; ++b) out.push_back({LayerKind::decoder_block, width, width, block});
-  out.push_back({LayerKind::lm_head, width, spec.context * spec.vocab, T * linear_flops(d, spec.vocab)});
+  out.push_back({&layer_kind("embedding"), spec.context, width, T * d});
+  for (int b = 0; b < spec.blocks; ++b) out.push_back({&layer_kind("decoder_block"), width, width, block});
+  out.push_back({&layer_kind("lm_head"), width, spec.context * spec.vocab, T * linear_flops(d, spec.vocab)});
   return out;
 }
 
@@ -107,18 +108,18 @@ std::vector<LayerSpec> ModelSpec::layers() const {
   if (kind == ModelKind::mlp) {
     int width = input_dim;
     for (const int next : hidden) {
-      out.push_back({LayerKind::linear_activation, width, next, linear_flops(width, next)});
+      out.push_back({&layer_kind("linear_activation"), width, next, linear_flops(width, next)});
       width = next;
     }
-    out.push_back({LayerKind::linear, width, output_dim, linear_flops(width, output_dim)});
+    out.push_back({&layer_kind("linear"), width, output_dim, linear_flops(width, output_dim)});
     return out;
   }
   const int width = hidden.front();
-  out.push_back({LayerKind::linear, input_dim, width, linear_flops(input_dim, width)});
+  out.push_back({&layer_kind("linear"), input_dim, width, linear_flops(input_dim, width)});
   for (std::size_t block = 0; block < hidden.size(); ++block) {
-    out.push_back({LayerKind::residual_block, width, width, 2 * linear_flops(width, width)});
+    out.push_back({&layer_kind("residual_block"), width, width, 2 * linear_flops(width, width)});
   }
-  out.push_back({LayerKind::linear, width, output_dim, linear_flops(width, output_dim)});
+  out.push_back({&layer_kind("linear"), width, output_dim, linear_flops(width, output_dim)});
   return out;
 }
 

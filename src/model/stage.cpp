@@ -7,7 +7,7 @@
 #include <map>
 
 #include "kpipe/core/error.hpp"
-#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/layer_kind.hpp"
 
 namespace kpipe::model {
 

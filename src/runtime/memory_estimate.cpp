@@ -73,7 +73,7 @@ std::string MemoryEstimate::describe() const {
 }
 
 MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
-                               bool staged, std::int64_t baseline_bytes) {
+                               int tensor_ranks, bool staged, std::int64_t baseline_bytes) {
   constexpr std::int64_t scalar = sizeof(float);
   const bool training = schedule.training();
   const bool recompute = spec.stage.recompute;
@@ -81,10 +81,14 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   estimate.baseline = baseline_bytes;
   std::vector<model::StageFootprint> chunks;  // elements
   std::int64_t widest_boundary = 0;           // elements
+  model::FootprintQuery query;
+  query.rows = spec.microbatch_size;
+  query.tensor_ranks = tensor_ranks;
+  query.sequence_parallel = spec.stage.sequence_parallel;
+  query.attention = spec.stage.kernels.attention;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
-    const model::StageFootprint footprint = model::stage_footprint(
-        spec.model, spec.stages.at(stage), spec.microbatch_size, recompute, spec.stage.kernels.attention);
+    const model::StageFootprint footprint = model::stage_footprint(spec.model, spec.stages.at(stage), query, recompute);
     estimate.parameters += footprint.parameters * scalar;
     estimate.packed_weights += footprint.linear_weights * scalar;
     chunks.push_back(footprint);

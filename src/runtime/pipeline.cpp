@@ -72,7 +72,8 @@ std::unique_ptr<Hdf5ActivationStore> activation_store_for(const config::RunConfi
 // runtime.memory_limit_mib (or the node's available memory shared by its ranks).
 MemoryEstimate checked_memory(const config::RunConfig& config, const model::TrainerSpec& spec,
                               const schedule::Schedule& schedule, const comm::ProcessGrid& grid, bool staged) {
-  const MemoryEstimate estimate = estimate_memory(spec, schedule, grid.pipeline_rank(), staged, resident_bytes());
+  const MemoryEstimate estimate =
+      estimate_memory(spec, schedule, grid.pipeline_rank(), grid.tensor_size(), staged, resident_bytes());
   if (config.runtime.memory_limit_mib > 0) {
     require_fits(estimate, static_cast<std::int64_t>(config.runtime.memory_limit_mib * (1 << 20)),
                  fmt::format("runtime.memory_limit_mib = {}", config.runtime.memory_limit_mib));

@@ -18,6 +18,7 @@
 #include "kpipe/model/layer.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
+#include "kpipe/model/tensor_split.hpp"
 
 namespace kpipe::model {
 
@@ -44,16 +45,6 @@ struct WeightInit {
 template <class Scalar>
 void initialise(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key,
                 const tensor::Matrix<Scalar>& weight);
-
-// How a Linear is split across its tensor-parallel group (Megatron-LM): whole
-// on every rank; column-parallel (W and b split along the outputs: the input
-// is whole, the output the rank's slice of columns; the input gradient's
-// partial products are summed over the group); or row-parallel (W split along
-// the inputs: the input is the rank's slice, the partial products are summed
-// over the group in F and b is added once after the sum; the input gradient
-// is the rank's slice). A column-parallel Linear followed by a row-parallel
-// one needs one sum each way and keeps whole tensors outside the pair.
-enum class TensorSplit { none, column, row };
 
 // Y = X W + b with W input x output (so the GEMMs need no transposition on the
 // forward pass) and b a 1 x output row. W starts as `init` says from the
@@ -240,19 +231,5 @@ class Residual final : public Layer<Scalar> {
   LayerEnvironment env_;
   std::unique_ptr<Layer<Scalar>> branch_;
 };
-
-// Global layer `index` of `model`, initialised from (model.seed, index) only,
-// so every partition builds the same weights. `split` is how a linear or
-// linear_activation layer is split across the tensor group (a stage pairs
-// consecutive ones, see tensor_splits); a residual block splits its own pair.
-template <class Scalar>
-std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, KernelChoice kernels, LayerEnvironment env,
-                                          TensorSplit split = TensorSplit::none);
-
-// The split of each layer of `layers` in a tensor group of `ranks`: runs of
-// consecutive linear(_activation) layers pair up column then row, so the
-// tensors between pairs, and at the stage's boundaries, are whole; an
-// unpaired last one of a run stays whole. All none when ranks == 1.
-std::vector<TensorSplit> tensor_splits(const ModelSpec& model, LayerRange layers, int ranks);
 
 }  // namespace kpipe::model

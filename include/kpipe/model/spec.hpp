@@ -15,18 +15,20 @@ namespace kpipe::model {
 using config::LossKind;
 using config::ModelKind;
 
-// The partition unit. An mlp has one linear_activation layer per hidden width
-// and a linear output layer; a residual_mlp has a linear input projection,
-// one residual_block (LN -> Linear -> activation -> Linear -> +x) per hidden
-// width and a linear output layer. A transformer has the token and position
-// embedding, one pre-LayerNorm decoder block (x + Attn(LN(x)), then
-// x + MLP(LN(x))) per model.layers, and the head (final LN, LM projection).
-enum class LayerKind { linear, linear_activation, residual_block, embedding, decoder_block, lm_head };
+struct LayerKind;  // layer_kind.hpp: the registry of kinds
 
+// The partition unit, built by its kind (layer_kind.hpp). An mlp has one
+// linear_activation layer per hidden width and a linear output layer; a
+// residual_mlp has a linear input projection, one residual_block (LN ->
+// Linear -> activation -> Linear -> +x) per hidden width and a linear output
+// layer. A transformer has the embedding (token and position), one
+// pre-LayerNorm decoder_block (x + Attn(LN(x)), then x + MLP(LN(x))) per
+// model.layers, and the lm_head (final LN, LM projection).
+//
 // Widths are per sample: a transformer's layers see T positions per sample,
 // so its block is T·dim -> T·dim. `flops` is the forward FLOPs of one sample.
 struct LayerSpec {
-  LayerKind kind = LayerKind::linear;
+  const LayerKind* kind = nullptr;
   int input_dim = 0;
   int output_dim = 0;
   std::int64_t flops = 0;

@@ -1,6 +1,6 @@
 #pragma once
-// What one rank of a model stage sends, per link, from the model's layer specs
-// alone (docs/runtime.md, "Communication volume"): `kpipe plan` prints it per
+// What one rank of a model stage sends, per link, from its layers' own
+// footprints (layer_kind.hpp) (docs/runtime.md, "Communication volume"): `kpipe plan` prints it per
 // training step, the simulator charges it, and `kpipe run` prints it next to
 // the bytes its ranks counted. Bytes are what a rank sends or contributes to
 // a collective (its buffer once, however the collective moves it).
@@ -9,24 +9,11 @@
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
-#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/footprint.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
 
 namespace kpipe::model {
-
-// Bytes and calls on one link.
-struct LinkVolume {
-  std::int64_t bytes = 0;
-  std::int64_t calls = 0;  // messages, or collectives
-
-  LinkVolume& operator+=(const LinkVolume& other) {
-    bytes += other.bytes;
-    calls += other.calls;
-    return *this;
-  }
-  LinkVolume times(std::int64_t n) const { return {bytes * n, calls * n}; }
-};
 
 // One rank of one model stage (p·v of them, in model order).
 struct StageTraffic {
@@ -63,10 +50,6 @@ inline int boundary_parts(const config::PipelineConfig& pipeline) {
 inline bool boundary_gathered(const config::PipelineConfig& pipeline) {
   return pipeline.tensor_parallel > 1 && pipeline.scatter_gather && !pipeline.sequence_parallel;
 }
-
-// Trainable values of one layer on one rank of a tensor group of `ranks`
-// (model::layer_parameters when ranks is 1): its shards and whole parameters.
-std::int64_t layer_shard_parameters(const ModelSpec& model, const LayerSpec& layer, TensorSplit split, int ranks);
 
 // The traffic of every model stage of a run: its partition, t,
 // pipeline.scatter_gather, pipeline.sequence_parallel and recomputation,

@@ -32,9 +32,11 @@ struct MemoryEstimate {
   std::string describe() const;
 };
 
-// The estimate for pipeline rank `rank` of `schedule` (training or inference).
+// The estimate for pipeline rank `rank` of `schedule` (training or
+// inference), as one rank of a tensor group of `tensor_ranks`: its shards,
+// and with spec.stage.sequence_parallel its rows.
 MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
-                               bool staged, std::int64_t baseline_bytes);
+                               int tensor_ranks, bool staged, std::int64_t baseline_bytes);
 
 // Resident and peak resident memory of this process (Linux /proc; 0 elsewhere).
 std::int64_t resident_bytes();

@@ -5,7 +5,7 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
-#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/loss.hpp"
 #include "kpipe/model/stage.hpp"
 

@@ -42,7 +42,7 @@ TEST_CASE("a stage's estimated footprint is what the built stage holds", "[model
     INFO("layers [" << range.first << ", " << range.end() << ") recompute " << recompute);
     tensor::ExecContext exec;
     Stage<double> stage(model, range, {{kernels::GemmPath::vendor}, recompute}, exec);
-    const StageFootprint footprint = stage_footprint(model, range, rows, recompute);
+    const StageFootprint footprint = stage_footprint(model, range, {rows}, recompute);
     CHECK(footprint.parameters == parameter_elements(stage));
     CHECK(footprint.input_per_microbatch == rows * stage.input_dim());
     CHECK(footprint.output_per_microbatch == rows * stage.output_dim());

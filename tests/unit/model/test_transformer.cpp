@@ -9,6 +9,7 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
+#include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/loss.hpp"
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/stage.hpp"
@@ -218,7 +219,8 @@ TEST_CASE("a transformer stage's estimated footprint is what it holds", "[model]
     INFO("layers [" << range.first << ", " << range.end() << ") recompute " << recompute);
     tensor::ExecContext exec;
     Stage<double> stage(spec, range, {{kernels::GemmPath::vendor, attention}, recompute}, exec);
-    const StageFootprint footprint = stage_footprint(spec, range, rows, recompute, attention);
+    const StageFootprint footprint =
+        stage_footprint(spec, range, {rows, 1, false, TensorSplit::none, false, attention}, recompute);
     std::int64_t parameters = 0;
     for (const auto& p : stage.parameters()) parameters += static_cast<std::int64_t>(p.value.size());
     CHECK(footprint.parameters == parameters);

@@ -49,7 +49,7 @@ TEST_CASE("the memory estimate matches the rank's built chunks and its stash", "
   const schedule::Schedule schedule = schedule::make_schedule(schedule::run_plan(config));
   for (int rank = 0; rank < schedule.p; ++rank) {
     INFO(fmt::format("{} {} {} recompute {} rank {}", schedule_name, kind, optimizer, recompute, rank));
-    const runtime::MemoryEstimate estimate = runtime::estimate_memory(spec, schedule, rank, false, 0);
+    const runtime::MemoryEstimate estimate = runtime::estimate_memory(spec, schedule, rank, 1, false, 0);
     tensor::ExecContext exec;
     std::vector<std::unique_ptr<model::Stage<float>>> chunks;
     for (int c = 0; c < schedule.v; ++c) {
@@ -113,7 +113,7 @@ TEST_CASE("with packed weights the estimate counts a copy of W, and of Wᵀ in t
         weights += static_cast<std::int64_t>(p.value.span() * sizeof(float));
       }
     }
-    const runtime::MemoryEstimate estimate = runtime::estimate_memory(spec, schedule, rank, false, 0);
+    const runtime::MemoryEstimate estimate = runtime::estimate_memory(spec, schedule, rank, 1, false, 0);
     INFO(kind << " rank " << rank);
     CHECK(weights > 0);
     CHECK(estimate.packed_weights == (kernels::packed_gemm_available<float>() ? 2 * weights : 0));

@@ -1,0 +1,97 @@
+#pragma once
+// What one layer costs on one rank of its tensor group, from its spec alone:
+// the parameters it holds, what it saves per microbatch, what it keeps from
+// B to W and the sums it calls in the group. Each layer kind states its own
+// (layer_kind.hpp) by composing the primitives of FootprintBuilder, which
+// know the tensor-parallel split and sequence parallelism, so the memory
+// estimate, the traffic prediction and the simulator agree with the layers
+// for every kind, built-in or a user's. Sizes are in elements.
+
+#include <cstdint>
+
+#include "kpipe/kernels/attention.hpp"
+#include "kpipe/model/tensor_split.hpp"
+
+namespace kpipe::model {
+
+// Elements (or bytes) and calls on one link.
+struct LinkVolume {
+  std::int64_t bytes = 0;
+  std::int64_t calls = 0;  // messages, or collectives
+
+  LinkVolume& operator+=(const LinkVolume& other) {
+    bytes += other.bytes;
+    calls += other.calls;
+    return *this;
+  }
+  LinkVolume times(std::int64_t n) const { return {bytes * n, calls * n}; }
+};
+
+// Where a layer runs: `rows` samples of one microbatch on one rank of a
+// tensor group of `tensor_ranks`, split as the stage pairs it (`split`, for
+// kinds that pair up: a kind's `pairs`), with the regions between the
+// pairs sharded by rows or not, and whether it is the model's first layer
+// (whose input has no gradient).
+struct FootprintQuery {
+  int rows = 1;
+  int tensor_ranks = 1;
+  bool sequence_parallel = false;
+  TensorSplit split = TensorSplit::none;
+  bool first_layer = false;
+  kernels::AttentionPath attention = kernels::AttentionPath::gemm;
+};
+
+// One layer on one rank. The sums are what the rank contributes to each
+// collective (its buffer once, however the collective moves it).
+struct LayerFootprint {
+  std::int64_t parameters = 0;                // this rank's shards and whole parameters
+  std::int64_t linear_weights = 0;            // its Linears' weight matrices, which compute.gemm = "packed" copies
+  std::int64_t saved = 0;                     // saved in F for B, one microbatch
+  std::int64_t kept_for_weight_gradient = 0;  // kept from B until W, one microbatch
+  LinkVolume tensor_forward;                  // the group's sums in F, one microbatch
+  LinkVolume tensor_backward;                 // and in B (and W's re-gathers)
+  // Sequence parallelism: gradients computed from this rank's rows only,
+  // summed over the group once a step (elements and sums).
+  LinkVolume row_partial;
+
+  LayerFootprint& operator+=(const LayerFootprint& other);
+};
+
+// Sums the footprints of a layer's parts, position by position: `rows`
+// positions (samples, or samples·T for a transformer's position-wise parts).
+// The regions between tensor-parallel pairs hold rows/t of them with
+// sequence parallelism; a column-parallel Linear's output and a row-parallel
+// one's input are always whole in rows and 1/t in width.
+class FootprintBuilder {
+ public:
+  FootprintBuilder(const FootprintQuery& query, std::int64_t rows);
+
+  // Rows in the regions between the pairs: rows/t with sequence parallelism.
+  std::int64_t region_rows() const { return sequence_parallel_ ? rows_ / ranks_ : rows_; }
+  std::int64_t rows() const { return rows_; }
+  int ranks() const { return ranks_; }
+
+  // LayerNorm over `width` features: x̂ and 1/std saved, x̂ and dy kept.
+  FootprintBuilder& layer_norm(std::int64_t width);
+  // A Linear `in` x `out` (+ bias) split `split`; `input_gradient` false for
+  // a model's first layer outside sequence parallelism (no sum in B).
+  FootprintBuilder& linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient = true);
+  // An elementwise function of `rows` x `width` saving its derivative.
+  FootprintBuilder& elementwise(std::int64_t rows, std::int64_t width);
+  // Causal attention over `positions`-long sequences (rows()/positions of
+  // them) of `heads` heads of `head_dim` features each, on this rank.
+  FootprintBuilder& attention(std::int64_t heads, std::int64_t positions, std::int64_t head_dim,
+                              kernels::AttentionPath path);
+  // Anything else a kind states itself.
+  FootprintBuilder& add(const LayerFootprint& part);
+
+  const LayerFootprint& footprint() const { return footprint_; }
+
+ private:
+  std::int64_t rows_;
+  int ranks_;
+  bool sequence_parallel_;
+  LayerFootprint footprint_;
+};
+
+}  // namespace kpipe::model

@@ -1,0 +1,90 @@
+#include "kpipe/model/footprint.hpp"
+
+namespace kpipe::model {
+
+LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
+  parameters += other.parameters;
+  linear_weights += other.linear_weights;
+  saved += other.saved;
+  kept_for_weight_gradient += other.kept_for_weight_gradient;
+  tensor_forward += other.tensor_forward;
+  tensor_backward += other.tensor_backward;
+  row_partial += other.row_partial;
+  return *this;
+}
+
+FootprintBuilder::FootprintBuilder(const FootprintQuery& query, std::int64_t rows)
+    : rows_(rows), ranks_(query.tensor_ranks), sequence_parallel_(query.sequence_parallel && query.tensor_ranks > 1) {}
+
+FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) {
+  const std::int64_t rows = region_rows();
+  footprint_.parameters += 2 * width;
+  footprint_.saved += rows * (width + 1);
+  footprint_.kept_for_weight_gradient += 2 * rows * width;
+  if (sequence_parallel_) footprint_.row_partial += {2 * width, 2};
+  return *this;
+}
+
+// docs/model.md "Tensor parallelism": a column-parallel Linear sums its input
+// gradient in B, a row-parallel one its output in F. With sequence
+// parallelism a column-parallel Linear all-gathers its input rows in F and
+// again in W (it keeps only its own) and reduce-scatters its input gradient
+// in B; a row-parallel one reduce-scatters its output in F and all-gathers
+// its output gradient in B. A reduce-scatter contributes the whole buffer,
+// an all-gather this rank's rows.
+FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient) {
+  const std::int64_t t = ranks_, rows = rows_, region = region_rows();
+  LayerFootprint& f = footprint_;
+  switch (ranks_ == 1 ? TensorSplit::none : split) {
+    case TensorSplit::none:
+      f.parameters += in * out + out;
+      f.linear_weights += in * out;
+      f.saved += region * in;
+      f.kept_for_weight_gradient += region * (in + out);
+      if (sequence_parallel_) f.row_partial += {in * out + out, 2};
+      break;
+    case TensorSplit::column:
+      f.parameters += in * out / t + out / t;
+      f.linear_weights += in * out / t;
+      f.saved += region * in;
+      f.kept_for_weight_gradient += region * in + rows * out / t;
+      if (sequence_parallel_) {
+        f.tensor_forward += {region * in, 1};
+        f.tensor_backward += {rows * in + region * in, 2};
+      } else if (input_gradient) {
+        f.tensor_backward += {rows * in, 1};
+      }
+      break;
+    case TensorSplit::row:
+      f.parameters += in * out / t + out;
+      f.linear_weights += in * out / t;
+      f.saved += rows * in / t;
+      f.kept_for_weight_gradient += rows * in / t + rows * out;
+      f.tensor_forward += {rows * out, 1};
+      if (sequence_parallel_) f.tensor_backward += {region * out, 1};
+      break;
+  }
+  return *this;
+}
+
+FootprintBuilder& FootprintBuilder::elementwise(std::int64_t rows, std::int64_t width) {
+  footprint_.saved += rows * width;
+  return *this;
+}
+
+// The GEMM path saves the fused Q|K|V projection and the probabilities, the
+// fused one Q, K, V, the output and the log-sum-exp; B frees them all.
+FootprintBuilder& FootprintBuilder::attention(std::int64_t heads, std::int64_t positions, std::int64_t head_dim,
+                                              kernels::AttentionPath path) {
+  const std::int64_t width = heads * head_dim;
+  footprint_.saved += path == kernels::AttentionPath::gemm ? 3 * rows_ * width + rows_ * heads * positions
+                                                           : 4 * rows_ * width + rows_ * heads;
+  return *this;
+}
+
+FootprintBuilder& FootprintBuilder::add(const LayerFootprint& part) {
+  footprint_ += part;
+  return *this;
+}
+
+}  // namespace kpipe::model

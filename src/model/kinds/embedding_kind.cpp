@@ -1,0 +1,32 @@
+// "embedding": a transformer's token and position tables (TokenEmbedding),
+// vocabulary-parallel over the tensor group.
+#include "builtin_layer_kinds.hpp"
+#include "kpipe/model/transformer_layers.hpp"
+
+namespace kpipe::model::detail {
+
+LayerKind embedding_layer_kind() {
+  LayerKind kind;
+  kind.name = "embedding";
+  kind.footprint = [](const ModelSpec& model, const LayerSpec& spec, const FootprintQuery& query) {
+    const std::int64_t t = query.tensor_ranks, rows = query.rows, in = spec.input_dim, out = spec.output_dim;
+    LayerFootprint f;
+    f.parameters = (model.vocab / t + model.context) * std::int64_t{model.dim};
+    f.saved = rows * in;                             // the token ids
+    f.kept_for_weight_gradient = rows * (in + out);  // the ids and the (gathered) output gradient
+    if (t > 1) {
+      // The shards' lookups summed (reduce-scattered with sequence parallelism, whose B gathers dy's rows).
+      f.tensor_forward = {rows * out, 1};
+      if (query.sequence_parallel) f.tensor_backward = {rows * out / t, 1};
+    }
+    return f;
+  };
+  set_factories(kind, [](auto scalar, const LayerBuild& build) -> std::unique_ptr<Layer<decltype(scalar)>> {
+    const ModelSpec& model = build.model;
+    return std::make_unique<TokenEmbedding<decltype(scalar)>>(model.vocab, model.context, model.dim, build.name(),
+                                                              build.weight_stream(0), build.env);
+  });
+  return kind;
+}
+
+}  // namespace kpipe::model::detail

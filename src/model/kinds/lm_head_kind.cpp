@@ -1,0 +1,23 @@
+// "lm_head": a transformer's final LayerNorm and LM projection (make_lm_head),
+// column-parallel over the vocabulary.
+#include "builtin_layer_kinds.hpp"
+#include "kpipe/model/transformer_layers.hpp"
+
+namespace kpipe::model::detail {
+
+LayerKind lm_head_layer_kind() {
+  LayerKind kind;
+  kind.name = "lm_head";
+  kind.footprint = [](const ModelSpec& model, const LayerSpec&, const FootprintQuery& query) {
+    return FootprintBuilder(query, query.rows * std::int64_t{model.context})
+        .layer_norm(model.dim)
+        .linear(model.dim, model.vocab, TensorSplit::column)
+        .footprint();
+  };
+  set_factories(kind, [](auto scalar, const LayerBuild& build) {
+    return make_lm_head<decltype(scalar)>(build.model, build.index, build.kernels, build.env);
+  });
+  return kind;
+}
+
+}  // namespace kpipe::model::detail

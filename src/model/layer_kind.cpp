@@ -1,0 +1,124 @@
+#include "kpipe/model/layer_kind.hpp"
+
+#include <fmt/format.h>
+
+#include <deque>
+
+#include "kinds/builtin_layer_kinds.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/strings.hpp"
+#include "random_streams.hpp"
+
+namespace kpipe::model {
+
+namespace {
+
+void check_complete(const LayerKind& kind) {
+  if (kind.name.empty()) throw input_error("a layer kind needs a name");
+  if (!kind.footprint || !kind.make_float || !kind.make_double) {
+    throw input_error(
+        fmt::format("layer kind \"{}\" needs a footprint and a factory for float and double "
+                    "(model::set_factories sets both)",
+                    kind.name));
+  }
+}
+
+// A deque: references to its elements stay valid as kinds are added.
+std::deque<LayerKind>& registry() {
+  static std::deque<LayerKind> kinds = [] {
+    std::deque<LayerKind> builtins;
+    for (LayerKind& kind : detail::builtin_layer_kinds()) {
+      check_complete(kind);
+      builtins.push_back(std::move(kind));
+    }
+    return builtins;
+  }();
+  return kinds;
+}
+
+const LayerKind* find(const std::string& name) {
+  for (const LayerKind& kind : registry()) {
+    if (kind.name == name) return &kind;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::uint64_t LayerBuild::weight_stream(int position) const {
+  return detail::stream(detail::Stream::weights, model.seed, index, position);
+}
+
+WeightInit LayerBuild::init(int fan_in, int fan_out) const {
+  return WeightInit::of(model.init == config::InitKind::automatic ? config::InitKind::uniform : model.init, fan_in,
+                        fan_out);
+}
+
+const LayerKind& register_layer_kind(LayerKind kind) {
+  check_complete(kind);
+  if (find(kind.name)) {
+    throw input_error(fmt::format("layer kind \"{}\" is registered twice; give the new kind another name", kind.name));
+  }
+  return registry().emplace_back(std::move(kind));
+}
+
+const LayerKind& layer_kind(const std::string& name) {
+  if (const LayerKind* kind = find(name)) return *kind;
+  const auto names = layer_kind_names();
+  const std::string nearest = nearest_match(name, names);
+  throw input_error(fmt::format("unknown layer kind \"{}\"{}; registered kinds are {}", name,
+                                nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
+                                join_choices(names, " and ")));
+}
+
+std::vector<std::string> layer_kind_names() {
+  std::vector<std::string> names;
+  for (const LayerKind& kind : registry()) names.push_back(kind.name);
+  return names;
+}
+
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, KernelChoice kernels, LayerEnvironment env,
+                                          TensorSplit split) {
+  const auto layers = model.layers();
+  if (index < 0 || index >= static_cast<int>(layers.size())) {
+    throw input_error(fmt::format("layer {} does not exist; the model has layers 0 to {}", index, layers.size() - 1));
+  }
+  const LayerSpec& spec = layers[index];
+  return spec.kind->make<Scalar>({model, spec, index, kernels, env, split});
+}
+
+std::vector<TensorSplit> tensor_splits(const ModelSpec& model, LayerRange layers, int ranks) {
+  const auto specs = model.layers();
+  const auto pairs = [&](int index) { return index < layers.end() && specs[index].kind->pairs; };
+  std::vector<TensorSplit> splits;
+  for (int index = layers.first; index < layers.end(); ++index) {
+    const bool paired = ranks > 1 && pairs(index) && pairs(index + 1);
+    splits.push_back(paired ? TensorSplit::column : TensorSplit::none);
+    if (paired) {
+      splits.push_back(TensorSplit::row);
+      ++index;
+    }
+  }
+  return splits;
+}
+
+LayerFootprint layers_footprint(const ModelSpec& model, LayerRange layers, FootprintQuery query) {
+  const auto specs = model.layers();
+  const auto splits = tensor_splits(model, layers, query.tensor_ranks);
+  LayerFootprint sum;
+  for (int index = layers.first; index < layers.end(); ++index) {
+    const LayerSpec& spec = specs.at(static_cast<std::size_t>(index));
+    query.split = splits[index - layers.first];
+    query.first_layer = index == 0;
+    sum += spec.kind->footprint(model, spec, query);
+  }
+  return sum;
+}
+
+template std::unique_ptr<Layer<float>> make_layer<float>(const ModelSpec&, int, KernelChoice, LayerEnvironment,
+                                                         TensorSplit);
+template std::unique_ptr<Layer<double>> make_layer<double>(const ModelSpec&, int, KernelChoice, LayerEnvironment,
+                                                           TensorSplit);
+
+}  // namespace kpipe::model
