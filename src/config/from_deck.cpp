@@ -123,6 +123,13 @@ ModelConfig model_config(const Deck& deck) {
   model.heads = static_cast<int>(deck.integer("model.heads"));
   model.layers = static_cast<int>(deck.integer("model.layers"));
   model.mlp_ratio = static_cast<int>(deck.integer("model.mlp_ratio"));
+  model.block = deck.string("model.block");
+  if (!model.block.empty() && model.kind == ModelKind::mlp) {
+    throw input_error(
+        fmt::format("{}: an mlp has no repeated block; use model.kind = \"residual_mlp\" or "
+                    "\"transformer\", or remove model.block",
+                    deck.describe("model.block")));
+  }
   return model;
 }
 

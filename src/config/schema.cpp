@@ -45,6 +45,10 @@ std::vector<KeySpec> build_schema() {
       choice("model.kind", "mlp", {"mlp", "residual_mlp", "transformer"},
              "Model family: a plain MLP, residual MLP blocks (LN -> Linear -> GELU -> Linear -> +x), or a GPT-style "
              "decoder-only transformer over token sequences (docs/model.md)"),
+      text("model.block", "",
+           "Layer kind of the repeated block (residual_mlp: one per hidden width; transformer: one per "
+           "model.layers), any registered kind that keeps the width, e.g. a project's (docs/architecture.md); "
+           "empty: residual_block or decoder_block"),
       integer("model.input_dim", 64, 1, 1 << 20, "Features per sample"),
       integers("model.hidden", {256, 256, 256, 256}, 1,
                "Hidden widths; mlp: one Linear layer each, residual_mlp: one block each (all equal)"),

@@ -7,6 +7,7 @@ LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
   linear_weights += other.linear_weights;
   saved += other.saved;
   kept_for_weight_gradient += other.kept_for_weight_gradient;
+  forward_flops += other.forward_flops;
   tensor_forward += other.tensor_forward;
   tensor_backward += other.tensor_backward;
   row_partial += other.row_partial;
@@ -35,6 +36,7 @@ FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) {
 FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient) {
   const std::int64_t t = ranks_, rows = rows_, region = region_rows();
   LayerFootprint& f = footprint_;
+  f.forward_flops += 2 * rows * in * out / (split == TensorSplit::none ? 1 : t);
   switch (ranks_ == 1 ? TensorSplit::none : split) {
     case TensorSplit::none:
       f.parameters += in * out + out;
@@ -77,6 +79,7 @@ FootprintBuilder& FootprintBuilder::elementwise(std::int64_t rows, std::int64_t 
 FootprintBuilder& FootprintBuilder::attention(std::int64_t heads, std::int64_t positions, std::int64_t head_dim,
                                               kernels::AttentionPath path) {
   const std::int64_t width = heads * head_dim;
+  footprint_.forward_flops += 2 * rows_ * positions * width;
   footprint_.saved += path == kernels::AttentionPath::gemm ? 3 * rows_ * width + rows_ * heads * positions
                                                            : 4 * rows_ * width + rows_ * heads;
   return *this;

@@ -62,12 +62,12 @@ const LayerKind& register_layer_kind(LayerKind kind) {
   return registry().emplace_back(std::move(kind));
 }
 
-const LayerKind& layer_kind(const std::string& name) {
+const LayerKind& layer_kind(const std::string& name, const std::string& key) {
   if (const LayerKind* kind = find(name)) return *kind;
   const auto names = layer_kind_names();
   const std::string nearest = nearest_match(name, names);
-  throw input_error(fmt::format("unknown layer kind \"{}\"{}; registered kinds are {}", name,
-                                nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
+  throw input_error(fmt::format("{}unknown layer kind \"{}\"{}; registered kinds are {}", key.empty() ? "" : key + ": ",
+                                name, nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
                                 join_choices(names, " and ")));
 }
 

@@ -56,19 +56,26 @@ kernels::Activation kernel_activation(config::ActivationKind kind) {
   throw runtime_error("unknown activation kind");
 }
 
-std::int64_t linear_flops(std::int64_t in, std::int64_t out) { return 2 * in * out; }
+// Global layer of kind `kind`, in -> out wide per sample, its FLOPs from the
+// kind's own footprint.
+LayerSpec layer_of(const ModelSpec& model, const LayerKind& kind, int in, int out) {
+  LayerSpec layer{&kind, in, out};
+  layer.flops = kind.footprint(model, layer, FootprintQuery{}).forward_flops;
+  return layer;
+}
+
+// The kind of the repeated block: model.block, or the family's own.
+const LayerKind& block_kind(const ModelSpec& model, const char* family_block) {
+  return model.block.empty() ? layer_kind(family_block) : layer_kind(model.block, "model.block");
+}
 
 std::vector<LayerSpec> transformer_layers(const ModelSpec& spec) {
-  const std::int64_t T = spec.context;
-  const std::int64_t d = spec.dim;
-  const std::int64_t hidden = d * spec.mlp_ratio;
-  const std::int64_t block =
-      T * (linear_flops(d, 3 * d) + linear_flops(d, d) + 2 * linear_flops(d, hidden)) + 2 * T * T * d;
-  const int width = static_cast<int>(T * d);
+  const int width = spec.context * spec.dim;
+  const LayerKind& block = block_kind(spec, "decoder_block");
   std::vector<LayerSpec> out;
-  out.push_back({&layer_kind("embedding"), spec.context, width, T * d});
-  for (int b = 0; b < spec.blocks; ++b) out.push_back({&layer_kind("decoder_block"), width, width, block});
-  out.push_back({&layer_kind("lm_head"), width, spec.context * spec.vocab, T * linear_flops(d, spec.vocab)});
+  out.push_back(layer_of(spec, layer_kind("embedding"), spec.context, width));
+  for (int b = 0; b < spec.blocks; ++b) out.push_back(layer_of(spec, block, width, width));
+  out.push_back(layer_of(spec, layer_kind("lm_head"), width, spec.context * spec.vocab));
   return out;
 }
 
@@ -95,6 +102,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
     spec.output_dim = config.context * config.vocab;
     spec.hidden.clear();
   }
+  spec.block = config.block;
   return spec;
 }
 
@@ -108,18 +116,17 @@ std::vector<LayerSpec> ModelSpec::layers() const {
   if (kind == ModelKind::mlp) {
     int width = input_dim;
     for (const int next : hidden) {
-      out.push_back({&layer_kind("linear_activation"), width, next, linear_flops(width, next)});
+      out.push_back(layer_of(*this, layer_kind("linear_activation"), width, next));
       width = next;
     }
-    out.push_back({&layer_kind("linear"), width, output_dim, linear_flops(width, output_dim)});
+    out.push_back(layer_of(*this, layer_kind("linear"), width, output_dim));
     return out;
   }
   const int width = hidden.front();
-  out.push_back({&layer_kind("linear"), input_dim, width, linear_flops(input_dim, width)});
-  for (std::size_t block = 0; block < hidden.size(); ++block) {
-    out.push_back({&layer_kind("residual_block"), width, width, 2 * linear_flops(width, width)});
-  }
-  out.push_back({&layer_kind("linear"), width, output_dim, linear_flops(width, output_dim)});
+  const LayerKind& block = block_kind(*this, "residual_block");
+  out.push_back(layer_of(*this, layer_kind("linear"), input_dim, width));
+  for (std::size_t b = 0; b < hidden.size(); ++b) out.push_back(layer_of(*this, block, width, width));
+  out.push_back(layer_of(*this, layer_kind("linear"), width, output_dim));
   return out;
 }
 

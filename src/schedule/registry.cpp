@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
-
 #include "generators.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/strings.hpp"
@@ -12,10 +10,11 @@ namespace kpipe::schedule {
 
 namespace {
 
-// The one list of schedules. Explicit calls, not self-registering objects:
-// a static library drops object files nothing refers to.
-const std::array<const ScheduleInfo*, 7>& registry() {
-  static const std::array<const ScheduleInfo*, 7> list = {
+// The one list of schedules: kpipe's own, then what register_schedule added.
+// Explicit calls, not self-registering objects: a static library drops
+// object files nothing refers to.
+std::vector<const ScheduleInfo*>& registry() {
+  static std::vector<const ScheduleInfo*> list = {
       &detail::gpipe_info(), &detail::one_f_one_b_info(), &detail::interleaved_info(),  &detail::zb_h1_info(),
       &detail::zb_h2_info(), &detail::zb_v_info(),        &detail::forward_only_info(),
   };
@@ -43,13 +42,21 @@ const ScheduleInfo& find_schedule(std::string_view name) {
                                 join_choices(schedule_names())));
 }
 
-const std::vector<std::string>& schedule_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> list;
-    for (const ScheduleInfo* info : registry()) list.emplace_back(info->name);
-    return list;
-  }();
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const ScheduleInfo* info : registry()) names.emplace_back(info->name);
   return names;
+}
+
+void register_schedule(const ScheduleInfo& info) {
+  if (info.name.empty() || !info.generator || !info.check || !info.placement || !info.bubble) {
+    throw input_error(
+        fmt::format("schedule '{}' needs a name, a generator, a check, a placement and a bubble", info.name));
+  }
+  if (registered_schedule(info.name)) {
+    throw input_error(fmt::format("schedule '{}' is registered twice; give the new schedule another name", info.name));
+  }
+  registry().push_back(&info);
 }
 
 void check_shape(std::string_view name, const ShapeCheck& shape) {

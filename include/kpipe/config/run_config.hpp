@@ -43,6 +43,7 @@ struct ModelConfig {
   int heads = 1;
   int layers = 0;  // transformer blocks
   int mlp_ratio = 4;
+  std::string block;  // model.block: the registered layer kind of the repeated block; empty: the family's
 };
 
 // train.* keys of the optimizer.

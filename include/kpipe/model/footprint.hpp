@@ -48,8 +48,13 @@ struct LayerFootprint {
   std::int64_t linear_weights = 0;            // its Linears' weight matrices, which compute.gemm = "packed" copies
   std::int64_t saved = 0;                     // saved in F for B, one microbatch
   std::int64_t kept_for_weight_gradient = 0;  // kept from B until W, one microbatch
-  LinkVolume tensor_forward;                  // the group's sums in F, one microbatch
-  LinkVolume tensor_backward;                 // and in B (and W's re-gathers)
+  // Forward FLOPs of one microbatch: 2·in·out per Linear, 2·T·width per
+  // position for causal attention's scores and weighted sum (half of the
+  // full T x T products each); elementwise work is left out. With rows = 1
+  // and t = 1 the layer's LayerSpec::flops, which the partition balances.
+  std::int64_t forward_flops = 0;
+  LinkVolume tensor_forward;   // the group's sums in F, one microbatch
+  LinkVolume tensor_backward;  // and in B (and W's re-gathers)
   // Sequence parallelism: gradients computed from this rank's rows only,
   // summed over the group once a step (elements and sums).
   LinkVolume row_partial;

@@ -80,8 +80,9 @@ void set_factories(LayerKind& kind, Make make) {
 // name is empty or taken or a footprint or factory is missing. The reference
 // stays valid for the process's life.
 const LayerKind& register_layer_kind(LayerKind kind);
-// The kind named `name`; an input error listing the registered kinds.
-const LayerKind& layer_kind(const std::string& name);
+// The kind named `name`; an input error listing the registered kinds, which
+// starts with `key` (the deck key that named it) when one is given.
+const LayerKind& layer_kind(const std::string& name, const std::string& key = {});
 // Every registered kind's name, built-ins first, in registration order.
 std::vector<std::string> layer_kind_names();
 

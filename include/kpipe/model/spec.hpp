@@ -51,6 +51,10 @@ struct ModelSpec {
   int heads = 1;
   int blocks = 0;
   int mlp_ratio = 4;
+  // The registered layer kind of the repeated block (model.block): a
+  // residual_mlp's blocks or a transformer's decoder blocks, width-preserving.
+  // Empty: the family's own (residual_block, decoder_block).
+  std::string block;
 
   // Predictions per sample: T for a transformer (one per position), else 1.
   // The loss treats each as a sample of its own (targets hold rows·positions
@@ -66,9 +70,8 @@ struct ModelSpec {
   int layer_count() const { return static_cast<int>(layers().size()); }
 };
 
-// Forward FLOPs of one sample through a layer: 2 * in * out per Linear, and
-// for attention 2 * T * T * dim for the causal scores and their weighted sum
-// (half of the full T x T products each); the elementwise work is left out.
+// Forward FLOPs of one sample through a layer, as its kind states them
+// (LayerFootprint::forward_flops).
 inline std::int64_t forward_flops(const LayerSpec& layer) { return layer.flops; }
 
 }  // namespace kpipe::model

@@ -1,9 +1,9 @@
 #pragma once
-// The schedule registry (DESIGN.md §2): every schedule is one source file in
-// src/schedule that describes itself in a ScheduleInfo (name, generator,
-// constraints on (p, v, m), placement, theoretical bubble), listed once in
-// registry.cpp. Generation, lowering, the bubble report and the deck's
-// cross-key rules ask the registry; nothing else compares schedule names.
+// The schedule registry (DESIGN.md §2): every schedule is one source file
+// that describes itself in a ScheduleInfo (name, generator, constraints on
+// (p, v, m), placement, theoretical bubble): kpipe's own are listed once in
+// registry.cpp, a project's join through register_schedule at start-up. Generation, lowering, the bubble report and the
+// deck's cross-key rules ask the registry; nothing else compares schedule names.
 
 #include <functional>
 #include <optional>
@@ -58,7 +58,13 @@ const ScheduleInfo& find_schedule(std::string_view name);
 // The registered schedule `name`, or nullptr (hand-written schedule files have their own names).
 const ScheduleInfo* registered_schedule(std::string_view name);
 // Every registered name, in the registry's order.
-const std::vector<std::string>& schedule_names();
+std::vector<std::string> schedule_names();
+
+// Adds `info` (which must outlive every use: a function-local static) after
+// kpipe's own schedules, before any deck is read: decks then accept its name
+// and every consumer of the IR (validator, simulator, renderers, executor)
+// runs it. An input error when a name is taken or an entry point is missing.
+void register_schedule(const ScheduleInfo& info);
 
 // An input error with the schedule's constraint message when `spec` (or, with
 // the deck's numbers, `shape`) cannot be scheduled.

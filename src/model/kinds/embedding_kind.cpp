@@ -12,6 +12,7 @@ LayerKind embedding_layer_kind() {
     const std::int64_t t = query.tensor_ranks, rows = query.rows, in = spec.input_dim, out = spec.output_dim;
     LayerFootprint f;
     f.parameters = (model.vocab / t + model.context) * std::int64_t{model.dim};
+    f.forward_flops = rows * out;                    // the sum of the two tables
     f.saved = rows * in;                             // the token ids
     f.kept_for_weight_gradient = rows * (in + out);  // the ids and the (gathered) output gradient
     if (t > 1) {

@@ -1,4 +1,5 @@
 #include "catch.hpp"
+#include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
 #include "schedule_test_support.hpp"
@@ -59,8 +60,11 @@ TEST_CASE("V-shape placement: rank r holds stages r and 2p-1-r", "[schedule][pla
 }
 
 TEST_CASE("the registry knows every schedule and suggests near misses", "[schedule][registry]") {
-  CHECK(schedule_names() ==
-        std::vector<std::string>{"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "forward"});
+  // kpipe's own, first (a test below registers one more).
+  const std::vector<std::string> builtins{"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "forward"};
+  const auto names = schedule_names();
+  REQUIRE(names.size() >= builtins.size());
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + builtins.size()) == builtins);
   for (const std::string& name : schedule_names()) {
     const ScheduleInfo& info = find_schedule(name);
     CHECK(info.name == name);
@@ -108,4 +112,45 @@ TEST_CASE("generate takes the schedule's placement; schedule files take it from 
   custom.name = "my-own";
   lower(custom);
   CHECK(checked_schedule(parse_text(to_text(custom), "mine.txt")).placement.stage(0, 1) == 3);
+}
+
+namespace {
+
+// A project's schedule, as it would define it: GPipe's order written anew.
+void all_forward_then_backward(int /*rank*/, int m, std::vector<Action>& out) {
+  for (int j = 0; j < m; ++j) out.push_back(compute_action(ActionKind::forward, j, 0));
+  for (int j = 0; j < m; ++j) out.push_back(compute_action(ActionKind::backward, j, 0));
+}
+
+const ScheduleInfo& project_schedule() {
+  static const ScheduleInfo info{
+      "project-gpipe",
+      "GPipe's order, registered by a project",
+      true,
+      [](const ScheduleSpec& spec) -> RankGenerator {
+        return [m = spec.m](int rank, std::vector<Action>& out) { all_forward_then_backward(rank, m, out); };
+      },
+      [](const ShapeCheck& shape) -> std::optional<std::string> {
+        if (shape.v == 1) return std::nullopt;
+        return std::string("project-gpipe holds one chunk per rank; set pipeline.virtual_stages = 1");
+      },
+      [](int p, int v) { return Placement::looped(p, v); },
+      [](int, int, int, const StageCosts&) -> std::optional<TheoreticalBubble> { return std::nullopt; }};
+  return info;
+}
+
+}  // namespace
+
+TEST_CASE("a project's schedule joins the registry and runs through generation, lowering and validation",
+          "[schedule][registry]") {
+  register_schedule(project_schedule());
+  CHECK(&find_schedule("project-gpipe") == &project_schedule());
+  CHECK(schedule_names().back() == "project-gpipe");
+  const Schedule theirs = generate_lowered({"project-gpipe", 3, 1, 6});
+  const Schedule ours = generate_lowered({"gpipe", 3, 1, 6});
+  CHECK(theirs.ranks == ours.ranks);
+  CHECK(error_of([] { check_shape({"project-gpipe", 2, 2, 4}); }).find("one chunk per rank") != std::string::npos);
+  CHECK(error_of([] { register_schedule(project_schedule()); }).find("registered twice") != std::string::npos);
+  static const ScheduleInfo incomplete{"half-done", "", true, nullptr, nullptr, nullptr, nullptr};
+  CHECK(error_of([] { register_schedule(incomplete); }).find("needs a name, a generator") != std::string::npos);
 }
