@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "environment.hpp"
+#include "kpipe/app/main.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
@@ -154,7 +155,7 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
 }  // namespace
 }  // namespace kpipe::app
 
-int main(int argc, char** argv) {
+int kpipe::main(int argc, char** argv) {
   using namespace kpipe::app;
   Environment env(argc, argv);
   try {

@@ -68,7 +68,8 @@ std::vector<KeySpec> build_schema() {
       integer("model.dim", 128, 1, 1 << 16, "transformer: model width; a multiple of model.heads"),
       integer("model.heads", 4, 1, 1024, "transformer: attention heads per block"),
       integer("model.layers", 4, 1, 4096, "transformer: decoder blocks (the partition adds embedding and head)"),
-      integer("model.mlp_ratio", 4, 1, 64, "transformer: MLP hidden width / model.dim"),
+      integer("model.mlp_ratio", 4, 1, 64,
+              "MLP hidden width / width: a transformer's blocks, and model.block kinds that widen (e.g. SwiGLU)"),
       // training
       integer("train.global_batch", 256, 1, 1 << 30, "Samples per optimizer step over all data-parallel replicas (B)"),
       integer_or("train.microbatch_size", 16, 1, 1 << 30, {"auto"},

@@ -1,4 +1,6 @@
-# Script behind the consumer_find_package test.
+# Script behind the consumer tests: install kpipe into a scratch prefix, build
+# PROJECT_DIR against it with find_package(kpipe), then run its `consumer`
+# executable, or with -DRUN_CTEST=ON its own tests.
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT code EQUAL 0)
@@ -23,5 +25,9 @@ if(NOT consumer_kokkos STREQUAL kpipe_kokkos)
   message(FATAL_ERROR "the consumer found the Kokkos in '${consumer_kokkos}', kpipe was built with '${kpipe_kokkos}'")
 endif()
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${WORK_DIR}/build/consumer)
+if(RUN_CTEST)
+  run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR}/build --output-on-failure -V)
+else()
+  run(${WORK_DIR}/build/consumer)
+endif()
 message("${last_output}")

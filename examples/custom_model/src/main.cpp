@@ -1,0 +1,13 @@
+// kpipe with this project's SwiGLU block and schedule: register, then hand
+// over to kpipe's command line (run, plan, sweep, deck, ...).
+#include "kpipe/app/main.hpp"
+#include "kpipe/model/layer_kind.hpp"
+#include "kpipe/schedule/registry.hpp"
+#include "reserve_schedule.hpp"
+#include "swiglu.hpp"
+
+int main(int argc, char** argv) {
+  kpipe::model::register_layer_kind(custom::swiglu_block_kind());
+  kpipe::schedule::register_schedule(custom::reserve_schedule_info());
+  return kpipe::main(argc, argv);
+}
