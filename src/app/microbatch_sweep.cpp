@@ -6,6 +6,7 @@
 
 #include "calibration_recorder.hpp"
 #include "kpipe/comm/collectives.hpp"
+#include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
@@ -29,7 +30,7 @@ std::string size_list(const std::vector<int>& sizes) {
 }
 
 void check_sweepable(const config::RunConfig& config, const char* who) {
-  if (!schedule::find_schedule(config.pipeline.schedule).trains) {
+  if (!config.pipeline.schedule_entry->trains) {
     throw input_error(fmt::format(
         "{} measures training steps, but pipeline.schedule = \"{}\" runs inference only; choose a training schedule",
         who, config.pipeline.schedule));
@@ -61,11 +62,11 @@ std::vector<int> sizes_to_measure(const config::RunConfig& config, const std::ve
   return sizes;
 }
 
-LoadedDeck deck_at_size(const DeckArguments& deck, int b) {
-  DeckArguments arguments = deck;
-  arguments.overrides.push_back(fmt::format("train.microbatch_size={}", b));
+LoadedDeck deck_at_size(const LoadedDeck& loaded, int b) {
   try {
-    return load_deck(arguments);
+    config::Deck deck = config::with_override(loaded.deck, fmt::format("train.microbatch_size={}", b));
+    config::RunConfig config = config::run_config(deck);
+    return {std::move(deck), std::move(config)};
   } catch (const Error& e) {
     // The schedule's own rules (e.g. interleaved needs m >= p) fail alike on every rank.
     throw input_error(fmt::format("b = {}: {}", b, e.what()));
@@ -100,7 +101,7 @@ SizeMeasurement measure_size(const config::RunConfig& config, int steps) {
   return size;
 }
 
-LoadedDeck with_measured_microbatch_size(const DeckArguments& deck, LoadedDeck loaded) {
+LoadedDeck with_measured_microbatch_size(LoadedDeck loaded) {
   const config::RunConfig& config = loaded.config;
   if (!config.train.microbatch_size_auto) return loaded;
   const char* who = "train.microbatch_size = \"auto\"";
@@ -116,7 +117,7 @@ LoadedDeck with_measured_microbatch_size(const DeckArguments& deck, LoadedDeck l
   for (int b : sizes) {
     double rate = 0.0;
     try {
-      rate = measure_size(deck_at_size(deck, b).config, auto_steps).measured_samples_per_second;
+      rate = measure_size(deck_at_size(loaded, b).config, auto_steps).measured_samples_per_second;
     } catch (const Error& e) {
       // A size the schedule or the memory cannot take fails alike on every rank.
       if (e.kind() != ErrorKind::input) throw;
@@ -136,7 +137,7 @@ LoadedDeck with_measured_microbatch_size(const DeckArguments& deck, LoadedDeck l
                     who, size_list(sizes)));
   }
   log::info("{}: training with b = {} ({:.0f} samples/s measured)", who, best, best_rate);
-  return deck_at_size(deck, best);
+  return deck_at_size(loaded, best);
 }
 
 }  // namespace kpipe::app

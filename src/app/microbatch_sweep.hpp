@@ -25,13 +25,14 @@ struct SizeMeasurement {
 void check_sweepable(const config::RunConfig& config, const char* who);
 // Every b that makes m = B/(b·d) an integer, or the requested ones (each checked against those).
 std::vector<int> sizes_to_measure(const config::RunConfig& config, const std::vector<int>& requested);
-// The deck with train.microbatch_size = b; an input error names b when the deck cannot run with it.
-LoadedDeck deck_at_size(const DeckArguments& deck, int b);
+// The loaded deck with train.microbatch_size = b, converted and checked again
+// without reading the file; an input error names b when the deck cannot run with it.
+LoadedDeck deck_at_size(const LoadedDeck& loaded, int b);
 // Builds the pipeline and measures `steps` training steps after one warm-up step.
 SizeMeasurement measure_size(const config::RunConfig& config, int steps);
 // train.microbatch_size = "auto": measures every size that leaves each model
 // stage a microbatch and returns the deck at the fastest; `loaded` as it is otherwise.
-LoadedDeck with_measured_microbatch_size(const DeckArguments& deck, LoadedDeck loaded);
+LoadedDeck with_measured_microbatch_size(LoadedDeck loaded);
 
 // "1, 2, 4"
 std::string size_list(const std::vector<int>& sizes);

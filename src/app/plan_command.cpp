@@ -72,8 +72,7 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
 // The memory estimate `kpipe run` checks before allocating, per pipeline
 // rank (the largest one alone when there are many ranks); "process" is what
 // this kpipe process holds before any model, a stand-in for a run's ranks.
-void print_memory(const config::RunConfig& config, const schedule::Schedule& schedule) {
-  const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
+void print_memory(const config::RunConfig& config, const model::TrainerSpec& spec, const schedule::Schedule& schedule) {
   const std::int64_t baseline = runtime::resident_bytes();
   int largest = 0;
   std::vector<runtime::MemoryEstimate> estimates;
@@ -93,8 +92,8 @@ void print_memory(const config::RunConfig& config, const schedule::Schedule& sch
 // each pipeline rank's volume per step and link (the same for its tensor
 // ranks and replicas), with its time at sim.comm_latency and sim.comm_bandwidth;
 // with many ranks, the first boundaries and the rank that moves the most.
-void print_traffic(const config::RunConfig& config, const schedule::Schedule& schedule) {
-  const auto stages = model::stage_traffic(config);
+void print_traffic(const config::RunConfig& config, const std::vector<model::StageTraffic>& stages,
+                   const schedule::Schedule& schedule) {
   const int parts = model::boundary_parts(config.pipeline);
   const int boundaries = static_cast<int>(stages.size()) - 1;
   for (int s = 0; s < std::min(boundaries, listed_ranks); ++s) {
@@ -104,7 +103,7 @@ void print_traffic(const config::RunConfig& config, const schedule::Schedule& sc
               parts > 1 ? fmt::format(" (1/{} of {}: {})", parts, whole, why) : std::string());
   }
   if (boundaries > listed_ranks) log::info("... and {} boundaries more", boundaries - listed_ranks);
-  const auto ranks = predicted_traffic(config, schedule);
+  const auto ranks = predicted_traffic(stages, schedule, config.pipeline.data_parallel);
   const auto total = [](const model::StepTraffic& r) { return r.pipeline.bytes + r.tensor.bytes + r.data.bytes; };
   if (schedule.p > listed_ranks) {
     const auto most =
@@ -118,12 +117,14 @@ void print_traffic(const config::RunConfig& config, const schedule::Schedule& sc
 }
 
 // The plan's grid and its predicted volume per pipeline rank, for --json.
-nlohmann::json traffic_json(const config::RunConfig& config, const schedule::Schedule& schedule) {
+nlohmann::json traffic_json(const config::RunConfig& config, const std::vector<model::StageTraffic>& stages,
+                            const schedule::Schedule& schedule) {
   const auto& shape = config.pipeline;
   nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& rank : predicted_traffic(config, schedule)) ranks.push_back(app::traffic_json(rank, config.sim));
+  for (const auto& rank : predicted_traffic(stages, schedule, shape.data_parallel)) {
+    ranks.push_back(app::traffic_json(rank, config.sim));
+  }
   nlohmann::json boundaries = nlohmann::json::array();
-  const auto stages = model::stage_traffic(config);
   for (std::size_t s = 0; s + 1 < stages.size(); ++s) boundaries.push_back(stages[s].output_bytes);
   return {{"grid",
            {{"p", shape.stages},
@@ -135,8 +136,9 @@ nlohmann::json traffic_json(const config::RunConfig& config, const schedule::Sch
           {"ranks", ranks}};
 }
 
-void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const schedule::Schedule& schedule,
-                const schedule::SimulationResult& result) {
+void print_plan(const LoadedDeck& loaded, const model::TrainerSpec& spec,
+                const std::vector<model::StageTraffic>& traffic, const schedule::RunPlan& plan,
+                const schedule::Schedule& schedule, const schedule::SimulationResult& result) {
   const auto& s = loaded.config.pipeline;
   const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + printable(plan.schedule_file);
   log::info("{}", comm::grid_layout(s.stages, s.tensor_parallel, s.data_parallel));
@@ -153,8 +155,8 @@ void print_plan(const LoadedDeck& loaded, const schedule::RunPlan& plan, const s
   log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
             static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
-  print_memory(loaded.config, schedule);
-  print_traffic(loaded.config, schedule);
+  print_memory(loaded.config, spec, schedule);
+  print_traffic(loaded.config, traffic, schedule);
 }
 
 // The measured costs at the deck's b, for the deck's pipeline shape only.
@@ -199,7 +201,10 @@ int plan_command(const Environment& env, PlanOptions options) {
   require_writable(options.svg_path, "--svg");
   require_writable(options.trace_path, "--trace");
   require_writable(options.json_path, "--json");
-  const schedule::RunPlan plan = runtime::run_plan(loaded.config);
+  // The partition and each stage's traffic, once for every report below.
+  const model::TrainerSpec spec = model::TrainerSpec::from_config(loaded.config);
+  const std::vector<model::StageTraffic> traffic = model::stage_traffic(loaded.config, spec.stages);
+  const schedule::RunPlan plan = runtime::run_plan(loaded.config, traffic);
   // A plan too large to draw is refused before it is generated: the SVG holds p·v·m boxes at least.
   if (!options.svg_path.empty()) {
     schedule::require_svg_fits(static_cast<double>(plan.spec.p) * plan.spec.v * plan.spec.m);
@@ -231,7 +236,7 @@ int plan_command(const Environment& env, PlanOptions options) {
 
   std::optional<schedule::CalibratedStep> calibrated;
   if (calibration) calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
-  print_plan(loaded, plan, schedule, result);
+  print_plan(loaded, spec, traffic, plan, schedule, result);
   if (calibrated)
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
   if (options.ascii) {
@@ -249,7 +254,7 @@ int plan_command(const Environment& env, PlanOptions options) {
   write_output(options.json_path, "--json", [&](std::ostream& out) {
     nlohmann::json json =
         nlohmann::json::parse(schedule::summary_json(schedule, plan.costs, result, plan.data_parallel));
-    json["communication"] = traffic_json(loaded.config, schedule);
+    json["communication"] = traffic_json(loaded.config, traffic, schedule);
     if (!calibrated) {
       out << json.dump(2) << '\n';
       return;

@@ -8,8 +8,11 @@
 #include <numeric>
 
 #include "kpipe/comm/collectives.hpp"
+#include "kpipe/config/deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/schedule/registry.hpp"
 
 namespace kpipe::app {
 
@@ -33,7 +36,9 @@ nlohmann::json to_json(const schedule::Bubble& b) {
 }  // namespace
 
 RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config)
-    : pipeline_(pipeline), predicted_traffic_(predicted_traffic(config, pipeline.schedule())), calibration_(pipeline) {
+    : pipeline_(pipeline),
+      predicted_traffic_(predicted_traffic(pipeline.traffic(), pipeline.schedule(), config.pipeline.data_parallel)),
+      calibration_(pipeline) {
   if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
 }
 
@@ -215,7 +220,12 @@ nlohmann::json RunReport::json() const {
                                               : nlohmann::json()},
       {"checkpoints", checkpoints_},
       {"validation", validation_},
-      {"restarted_from", restart_}};
+      {"restarted_from", restart_},
+      // What this process resolved from the deck, and how often: once each.
+      {"resolution",
+       {{"deck_files_read", config::deck_files_read()},
+        {"schedule_lookups", schedule::schedule_lookups()},
+        {"partitions_computed", model::partitions_computed()}}}};
 }
 
 void RunReport::add_validation(std::int64_t step, double loss) {

@@ -57,7 +57,7 @@ int sweep_command(const Environment& env, const SweepOptions& options) {
 
   std::vector<Row> rows;
   for (int b : sizes) {
-    rows.emplace_back(measure_size(deck_at_size(options.deck, b).config, options.steps));
+    rows.emplace_back(measure_size(deck_at_size(base, b).config, options.steps));
     log::info("b = {:>4} (m = {:>4}): {:>10.0f} samples/s measured, peak activations {:.2f} MiB", b, rows.back().m,
               rows.back().measured_samples_per_second, rows.back().peak_activation_mib);
   }

@@ -17,13 +17,13 @@ nlohmann::json link_json(const model::LinkVolume& link, const config::SimConfig&
 
 }  // namespace
 
-std::vector<model::StepTraffic> predicted_traffic(const config::RunConfig& config, const schedule::Schedule& schedule) {
-  const std::vector<model::StageTraffic> stages = model::stage_traffic(config);
+std::vector<model::StepTraffic> predicted_traffic(const std::vector<model::StageTraffic>& traffic,
+                                                  const schedule::Schedule& schedule, int data_parallel) {
   std::vector<model::StepTraffic> ranks;
   for (int rank = 0; rank < schedule.p; ++rank) {
     std::vector<const model::StageTraffic*> mine;
-    for (int chunk = 0; chunk < schedule.v; ++chunk) mine.push_back(&stages[schedule.placement.stage(rank, chunk)]);
-    ranks.push_back(model::step_traffic(mine, schedule.m, config.pipeline.data_parallel));
+    for (int chunk = 0; chunk < schedule.v; ++chunk) mine.push_back(&traffic[schedule.placement.stage(rank, chunk)]);
+    ranks.push_back(model::step_traffic(mine, schedule.m, data_parallel));
   }
   return ranks;
 }

@@ -14,8 +14,10 @@
 
 namespace kpipe::app {
 
+// Each pipeline rank's volume per step from its model stages' `traffic`.
 // Index: pipeline rank; every tensor rank and replica of it moves the same.
-std::vector<model::StepTraffic> predicted_traffic(const config::RunConfig& config, const schedule::Schedule& schedule);
+std::vector<model::StepTraffic> predicted_traffic(const std::vector<model::StageTraffic>& traffic,
+                                                  const schedule::Schedule& schedule, int data_parallel);
 
 // sim.comm_latency per call + bytes / sim.comm_bandwidth (no bandwidth term when 0).
 double link_time(const model::LinkVolume& link, const config::SimConfig& sim);

@@ -119,7 +119,7 @@ std::size_t peak_stashed_bytes(const Pipeline& pipeline) {
 }
 
 int run_command(const Environment& env, const RunOptions& options) {
-  const LoadedDeck loaded = with_measured_microbatch_size(options.deck, load_deck(options.deck));
+  const LoadedDeck loaded = with_measured_microbatch_size(load_deck(options.deck));
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
   if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");

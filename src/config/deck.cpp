@@ -333,11 +333,14 @@ Deck parse_deck(std::string_view text, std::string_view source_name, const std::
     const KeySpec& spec = known_key(entry.key, entry.origin);
     deck.set(spec, convert(spec, entry), entry.origin, entry.written);
   }
-  for (const auto& text_override : overrides) {
-    const RawEntry entry = parse_override(text_override);
-    const KeySpec& spec = *find_key(entry.key);
-    deck.set(spec, convert(spec, entry), entry.origin, entry.written);
-  }
+  for (const auto& text_override : overrides) deck = with_override(std::move(deck), text_override);
+  return deck;
+}
+
+Deck with_override(Deck deck, const std::string& assignment) {
+  const RawEntry entry = parse_override(assignment);
+  const KeySpec& spec = *find_key(entry.key);
+  deck.set(spec, convert(spec, entry), entry.origin, entry.written);
   return deck;
 }
 

@@ -161,6 +161,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.sequence_parallel = deck.boolean("pipeline.sequence_parallel");
   pipeline.microbatches = microbatch_count(deck);
   pipeline.schedule = deck.string("pipeline.schedule");
+  pipeline.schedule_entry = &schedule::find_schedule(pipeline.schedule);
   pipeline.partition = ints(deck.integers("pipeline.partition"));
   pipeline.recompute =
       choice<Recompute>(deck, "pipeline.recompute", {{"none", Recompute::none}, {"full", Recompute::full}});
@@ -207,7 +208,7 @@ schedule::ShapeCheck shape_check(const Deck& deck, const RunConfig& config) {
 
 // The schedule's own rules on (p, v, m).
 void check_shape(const Deck& deck, const RunConfig& config) {
-  schedule::check_shape(config.pipeline.schedule, shape_check(deck, config));
+  schedule::check_shape(*config.pipeline.schedule_entry, shape_check(deck, config));
 }
 
 void check_partition(const Deck& deck, const RunConfig& config) {
@@ -385,7 +386,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   check_cross_keys(deck, config);
 
   if (warnings) {
-    if (auto advice = schedule::shape_advice(config.pipeline.schedule, shape_check(deck, config))) {
+    if (auto advice = schedule::shape_advice(*config.pipeline.schedule_entry, shape_check(deck, config))) {
       warnings->push_back(std::move(*advice));
     }
   }

@@ -78,9 +78,14 @@ std::vector<int> balanced_counts(const std::vector<std::int64_t>& flops, int sta
   return greedy_counts(flops, stages, low);
 }
 
+std::int64_t partitions = 0;
+
 }  // namespace
 
+std::int64_t partitions_computed() { return partitions; }
+
 std::vector<LayerRange> partition_layers(const ModelSpec& model, int stages, const std::vector<int>& counts) {
+  ++partitions;
   const auto layers = model.layers();
   const int layer_count = static_cast<int>(layers.size());
   if (stages < 1 || stages > layer_count) {

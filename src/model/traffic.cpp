@@ -12,10 +12,9 @@ LinkVolume bytes_of(const LinkVolume& elements) { return {elements.bytes * scala
 
 }  // namespace
 
-std::vector<StageTraffic> stage_traffic(const config::RunConfig& config) {
+std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const std::vector<LayerRange>& ranges) {
   const ModelSpec model = ModelSpec::from_config(config.model);
   const auto specs = model.layers();
-  const auto ranges = partition_layers(config);
   const int t = config.pipeline.tensor_parallel;
   const int parts = boundary_parts(config.pipeline);
   const std::int64_t rows = config.train.microbatch_size;

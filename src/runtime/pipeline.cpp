@@ -18,9 +18,10 @@ namespace kpipe::runtime {
 
 namespace {
 
-schedule::RunPlan plan_for(const config::RunConfig& config, Mode mode, comm::Communicator world) {
-  schedule::RunPlan plan = run_plan(config);
-  if (mode == Mode::train && !schedule::find_schedule(plan.spec.name).trains) {
+schedule::RunPlan plan_for(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic, Mode mode,
+                           comm::Communicator world) {
+  schedule::RunPlan plan = run_plan(config, traffic);
+  if (mode == Mode::train && !config.pipeline.schedule_entry->trains) {
     throw input_error(
         fmt::format("pipeline.schedule = \"{}\" runs inference only; use kpipe infer, or train with "
                     "one of the training schedules",
@@ -99,7 +100,8 @@ std::vector<model::Stage<Scalar>*> pointers(const std::vector<std::unique_ptr<mo
 template <class Scalar>
 Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode, comm::Staging staging)
     : spec_(model::TrainerSpec::from_config(config)),
-      plan_(plan_for(config, mode, world)),
+      traffic_(model::stage_traffic(config, spec_.stages)),
+      plan_(plan_for(config, traffic_, mode, world)),
       grid_(world, plan_.spec.p, plan_.data_parallel, config.pipeline.tensor_parallel),
       schedule_(schedule_for(plan_, mode)),
       overlap_gradient_sums_(config.pipeline.overlap_grad_reduce && grid_.replicas() > 1),

@@ -1,13 +1,11 @@
 #include "kpipe/runtime/run_plan.hpp"
 
-#include "kpipe/model/traffic.hpp"
-
 namespace kpipe::runtime {
 
-schedule::RunPlan run_plan(const config::RunConfig& config) {
+schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic) {
   schedule::RunPlan plan = schedule::run_plan(config);
   const int parts = model::boundary_parts(config.pipeline);
-  for (const model::StageTraffic& stage : model::stage_traffic(config)) {
+  for (const model::StageTraffic& stage : traffic) {
     plan.costs.communication.push_back({stage.output_bytes / parts, model::boundary_gathered(config.pipeline),
                                         stage.tensor_forward.bytes, static_cast<int>(stage.tensor_forward.calls),
                                         stage.tensor_backward.bytes, static_cast<int>(stage.tensor_backward.calls)});

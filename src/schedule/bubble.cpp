@@ -11,7 +11,7 @@ Bubble SimulationResult::bubble() const {
 // The registered schedule's formula with the costs of one model stage;
 // hand-written schedules (names the registry does not know) have none.
 std::optional<TheoreticalBubble> theoretical_bubble(const Schedule& schedule, const CostModel& costs) {
-  const ScheduleInfo* info = registered_schedule(schedule.name);
+  const ScheduleInfo* info = schedule.entry ? schedule.entry : registered_schedule(schedule.name);
   if (!info) return std::nullopt;
   return info->bubble(schedule.p, schedule.v, schedule.m, {costs.forward, costs.backward_input, costs.backward_weight});
 }

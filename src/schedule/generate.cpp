@@ -10,14 +10,15 @@ namespace kpipe::schedule {
 
 namespace {
 
-// The limits of every schedule, then the schedule's own constraints.
+// The limits of every schedule, then the schedule's own constraints, unless
+// the spec comes resolved (its shape checked where it was resolved).
 const ScheduleInfo& checked(const ScheduleSpec& spec) {
-  const ScheduleInfo& info = find_schedule(spec.name);
+  const ScheduleInfo& info = spec.entry ? *spec.entry : find_schedule(spec.name);
   if (spec.p < 1 || spec.v < 1 || spec.m < 1) {
     throw input_error(
         fmt::format("a schedule needs p, v and m >= 1, but p = {}, v = {}, m = {}", spec.p, spec.v, spec.m));
   }
-  check_shape(spec);
+  if (!spec.entry) check_shape(spec);
   const double actions = limits::actions_per_microbatch_and_chunk * spec.p * spec.v * spec.m;
   if (spec.v > max_chunks || spec.p > max_ranks) {
     throw input_error(fmt::format("p = {}, v = {}: a schedule holds at most {} ranks and {} chunks per rank", spec.p,
@@ -34,7 +35,7 @@ const ScheduleInfo& checked(const ScheduleSpec& spec) {
 }
 
 Schedule empty_schedule(const ScheduleSpec& spec, const ScheduleInfo& info) {
-  Schedule schedule{spec.name, spec.p, spec.v, spec.m, {}, info.placement(spec.p, spec.v)};
+  Schedule schedule{spec.name, spec.p, spec.v, spec.m, {}, info.placement(spec.p, spec.v), &info};
   schedule.ranks.reserve(static_cast<std::size_t>(spec.p));
   return schedule;
 }

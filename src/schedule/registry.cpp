@@ -21,13 +21,18 @@ std::vector<const ScheduleInfo*>& registry() {
   return list;
 }
 
+std::int64_t lookups = 0;
+
 }  // namespace
+
+std::int64_t schedule_lookups() { return lookups; }
 
 std::string ShapeCheck::describe_virtual_stages() const {
   return virtual_stages_source.empty() ? fmt::format("pipeline.virtual_stages = {}", v) : virtual_stages_source;
 }
 
 const ScheduleInfo* registered_schedule(std::string_view name) {
+  ++lookups;
   for (const ScheduleInfo* info : registry()) {
     if (info->name == name) return info;
   }
@@ -59,12 +64,13 @@ void register_schedule(const ScheduleInfo& info) {
   registry().push_back(&info);
 }
 
-void check_shape(std::string_view name, const ShapeCheck& shape) {
-  if (auto problem = find_schedule(name).check(shape)) throw input_error(*problem);
+void check_shape(std::string_view name, const ShapeCheck& shape) { check_shape(find_schedule(name), shape); }
+
+void check_shape(const ScheduleInfo& info, const ShapeCheck& shape) {
+  if (auto problem = info.check(shape)) throw input_error(*problem);
 }
 
-std::optional<std::string> shape_advice(std::string_view name, const ShapeCheck& shape) {
-  const ScheduleInfo& info = find_schedule(name);
+std::optional<std::string> shape_advice(const ScheduleInfo& info, const ShapeCheck& shape) {
   return info.advice ? info.advice(shape) : std::nullopt;
 }
 

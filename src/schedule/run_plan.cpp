@@ -41,7 +41,7 @@ void check_matches(const ScheduleFile& file, const ScheduleSpec& spec) {
 RunPlan run_plan(const config::RunConfig& config) {
   const config::PipelineConfig& shape = config.pipeline;
   RunPlan plan;
-  plan.spec = {shape.schedule, shape.stages, shape.virtual_stages, shape.microbatches};
+  plan.spec = {shape.schedule, shape.stages, shape.virtual_stages, shape.microbatches, shape.schedule_entry};
   plan.data_parallel = shape.data_parallel;
   plan.schedule_file = shape.schedule_file;
   plan.validate = shape.validate_schedule;

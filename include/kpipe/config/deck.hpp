@@ -42,6 +42,7 @@ class Deck {
 
  private:
   friend Deck parse_deck(std::string_view, std::string_view, const std::vector<std::string>&);
+  friend Deck with_override(Deck, const std::string&);
   const Entry& entry(std::string_view key, ValueType type) const;
 
   std::map<std::string, Entry, std::less<>> entries_;
@@ -52,7 +53,14 @@ class Deck {
 // of the form key=value. Every problem is an input error naming key and line.
 Deck parse_deck(std::string_view text, std::string_view source_name, const std::vector<std::string>& overrides = {});
 
+// `deck` with one more command-line style override ("train.microbatch_size=8"),
+// checked like those parse_deck applies; the deck is not read again.
+Deck with_override(Deck deck, const std::string& assignment);
+
 // Read a deck file as text; a missing, unreadable or binary file is an input error.
 std::string read_deck_file(const std::string& path);
+// Deck files read so far in this process: a run reads its deck once, also
+// when it measures train.microbatch_size = "auto" (`kpipe run --json` reports it).
+std::int64_t deck_files_read();
 
 }  // namespace kpipe::config

@@ -3,12 +3,17 @@
 // config::run_config() and validated once there, every cross-key rule
 // included. Model, schedule and runtime take these plain structs and never see
 // a Deck, so they can be built and tested without one. Every choice is an
-// enum converted in one place; the schedule stays a name, because the schedule
-// registry, not this header, knows which schedules exist.
+// enum converted in one place; the schedule is its name and its registry
+// entry, looked up once (the schedule registry, not this header, knows which
+// schedules exist).
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+namespace kpipe::schedule {
+struct ScheduleInfo;
+}
 
 namespace kpipe::config {
 
@@ -89,7 +94,8 @@ struct PipelineConfig {
   int tensor_parallel = 1;  // t: ranks sharing each model stage's layers
   int microbatches = 1;     // m
   std::string schedule = "1f1b";
-  std::vector<int> partition;  // layers per model stage; empty balances by FLOPs
+  const schedule::ScheduleInfo* schedule_entry = nullptr;  // the registry's entry for `schedule`, set by run_config
+  std::vector<int> partition;                              // layers per model stage; empty balances by FLOPs
   Recompute recompute = Recompute::none;
   ActivationStore activation_store = ActivationStore::memory;
   std::string activation_path;  // directory of the per-rank files; empty: $TMPDIR, else /tmp

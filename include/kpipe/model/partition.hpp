@@ -27,4 +27,9 @@ std::vector<LayerRange> partition_layers(const ModelSpec& model, int stages, con
 // The partition of a run: p * v stages, pipeline.partition when given.
 std::vector<LayerRange> partition_layers(const config::RunConfig& config);
 
+// Partitions computed so far in this process: a run computes its partition
+// once (TrainerSpec::from_config), and `kpipe run --json` reports this count
+// so a test can hold it to that.
+std::int64_t partitions_computed();
+
 }  // namespace kpipe::model

@@ -51,10 +51,11 @@ inline bool boundary_gathered(const config::PipelineConfig& pipeline) {
   return pipeline.tensor_parallel > 1 && pipeline.scatter_gather && !pipeline.sequence_parallel;
 }
 
-// The traffic of every model stage of a run: its partition, t,
-// pipeline.scatter_gather, pipeline.sequence_parallel and recomputation,
-// float32 tensors of train.microbatch_size samples.
-std::vector<StageTraffic> stage_traffic(const config::RunConfig& config);
+// The traffic of every model stage of a run partitioned as `partition` (the
+// run's TrainerSpec::stages): t, pipeline.scatter_gather,
+// pipeline.sequence_parallel and recomputation, float32 tensors of
+// train.microbatch_size samples.
+std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const std::vector<LayerRange>& partition);
 
 // A rank's volume per step from its model stages' traffic: m microbatches
 // through each, and the gradient sums once when d > 1.

@@ -15,6 +15,7 @@
 #include "kpipe/config/run_config.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
+#include "kpipe/model/traffic.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/activation_dump.hpp"
 #include "kpipe/runtime/activation_store.hpp"
@@ -50,6 +51,8 @@ class Pipeline {
   // This rank's memory estimate, made before the model was allocated.
   const MemoryEstimate& memory() const { return memory_; }
   const model::TrainerSpec& spec() const { return spec_; }
+  // Each model stage's predicted traffic per rank (model::stage_traffic).
+  const std::vector<model::StageTraffic>& traffic() const { return traffic_; }
   const comm::Transport<Scalar>& transport() const { return transport_; }
   const GridCollectives& collectives() const { return collectives_; }
   const GradientSync<Scalar>& gradient_sync() const { return gradient_sync_; }
@@ -82,7 +85,8 @@ class Pipeline {
   MicrobatchIO<Scalar> microbatch_io();
   StepHooks step_hooks();
 
-  model::TrainerSpec spec_;
+  model::TrainerSpec spec_;  // the model and its partition, computed once
+  std::vector<model::StageTraffic> traffic_;
   schedule::RunPlan plan_;
   comm::ProcessGrid grid_;
   schedule::Schedule schedule_;

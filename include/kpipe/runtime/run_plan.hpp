@@ -2,15 +2,18 @@
 // The run plan with the model's communication charged (DESIGN.md §2): what
 // `kpipe plan` simulates and `kpipe run` predicts, the same way.
 
+#include <vector>
+
 #include "kpipe/config/run_config.hpp"
+#include "kpipe/model/traffic.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {
 
-// schedule::run_plan with each model stage's communication from its layers
-// (model::stage_traffic): messages as wide as the real boundary tensors, 1/t
-// of them with scatter/gather and the receiver's all-gather, and with t > 1
-// the tensor group's sums in every F and B.
-schedule::RunPlan run_plan(const config::RunConfig& config);
+// schedule::run_plan with each model stage's communication, `traffic`
+// (model::stage_traffic of the run's partition): messages as wide as the real
+// boundary tensors, 1/t of them with scatter/gather and the receiver's
+// all-gather, and with t > 1 the tensor group's sums in every F and B.
+schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic);
 
 }  // namespace kpipe::runtime

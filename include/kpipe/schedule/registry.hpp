@@ -70,8 +70,14 @@ void register_schedule(const ScheduleInfo& info);
 // the deck's numbers, `shape`) cannot be scheduled.
 void check_shape(const ScheduleSpec& spec);
 void check_shape(std::string_view name, const ShapeCheck& shape);
+void check_shape(const ScheduleInfo& info, const ShapeCheck& shape);
 // The schedule's advice on a shape that passed check_shape, if it has any.
-std::optional<std::string> shape_advice(std::string_view name, const ShapeCheck& shape);
+std::optional<std::string> shape_advice(const ScheduleInfo& info, const ShapeCheck& shape);
+
+// Look-ups by name so far in this process (find_schedule, registered_schedule):
+// a run resolves its schedule once (config::run_config), and `kpipe run
+// --json` reports this count so a test can hold it to that.
+std::int64_t schedule_lookups();
 
 // The placement a schedule named `name` uses: the registered one, looped for unknown names.
 Placement placement_of(std::string_view name, int p, int v);

@@ -11,12 +11,18 @@
 
 namespace kpipe::schedule {
 
+struct ScheduleInfo;  // registry.hpp
+
 // What to generate: a schedule name (see schedule_names()) and its shape.
 struct ScheduleSpec {
   std::string name = "1f1b";
   int p = 1;  // pipeline ranks
   int v = 1;  // model chunks per rank
   int m = 1;  // microbatches per step
+  // The registry entry of `name` when a run resolved it (config::run_config
+  // looks it up and checks the shape once); null: generation looks `name` up
+  // and checks the shape itself.
+  const ScheduleInfo* entry = nullptr;
 };
 
 struct Schedule {
@@ -26,6 +32,7 @@ struct Schedule {
   int m = 1;
   std::vector<std::vector<Action>> ranks;  // ranks[r]: rank r's actions in execution order
   Placement placement;                     // which model stage each (rank, chunk) holds; p and v agree
+  const ScheduleInfo* entry = nullptr;     // the registry entry it was generated from; null for a schedule file
 
   std::size_t action_count() const;
   // True when any rank runs a backward pass; a forward-only schedule is for inference.

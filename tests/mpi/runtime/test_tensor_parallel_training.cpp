@@ -225,7 +225,7 @@ TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_
         for (int step = 0; step < run_steps; ++step) pipeline.run_step(step);
         const schedule::Schedule& plan = pipeline.schedule();
         const int rank = pipeline.grid().pipeline_rank();
-        const auto stages = model::stage_traffic(config);
+        const auto stages = model::stage_traffic(config, model::partition_layers(config));
         std::vector<const model::StageTraffic*> mine;
         for (int chunk = 0; chunk < plan.v; ++chunk) mine.push_back(&stages[plan.placement.stage(rank, chunk)]);
         const model::StepTraffic predicted = model::step_traffic(mine, plan.m, d);

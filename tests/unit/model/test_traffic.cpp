@@ -17,6 +17,10 @@ config::RunConfig config_of(const std::string& text) {
   return config::run_config(config::parse_deck(text, "deck.toml"));
 }
 
+std::vector<StageTraffic> traffic_of(const config::RunConfig& config) {
+  return stage_traffic(config, partition_layers(config));
+}
+
 // A transformer of vocabulary 64, T = 32, dim 64, 4 heads, 2 blocks: layers
 // embedding, block, block, head, two to a stage; microbatches of 4 samples.
 std::string transformer(const std::string& extra, int t = 2) {
@@ -31,7 +35,7 @@ constexpr std::int64_t boundary = 4 * 32 * 64 * 4;  // b x T x dim floats
 }  // namespace
 
 TEST_CASE("a transformer stage's traffic per microbatch, worked out by hand", "[model][traffic]") {
-  const auto stages = stage_traffic(config_of(transformer("")));
+  const auto stages = traffic_of(config_of(transformer("")));
   REQUIRE(stages.size() == 2);
   // Scatter/gather: half a boundary tensor each way, all-gathered on receipt.
   CHECK(stages[0].output_bytes == boundary);
@@ -58,7 +62,7 @@ TEST_CASE("a transformer stage's traffic per microbatch, worked out by hand", "[
 }
 
 TEST_CASE("without scatter/gather a boundary tensor travels whole", "[model][traffic]") {
-  const auto stages = stage_traffic(config_of(transformer("pipeline.scatter_gather = false\n")));
+  const auto stages = traffic_of(config_of(transformer("pipeline.scatter_gather = false\n")));
   CHECK(stages[0].pipeline.bytes == boundary);
   CHECK(stages[1].pipeline.bytes == boundary);
   CHECK(stages[0].boundary_gather.bytes == 0);
@@ -66,7 +70,7 @@ TEST_CASE("without scatter/gather a boundary tensor travels whole", "[model][tra
 }
 
 TEST_CASE("recomputation repeats the layers' forward sums in B, not the loss's", "[model][traffic]") {
-  const auto stages = stage_traffic(config_of(transformer("pipeline.recompute = \"full\"\n")));
+  const auto stages = traffic_of(config_of(transformer("pipeline.recompute = \"full\"\n")));
   CHECK(stages[0].tensor_backward.bytes == 2 * boundary + 3 * boundary);
   CHECK(stages[0].tensor_backward.calls == 5);
   CHECK(stages[1].tensor_backward.bytes == 3 * boundary + 2 * boundary);
@@ -75,7 +79,7 @@ TEST_CASE("recomputation repeats the layers' forward sums in B, not the loss's",
 
 TEST_CASE("an mlp's pairs sum once each way, and its boundaries are as wide as the layer before", "[model][traffic]") {
   // Layers 10 -> 8 -> 6 -> 4 -> 3 split column, row | column, row; b = 5.
-  const auto stages = stage_traffic(
+  const auto stages = traffic_of(
       config_of("model.input_dim = 10\nmodel.hidden = [8, 6, 4]\nmodel.output_dim = 3\ntrain.global_batch = 10\n"
                 "train.microbatch_size = 5\npipeline.stages = 2\npipeline.partition = [2, 2]\n"
                 "pipeline.tensor_parallel = 2\npipeline.scatter_gather = false\n"));
@@ -92,7 +96,7 @@ TEST_CASE("an mlp's pairs sum once each way, and its boundaries are as wide as t
 
 TEST_CASE("with one tensor rank a rank holds every parameter and sums nothing in its group", "[model][traffic]") {
   const config::RunConfig config = config_of(transformer("", 1));
-  for (const auto& stage : stage_traffic(config)) {
+  for (const auto& stage : traffic_of(config)) {
     CHECK(stage.tensor_forward.bytes == 0);
     CHECK(stage.tensor_backward.bytes == 0);
     CHECK(stage.pipeline.bytes == boundary);
@@ -100,7 +104,7 @@ TEST_CASE("with one tensor rank a rank holds every parameter and sums nothing in
 }
 
 TEST_CASE("a rank's step: m microbatches through each of its stages, one gradient sum when d > 1", "[model][traffic]") {
-  const auto stages = stage_traffic(config_of(transformer("")));
+  const auto stages = traffic_of(config_of(transformer("")));
   const StepTraffic step = step_traffic({&stages[0]}, 8, 2);
   CHECK(step.pipeline.bytes == 8 * boundary / 2);
   CHECK(step.pipeline.calls == 8);
