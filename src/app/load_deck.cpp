@@ -14,8 +14,11 @@ LoadedDeck load_deck(const DeckArguments& arguments) {
   std::vector<std::string> warnings;
   config::RunConfig config = config::run_config(deck, &warnings);
   for (const auto& warning : warnings) log::warning("{}", warning);
-  protect_input(arguments.path);
-  protect_input(config.pipeline.schedule_file);
+  // No output may name a file the run reads.
+  for (const std::string& input :
+       {arguments.path, config.pipeline.schedule_file, config.data.path, config.checkpoint.restart}) {
+    protect_input(input);
+  }
   return {std::move(deck), std::move(config)};
 }
 

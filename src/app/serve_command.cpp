@@ -79,6 +79,7 @@ ServeOptions split_serve_arguments(DeckArguments arguments) {
 }
 
 int serve_command(const Environment&, const ServeOptions& options) {
+  protect_input(options.requests_path);
   require_writable(options.json_path, "--json");
   require_writable(options.svg_path, "--svg");
   const LoadedDeck loaded = load_deck(options.deck);

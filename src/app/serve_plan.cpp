@@ -130,6 +130,7 @@ int serve_plan_command(const LoadedDeck& loaded, const PlanOptions& options) {
     throw input_error("--trace draws a training step; a serving plan (requests=FILE) writes --svg and --json");
   }
   if (!options.costs_path.empty()) protect_input(options.costs_path);
+  protect_input(options.requests_path);
   require_writable(options.svg_path, "--svg");
   require_writable(options.json_path, "--json");
   const model::TrainerSpec spec = model::TrainerSpec::from_config(config);

@@ -199,7 +199,7 @@ std::vector<KeySpec> build_schema() {
       text("checkpoint.path", "checkpoints",
            "Existing writable directory of the checkpoint files step-<N>.h5 (N: steps done; docs/formats.md)"),
       integer("checkpoint.keep", 2, 1, int_max,
-              "Keep the last this many checkpoints in checkpoint.path; older ones are removed"),
+              "Keep the last this many of kpipe's checkpoints in checkpoint.path; older ones kpipe wrote are removed"),
       text("checkpoint.restart", "",
            "Checkpoint file to continue from (its step + 1 onwards, up to train.steps); kpipe infer evaluates its "
            "weights"),

@@ -144,12 +144,28 @@ std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const std::string&
   return found;
 }
 
-void prune(const std::string& directory, int keep) {
-  auto found = checkpoints_in(directory);
+// Whether `path` is a checkpoint kpipe wrote: an HDF5 file whose root says so.
+bool written_by_kpipe(const fs::path& path) {
+  try {
+    return hdf5::is_hdf5(path.string()) && File::open(path.string()).string_attribute("format") == checkpoint_format;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// checkpoint.keep: removes the oldest of kpipe's checkpoints in `directory`
+// up to step `newest` (the one just written), so that `keep` of them stay.
+// A file kpipe did not write, or one of a later step (another run's), is
+// never removed, and never makes kpipe remove its own.
+void prune(const std::string& directory, std::int64_t newest, int keep) {
+  std::vector<fs::path> ours;
+  for (const auto& [step, path] : checkpoints_in(directory)) {
+    if (step <= newest && written_by_kpipe(path)) ours.push_back(path);
+  }
   const std::size_t kept = static_cast<std::size_t>(std::max(keep, 1));
-  for (std::size_t i = 0; i + kept < found.size(); ++i) {
+  for (std::size_t i = 0; i + kept < ours.size(); ++i) {
     std::error_code error;
-    fs::remove(found[i].second, error);
+    fs::remove(ours[i], error);
   }
 }
 
@@ -294,7 +310,7 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
       throw runtime_error(fmt::format("cannot rename {} to {}: {}", temporary, final_name, std::strerror(errno)));
     }
     sync_path(directory.empty() ? "." : directory, O_RDONLY | O_DIRECTORY);
-    prune(directory, keep);
+    prune(directory, info.step, keep);
   });
   return final_name;
 }

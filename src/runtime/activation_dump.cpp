@@ -1,5 +1,6 @@
 #include "kpipe/runtime/activation_dump.hpp"
 
+#include "kpipe/core/error.hpp"
 #include "kpipe/core/version.hpp"
 
 #include <fmt/format.h>
@@ -13,9 +14,27 @@ std::string dump_file_name(const config::DebugConfig& debug, int world_rank) {
   return (std::filesystem::path(debug.dump_path) / fmt::format("activations-rank{}.h5", world_rank)).string();
 }
 
+namespace {
+
+// The dump file, replacing an earlier dump of the same name but never writing
+// through a link: a link planted there is refused, and the new file is created
+// exclusively, so nothing else is ever truncated.
+io::hdf5::File create_dump(const std::string& name) {
+  const std::filesystem::file_status status = std::filesystem::symlink_status(name);
+  if (std::filesystem::is_symlink(status)) {
+    throw input_error(fmt::format(
+        "debug.dump_path: {} is a symbolic link; kpipe never writes through a link, remove it or choose another "
+        "debug.dump_path",
+        name));
+  }
+  if (std::filesystem::is_regular_file(status)) std::filesystem::remove(name);
+  return io::hdf5::File::create(name, io::hdf5::File::Exists::fail);
+}
+
+}  // namespace
+
 ActivationDump::ActivationDump(const config::DebugConfig& debug, int world_rank, int pipeline_rank, int replica)
-    : debug_(debug),
-      file_(io::hdf5::File::create(dump_file_name(debug, world_rank), io::hdf5::File::Exists::truncate)) {
+    : debug_(debug), file_(create_dump(dump_file_name(debug, world_rank))) {
   file_.set_attribute("format", "kpipe activation dump");
   file_.set_attribute("format_version", "1.0.0");
   file_.set_attribute("software", "kpipe");

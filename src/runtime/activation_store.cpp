@@ -74,12 +74,27 @@ std::vector<std::uint64_t> file_shape(const tensor::TensorSpec& spec) {
 
 }  // namespace
 
+// A directory of this process's own under `parent`, mode 0700 and named at
+// random (mkdtemp): nobody can have planted a file or a link at its path, nor
+// read what it holds.
+std::string private_directory(const std::string& parent, int world_rank) {
+  std::string pattern =
+      (std::filesystem::path(parent) / fmt::format("kpipe-activations-rank{}-XXXXXX", world_rank)).string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw runtime_error(fmt::format("cannot create a private directory for the activation store in \"{}\": {}", parent,
+                                    std::strerror(errno)));
+  }
+  return pattern;
+}
+
 struct Hdf5ActivationStore::State {
-  State(std::string name, tensor::ExecContext& context)
-      : file_name(std::move(name)),
-        file(io::hdf5::File::create(file_name, io::hdf5::File::Exists::truncate)),
+  State(std::string dir, std::string name, tensor::ExecContext& context)
+      : directory(std::move(dir)),
+        file_name(std::move(name)),
+        file(io::hdf5::File::create(file_name, io::hdf5::File::Exists::fail)),
         exec(context) {}
 
+  std::string directory;  // private_directory's, removed with the file
   std::string file_name;
   io::hdf5::File file;
   tensor::ExecContext& exec;
@@ -195,21 +210,26 @@ class Hdf5ActivationStore::Chunk final : public model::StashStore {
 Hdf5ActivationStore::Hdf5ActivationStore(const std::string& directory, int world_rank, int chunks,
                                          tensor::ExecContext& exec) {
   require_activation_directory(directory);
-  const std::string name =
-      (std::filesystem::path(directory) / fmt::format("kpipe-activations-{}-rank{}.h5", ::getpid(), world_rank))
-          .string();
-  state_ = std::make_unique<State>(name, exec);
+  const std::string own = private_directory(directory, world_rank);
+  try {
+    state_ = std::make_unique<State>(own, (std::filesystem::path(own) / "activations.h5").string(), exec);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(own, ignored);
+    throw;
+  }
   state_->file.set_attribute("format", "kpipe activation store");
   state_->file.set_attribute("rank", world_rank);
   for (int c = 0; c < chunks; ++c) chunks_.push_back(std::make_unique<Chunk>(*state_, c));
 }
 
 Hdf5ActivationStore::~Hdf5ActivationStore() {
-  const std::string name = state_->file_name;
+  const std::string name = state_->file_name, directory = state_->directory;
   chunks_.clear();  // close every dataset and group before the file
   state_.reset();
   std::error_code ignored;
   std::filesystem::remove(name, ignored);
+  std::filesystem::remove(directory, ignored);  // only when empty: nothing but ours is removed
 }
 
 model::StashStore& Hdf5ActivationStore::chunk(int c) { return *chunks_.at(static_cast<std::size_t>(c)); }

@@ -43,8 +43,10 @@ struct ActivationTraffic {
 
 class Hdf5ActivationStore {
  public:
-  // Creates <directory>/kpipe-activations-<pid>-rank<world_rank>.h5 with one
-  // namespace per chunk. Copies run on `exec`'s instance, which must outlive
+  // Creates a private directory <directory>/kpipe-activations-rank<R>-XXXXXX
+  // (mkdtemp: mode 0700, a name nobody can predict) and the file
+  // activations.h5 in it, exclusively, with one namespace per chunk; removes
+  // both when destroyed. Copies run on `exec`'s instance, which must outlive
   // the store.
   Hdf5ActivationStore(const std::string& directory, int world_rank, int chunks, tensor::ExecContext& exec);
   ~Hdf5ActivationStore();

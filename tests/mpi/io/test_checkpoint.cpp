@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "catch.hpp"
@@ -133,6 +134,30 @@ TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]")
   CHECK(std::filesystem::exists(io::checkpoint_file(directory, 3)));
   CHECK_FALSE(std::filesystem::exists(io::checkpoint_file(directory, 2)));
   CHECK_FALSE(std::filesystem::exists(io::checkpoint_file(directory, 1)));
+  remove_directory(directory);
+}
+
+TEST_CASE("checkpoint.keep removes only kpipe's own older checkpoints", "[checkpoint]") {
+  if (comm::size_of(comm::world()) != 2) return;
+  const std::string directory = scratch_directory();
+  // Not kpipe's: a text file and an HDF5 file without kpipe's format, one of a later step.
+  const std::string foreign_text = io::checkpoint_file(directory, 1000),
+                    foreign_hdf5 = io::checkpoint_file(directory, 0);
+  if (comm::rank_of(comm::world()) == 0) {
+    std::ofstream(foreign_text) << "someone else's";
+    io::hdf5::File::create(foreign_hdf5).close();
+  }
+  auto config = config_for(2, 1, "1f1b", directory);
+  config.checkpoint.keep = 1;
+  for (const int steps : {1, 2}) {
+    std::string file;
+    train(config, MPI_COMM_WORLD, 0, steps, "", &file);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK(std::filesystem::exists(io::checkpoint_file(directory, 2)));
+  CHECK_FALSE(std::filesystem::exists(io::checkpoint_file(directory, 1)));
+  CHECK(std::filesystem::exists(foreign_text));
+  CHECK(std::filesystem::exists(foreign_hdf5));
   remove_directory(directory);
 }
 

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "catch.hpp"
 #include "kpipe/comm/collectives.hpp"
@@ -97,6 +99,28 @@ TEST_CASE("activation dumps hold the chosen steps' boundary tensors, equal to th
       CHECK(dataset(first, step, 6, 0, "output_grad") == dataset(file, step, 6, 1, "input_grad"));
     }
   }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) std::filesystem::remove_all(directory);
+}
+
+TEST_CASE("an activation dump never writes through a link planted at its name", "[runtime]") {
+  const std::string directory = shared_directory();
+  const int rank = comm::rank_of(comm::world());
+  const config::RunConfig config = config::run_config(config::parse_deck(
+      fmt::format("model.input_dim = 12\nmodel.hidden = [16, 16, 16]\nmodel.output_dim = 5\n"
+                  "train.global_batch = 32\ntrain.microbatch_size = 4\npipeline.stages = 2\n"
+                  "runtime.watchdog_seconds = 60\ndebug.dump_steps = [0]\ndebug.dump_path = \"{}\"\n",
+                  directory),
+      "test.toml"));
+  // Every rank's dump name is a link to a file of someone else's.
+  const auto victim = std::filesystem::path(directory) / fmt::format("precious-{}.txt", rank);
+  std::ofstream(victim) << "not kpipe's";
+  std::filesystem::create_symlink(victim, runtime::dump_file_name(config.debug, rank));
+  CHECK_THROWS_WITH((runtime::Pipeline<float>(config, MPI_COMM_WORLD, runtime::Mode::train)),
+                    Catch::Contains("is a symbolic link; kpipe never writes through a link"));
+  std::ifstream in(victim);
+  const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(content == "not kpipe's");
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::filesystem::remove_all(directory);
 }

@@ -7,7 +7,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "catch.hpp"
@@ -52,6 +56,9 @@ Outcome train(const config::RunConfig& config) {
     outcome.file = store->file_name();
     outcome.traffic = store->traffic();
     CHECK(std::filesystem::exists(outcome.file));
+    // In a directory of the rank's own that nobody else may enter.
+    const auto own = std::filesystem::status(std::filesystem::path(outcome.file).parent_path()).permissions();
+    CHECK(own == std::filesystem::perms::owner_all);
   }
   return outcome;
 }
@@ -74,7 +81,8 @@ TEST_CASE("the hdf5 activation store trains bitwise like memory, with less resid
                                 hdf5.peak_stashed_bytes));
       CHECK(memory.file.empty());
       CHECK(!hdf5.file.empty());
-      CHECK(!std::filesystem::exists(hdf5.file));  // removed with the pipeline
+      CHECK(!std::filesystem::exists(hdf5.file));  // removed with the pipeline, and its directory
+      CHECK(!std::filesystem::exists(std::filesystem::path(hdf5.file).parent_path()));
       CHECK(hdf5.traffic.bytes_written > 0);
       CHECK(hdf5.traffic.bytes_read == hdf5.traffic.bytes_written);
       CHECK(hdf5.traffic.tensors_read == hdf5.traffic.tensors_written);
@@ -99,4 +107,29 @@ TEST_CASE("a missing activation_path fails on every rank before any step", "[run
   config.pipeline.activation_path = "no/such/directory";
   CHECK_THROWS_WITH(runtime::Pipeline<float>(config, MPI_COMM_WORLD, runtime::Mode::train),
                     Catch::Matchers::Contains("pipeline.activation_path = \"no/such/directory\""));
+}
+
+TEST_CASE("the activation store writes only a file of its own, whatever is planted where it writes", "[runtime]") {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const auto directory =
+      std::filesystem::temp_directory_path() / fmt::format("kpipe-store-planted-{}-{}", ::getpid(), rank);
+  std::filesystem::remove_all(directory);
+  std::filesystem::create_directories(directory);
+  const auto victim = directory / "precious.txt";
+  std::ofstream(victim) << "not kpipe's";
+  // Links at the names a store could be expected to take, this process's pid included.
+  for (const std::string& name : {fmt::format("kpipe-activations-{}-rank{}.h5", ::getpid(), rank),
+                                  std::string("activations.h5"), fmt::format("kpipe-activations-rank{}", rank)}) {
+    std::filesystem::create_symlink(victim, directory / name);
+  }
+  const auto before = std::distance(std::filesystem::directory_iterator(directory), {});
+  config::RunConfig config = config_for("1f1b", "none", "hdf5");
+  config.pipeline.activation_path = directory.string();
+  train(config);
+  std::ifstream in(victim);
+  const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(content == "not kpipe's");
+  CHECK(std::distance(std::filesystem::directory_iterator(directory), {}) == before);
+  std::filesystem::remove_all(directory);
 }
