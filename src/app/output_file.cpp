@@ -87,6 +87,12 @@ void require_writable_directory(const std::string& path, const char* option, con
   }
 }
 
+void create_writable_directory(const std::string& path, const char* option, const char* what) {
+  std::error_code ignored;  // a failure shows in the check below, with its reason
+  if (!path.empty()) std::filesystem::create_directories(path, ignored);
+  require_writable_directory(path, option, what);
+}
+
 std::string create_temporary(const std::string& path, const char* option) {
   const std::filesystem::path target(path);
   std::string name =

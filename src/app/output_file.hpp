@@ -24,6 +24,10 @@ void require_writable(const std::string& path, const char* option);
 // An input error "cannot write <what> into <option> = '<path>': ..."
 // unless `path` is an existing directory this process may write into.
 void require_writable_directory(const std::string& path, const char* option, const char* what = "checkpoints");
+// The same after creating `path` and its parents where they are missing (a
+// run's checkpoint.path: every rank may call it, a shared file system sees
+// one directory).
+void create_writable_directory(const std::string& path, const char* option, const char* what = "checkpoints");
 
 // A new, empty file next to `path` that only this process knows of.
 std::string create_temporary(const std::string& path, const char* option);

@@ -10,12 +10,15 @@
 
 #include "commands.hpp"
 #include "kpipe/comm/agreement.hpp"
+#include "kpipe/comm/broadcast.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/io/checkpoint.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/preemption.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
 #include "microbatch_sweep.hpp"
@@ -102,14 +105,44 @@ std::unique_ptr<Pipeline> build_pipeline(const config::RunConfig& config, runtim
                             [&] { return std::make_unique<Pipeline>(config, comm::world(), mode); });
 }
 
+int restore_from(Pipeline& pipeline, const std::string& file, RunReport* report) {
+  const double start = comm::wall_time();
+  const auto step = runtime::load_checkpoint(pipeline, file);
+  const double seconds = comm::wall_time() - start;
+  log::info("weights: {} after {} steps (read and verified in {:.3f} s)", file, step, seconds);
+  if (report) report->restarted_from(file, step, seconds);
+  return static_cast<int>(step);
+}
+
+// checkpoint.restart = "latest": the newest of kpipe's checkpoints in
+// checkpoint.path that reads and verifies (a torn or damaged one is skipped
+// with a warning; every rank judges alike), or step 0 when there is none.
+int restore_latest(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
+  const std::string listing = comm::broadcast_from_root(comm::world(), [&] {
+    std::string paths;
+    for (const io::CheckpointFile& file : io::kpipe_checkpoints(checkpoint.path)) paths.insert(0, file.path + "\n");
+    return paths;
+  });
+  for (std::size_t start = 0, end; (end = listing.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string file = listing.substr(start, end - start);
+    try {
+      return restore_from(pipeline, file, report);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::input) throw;
+      log::warning("checkpoint.restart = \"latest\": skipping {}: {}", file, e.what());
+    }
+  }
+  log::info(
+      "weights: no checkpoint of kpipe's in checkpoint.path = \"{}\" yet (checkpoint.restart = \"latest\"); "
+      "starting from step 0",
+      checkpoint.path);
+  return 0;
+}
+
 int restore(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
   if (checkpoint.restart.empty()) return 0;
-  const double start = comm::wall_time();
-  const auto step = runtime::load_checkpoint(pipeline, checkpoint.restart);
-  const double seconds = comm::wall_time() - start;
-  log::info("weights: {} after {} steps (read and verified in {:.3f} s)", checkpoint.restart, step, seconds);
-  if (report) report->restarted_from(checkpoint.restart, step, seconds);
-  return static_cast<int>(step);
+  if (checkpoint.restart == "latest") return restore_latest(pipeline, checkpoint, report);
+  return restore_from(pipeline, checkpoint.restart, report);
 }
 
 std::size_t peak_stashed_bytes(const Pipeline& pipeline) {
@@ -122,7 +155,7 @@ int run_command(const Environment& env, const RunOptions& options) {
   const LoadedDeck loaded = with_measured_microbatch_size(load_deck(options.deck));
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
-  if (checkpoint.every > 0) require_writable_directory(checkpoint.path, "checkpoint.path");
+  if (checkpoint.every > 0) create_writable_directory(checkpoint.path, "checkpoint.path");
   if (!loaded.config.debug.dump_steps.empty())
     require_writable_directory(loaded.config.debug.dump_path, "debug.dump_path", "activation dumps");
   if (loaded.config.pipeline.activation_store == config::ActivationStore::hdf5) {
@@ -160,7 +193,22 @@ int run_command(const Environment& env, const RunOptions& options) {
                     checkpoint.restart, first, steps, first));
   }
   const runtime::CheckpointRun run{loaded.deck.resolved_toml()};
+  const auto write_checkpoint = [&](int steps_done) {
+    const double write_start = comm::wall_time();
+    const std::string file =
+        abort_on_error([&] { return runtime::save_checkpoint(pipeline, checkpoint, run, steps_done); });
+    const double seconds = comm::wall_time() - write_start;
+    report.add_checkpoint(file, steps_done, seconds, mebibytes(file));
+    log::info("checkpoint: {} ({:.3f} s)", file, seconds);
+    return file;
+  };
+  const auto finish = [&](double seconds) {
+    report.finish(seconds);
+    report.print();
+    if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
+  };
   ProfileRecorder profile(pipeline, options.profile_path);
+  const runtime::PreemptionSignals preemption(loaded.config.runtime.preempt_signals);
   comm::barrier(comm::world());
   const double start = comm::wall_time();
   for (int step = first; step < steps; ++step) {
@@ -175,17 +223,21 @@ int run_command(const Environment& env, const RunOptions& options) {
               duration(elapsed / (step - first + 1) * (steps - step - 1)));
     const int eval_every = loaded.config.train.eval_every;
     if (eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps)) validate(pipeline, step + 1, report);
-    if (checkpoint.every > 0 && (step + 1) % checkpoint.every == 0) {
-      const double write_start = comm::wall_time();
+    const bool checkpointed = checkpoint.every > 0 && (step + 1) % checkpoint.every == 0;
+    if (checkpointed) write_checkpoint(step + 1);
+    if (const int signal = preemption.agreed(comm::world()); signal != 0 && step + 1 < steps) {
+      if (!checkpointed) create_writable_directory(checkpoint.path, "checkpoint.path");
       const std::string file =
-          abort_on_error([&] { return runtime::save_checkpoint(pipeline, checkpoint, run, step + 1); });
-      const double seconds = comm::wall_time() - write_start;
-      report.add_checkpoint(file, step + 1, seconds, mebibytes(file));
-      log::info("checkpoint: {} ({:.3f} s)", file, seconds);
+          checkpointed ? io::checkpoint_file(checkpoint.path, step + 1) : write_checkpoint(step + 1);
+      log::info(
+          "preempted: {} after step {}; {} holds the run, continue it with checkpoint.restart = \"latest\" "
+          "(exit code {})",
+          runtime::signal_name(signal), step + 1, file, runtime::PreemptionSignals::exit_code);
+      finish(comm::wall_time() - start);
+      return runtime::PreemptionSignals::exit_code;
     }
   }
-  report.finish(comm::wall_time() - start);
-  report.print();
+  finish(comm::wall_time() - start);
   if (const auto* store = pipeline.activation_store()) {
     const runtime::ActivationTraffic& io = store->traffic();
     const int done = std::max(1, steps - first);
@@ -195,7 +247,6 @@ int run_command(const Environment& env, const RunOptions& options) {
         pipeline.grid().world_rank(), static_cast<double>(io.bytes_written) / done / (1 << 20), io.seconds() / done,
         static_cast<double>(peak_stashed_bytes(pipeline)) / 1024);
   }
-  if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
   profile.write(env, loaded, options.deck.overrides);
   return 0;
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <initializer_list>
 #include <numeric>
@@ -96,6 +98,29 @@ int model_layer_count(const Deck& deck) {
 }
 
 std::vector<int> ints(const IntegerList& list) { return {list.begin(), list.end()}; }
+
+// runtime.preempt_signals: "TERM,USR1" as signal numbers.
+std::vector<int> signal_numbers(const Deck& deck) {
+  static const std::vector<std::pair<std::string, int>> known = {
+      {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"INT", SIGINT}, {"HUP", SIGHUP}};
+  const std::string& list = deck.string("runtime.preempt_signals");
+  std::vector<int> numbers;
+  for (std::size_t start = 0; start < list.size();) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    std::string word = list.substr(start, comma - start);
+    start = comma + 1;
+    word.erase(0, word.find_first_not_of(' '));
+    word.erase(word.find_last_not_of(' ') + 1);
+    const std::string name = word.rfind("SIG", 0) == 0 ? word.substr(3) : word;
+    const auto found = std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == name; });
+    if (found == known.end()) {
+      throw input_error(fmt::format("{}: unknown signal '{}'; use TERM, USR1, USR2, INT or HUP, separated by commas",
+                                    deck.describe("runtime.preempt_signals"), word));
+    }
+    numbers.push_back(found->second);
+  }
+  return numbers;
+}
 
 ModelConfig model_config(const Deck& deck) {
   ModelConfig model;
@@ -376,6 +401,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.inference = inference_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");
+  config.runtime.preempt_signals = signal_numbers(deck);
   config.debug.dump_steps = ints(deck.integers("debug.dump_steps"));
   config.debug.dump_microbatches = ints(deck.integers("debug.dump_microbatches"));
   config.debug.dump_path = deck.string("debug.dump_path");

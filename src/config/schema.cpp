@@ -187,6 +187,10 @@ std::vector<KeySpec> build_schema() {
       real("runtime.memory_limit_mib", 0.0, 0.0, std::nullopt, false,
            "Memory one rank may use; a run whose estimate exceeds it stops before allocating. 0: the node's "
            "available memory shared by its ranks"),
+      text("runtime.preempt_signals", "TERM,USR1",
+           "Signals (comma-separated: TERM, USR1, USR2, INT, HUP) on which kpipe run writes a checkpoint at the "
+           "next step boundary and exits with code 3, to continue with checkpoint.restart = \"latest\"; empty: "
+           "none"),
       // debug
       integers("debug.dump_steps", {}, 0,
                "Steps (from 0) whose stage-boundary activations and gradients are dumped to debug.dump_path"),
@@ -197,11 +201,12 @@ std::vector<KeySpec> build_schema() {
       integer("checkpoint.every", 0, 0, int_max,
               "Write a checkpoint every this many steps (after the step completes); 0 never writes one"),
       text("checkpoint.path", "checkpoints",
-           "Existing writable directory of the checkpoint files step-<N>.h5 (N: steps done; docs/formats.md)"),
+           "Directory of the checkpoint files step-<N>.h5 (N: steps done; docs/formats.md), created when missing"),
       integer("checkpoint.keep", 2, 1, int_max,
               "Keep the last this many of kpipe's checkpoints in checkpoint.path; older ones kpipe wrote are removed"),
       text("checkpoint.restart", "",
-           "Checkpoint file to continue from (its step + 1 onwards, up to train.steps); kpipe infer evaluates its "
+           "Checkpoint file to continue from (its step + 1 onwards, up to train.steps), or \"latest\": the newest "
+           "of kpipe's in checkpoint.path that verifies, step 0 when there is none; kpipe infer evaluates its "
            "weights"),
   };
 }

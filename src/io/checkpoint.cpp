@@ -158,9 +158,9 @@ bool written_by_kpipe(const fs::path& path) {
 // A file kpipe did not write, or one of a later step (another run's), is
 // never removed, and never makes kpipe remove its own.
 void prune(const std::string& directory, std::int64_t newest, int keep) {
-  std::vector<fs::path> ours;
-  for (const auto& [step, path] : checkpoints_in(directory)) {
-    if (step <= newest && written_by_kpipe(path)) ours.push_back(path);
+  std::vector<std::string> ours;
+  for (const CheckpointFile& file : kpipe_checkpoints(directory)) {
+    if (file.step <= newest) ours.push_back(file.path);
   }
   const std::size_t kept = static_cast<std::size_t>(std::max(keep, 1));
   for (std::size_t i = 0; i + kept < ours.size(); ++i) {
@@ -220,6 +220,14 @@ std::uint64_t fnv1a64(const void* data, std::size_t size) {
     hash *= 0x100000001b3ull;
   }
   return hash;
+}
+
+std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory) {
+  std::vector<CheckpointFile> ours;
+  for (const auto& [step, path] : checkpoints_in(directory)) {
+    if (written_by_kpipe(path)) ours.push_back({step, path.string()});
+  }
+  return ours;
 }
 
 std::string checkpoint_file(const std::string& directory, std::int64_t step) {

@@ -140,6 +140,9 @@ struct InferenceConfig {
 struct RuntimeConfig {
   double watchdog_seconds = 120.0;
   double memory_limit_mib = 0.0;  // 0: the node's available memory shared by its ranks
+  // runtime.preempt_signals: signal numbers that make kpipe run checkpoint at
+  // the next step boundary and exit (runtime/preemption.hpp); empty: none.
+  std::vector<int> preempt_signals;
 };
 
 // checkpoint.*

@@ -57,11 +57,21 @@ std::uint64_t fnv1a64(const void* data, std::size_t size);
 // "<directory>/step-<step>.h5".
 std::string checkpoint_file(const std::string& directory, std::int64_t step);
 
+// The step-<N>.h5 files of `directory` that kpipe wrote (its format attribute
+// at the root), oldest first; other files of that name are not kpipe's and
+// are left out. Nothing is verified beyond the attribute.
+struct CheckpointFile {
+  std::int64_t step = 0;
+  std::string path;
+};
+std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory);
+
 // Collective over `comm`: writes step-<info.step>.h5 into `directory` and
 // returns its path (on every rank). Each rank passes the tensors it writes
 // (ranks of other data-parallel replicas pass empty lists); a name must be
-// held by one rank only. Afterwards rank 0 removes the oldest step-<N>.h5
-// files of `directory` beyond the last `keep`. Throws a runtime error on
+// held by one rank only. Afterwards rank 0 removes the oldest of kpipe's
+// checkpoints up to this step beyond the last `keep` (kpipe_checkpoints;
+// later steps and files kpipe did not write stay). Throws a runtime error on
 // every rank when the file cannot be written; `fault_rank` is the world rank
 // the test-only fault hook (KPIPE_FAULT=RANK:checkpoint) compares against.
 template <class Scalar>
