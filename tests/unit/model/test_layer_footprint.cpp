@@ -62,12 +62,6 @@ tensor::Matrix<double> input_of(const ModelSpec& model, const Stage<double>& sta
   return X;
 }
 
-std::int64_t parameter_elements(const Stage<double>& stage) {
-  std::int64_t total = 0;
-  for (const auto& p : stage.parameters()) total += static_cast<std::int64_t>(p.value.size());
-  return total;
-}
-
 }  // namespace
 
 TEST_CASE("each layer kind's footprint is what its layers hold on a tensor-parallel rank",
@@ -91,7 +85,7 @@ TEST_CASE("each layer kind's footprint is what its layers hold on a tensor-paral
     Stage<double> stage(model, range, options, collectives, exec);
     const StageFootprint footprint =
         stage_footprint(model, range, {rows, t, sequence_parallel, TensorSplit::none, false, attention}, false);
-    CHECK(footprint.parameters == parameter_elements(stage));
+    CHECK(footprint.parameters == test::parameter_elements(stage));
 
     const int in_rows = stage.input_rows(rows), out_rows = stage.output_rows(in_rows);
     CHECK(footprint.input_per_microbatch == std::int64_t{in_rows} * stage.input_dim());

@@ -24,12 +24,6 @@ ModelSpec model_of(ModelKind kind) {
   return spec;
 }
 
-std::int64_t parameter_elements(const Stage<double>& stage) {
-  std::int64_t total = 0;
-  for (const auto& p : stage.parameters()) total += static_cast<std::int64_t>(p.value.size());
-  return total;
-}
-
 }  // namespace
 
 TEST_CASE("a stage's estimated footprint is what the built stage holds", "[model][memory]") {
@@ -43,7 +37,7 @@ TEST_CASE("a stage's estimated footprint is what the built stage holds", "[model
     tensor::ExecContext exec;
     Stage<double> stage(model, range, {{kernels::GemmPath::vendor}, recompute}, exec);
     const StageFootprint footprint = stage_footprint(model, range, {rows}, recompute);
-    CHECK(footprint.parameters == parameter_elements(stage));
+    CHECK(footprint.parameters == test::parameter_elements(stage));
     CHECK(footprint.input_per_microbatch == rows * stage.input_dim());
     CHECK(footprint.output_per_microbatch == rows * stage.output_dim());
 

@@ -1,7 +1,10 @@
 #pragma once
 // Small models the model tests share.
 
+#include <cstdint>
+
 #include "kpipe/model/spec.hpp"
+#include "kpipe/model/stage.hpp"
 
 namespace kpipe::test {
 
@@ -32,6 +35,13 @@ inline model::ModelSpec small_transformer(int vocab, int context, config::InitKi
   spec.init = init;
   spec.seed = seed;
   return spec;
+}
+
+// Trainable values a built stage holds: what a footprint's parameters count.
+inline std::int64_t parameter_elements(const model::Stage<double>& stage) {
+  std::int64_t total = 0;
+  for (const auto& p : stage.parameters()) total += static_cast<std::int64_t>(p.value.size());
+  return total;
 }
 
 }  // namespace kpipe::test

@@ -221,9 +221,7 @@ TEST_CASE("a transformer stage's estimated footprint is what it holds", "[model]
     Stage<double> stage(spec, range, {{kernels::GemmPath::vendor, attention}, recompute}, exec);
     const StageFootprint footprint =
         stage_footprint(spec, range, {rows, 1, false, TensorSplit::none, false, attention}, recompute);
-    std::int64_t parameters = 0;
-    for (const auto& p : stage.parameters()) parameters += static_cast<std::int64_t>(p.value.size());
-    CHECK(footprint.parameters == parameters);
+    CHECK(footprint.parameters == test::parameter_elements(stage));
     const auto X =
         range.first == 0 ? token_ids<double>(rows, spec, 2) : random_matrix<double>(rows, stage.input_dim(), 5);
     const auto Y = tensor::uninitialized_matrix<double>("Y", rows, stage.output_dim());
