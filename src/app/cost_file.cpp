@@ -7,6 +7,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/input_file.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/io/hdf5.hpp"
 #include "kpipe/io/profile.hpp"
@@ -14,8 +15,6 @@
 namespace kpipe::app {
 
 namespace {
-
-constexpr std::size_t max_json_bytes = std::size_t{64} << 20;  // a summary is kilobytes
 
 // A profile's steady steps (step 0 warms up) of replica 0 on the clock its ranks share.
 schedule::Calibration profile_calibration(const io::Profile& profile, const std::string& path) {
@@ -83,7 +82,7 @@ schedule::CostFit read_cost_file(const std::string& path) {
     return schedule::fit_costs({profile_calibration(io::read_profile(path), path)});
   }
   const std::string text =
-      read_input_file(path, {"--costs file", max_json_bytes,
+      read_input_file(path, {"--costs file", limits::summary_json_bytes,
                              "; write one with 'kpipe run DECK --json FILE' or 'kpipe sweep DECK --json FILE'"});
   return schedule::read_costs_json(text, path);
 }

@@ -7,13 +7,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
 #include "commands.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/input_file.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/model/layer_kind.hpp"
@@ -68,10 +68,11 @@ StageCostModel flop_model(const model::TrainerSpec& spec) {
 
 // The stage costs and link latency a `kpipe serve --json` run fitted.
 StageCostModel measured_costs(const std::string& path, int stages) {
-  std::ifstream in(path);
+  const std::string text = read_input_file(
+      path, {"--costs file", limits::summary_json_bytes, "; give the --json file of a kpipe serve run"});
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(in);
+    json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw input_error(fmt::format("--costs {} is not JSON ({}); give the --json file of a kpipe serve run",
                                   printable(path), e.what()));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <type_traits>
 #include <utility>
@@ -374,6 +375,13 @@ File File::make(const std::string& file_name, MPI_Comm comm, bool parallel, bool
     const unsigned flags = exists == Exists::fail ? H5F_ACC_EXCL : H5F_ACC_TRUNC;
     file = detail::Handle(H5Fcreate(file_name.c_str(), flags, H5P_DEFAULT, access.get()), H5Fclose);
   } else {
+    // Opening a FIFO or a device would wait for a writer, or read forever: refuse them first.
+    std::error_code error;
+    const auto status = std::filesystem::status(file_name, error);
+    if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+      throw input_error(file_name +
+                        ": not a regular file (a directory, FIFO, device or socket); name an HDF5 file kpipe wrote");
+    }
     file = detail::Handle(H5Fopen(file_name.c_str(), H5F_ACC_RDONLY, access.get()), H5Fclose);
   }
   if (!file.valid()) {
@@ -410,6 +418,8 @@ void File::close() {
 bool is_hdf5(const std::string& file_name) {
   // The signature sits at byte 0 (or 512, 1024, ... with a user block); kpipe writes none.
   static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(file_name, error)) return false;  // a FIFO would block the read
   std::FILE* file = std::fopen(file_name.c_str(), "rb");
   if (!file) return false;
   unsigned char head[8] = {};

@@ -3,14 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/input_file.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/io/token_stream.hpp"
 #include "kpipe/model/markov_tokens.hpp"
 #include "kpipe/model/token_stream.hpp"
@@ -30,20 +26,12 @@ struct Loaded {
 
 const char* split_name(io::Split split) { return split == io::Split::train ? "training" : "validation"; }
 
+// The text, bounded and checked as every input file is (a FIFO, a device or a
+// file beyond limits::text_data_bytes is refused before it is read).
 std::string read_file(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    throw input_error(fmt::format("data.path '{}' is a directory; set data.path to a UTF-8 text file", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw input_error(fmt::format("data.path '{}' cannot be read ({}); check the path and its permissions", path,
-                                  std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw input_error(fmt::format("data.path '{}' cannot be read to the end; check the file", path));
-  return text.str();
+  return read_input_file(path, {"data.path", limits::text_data_bytes,
+                                "; set data.path to a UTF-8 text file (a corpus beyond the limit goes into an HDF5 "
+                                "token stream, docs/formats.md)"});
 }
 
 // The whole file's code points; empty text is an input error.

@@ -70,6 +70,16 @@ inline constexpr std::size_t svg_compute_actions = 100000;
 // at most model.context tokens each: 256 MiB is far beyond a replayed day.
 inline constexpr std::size_t request_trace_bytes = std::size_t{256} << 20;
 
+// A UTF-8 text corpus (data.source = "text") is held whole, as code points and
+// tokens too: about 9 bytes of memory a character. 256 MiB (the King James
+// Bible is 4 MiB) stays near 2.5 GB; larger corpora go into an HDF5 token
+// stream, read by hyperslab.
+inline constexpr std::size_t text_data_bytes = std::size_t{256} << 20;
+
+// A --json summary of kpipe run, sweep or serve, read back by kpipe plan
+// --costs: kilobytes; 64 MiB bounds a hostile one.
+inline constexpr std::size_t summary_json_bytes = std::size_t{64} << 20;
+
 // COLUMNS from the environment is clamped: no terminal is wider, and a huge
 // value would make `plan` print an ASCII timeline of hundreds of megabytes.
 inline constexpr int terminal_columns = 1000;

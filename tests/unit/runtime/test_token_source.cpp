@@ -154,12 +154,11 @@ TEST_CASE("text source: input errors name the value and the fix", "[runtime][tok
   const auto missing = (dir.path / "missing.txt").string();
   message = input_error_of(
       [&] { runtime::load_tokens(data_of(config::DataSource::text, missing), transformer(18, 8), io::Split::train); });
-  CHECK(contains(message,
-                 fmt::format("data.path '{}' cannot be read (No such file or directory); check the path", missing)));
+  CHECK(contains(message, fmt::format("cannot open data.path '{}': no such file", missing)));
   const auto latin1 = dir.write("latin1.txt", "caf\xe9\n");
   message = input_error_of(
       [&] { runtime::load_tokens(data_of(config::DataSource::text, latin1), transformer(5, 2), io::Split::train); });
-  CHECK(contains(message, fmt::format("data.path '{}' is not valid UTF-8: byte 3 (0xe9)", latin1)));
+  CHECK(contains(message, fmt::format("data.path '{}' is not a UTF-8 text file (byte 0xe9 at offset 3)", latin1)));
 }
 
 TEST_CASE("hdf5 source: a token-stream file's splits and vocabulary", "[runtime][tokens]") {
