@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
+#include <charconv>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/strings.hpp"
 
 namespace kpipe::fault {
 
@@ -40,21 +42,31 @@ std::string_view name(Phase phase) {
   return "?";
 }
 
+// A whole field as a non-negative int: no sign, no trailing text, no overflow.
+std::optional<int> count(std::string_view field) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (field.empty() || error != std::errc() || end != field.data() + field.size() || value < 0) return std::nullopt;
+  return value;
+}
+
 std::optional<Fault> parse(const char* text) {
   if (text == nullptr || *text == '\0') return std::nullopt;
-  const std::string value = text;
-  const auto bad = [&] {
-    return input_error(fmt::format("KPIPE_FAULT = '{}' is not valid; use {}", value, format_help));
-  };
-  Fault fault;
-  char phase[16] = {};
-  int step = 0;
-  const int fields = std::sscanf(value.c_str(), "%d:%15[a-z]:%d", &fault.rank, phase, &step);
-  const auto parsed = fields >= 2 ? parse_phase(phase) : std::nullopt;
-  if (!parsed || fault.rank < 0 || step < 0) throw bad();
-  fault.phase = *parsed;
-  fault.step = fields == 3 ? step : 0;
-  return fault;
+  const std::string_view value = text;
+  std::vector<std::string_view> fields;
+  for (std::size_t start = 0;;) {
+    const std::size_t colon = value.find(':', start);
+    fields.push_back(value.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  const auto rank = count(fields.front());
+  const auto phase = fields.size() >= 2 ? parse_phase(fields[1]) : std::nullopt;
+  const auto step = fields.size() == 3 ? count(fields[2]) : std::optional<int>(0);
+  if (fields.size() > 3 || !rank || !phase || !step) {
+    throw input_error(fmt::format("KPIPE_FAULT = '{}' is not valid; use {}", printable(value), format_help));
+  }
+  return Fault{*rank, *phase, *step};
 }
 
 }  // namespace
