@@ -14,6 +14,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/signals.hpp"
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
@@ -119,9 +120,10 @@ int restore_from(Pipeline& pipeline, const std::string& file, RunReport* report)
 // with a warning; every rank judges alike), or step 0 when there is none.
 int restore_latest(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
   const std::string listing = comm::broadcast_from_root(comm::world(), [&] {
-    std::string paths;
-    for (const io::CheckpointFile& file : io::kpipe_checkpoints(checkpoint.path)) paths.insert(0, file.path + "\n");
-    return paths;
+    const auto files = io::kpipe_checkpoints(checkpoint.path);  // oldest first
+    std::string newest_first;
+    for (auto file = files.rbegin(); file != files.rend(); ++file) newest_first += file->path + "\n";
+    return newest_first;
   });
   for (std::size_t start = 0, end; (end = listing.find('\n', start)) != std::string::npos; start = end + 1) {
     const std::string file = listing.substr(start, end - start);
@@ -232,7 +234,7 @@ int run_command(const Environment& env, const RunOptions& options) {
       log::info(
           "preempted: {} after step {}; {} holds the run, continue it with checkpoint.restart = \"latest\" "
           "(exit code {})",
-          runtime::signal_name(signal), step + 1, file, runtime::PreemptionSignals::exit_code);
+          signal_name(signal), step + 1, file, runtime::PreemptionSignals::exit_code);
       finish(comm::wall_time() - start);
       return runtime::PreemptionSignals::exit_code;
     }

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdlib>
 #include <initializer_list>
 #include <numeric>
 #include <utility>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/signals.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/registry.hpp"
 
@@ -101,8 +101,7 @@ std::vector<int> ints(const IntegerList& list) { return {list.begin(), list.end(
 
 // runtime.preempt_signals: "TERM,USR1" as signal numbers.
 std::vector<int> signal_numbers(const Deck& deck) {
-  static const std::vector<std::pair<std::string, int>> known = {
-      {"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"INT", SIGINT}, {"HUP", SIGHUP}};
+  const std::vector<NamedSignal>& known = preemption_signals();
   const std::string& list = deck.string("runtime.preempt_signals");
   std::vector<int> numbers;
   for (std::size_t start = 0; start < list.size();) {
@@ -112,12 +111,14 @@ std::vector<int> signal_numbers(const Deck& deck) {
     word.erase(0, word.find_first_not_of(' '));
     word.erase(word.find_last_not_of(' ') + 1);
     const std::string name = word.rfind("SIG", 0) == 0 ? word.substr(3) : word;
-    const auto found = std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == name; });
+    const auto found = std::find_if(known.begin(), known.end(), [&](const NamedSignal& s) { return s.name == name; });
     if (found == known.end()) {
-      throw input_error(fmt::format("{}: unknown signal '{}'; use TERM, USR1, USR2, INT or HUP, separated by commas",
-                                    deck.describe("runtime.preempt_signals"), word));
+      std::vector<std::string> names;
+      for (const NamedSignal& signal : known) names.emplace_back(signal.name);
+      throw input_error(fmt::format("{}: unknown signal '{}'; use {}, separated by commas",
+                                    deck.describe("runtime.preempt_signals"), word, join_choices(names)));
     }
-    numbers.push_back(found->second);
+    numbers.push_back(found->number);
   }
   return numbers;
 }

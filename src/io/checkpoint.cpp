@@ -144,10 +144,11 @@ std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const std::string&
   return found;
 }
 
-// Whether `path` is a checkpoint kpipe wrote: an HDF5 file whose root says so.
+// Whether `path` is a checkpoint kpipe wrote: an HDF5 file whose root says so
+// (anything File::open or the attribute refuses is not).
 bool written_by_kpipe(const fs::path& path) {
   try {
-    return hdf5::is_hdf5(path.string()) && File::open(path.string()).string_attribute("format") == checkpoint_format;
+    return File::open(path.string()).string_attribute("format") == checkpoint_format;
   } catch (const Error&) {
     return false;
   }

@@ -379,8 +379,7 @@ File File::make(const std::string& file_name, MPI_Comm comm, bool parallel, bool
     std::error_code error;
     const auto status = std::filesystem::status(file_name, error);
     if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-      throw input_error(file_name +
-                        ": not a regular file (a directory, FIFO, device or socket); name an HDF5 file kpipe wrote");
+      throw input_error(file_name + ": not a regular file (a directory, FIFO, device or socket); name an HDF5 file");
     }
     file = detail::Handle(H5Fopen(file_name.c_str(), H5F_ACC_RDONLY, access.get()), H5Fclose);
   }

@@ -85,9 +85,4 @@ FootprintBuilder& FootprintBuilder::attention(std::int64_t heads, std::int64_t p
   return *this;
 }
 
-FootprintBuilder& FootprintBuilder::add(const LayerFootprint& part) {
-  footprint_ += part;
-  return *this;
-}
-
 }  // namespace kpipe::model

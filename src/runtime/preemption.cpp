@@ -8,6 +8,7 @@
 #include <map>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/signals.hpp"
 
 namespace kpipe::runtime {
 
@@ -27,14 +28,14 @@ std::map<int, struct sigaction>& previous_handlers() {
 
 }  // namespace
 
-PreemptionSignals::PreemptionSignals(const std::vector<int>& signals) : signals_(signals) {
+PreemptionSignals::PreemptionSignals(const std::vector<int>& signals) {
   if (!previous_handlers().empty()) throw runtime_error("preemption signals are already being caught");
   first_signal = 0;
   struct sigaction action {};
   action.sa_handler = remember;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // MPI and file I/O go on: the run stops at a step boundary
-  for (const int signal : signals_) {
+  for (const int signal : signals) {
     struct sigaction previous {};
     if (::sigaction(signal, &action, &previous) != 0) {
       throw runtime_error(fmt::format("cannot catch {}: {}", signal_name(signal), std::strerror(errno)));
@@ -52,23 +53,6 @@ int PreemptionSignals::received() { return first_signal; }
 
 int PreemptionSignals::agreed(comm::Communicator comm) const {
   return static_cast<int>(comm::max(comm, static_cast<double>(first_signal)));
-}
-
-const char* signal_name(int signal) {
-  switch (signal) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGUSR1:
-      return "SIGUSR1";
-    case SIGUSR2:
-      return "SIGUSR2";
-    case SIGINT:
-      return "SIGINT";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "a signal";
-  }
 }
 
 }  // namespace kpipe::runtime

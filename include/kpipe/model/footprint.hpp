@@ -87,9 +87,6 @@ class FootprintBuilder {
   // them) of `heads` heads of `head_dim` features each, on this rank.
   FootprintBuilder& attention(std::int64_t heads, std::int64_t positions, std::int64_t head_dim,
                               kernels::AttentionPath path);
-  // Anything else a kind states itself.
-  FootprintBuilder& add(const LayerFootprint& part);
-
   const LayerFootprint& footprint() const { return footprint_; }
 
  private:

@@ -32,12 +32,6 @@ class PreemptionSignals {
   // collective over `comm`, so every rank answers alike and they stop at the
   // same step.
   int agreed(comm::Communicator comm) const;
-
- private:
-  std::vector<int> signals_;
 };
-
-// "SIGUSR1" for messages.
-const char* signal_name(int signal);
 
 }  // namespace kpipe::runtime

@@ -18,10 +18,7 @@ LayerKind linear_activation_layer_kind() {
   };
   set_factories(kind, [](auto scalar, const LayerBuild& build) -> std::unique_ptr<Layer<decltype(scalar)>> {
     using Scalar = decltype(scalar);
-    const LayerSpec& spec = build.spec;
-    auto linear = std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, build.name(),
-                                                   build.weight_stream(0), build.init(spec.input_dim, spec.output_dim),
-                                                   build.kernels.gemm, build.env, build.split);
+    auto linear = pairing_linear<Scalar>(build);
     const int width = linear->output_dim();  // the rank's columns when column-parallel
     std::vector<std::unique_ptr<Layer<Scalar>>> parts;
     parts.push_back(std::move(linear));

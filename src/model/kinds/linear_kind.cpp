@@ -14,10 +14,7 @@ LayerKind linear_layer_kind() {
         .footprint();
   };
   set_factories(kind, [](auto scalar, const LayerBuild& build) -> std::unique_ptr<Layer<decltype(scalar)>> {
-    const LayerSpec& spec = build.spec;
-    return std::make_unique<Linear<decltype(scalar)>>(
-        spec.input_dim, spec.output_dim, build.name(), build.weight_stream(0),
-        build.init(spec.input_dim, spec.output_dim), build.kernels.gemm, build.env, build.split);
+    return pairing_linear<decltype(scalar)>(build);
   });
   return kind;
 }
