@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "environment.hpp"
 #include "kpipe/config/deck.hpp"
 #include "kpipe/config/run_config.hpp"
-#include "kpipe/runtime/generation.hpp"
+#include "kpipe/runtime/environment.hpp"
+#include "kpipe/runtime/serving/generation.hpp"
 
 namespace kpipe::app {
 
@@ -30,7 +30,7 @@ struct DeckOptions {
   bool doc = false;       // print the schema reference instead of checking a deck
   bool resolved = false;  // also print every key with its resolved value
 };
-int deck_command(const Environment& env, const DeckOptions& options);
+int deck_command(const runtime::Environment& env, const DeckOptions& options);
 
 struct PlanOptions {
   DeckArguments deck;
@@ -41,7 +41,7 @@ struct PlanOptions {
   bool ascii = true;          // the ASCII timeline, when it fits the terminal
   std::string requests_path;  // requests=FILE: a serving plan of this trace instead of a training step
 };
-int plan_command(const Environment& env, PlanOptions options);
+int plan_command(const runtime::Environment& env, PlanOptions options);
 // The serving plan of plan_command with requests=FILE (serve_plan.cpp).
 int serve_plan_command(const LoadedDeck& loaded, const PlanOptions& options);
 // Takes `requests=FILE` out of the key=value arguments; empty when absent.
@@ -52,8 +52,8 @@ struct RunOptions {
   std::string json_path;
   std::string profile_path;  // --profile: every executed action to HDF5 (docs/formats.md, "Profile")
 };
-int run_command(const Environment& env, const RunOptions& options);
-int infer_command(const Environment& env, const RunOptions& options);
+int run_command(const runtime::Environment& env, const RunOptions& options);
+int infer_command(const runtime::Environment& env, const RunOptions& options);
 
 struct SweepOptions {
   DeckArguments deck;
@@ -61,7 +61,7 @@ struct SweepOptions {
   int steps = 10;          // measured steps per size, after one warm-up step
   std::string json_path;
 };
-int sweep_command(const Environment& env, const SweepOptions& options);
+int sweep_command(const runtime::Environment& env, const SweepOptions& options);
 
 struct GenerateOptions {
   DeckArguments deck;                 // without the sampling keys below
@@ -71,7 +71,7 @@ struct GenerateOptions {
 // The generate command's own keys (prompt, tokens, temperature, seed) out of
 // the key=value arguments; dotted keys stay deck overrides.
 GenerateOptions split_generate_arguments(DeckArguments arguments);
-int generate_command(const Environment& env, const GenerateOptions& options);
+int generate_command(const runtime::Environment& env, const GenerateOptions& options);
 
 struct ServeOptions {
   DeckArguments deck;         // without requests=
@@ -81,7 +81,7 @@ struct ServeOptions {
 };
 // The serve command's own key (requests=FILE, required) out of the key=value arguments.
 ServeOptions split_serve_arguments(DeckArguments arguments);
-int serve_command(const Environment& env, const ServeOptions& options);
+int serve_command(const runtime::Environment& env, const ServeOptions& options);
 
 struct TraceOptions {
   std::string profile_path;
@@ -89,6 +89,6 @@ struct TraceOptions {
   std::string svg_path;   // one step measured, above its simulation with the measured costs
   int step = -1;          // the step the SVG draws; -1: the last
 };
-int trace_command(const Environment& env, const TraceOptions& options);
+int trace_command(const runtime::Environment& env, const TraceOptions& options);
 
 }  // namespace kpipe::app

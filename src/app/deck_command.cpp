@@ -8,7 +8,7 @@
 
 namespace kpipe::app {
 
-int deck_command(const Environment& /*env*/, const DeckOptions& options) {
+int deck_command(const runtime::Environment& /*env*/, const DeckOptions& options) {
   if (options.doc) {
     log::info("{}", config::schema_markdown());
     return 0;

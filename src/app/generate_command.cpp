@@ -14,10 +14,10 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/runtime/generation.hpp"
-#include "kpipe/runtime/serve.hpp"
+#include "kpipe/runtime/serving/generation.hpp"
+#include "kpipe/runtime/serving/serve.hpp"
 #include "kpipe/runtime/token_source.hpp"
-#include "training.hpp"
+#include "kpipe/runtime/training.hpp"
 
 namespace kpipe::app {
 
@@ -63,7 +63,7 @@ GenerateOptions split_generate_arguments(DeckArguments arguments) {
   return options;
 }
 
-int generate_command(const Environment&, const GenerateOptions& options) {
+int generate_command(const runtime::Environment&, const GenerateOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   const config::RunConfig& config = loaded.config;
   if (config.model.kind != config::ModelKind::transformer) {
@@ -71,11 +71,10 @@ int generate_command(const Environment&, const GenerateOptions& options) {
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
   runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
-  const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
-  const auto vocabulary = runtime::load_vocabulary(config.data, spec);
+  const auto vocabulary = runtime::load_vocabulary(config.data, config.model.vocab);
   const std::vector<std::int32_t> prompt = vocabulary.encode(options.prompt, "the prompt");
-  const auto owned = build_pipeline(config, runtime::Mode::infer);
-  const Pipeline& pipeline = *owned;
+  const auto owned = runtime::build_pipeline(config, runtime::Mode::infer);
+  Pipeline& pipeline = *owned;
   if (config.checkpoint.restart.empty()) {
     log::info("weights: initialised from model.seed = {} (set checkpoint.restart to sample from a checkpoint)",
               config.model.seed);
@@ -86,7 +85,7 @@ int generate_command(const Environment&, const GenerateOptions& options) {
   const bool root = log::is_root();
   if (root) std::fputs(options.prompt.c_str(), stdout);
   const double start = comm::wall_time();
-  abort_on_error([&] {
+  runtime::abort_on_error([&] {
     return runtime::generate_tokens(pipeline, prompt, options.sampling, config.inference,
                                     [&](const std::vector<int>& tokens) {
                                       if (!root) return;

@@ -3,7 +3,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/log.hpp"
-#include "output_file.hpp"
+#include "kpipe/core/output_file.hpp"
 
 namespace kpipe::app {
 

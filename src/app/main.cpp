@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "environment.hpp"
 #include "kpipe/app/main.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/core/version.hpp"
+#include "kpipe/runtime/environment.hpp"
 
 // Inside kpipe::app rather than `using namespace kpipe`: nvcc's generated code
 // calls an unqualified log(), which kpipe::log would make ambiguous.
@@ -61,7 +61,7 @@ void check_command(const CLI::App& cli, const std::vector<std::string>& args) {
                                 near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near), choose));
 }
 
-int run_cli(const app::Environment& env, std::vector<std::string> args) {
+int run_cli(const runtime::Environment& env, std::vector<std::string> args) {
   CLI::App cli{"kpipe: pipeline-parallel training and inference of layered models with Kokkos and MPI", "kpipe"};
   cli.set_version_flag("--version", std::string("kpipe ") + version_string);
   cli.require_subcommand(1);
@@ -157,7 +157,7 @@ int run_cli(const app::Environment& env, std::vector<std::string> args) {
 
 int kpipe::main(int argc, char** argv) {
   using namespace kpipe::app;
-  Environment env(argc, argv);
+  runtime::Environment env(argc, argv);
   try {
     return run_cli(env, without_kokkos_flags(argc, argv));
   } catch (const kpipe::Error& e) {

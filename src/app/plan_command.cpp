@@ -16,21 +16,18 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "cost_file.hpp"
 #include "kpipe/comm/process_grid.hpp"
-#include "kpipe/comm/transport.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/cost_file.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/runtime/run_plan.hpp"
+#include "kpipe/runtime/traffic_report.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/render.hpp"
-#include "kpipe/schedule/run_plan.hpp"
-#include "output_file.hpp"
-#include "traffic_report.hpp"
 
 namespace kpipe::app {
 
@@ -50,9 +47,6 @@ int terminal_columns() {
   return 120;
 }
 
-// Ranks (and boundaries) listed one per line; beyond, the largest alone.
-constexpr int listed_ranks = 16;
-
 // A simulation that overflows (huge costs, a tiny bandwidth) has no meaningful
 // makespan or bubble; say which keys make it so.
 void require_finite(const schedule::SimulationResult& result) {
@@ -69,76 +63,9 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
                      100.0 * bubble.idle_over_total);
 }
 
-// The memory estimate `kpipe run` checks before allocating, per pipeline
-// rank (the largest one alone when there are many ranks); "process" is what
-// this kpipe process holds before any model, a stand-in for a run's ranks.
-void print_memory(const config::RunConfig& config, const model::TrainerSpec& spec, const schedule::Schedule& schedule) {
-  const std::int64_t baseline = runtime::resident_bytes();
-  int largest = 0;
-  std::vector<runtime::MemoryEstimate> estimates;
-  for (int rank = 0; rank < schedule.p; ++rank) {
-    estimates.push_back(runtime::estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
-                                                 !comm::mpi_reaches_device_memory(), baseline));
-    if (estimates.back().total() > estimates[largest].total()) largest = rank;
-  }
-  if (schedule.p <= listed_ranks) {
-    for (int rank = 0; rank < schedule.p; ++rank) log::info("memory, rank {}: {}", rank, estimates[rank].describe());
-  } else {
-    log::info("memory, largest (rank {}): {}", largest, estimates[largest].describe());
-  }
-}
-
-// The bytes each rank sends across every stage boundary per microbatch, and
-// each pipeline rank's volume per step and link (the same for its tensor
-// ranks and replicas), with its time at sim.comm_latency and sim.comm_bandwidth;
-// with many ranks, the first boundaries and the rank that moves the most.
-void print_traffic(const config::RunConfig& config, const std::vector<model::StageTraffic>& stages,
-                   const schedule::Schedule& schedule) {
-  const int parts = model::boundary_parts(config.pipeline);
-  const int boundaries = static_cast<int>(stages.size()) - 1;
-  for (int s = 0; s < std::min(boundaries, listed_ranks); ++s) {
-    const std::int64_t whole = stages[s].output_bytes;
-    const char* why = model::boundary_gathered(config.pipeline) ? "scatter/gather" : "sequence-parallel rows";
-    log::info("boundary {} -> {}: {} bytes per microbatch and rank{}", s, s + 1, whole / parts,
-              parts > 1 ? fmt::format(" (1/{} of {}: {})", parts, whole, why) : std::string());
-  }
-  if (boundaries > listed_ranks) log::info("... and {} boundaries more", boundaries - listed_ranks);
-  const auto ranks = predicted_traffic(stages, schedule, config.pipeline.data_parallel);
-  const auto total = [](const model::StepTraffic& r) { return r.pipeline.bytes + r.tensor.bytes + r.data.bytes; };
-  if (schedule.p > listed_ranks) {
-    const auto most =
-        std::max_element(ranks.begin(), ranks.end(), [&](const auto& a, const auto& b) { return total(a) < total(b); });
-    log::info("communication per step, most (pipeline rank {}): {}", most - ranks.begin(), describe(*most, config.sim));
-    return;
-  }
-  for (int rank = 0; rank < schedule.p; ++rank) {
-    log::info("communication per step, pipeline rank {}: {}", rank, describe(ranks[rank], config.sim));
-  }
-}
-
-// The plan's grid and its predicted volume per pipeline rank, for --json.
-nlohmann::json traffic_json(const config::RunConfig& config, const std::vector<model::StageTraffic>& stages,
-                            const schedule::Schedule& schedule) {
-  const auto& shape = config.pipeline;
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& rank : predicted_traffic(stages, schedule, shape.data_parallel)) {
-    ranks.push_back(app::traffic_json(rank, config.sim));
-  }
-  nlohmann::json boundaries = nlohmann::json::array();
-  for (std::size_t s = 0; s + 1 < stages.size(); ++s) boundaries.push_back(stages[s].output_bytes);
-  return {{"grid",
-           {{"p", shape.stages},
-            {"t", shape.tensor_parallel},
-            {"d", shape.data_parallel},
-            {"world", shape.world_size()},
-            {"scatter_gather", model::boundary_gathered(shape)}}},
-          {"boundary_bytes", boundaries},
-          {"ranks", ranks}};
-}
-
-void print_plan(const LoadedDeck& loaded, const model::TrainerSpec& spec,
-                const std::vector<model::StageTraffic>& traffic, const schedule::RunPlan& plan,
-                const schedule::Schedule& schedule, const schedule::SimulationResult& result) {
+void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& prediction, const schedule::Schedule& schedule,
+                const schedule::SimulationResult& result) {
+  const schedule::RunPlan& plan = prediction.plan;
   const auto& s = loaded.config.pipeline;
   const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + printable(plan.schedule_file);
   log::info("{}", comm::grid_layout(s.stages, s.tensor_parallel, s.data_parallel));
@@ -155,8 +82,8 @@ void print_plan(const LoadedDeck& loaded, const model::TrainerSpec& spec,
   log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
             static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
-  print_memory(loaded.config, spec, schedule);
-  print_traffic(loaded.config, traffic, schedule);
+  runtime::log_memory_estimates(loaded.config, prediction.spec, schedule);
+  runtime::log_traffic(loaded.config, prediction.traffic, schedule);
 }
 
 // The measured costs at the deck's b, for the deck's pipeline shape only.
@@ -193,7 +120,7 @@ void print_calibrated(const std::string& path, const schedule::CostFit& fit, con
 
 }  // namespace
 
-int plan_command(const Environment& env, PlanOptions options) {
+int plan_command(const runtime::Environment& env, PlanOptions options) {
   options.requests_path = take_requests_argument(options.deck);
   const LoadedDeck loaded = load_deck(options.deck);
   if (!options.requests_path.empty()) return serve_plan_command(loaded, options);
@@ -202,9 +129,8 @@ int plan_command(const Environment& env, PlanOptions options) {
   require_writable(options.trace_path, "--trace");
   require_writable(options.json_path, "--json");
   // The partition and each stage's traffic, once for every report below.
-  const model::TrainerSpec spec = model::TrainerSpec::from_config(loaded.config);
-  const std::vector<model::StageTraffic> traffic = model::stage_traffic(loaded.config, spec.stages);
-  const schedule::RunPlan plan = runtime::run_plan(loaded.config, traffic);
+  const runtime::RunPrediction prediction = runtime::predict_run(loaded.config);
+  const schedule::RunPlan& plan = prediction.plan;
   // A plan too large to draw is refused before it is generated: the SVG holds p·v·m boxes at least.
   if (!options.svg_path.empty()) {
     schedule::require_svg_fits(static_cast<double>(plan.spec.p) * plan.spec.v * plan.spec.m);
@@ -215,7 +141,7 @@ int plan_command(const Environment& env, PlanOptions options) {
   std::optional<schedule::CostFit> fit;
   std::optional<schedule::Calibration> calibration;
   if (!options.costs_path.empty()) {
-    fit = read_cost_file(options.costs_path);
+    fit = runtime::read_cost_file(options.costs_path);
     calibration = deck_calibration(*fit, options.costs_path, schedule, loaded.config.train.microbatch_size);
   }
   // Every action's time is kept only when a timeline will be drawn.
@@ -236,7 +162,7 @@ int plan_command(const Environment& env, PlanOptions options) {
 
   std::optional<schedule::CalibratedStep> calibrated;
   if (calibration) calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
-  print_plan(loaded, spec, traffic, plan, schedule, result);
+  print_plan(loaded, prediction, schedule, result);
   if (calibrated)
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
   if (options.ascii) {
@@ -254,7 +180,7 @@ int plan_command(const Environment& env, PlanOptions options) {
   write_output(options.json_path, "--json", [&](std::ostream& out) {
     nlohmann::json json =
         nlohmann::json::parse(schedule::summary_json(schedule, plan.costs, result, plan.data_parallel));
-    json["communication"] = traffic_json(loaded.config, traffic, schedule);
+    json["communication"] = runtime::plan_traffic_json(loaded.config, prediction.traffic, schedule);
     if (!calibrated) {
       out << json.dump(2) << '\n';
       return;

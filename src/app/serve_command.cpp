@@ -14,13 +14,13 @@
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
-#include "kpipe/runtime/request_trace.hpp"
-#include "kpipe/runtime/serve.hpp"
-#include "kpipe/runtime/serve_prediction.hpp"
+#include "kpipe/core/output_file.hpp"
+#include "kpipe/runtime/serving/request_trace.hpp"
+#include "kpipe/runtime/serving/serve.hpp"
+#include "kpipe/runtime/serving/serve_prediction.hpp"
 #include "kpipe/runtime/token_source.hpp"
+#include "kpipe/runtime/training.hpp"
 #include "kpipe/schedule/render.hpp"
-#include "output_file.hpp"
-#include "training.hpp"
 
 namespace kpipe::app {
 
@@ -78,7 +78,7 @@ ServeOptions split_serve_arguments(DeckArguments arguments) {
   return options;
 }
 
-int serve_command(const Environment&, const ServeOptions& options) {
+int serve_command(const runtime::Environment&, const ServeOptions& options) {
   protect_input(options.requests_path);
   require_writable(options.json_path, "--json");
   require_writable(options.svg_path, "--svg");
@@ -89,32 +89,32 @@ int serve_command(const Environment&, const ServeOptions& options) {
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
   runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
-  const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
-  const auto vocabulary = runtime::load_vocabulary(config.data, spec);
+  const auto vocabulary = runtime::load_vocabulary(config.data, config.model.vocab);
   const std::string text =
       comm::broadcast_from_root(comm::world(), [&] { return runtime::read_request_trace_text(options.requests_path); });
   const runtime::Trace trace =
-      runtime::parse_request_trace(text, options.requests_path, vocabulary, spec.model.context);
+      runtime::parse_request_trace(text, options.requests_path, vocabulary, config.model.context);
   for (const runtime::Clipped& clipped : trace.clipped) {
     log::info("serve: request {} asks for {} new tokens; {} fit the context of {}", clipped.request, clipped.requested,
-              trace.requests.at(static_cast<std::size_t>(clipped.request)).max_new_tokens, spec.model.context);
+              trace.requests.at(static_cast<std::size_t>(clipped.request)).max_new_tokens, config.model.context);
   }
-  const auto owned = build_pipeline(config, runtime::Mode::infer);
+  const auto owned = runtime::build_pipeline(config, runtime::Mode::infer);
   restore(*owned, config.checkpoint);
   const std::string batching = loaded.deck.string("inference.batching");
   log::info("serve: {} requests from {}, batching \"{}\", token budget {}, KV cache {} MiB per stage",
             trace.requests.size(), options.requests_path, batching, config.inference.token_budget,
             config.inference.kv_cache_mib);
   const runtime::ServeResult result =
-      abort_on_error([&] { return runtime::serve(*owned, trace.requests, config.inference); });
+      runtime::abort_on_error([&] { return runtime::serve(*owned, trace.requests, config.inference); });
   if (log::is_root()) {
     const Latencies l = latencies(result);
     const double measured = runtime::measured_bubble(result.work);
     const int stages = owned->schedule().placement.stage_count();
-    const runtime::ServePrediction predicted = runtime::predict_serving(
-        trace.requests,
-        runtime::batch_limits(config.inference, result.kv_blocks, spec.model.context, owned->schedule().placement.p()),
-        result, stages);
+    const runtime::ServePrediction predicted =
+        runtime::predict_serving(trace.requests,
+                                 runtime::batch_limits(config.inference, result.kv_blocks, config.model.context,
+                                                       owned->schedule().placement.p()),
+                                 result, stages);
     std::size_t rejected = 0;
     for (const auto& r : result.requests) rejected += !r.rejected.empty();
     for (const auto& r : result.requests) {

@@ -10,17 +10,18 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "auto_microbatch_size.hpp"
 #include "commands.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
+#include "kpipe/runtime/microbatch_sweep.hpp"
 #include "kpipe/runtime/timeline.hpp"
+#include "kpipe/runtime/training.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/registry.hpp"
-#include "microbatch_sweep.hpp"
-#include "output_file.hpp"
-#include "training.hpp"
 
 namespace kpipe::app {
 
@@ -29,8 +30,8 @@ namespace {
 constexpr double agreement = 0.05;  // the predicted best counts as right within 5% of the measured best's throughput
 
 // A measured size and what the fitted costs predict for it (rank 0).
-struct Row : SizeMeasurement {
-  explicit Row(SizeMeasurement measured) : SizeMeasurement(std::move(measured)) {}
+struct Row : runtime::SizeMeasurement {
+  explicit Row(runtime::SizeMeasurement measured) : runtime::SizeMeasurement(std::move(measured)) {}
   double predicted_samples_per_second = 0.0;
   double predicted_step_seconds = 0.0;
   schedule::Bubble predicted_bubble;
@@ -46,18 +47,18 @@ std::size_t best(const std::vector<Row>& rows, double Row::*rate) {
 
 }  // namespace
 
-int sweep_command(const Environment& env, const SweepOptions& options) {
+int sweep_command(const runtime::Environment& env, const SweepOptions& options) {
   const LoadedDeck base = load_deck(options.deck);
   require_writable(options.json_path, "--json");
-  check_sweepable(base.config, "kpipe sweep");
-  const std::vector<int> sizes = sizes_to_measure(base.config, options.sizes);
+  runtime::check_sweepable(base.config, "kpipe sweep");
+  const std::vector<int> sizes = runtime::sizes_to_measure(base.config, options.sizes);
   log::info("sweep: {} schedule, p = {}, d = {}, B = {}; b = {}; {} measured steps after 1 warm-up step each",
             base.config.pipeline.schedule, base.config.pipeline.stages, base.config.pipeline.data_parallel,
-            base.config.train.global_batch, size_list(sizes), options.steps);
+            base.config.train.global_batch, runtime::size_list(sizes), options.steps);
 
   std::vector<Row> rows;
   for (int b : sizes) {
-    rows.emplace_back(measure_size(deck_at_size(base, b).config, options.steps));
+    rows.emplace_back(runtime::measure_size(deck_at_size(base, b).config, options.steps));
     log::info("b = {:>4} (m = {:>4}): {:>10.0f} samples/s measured, peak activations {:.2f} MiB", b, rows.back().m,
               rows.back().measured_samples_per_second, rows.back().peak_activation_mib);
   }

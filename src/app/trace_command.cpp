@@ -12,109 +12,16 @@
 #include "commands.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/io/profile.hpp"
+#include "kpipe/runtime/profile_timelines.hpp"
 #include "kpipe/schedule/render.hpp"
-#include "kpipe/schedule/timeline.hpp"
-#include "output_file.hpp"
 
 namespace kpipe::app {
 
 namespace {
 
-using schedule::ActionKind;
 using schedule::Timeline;
-
-constexpr double milliseconds_per_second = 1e3;
-
-Timeline empty_timeline(const io::Profile& profile, int ranks) {
-  Timeline t;
-  t.name = profile.info.schedule;
-  t.p = ranks;
-  t.v = static_cast<int>(profile.info.v);
-  t.m = static_cast<int>(profile.info.m);
-  t.unit = "ms";
-  t.ranks.resize(static_cast<std::size_t>(ranks));
-  return t;
-}
-
-class ProfileTimelines {
- public:
-  ProfileTimelines(const io::Profile& profile, const std::string& path) : profile_(profile) {
-    for (const std::string& name : profile.kind_names) {
-      const auto kind = schedule::parse_kind(name);
-      if (!kind) {
-        throw input_error(
-            fmt::format("'{}' is not a readable kpipe profile: unknown action kind '{}' in the "
-                        "attribute 'kinds'",
-                        printable(path), printable(name)));
-      }
-      kinds_.push_back(*kind);
-    }
-  }
-
-  int world_ranks() const { return static_cast<int>(profile_.info.p * profile_.info.d); }
-  int steps() const { return static_cast<int>(profile_.info.steps); }
-  double step_start(int rank, int step) const {
-    return profile_.step_start[static_cast<std::size_t>(rank) * steps() + step];
-  }
-
-  // Every action of every step on every rank, on the clock all ranks share.
-  Timeline all_steps() const {
-    Timeline t = empty_timeline(profile_, world_ranks());
-    const io::ActionTable& m = profile_.measured;
-    for (std::size_t i = 0; i < m.size(); ++i) {
-      const double origin = step_start(m.rank[i], m.step[i]);
-      t.ranks[m.rank[i]].push_back(timed(m, i, origin));
-    }
-    schedule::summarize(t);
-    return t;
-  }
-
-  // One step of the pipeline of replica 0, from the first of its ranks to begin it.
-  Timeline one_step(int step) const {
-    const int p = static_cast<int>(profile_.info.p);
-    Timeline t = empty_timeline(profile_, p);
-    t.label = fmt::format("measured, step {} of {}", step, steps());
-    double first = std::numeric_limits<double>::infinity();
-    for (int r = 0; r < p; ++r) first = std::min(first, step_start(r, step));
-    const io::ActionTable& m = profile_.measured;
-    for (std::size_t i = 0; i < m.size(); ++i) {
-      if (m.step[i] != step || m.rank[i] >= p) continue;
-      t.ranks[m.rank[i]].push_back(timed(m, i, step_start(m.rank[i], step) - first));
-    }
-    schedule::summarize(t);
-    return t;
-  }
-
-  // The simulator's step with the measured per-stage costs; no ranks when the profile has none.
-  Timeline predicted() const {
-    const io::ActionTable& m = profile_.predicted;
-    Timeline t = empty_timeline(profile_, m.size() > 0 ? static_cast<int>(profile_.info.p) : 0);
-    t.label = "simulated with the measured per-stage costs";
-    for (std::size_t i = 0; i < m.size(); ++i) t.ranks[m.rank[i]].push_back(timed(m, i, 0.0));
-    schedule::summarize(t);
-    return t;
-  }
-
- private:
-  schedule::TimedAction timed(const io::ActionTable& table, std::size_t i, double origin) const {
-    schedule::TimedAction t;
-    t.action.kind = kinds_[table.kind[i]];
-    t.action.microbatch = table.microbatch[i];
-    t.action.chunk = static_cast<std::int8_t>(table.chunk[i]);
-    t.action.peer = static_cast<std::int16_t>(table.peer[i]);
-    t.action.tag = table.tag[i];
-    t.stage = table.stage[i];
-    t.step = table.step[i];
-    t.start = (origin + table.start[i]) * milliseconds_per_second;
-    t.end = (origin + table.end[i]) * milliseconds_per_second;
-    return t;
-  }
-
-  const io::Profile& profile_;
-  std::vector<ActionKind> kinds_;
-};
 
 std::string bubble_text(const Timeline& t) {
   return fmt::format("makespan {:.3f} ms, bubble idle/useful {:.3f}, idle/total {:.3f}", t.makespan,
@@ -123,15 +30,14 @@ std::string bubble_text(const Timeline& t) {
 
 }  // namespace
 
-int trace_command(const Environment& env, const TraceOptions& options) {
+int trace_command(const runtime::Environment& env, const TraceOptions& options) {
   protect_input(options.profile_path);
   require_writable(options.json_path, "--json");
   require_writable(options.svg_path, "--svg");
-  const io::Profile profile = io::read_profile(options.profile_path);
-  const ProfileTimelines timelines(profile, options.profile_path);
-  const io::ProfileInfo& info = profile.info;
+  const runtime::ProfileTimelines timelines(options.profile_path);
+  const auto& info = timelines.info();
   log::info("profile: {} schedule, p = {}, v = {}, m = {}, d = {}, {} steps, {} actions; kpipe {}, {}, written {}",
-            info.schedule, info.p, info.v, info.m, info.d, info.steps, profile.measured.size(), info.software_version,
+            info.schedule, info.p, info.v, info.m, info.d, info.steps, timelines.actions(), info.software_version,
             info.device, info.date);
   if (timelines.steps() == 0)
     throw input_error(fmt::format("the profile '{}' holds no step", printable(options.profile_path)));

@@ -8,25 +8,21 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "auto_microbatch_size.hpp"
 #include "commands.hpp"
-#include "kpipe/comm/agreement.hpp"
-#include "kpipe/comm/broadcast.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/core/output_file.hpp"
 #include "kpipe/core/signals.hpp"
-#include "kpipe/io/checkpoint.hpp"
-#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/preemption.hpp"
+#include "kpipe/runtime/profile_recorder.hpp"
+#include "kpipe/runtime/run_report.hpp"
 #include "kpipe/runtime/timeline.hpp"
+#include "kpipe/runtime/training.hpp"
 #include "kpipe/schedule/simulate.hpp"
-#include "microbatch_sweep.hpp"
-#include "output_file.hpp"
-#include "profile_recorder.hpp"
-#include "run_report.hpp"
-#include "training.hpp"
 
 namespace kpipe::app {
 
@@ -76,10 +72,10 @@ std::string loss_text(const Pipeline& pipeline, double loss) {
 }
 
 // train.eval_every: the validation loss with the weights after `steps_done` steps.
-double validate(Pipeline& pipeline, int steps_done, RunReport& report) {
+double validate(Pipeline& pipeline, int steps_done, runtime::RunReport& report) {
   const double start = comm::wall_time();
   const runtime::Evaluation total =
-      runtime::global_evaluation(pipeline.grid(), abort_on_error([&] { return pipeline.validate(); }));
+      runtime::global_evaluation(pipeline.grid(), runtime::abort_on_error([&] { return pipeline.validate(); }));
   // Each batch's scaled losses add up to its mean loss.
   const double loss = total.loss / std::max(1, total.batches);
   report.add_validation(steps_done, loss);
@@ -96,64 +92,7 @@ double mebibytes(const std::string& file) {
 
 }  // namespace
 
-std::unique_ptr<Pipeline> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
-  // "packed" is valid in every build; say what it means in this one.
-  if (config.compute.gemm == config::GemmKind::packed) {
-    log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
-  }
-  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
-  return comm::collectively(comm::world(), watchdog, "set-up",
-                            [&] { return std::make_unique<Pipeline>(config, comm::world(), mode); });
-}
-
-int restore_from(Pipeline& pipeline, const std::string& file, RunReport* report) {
-  const double start = comm::wall_time();
-  const auto step = runtime::load_checkpoint(pipeline, file);
-  const double seconds = comm::wall_time() - start;
-  log::info("weights: {} after {} steps (read and verified in {:.3f} s)", file, step, seconds);
-  if (report) report->restarted_from(file, step, seconds);
-  return static_cast<int>(step);
-}
-
-// checkpoint.restart = "latest": the newest of kpipe's checkpoints in
-// checkpoint.path that reads and verifies (a torn or damaged one is skipped
-// with a warning; every rank judges alike), or step 0 when there is none.
-int restore_latest(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
-  const std::string listing = comm::broadcast_from_root(comm::world(), [&] {
-    const auto files = io::kpipe_checkpoints(checkpoint.path);  // oldest first
-    std::string newest_first;
-    for (auto file = files.rbegin(); file != files.rend(); ++file) newest_first += file->path + "\n";
-    return newest_first;
-  });
-  for (std::size_t start = 0, end; (end = listing.find('\n', start)) != std::string::npos; start = end + 1) {
-    const std::string file = listing.substr(start, end - start);
-    try {
-      return restore_from(pipeline, file, report);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::input) throw;
-      log::warning("checkpoint.restart = \"latest\": skipping {}: {}", file, e.what());
-    }
-  }
-  log::info(
-      "weights: no checkpoint of kpipe's in checkpoint.path = \"{}\" yet (checkpoint.restart = \"latest\"); "
-      "starting from step 0",
-      checkpoint.path);
-  return 0;
-}
-
-int restore(Pipeline& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
-  if (checkpoint.restart.empty()) return 0;
-  if (checkpoint.restart == "latest") return restore_latest(pipeline, checkpoint, report);
-  return restore_from(pipeline, checkpoint.restart, report);
-}
-
-std::size_t peak_stashed_bytes(const Pipeline& pipeline) {
-  std::size_t peak = 0;
-  for (const auto& chunk : pipeline.chunks()) peak += chunk->peak_stashed_bytes();
-  return peak;
-}
-
-int run_command(const Environment& env, const RunOptions& options) {
+int run_command(const runtime::Environment& env, const RunOptions& options) {
   const LoadedDeck loaded = with_measured_microbatch_size(load_deck(options.deck));
   require_writable(options.json_path, "--json");
   const config::CheckpointConfig& checkpoint = loaded.config.checkpoint;
@@ -164,7 +103,7 @@ int run_command(const Environment& env, const RunOptions& options) {
     runtime::require_activation_directory(runtime::activation_directory(loaded.config.pipeline.activation_path));
   }
   require_writable(options.profile_path, "--profile");
-  const auto owned = build_pipeline(loaded.config, runtime::Mode::train);
+  const auto owned = runtime::build_pipeline(loaded.config, runtime::Mode::train);
   Pipeline& pipeline = *owned;
   print_setup(pipeline, "training");
   const int steps = loaded.config.train.steps;
@@ -186,7 +125,7 @@ int run_command(const Environment& env, const RunOptions& options) {
               steps * samples_per_step / static_cast<double>(samples));
   }
 
-  RunReport report(pipeline, loaded.config);
+  runtime::RunReport report(pipeline, loaded.config);
   const int first = restore(pipeline, checkpoint, &report);
   if (first > steps) {
     throw input_error(
@@ -198,7 +137,7 @@ int run_command(const Environment& env, const RunOptions& options) {
   const auto write_checkpoint = [&](int steps_done) {
     const double write_start = comm::wall_time();
     const std::string file =
-        abort_on_error([&] { return runtime::save_checkpoint(pipeline, checkpoint, run, steps_done); });
+        runtime::abort_on_error([&] { return runtime::save_checkpoint(pipeline, checkpoint, run, steps_done); });
     const double seconds = comm::wall_time() - write_start;
     report.add_checkpoint(file, steps_done, seconds, mebibytes(file));
     log::info("checkpoint: {} ({:.3f} s)", file, seconds);
@@ -207,15 +146,18 @@ int run_command(const Environment& env, const RunOptions& options) {
   const auto finish = [&](double seconds) {
     report.finish(seconds);
     report.print();
-    if (!options.json_path.empty()) report.write_json(options.json_path, "run", options.deck.path);
+    if (options.json_path.empty()) return;
+    report.write_json(options.json_path, {{"command", "run"},
+                                          {"deck", options.deck.path},
+                                          {"resolution", {{"deck_files_read", config::deck_files_read()}}}});
   };
-  ProfileRecorder profile(pipeline, options.profile_path);
+  runtime::ProfileRecorder profile(pipeline, options.profile_path);
   const runtime::PreemptionSignals preemption(loaded.config.runtime.preempt_signals);
   comm::barrier(comm::world());
   const double start = comm::wall_time();
   for (int step = first; step < steps; ++step) {
     const double step_start = comm::wall_time();
-    const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
+    const runtime::StepResult result = runtime::abort_on_error([&] { return pipeline.run_step(step); });
     profile.add_step(step, step_start - start, result);
     const double loss = runtime::global_loss(pipeline.grid(), result);
     report.add_step(loss, step_start - start, comm::wall_time() - step_start, result);
@@ -225,12 +167,11 @@ int run_command(const Environment& env, const RunOptions& options) {
               duration(elapsed / (step - first + 1) * (steps - step - 1)));
     const int eval_every = loaded.config.train.eval_every;
     if (eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps)) validate(pipeline, step + 1, report);
-    const bool checkpointed = checkpoint.every > 0 && (step + 1) % checkpoint.every == 0;
-    if (checkpointed) write_checkpoint(step + 1);
+    std::string checkpointed;  // this step's checkpoint file, if it wrote one
+    if (checkpoint.every > 0 && (step + 1) % checkpoint.every == 0) checkpointed = write_checkpoint(step + 1);
     if (const int signal = preemption.agreed(comm::world()); signal != 0 && step + 1 < steps) {
-      if (!checkpointed) create_writable_directory(checkpoint.path, "checkpoint.path");
-      const std::string file =
-          checkpointed ? io::checkpoint_file(checkpoint.path, step + 1) : write_checkpoint(step + 1);
+      if (checkpointed.empty()) create_writable_directory(checkpoint.path, "checkpoint.path");
+      const std::string file = checkpointed.empty() ? write_checkpoint(step + 1) : checkpointed;
       log::info(
           "preempted: {} after step {}; {} holds the run, continue it with checkpoint.restart = \"latest\" "
           "(exit code {})",
@@ -247,17 +188,17 @@ int run_command(const Environment& env, const RunOptions& options) {
         "activation store (rank {}): {:.1f} MiB written and read per step, {:.4f} s of I/O per step, peak "
         "resident stash {:.1f} KiB",
         pipeline.grid().world_rank(), static_cast<double>(io.bytes_written) / done / (1 << 20), io.seconds() / done,
-        static_cast<double>(peak_stashed_bytes(pipeline)) / 1024);
+        static_cast<double>(runtime::peak_stashed_bytes(pipeline)) / 1024);
   }
-  profile.write(env, loaded, options.deck.overrides);
+  profile.write(env.describe(), loaded.deck.source_text(), options.deck.overrides);
   return 0;
 }
 
-int infer_command(const Environment& env, const RunOptions& options) {
+int infer_command(const runtime::Environment& env, const RunOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   require_writable(options.json_path, "--json");
   require_writable(options.profile_path, "--profile");
-  const auto owned = build_pipeline(loaded.config, runtime::Mode::infer);
+  const auto owned = runtime::build_pipeline(loaded.config, runtime::Mode::infer);
   Pipeline& pipeline = *owned;
   print_setup(pipeline, "inference");
   if (loaded.config.checkpoint.restart.empty()) {
@@ -267,12 +208,12 @@ int infer_command(const Environment& env, const RunOptions& options) {
   restore(pipeline, loaded.config.checkpoint, nullptr);
   const int batches = inference_batches(pipeline, loaded.config);
   runtime::Evaluation total;
-  ProfileRecorder profile(pipeline, options.profile_path);
+  runtime::ProfileRecorder profile(pipeline, options.profile_path);
   comm::barrier(comm::world());
   const double start = comm::wall_time();
   for (int step = 0; step < batches; ++step) {
     const double step_start = comm::wall_time();
-    const runtime::StepResult result = abort_on_error([&] { return pipeline.run_step(step); });
+    const runtime::StepResult result = runtime::abort_on_error([&] { return pipeline.run_step(step); });
     profile.add_step(step, step_start - start, result);
     total += runtime::global_evaluation(pipeline.grid(), pipeline.evaluation());
   }
@@ -296,7 +237,7 @@ int infer_command(const Environment& env, const RunOptions& options) {
       json["accuracy"] = static_cast<double>(total.correct) / std::max<std::int64_t>(1, total.samples);
     write_output(options.json_path, "--json", [&](std::ostream& file) { file << json.dump(2) << '\n'; });
   }
-  profile.write(env, loaded, options.deck.overrides);
+  profile.write(env.describe(), loaded.deck.source_text(), options.deck.overrides);
   return 0;
 }
 

@@ -131,7 +131,7 @@ std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file
   keep_shards(held_parameters, parameters);
   keep_shards(held_states, state);
   if (pipeline.optimizer()) pipeline.optimizer()->set_steps(static_cast<int>(info.optimizer_steps));
-  for (const auto& chunk : pipeline.chunks()) chunk->weights_changed();
+  for (int c = 0; c < pipeline.chunk_count(); ++c) pipeline.chunk(c).weights_changed();
   Kokkos::fence();
   return info.step;
 }

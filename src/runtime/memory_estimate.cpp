@@ -8,7 +8,10 @@
 #include <sstream>
 #include <vector>
 
+#include "kpipe/comm/transport.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
+#include "kpipe/core/log.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/model/memory.hpp"
 
@@ -123,6 +126,23 @@ void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, cons
                   "it ({}); use more pipeline stages, a smaller train.microbatch_size, "
                   "pipeline.recompute = \"full\" or a smaller model",
                   estimate.describe(), mib(limit_bytes), limit_source));
+}
+
+void log_memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
+                          const schedule::Schedule& schedule) {
+  const std::int64_t baseline = resident_bytes();
+  int largest = 0;
+  std::vector<MemoryEstimate> estimates;
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    estimates.push_back(estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
+                                        !comm::mpi_reaches_device_memory(), baseline));
+    if (estimates.back().total() > estimates[largest].total()) largest = rank;
+  }
+  if (schedule.p <= limits::listed_ranks) {
+    for (int rank = 0; rank < schedule.p; ++rank) log::info("memory, rank {}: {}", rank, estimates[rank].describe());
+  } else {
+    log::info("memory, largest (rank {}): {}", largest, estimates[largest].describe());
+  }
 }
 
 }  // namespace kpipe::runtime

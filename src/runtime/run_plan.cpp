@@ -13,4 +13,11 @@ schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<mo
   return plan;
 }
 
+RunPrediction predict_run(const config::RunConfig& config) {
+  RunPrediction prediction{model::TrainerSpec::from_config(config), {}, {}};
+  prediction.traffic = model::stage_traffic(config, prediction.spec.stages);
+  prediction.plan = run_plan(config, prediction.traffic);
+  return prediction;
+}
+
 }  // namespace kpipe::runtime

@@ -152,7 +152,7 @@ model::Vocabulary synthetic_vocabulary(int size) {
   return model::Vocabulary(std::move(symbols));
 }
 
-model::Vocabulary load_vocabulary(const config::DataConfig& data, const model::TrainerSpec& spec) {
+model::Vocabulary load_vocabulary(const config::DataConfig& data, int vocab) {
   model::Vocabulary vocabulary;
   std::string described;
   switch (data.source) {
@@ -165,11 +165,11 @@ model::Vocabulary load_vocabulary(const config::DataConfig& data, const model::T
       described = fmt::format("data.path '{}' has a vocabulary of {} symbols", data.path, vocabulary.size());
       break;
     case DataSource::synthetic:
-      return synthetic_vocabulary(spec.model.vocab);
+      return synthetic_vocabulary(vocab);
   }
-  if (vocabulary.size() != spec.model.vocab) {
+  if (vocabulary.size() != vocab) {
     throw input_error(
-        fmt::format("model.vocab = {} but {}; set model.vocab = {}", spec.model.vocab, described, vocabulary.size()));
+        fmt::format("model.vocab = {} but {}; set model.vocab = {}", vocab, described, vocabulary.size()));
   }
   return vocabulary;
 }

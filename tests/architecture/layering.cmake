@@ -1,6 +1,10 @@
 # The module rules of DESIGN.md §2 that a compiler cannot see:
+#  * the module table: a module includes kpipe headers only of the modules it
+#    may use (docs/architecture.md "Modules" gives each edge and, where it
+#    departs from DESIGN.md's table, the reason);
 #  * model, schedule, kernels and runtime take typed config structs: none of
 #    their headers or sources includes the deck header or names config::Deck;
+#  * HDF5 lives in io: no <hdf5.h> or H5 call outside src/io and include/kpipe/io;
 #  * MPI lives in comm: no MPI_ identifier or <mpi.h> outside src/comm and
 #    include/kpipe/comm, and io (src/io, include/kpipe/io): parallel HDF5 opens
 #    a file with the MPI communicator itself (H5Pset_fapl_mpio), so io must
@@ -11,6 +15,7 @@
 #    kind by name or looks one up, so adding a kind touches no switch.
 # Usage: cmake -DROOT=<tree with src/ and include/> -P layering.cmake
 # Fails (non-zero exit) listing every offending file:line.
+cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 if(NOT ROOT)
   message(FATAL_ERROR "layering.cmake needs -DROOT=<source tree>")
 endif()
@@ -33,6 +38,38 @@ function(scan files regex rule)
   set(count "${count}" PARENT_SCOPE)
 endfunction()
 
+# Each module and the modules whose headers it may include (itself aside).
+set(may_use_core "")
+set(may_use_config core schedule)
+set(may_use_schedule core config)
+set(may_use_tensor core)
+set(may_use_kernels core tensor)
+set(may_use_model core config tensor kernels)
+set(may_use_comm core tensor)
+set(may_use_io core tensor)
+set(may_use_runtime core config schedule tensor kernels model comm io)
+set(may_use_app core config runtime schedule comm)
+set(modules core config schedule tensor kernels model comm io runtime app)
+foreach(module IN LISTS modules)
+  file(GLOB_RECURSE files "${ROOT}/src/${module}/*.hpp" "${ROOT}/src/${module}/*.cpp"
+       "${ROOT}/include/kpipe/${module}/*.hpp")
+  foreach(file IN LISTS files)
+    file(STRINGS "${file}" includes REGEX "^#include [\"<]kpipe/[a-z_]+/")
+    set(broken "")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^#include [\"<]kpipe/([a-z_]+)/.*" "\\1" used "${line}")
+      if(NOT used STREQUAL module AND NOT used IN_LIST may_use_${module} AND NOT used IN_LIST broken)
+        list(APPEND broken ${used})
+      endif()
+    endforeach()
+    foreach(used IN LISTS broken)
+      file(RELATIVE_PATH relative "${ROOT}" "${file}")
+      math(EXPR count "${count} + 1")
+      string(APPEND violations "\n  ${relative}: ${module} may not use ${used} (the module table)")
+    endforeach()
+  endforeach()
+endforeach()
+
 set(typed_modules model schedule kernels runtime)
 foreach(module IN LISTS typed_modules)
   file(GLOB_RECURSE files "${ROOT}/src/${module}/*.hpp" "${ROOT}/src/${module}/*.cpp"
@@ -46,6 +83,10 @@ list(FILTER sources EXCLUDE REGEX "^${ROOT}/(src/comm|include/kpipe/comm|src/io|
 scan("${sources}" "MPI_[A-Za-z]|<mpi\\.h>" "MPI belongs in comm")
 
 file(GLOB_RECURSE sources "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/include/*.hpp")
+list(FILTER sources EXCLUDE REGEX "^${ROOT}/(src/io|include/kpipe/io)/")
+scan("${sources}" "<hdf5\\.h>|[^A-Za-z_]H5[A-Z][A-Za-z_]*\\(" "HDF5 belongs in io")
+
+file(GLOB_RECURSE sources "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/include/*.hpp")
 list(FILTER sources EXCLUDE REGEX "^${ROOT}/src/model/(kinds/|layer_kind\\.cpp$|spec\\.cpp$)")
 scan("${sources}" "kind(->|\\.)name *[!=]=|layer_kind\\(\"|LayerKind::[a-z]"
      "a per-kind test belongs in the layer kind's own file (layer_kind.hpp)")
@@ -53,5 +94,6 @@ scan("${sources}" "kind(->|\\.)name *[!=]=|layer_kind\\(\"|LayerKind::[a-z]"
 if(count GREATER 0)
   message(FATAL_ERROR "${count} layering violation(s):${violations}")
 endif()
-message(STATUS "layering: model, schedule, kernels and runtime never see the deck; MPI stays in comm and io; "
+message(STATUS "layering: every module uses only the modules the table allows; model, schedule, kernels and "
+               "runtime never see the deck; MPI stays in comm and io, HDF5 in io; "
                "no per-kind test of layers outside their registry")

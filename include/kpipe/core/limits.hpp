@@ -83,6 +83,9 @@ inline constexpr std::size_t summary_json_bytes = std::size_t{64} << 20;
 // COLUMNS from the environment is clamped: no terminal is wider, and a huge
 // value would make `plan` print an ASCII timeline of hundreds of megabytes.
 inline constexpr int terminal_columns = 1000;
+// `kpipe plan` lists ranks and boundaries one per line up to this many;
+// beyond, the largest alone.
+inline constexpr int listed_ranks = 16;
 
 // Simulated costs (sim.cost_*, sim.comm_latency) in arbitrary units: with at
 // most plan_actions actions of at most this cost the makespan stays finite

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/schedule/schedule.hpp"
 
@@ -47,5 +48,12 @@ std::int64_t available_bytes();
 // Throws an input error naming what the rank needs, what it may use and what
 // to change when `estimate` exceeds `limit_bytes`.
 void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source);
+
+// `kpipe plan`'s memory lines: the estimate `kpipe run` checks before
+// allocating, per pipeline rank (the largest alone when there are many);
+// "process" is what this process holds before any model, a stand-in for a
+// run's ranks.
+void log_memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
+                          const schedule::Schedule& schedule);
 
 }  // namespace kpipe::runtime

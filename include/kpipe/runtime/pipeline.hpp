@@ -63,8 +63,11 @@ class Pipeline {
   // Inference: this rank's evaluation of the last step (see global_evaluation).
   const Evaluation& evaluation() const { return loss_head_.evaluation(); }
   // The model chunks of this rank: chunk c is the model stage
-  // schedule().placement.stage(rank, c).
-  const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks() const { return chunks_; }
+  // schedule().placement.stage(rank, c). Only a pipeline that may change
+  // hands out a chunk that may.
+  int chunk_count() const { return static_cast<int>(chunks_.size()); }
+  const model::Stage<Scalar>& chunk(int c) const { return *chunks_.at(static_cast<std::size_t>(c)); }
+  model::Stage<Scalar>& chunk(int c) { return *chunks_.at(static_cast<std::size_t>(c)); }
   std::vector<model::Parameter<Scalar>> parameters() const;
   // The optimizer of this rank's parameters; null in inference. Checkpoints
   // save and restore its state and step count.

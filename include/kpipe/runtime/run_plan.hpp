@@ -6,6 +6,7 @@
 
 #include "kpipe/config/run_config.hpp"
 #include "kpipe/model/traffic.hpp"
+#include "kpipe/model/trainer.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {
@@ -15,5 +16,15 @@ namespace kpipe::runtime {
 // boundary tensors, 1/t of them with scatter/gather and the receiver's
 // all-gather, and with t > 1 the tensor group's sums in every F and B.
 schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic);
+
+// What a run of `config` is predicted to do, resolved once for every report
+// of it: the partition (the model's specs), each stage's traffic, and the
+// plan with that traffic charged.
+struct RunPrediction {
+  model::TrainerSpec spec;
+  std::vector<model::StageTraffic> traffic;
+  schedule::RunPlan plan;
+};
+RunPrediction predict_run(const config::RunConfig& config);
 
 }  // namespace kpipe::runtime

@@ -37,8 +37,8 @@ std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataC
                                                              const model::TrainerSpec& spec, io::Split split);
 
 // The vocabulary whose ids the configured stream holds, checked against
-// model.vocab.
-model::Vocabulary load_vocabulary(const config::DataConfig& data, const model::TrainerSpec& spec);
+// model.vocab = `vocab`.
+model::Vocabulary load_vocabulary(const config::DataConfig& data, int vocab);
 
 // The synthetic stream's symbols: the first `size` printable characters in
 // code point order: ' ' to '~' (95), then from U+00A1 on, skipping the soft

@@ -48,9 +48,9 @@ Outcome train(const config::RunConfig& config) {
   for (int step = 0; step < steps; ++step) pipeline.run_step(step);
   Outcome outcome;
   outcome.weights = model::parameters_to_host(pipeline.parameters());
-  for (const auto& chunk : pipeline.chunks()) {
-    outcome.peak_stashed_bytes += chunk->peak_stashed_bytes();
-    outcome.peak_stashed_microbatches += chunk->peak_stashed_microbatches();
+  for (int c = 0; c < pipeline.chunk_count(); ++c) {
+    outcome.peak_stashed_bytes += pipeline.chunk(c).peak_stashed_bytes();
+    outcome.peak_stashed_microbatches += pipeline.chunk(c).peak_stashed_microbatches();
   }
   if (const auto* store = pipeline.activation_store()) {
     outcome.file = store->file_name();

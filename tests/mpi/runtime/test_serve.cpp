@@ -15,7 +15,7 @@
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/runtime/pipeline.hpp"
-#include "kpipe/runtime/serve.hpp"
+#include "kpipe/runtime/serving/serve.hpp"
 
 using namespace kpipe;
 

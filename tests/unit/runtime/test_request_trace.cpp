@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/runtime/request_trace.hpp"
+#include "kpipe/runtime/serving/request_trace.hpp"
 
 using namespace kpipe;
 using runtime::parse_request_trace;

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "catch.hpp"
-#include "kpipe/runtime/request_trace.hpp"
-#include "kpipe/runtime/serve_replay.hpp"
+#include "kpipe/runtime/serving/request_trace.hpp"
+#include "kpipe/runtime/serving/serve_replay.hpp"
 #include "kpipe/runtime/token_source.hpp"
 
 using namespace kpipe;

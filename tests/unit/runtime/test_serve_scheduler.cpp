@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/runtime/serve_scheduler.hpp"
+#include "kpipe/runtime/serving/serve_scheduler.hpp"
 
 using namespace kpipe;
 using runtime::BatchLimits;

@@ -88,7 +88,7 @@ TEST_CASE("text source: the file's sorted characters are the vocabulary; 90% tra
   const auto data = data_of(config::DataSource::text, path);
   // "\n", " ", "0"-"9", ":", "e", "i", "l", "n", "é"
   const auto spec = transformer(18, 8);
-  const auto vocabulary = runtime::load_vocabulary(data, spec);
+  const auto vocabulary = runtime::load_vocabulary(data, spec.model.vocab);
   CHECK(vocabulary.size() == 18);
   CHECK(vocabulary.utf8() == "\n 0123456789:eiln\xc3\xa9");
   const auto train = runtime::load_tokens(data, spec, io::Split::train);
@@ -138,7 +138,7 @@ TEST_CASE("text source: input errors name the value and the fix", "[runtime][tok
   CHECK(contains(message, fmt::format("model.vocab = 80 but data.path '{}' has 18 distinct characters; set "
                                       "model.vocab = 18",
                                       path)));
-  message = input_error_of([&] { runtime::load_vocabulary(data, transformer(80, 8)); });
+  message = input_error_of([&] { runtime::load_vocabulary(data, 80); });
   CHECK(contains(message, "set model.vocab = 18"));
   // 430 characters: 387 train, 43 validate.
   message = input_error_of([&] { runtime::load_tokens(data, transformer(18, 64), io::Split::test); });
@@ -172,7 +172,7 @@ TEST_CASE("hdf5 source: a token-stream file's splits and vocabulary", "[runtime]
   const auto spec = transformer(5, 6);
   CHECK(*runtime::load_tokens(data, spec, io::Split::train) == train);
   CHECK(*runtime::load_tokens(data, spec, io::Split::test) == test);
-  const auto vocabulary = runtime::load_vocabulary(data, spec);
+  const auto vocabulary = runtime::load_vocabulary(data, spec.model.vocab);
   CHECK(vocabulary.symbols() == std::vector<char32_t>{U'a', U'b', U' ', U'c', U'\u00e9'});
   tensor::ExecContext exec;
   const auto source = runtime::make_data_source<double>(data, spec, io::Split::test, exec);
@@ -233,7 +233,7 @@ TEST_CASE("synthetic source: a seeded Markov stream over model.vocab symbols", "
   CHECK(test->size() == 1 << 13);
   CHECK(*train == *runtime::load_tokens(data, spec, io::Split::train));
   CHECK(*std::max_element(train->begin(), train->end()) == 11);
-  const auto vocabulary = runtime::load_vocabulary(data, spec);
+  const auto vocabulary = runtime::load_vocabulary(data, spec.model.vocab);
   CHECK(vocabulary.utf8() == " !\"#$%&'()*+");
   CHECK(runtime::synthetic_vocabulary(96).symbols().back() == U'\u00a1');
   CHECK(runtime::synthetic_vocabulary(95 + 13).symbols().back() == U'\u00ae');  // past the soft hyphen

@@ -1,0 +1,81 @@
+#pragma once
+// The progress record and final summary of `kpipe run`: loss and throughput
+// per step, measured against simulated bubble, measured against predicted
+// peak activations per rank, bytes moved; printed by rank 0 and written as JSON.
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kpipe/model/traffic.hpp"
+#include "kpipe/runtime/calibration_recorder.hpp"
+#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/schedule/simulate.hpp"
+
+namespace kpipe::runtime {
+
+class RunReport {
+ public:
+  // `config` is the run's: its predicted communication volume is printed next to the measured one.
+  RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config);
+
+  // Collective over the pipeline: every rank calls it after every step;
+  // `step_start` is when this rank began it, on a clock all ranks share.
+  void add_step(double loss, double step_start, double seconds, const runtime::StepResult& result);
+  // Collective over the world: gathers the per-rank statistics and the
+  // calibration (per-stage and per-message costs in seconds).
+  void finish(double seconds);
+
+  // A checkpoint written after `step` completed steps, and how long it took.
+  // train.eval_every: the validation loss after `step` steps.
+  void add_validation(std::int64_t step, double loss);
+  void add_checkpoint(const std::string& file, std::int64_t step, double seconds, double mib);
+  // The run continued from this checkpoint.
+  void restarted_from(const std::string& file, std::int64_t step, double seconds);
+
+  void print() const;
+  // `command`: what the command adds (its name, the deck, what it read),
+  // merged into the summary (RFC 7386).
+  void write_json(const std::string& path, const nlohmann::json& command) const;
+
+ private:
+  struct LinkBytes {
+    double measured = 0.0, predicted = 0.0;
+  };
+  struct RankRow {
+    int stage = 0, tensor_rank = 0, replica = 0, peak_stashed = 0, predicted_peak_stashed = -1;  // -1: no prediction
+    double peak_stashed_mib = 0.0, mib_sent = 0.0;
+    double estimated_mib = 0.0, peak_resident_mib = 0.0;  // the set-up estimate against the measured peak
+    // The data-parallel gradient sum per step: seconds in flight, and how many
+    // of them came after the last compute action of any rank (not hidden).
+    double sum_in_flight = 0.0, sum_exposed = 0.0;
+    // Bytes sent per step, by link: measured (the run's counters over its steps) against predicted.
+    LinkBytes pipeline_bytes, tensor_bytes, data_bytes;
+  };
+  // Of every rank's gradient sums, the fraction hidden behind compute.
+  double hidden_fraction() const;
+  nlohmann::json json() const;
+
+  const runtime::Pipeline<float>& pipeline_;
+  // The simulator's prediction; none for a schedule run unchecked
+  // (pipeline.validate_schedule = false), which the simulator may reject.
+  std::optional<schedule::SimulationResult> predicted_;
+  std::vector<model::StepTraffic> predicted_traffic_;  // per pipeline rank
+  CalibrationRecorder calibration_;
+  std::optional<schedule::Calibration> calibrated_;       // rank 0, after finish()
+  std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs
+  std::vector<double> losses_, step_seconds_;
+  std::vector<schedule::Bubble> measured_bubbles_;
+  std::vector<double> sum_in_flight_, sum_exposed_;  // per step, this rank (d > 1)
+  int peak_stashed_ = 0;
+  double seconds_ = 0.0;
+  std::vector<RankRow> rows_;  // rank 0 only, after finish()
+  nlohmann::json checkpoints_ = nlohmann::json::array();
+  nlohmann::json validation_ = nlohmann::json::array();
+  nlohmann::json restart_;  // null unless restarted
+};
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,17 @@
+#pragma once
+// train.microbatch_size = "auto": `kpipe run` measures the sizes that leave
+// every model stage a microbatch (runtime::measure_size) and trains with the
+// fastest, converting the deck it read once at each size.
+
+#include "commands.hpp"
+
+namespace kpipe::app {
+
+// The loaded deck with train.microbatch_size = b, converted and checked again
+// without reading the file; an input error names b when the deck cannot run with it.
+LoadedDeck deck_at_size(const LoadedDeck& loaded, int b);
+// Measures every size that leaves each model stage a microbatch and returns
+// the deck at the fastest; `loaded` as it is when b is a number.
+LoadedDeck with_measured_microbatch_size(LoadedDeck loaded);
+
+}  // namespace kpipe::app

@@ -1,0 +1,82 @@
+// Pieces `kpipe run`, `infer`, `sweep` and `generate` share: building a rank's
+// pipeline (set-up agreed by every rank), loading its checkpoint and what its
+// stages keep stashed.
+
+#include "kpipe/runtime/training.hpp"
+
+#include <fmt/format.h>
+
+#include "kpipe/comm/agreement.hpp"
+#include "kpipe/comm/broadcast.hpp"
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+#include "kpipe/io/checkpoint.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
+#include "kpipe/runtime/checkpoint.hpp"
+#include "kpipe/runtime/run_report.hpp"
+
+namespace kpipe::runtime {
+
+namespace {
+
+int restore_from(Pipeline<float>& pipeline, const std::string& file, RunReport* report) {
+  const double start = comm::wall_time();
+  const auto step = runtime::load_checkpoint(pipeline, file);
+  const double seconds = comm::wall_time() - start;
+  log::info("weights: {} after {} steps (read and verified in {:.3f} s)", file, step, seconds);
+  if (report) report->restarted_from(file, step, seconds);
+  return static_cast<int>(step);
+}
+
+// checkpoint.restart = "latest": the newest of kpipe's checkpoints in
+// checkpoint.path that reads and verifies (a torn or damaged one is skipped
+// with a warning; every rank judges alike), or step 0 when there is none.
+int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
+  const std::string listing = comm::broadcast_from_root(comm::world(), [&] {
+    const auto files = io::kpipe_checkpoints(checkpoint.path);  // oldest first
+    std::string newest_first;
+    for (auto file = files.rbegin(); file != files.rend(); ++file) newest_first += file->path + "\n";
+    return newest_first;
+  });
+  for (std::size_t start = 0, end; (end = listing.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string file = listing.substr(start, end - start);
+    try {
+      return restore_from(pipeline, file, report);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::input) throw;
+      log::warning("checkpoint.restart = \"latest\": skipping {}: {}", file, e.what());
+    }
+  }
+  log::info(
+      "weights: no checkpoint of kpipe's in checkpoint.path = \"{}\" yet (checkpoint.restart = \"latest\"); "
+      "starting from step 0",
+      checkpoint.path);
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
+  // "packed" is valid in every build; say what it means in this one.
+  if (config.compute.gemm == config::GemmKind::packed) {
+    log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
+  }
+  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
+  return comm::collectively(comm::world(), watchdog, "set-up",
+                            [&] { return std::make_unique<Pipeline<float>>(config, comm::world(), mode); });
+}
+
+int restore(Pipeline<float>& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
+  if (checkpoint.restart.empty()) return 0;
+  if (checkpoint.restart == "latest") return restore_latest(pipeline, checkpoint, report);
+  return restore_from(pipeline, checkpoint.restart, report);
+}
+
+std::size_t peak_stashed_bytes(const Pipeline<float>& pipeline) {
+  std::size_t peak = 0;
+  for (int c = 0; c < pipeline.chunk_count(); ++c) peak += pipeline.chunk(c).peak_stashed_bytes();
+  return peak;
+}
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,2 @@
+// Planted violation for tests/architecture: kernels know no layers.
+#include "kpipe/model/layer.hpp"

@@ -1,0 +1,2 @@
+// Planted violation for tests/architecture: the schedule IR knows no executor.
+#include "kpipe/runtime/executor.hpp"

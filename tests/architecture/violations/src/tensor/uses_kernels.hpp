@@ -1,0 +1,2 @@
+// Planted violation for tests/architecture: tensors sit below the kernels.
+#include "kpipe/kernels/gemm.hpp"
