@@ -25,6 +25,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/tensor/compat.hpp"
@@ -66,8 +67,8 @@ config::RunConfig load(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : KPIPE_KJV_DECK;
   std::vector<std::string> overrides(argv + std::min(argc, 3), argv + argc);
   auto config = config::run_config(config::parse_deck(config::read_deck_file(path), path, overrides));
-  if (config.data.source == config::DataSource::text && !std::filesystem::exists(config.data.path)) {
-    config.data.source = config::DataSource::synthetic;
+  if (config.data.source == "text" && !std::filesystem::exists(config.data.path)) {
+    config.data.source = "synthetic";
   }
   config.train.eval_every = 0;
   config.checkpoint.every = 0;
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
     const int steps = argc > 2 ? std::stoi(argv[2]) : 20;
     const int rank = comm::rank_of(comm::world());
     nlohmann::json result = {{"deck", argc > 1 ? argv[1] : KPIPE_KJV_DECK},
-                             {"data", config.data.source == config::DataSource::text ? config.data.path : "synthetic"},
+                             {"data", config.data.source == "text" ? config.data.path : "synthetic"},
                              {"tokens_per_step", config.train.global_batch * config.model.context},
                              {"steps", steps}};
     if (rank == 0) result["sequential"] = sequential(config, steps);

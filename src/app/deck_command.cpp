@@ -5,6 +5,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
+#include "kpipe/runtime/run_plan.hpp"
 
 namespace kpipe::app {
 
@@ -15,6 +16,9 @@ int deck_command(const runtime::Environment& /*env*/, const DeckOptions& options
   }
   if (options.deck.path.empty()) throw input_error("kpipe deck needs a DECK file, or --doc for the key reference");
   const LoadedDeck loaded = load_deck(options.deck);
+  // What a run resolves before it reads data or allocates: layer kinds, the
+  // partition, the data source.
+  runtime::predict_run(loaded.config);
   const auto& s = loaded.config.pipeline;
   log::info(
       "{}: valid deck: {} schedule, p = {}, v = {}, t = {}, d = {} (world size {}), m = {} microbatches of {}, {} "

@@ -16,6 +16,7 @@
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/signals.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
+#include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/preemption.hpp"
 #include "kpipe/runtime/profile_recorder.hpp"
@@ -58,10 +59,11 @@ int inference_batches(const Pipeline& pipeline, const config::RunConfig& config)
   }
   // A language model's held-out samples are windows of T tokens of its validation split.
   const char* what = config.model.kind == config::ModelKind::transformer ? "validation sequences" : "test samples";
-  log::info("data: the {} {} of {} in {} batches of {} (train.steps is not used){}", samples, what,
-            config.data.source == config::DataSource::synthetic ? "the synthetic stream" : config.data.path,
-            samples / B, B,
-            samples % B ? fmt::format("; the last {} do not fill a batch and are left out", samples % B) : "");
+  log::info(
+      "data: the {} {} of {} in {} batches of {} (train.steps is not used){}", samples, what,
+      runtime::data_source_kind(config.data.source).path_holds.empty() ? "the synthetic stream" : config.data.path,
+      samples / B, B,
+      samples % B ? fmt::format("; the last {} do not fill a batch and are left out", samples % B) : "");
   return static_cast<int>(samples / B);
 }
 
@@ -116,7 +118,8 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
         "data: {} training tokens ({}), {} per step in sequences of {} at seeded random offsets; {} steps read "
         "{:.2f} times the split",
         tokens,
-        loaded.config.data.source == config::DataSource::synthetic ? "synthetic Markov chain" : loaded.config.data.path,
+        runtime::data_source_kind(loaded.config.data.source).path_holds.empty() ? "synthetic Markov chain"
+                                                                                : loaded.config.data.path,
         samples_per_step * model.context, model.context, steps,
         steps * samples_per_step * model.context / static_cast<double>(std::max<std::int64_t>(1, tokens)));
   } else if (samples > 0) {

@@ -256,15 +256,7 @@ void check_partition(const Deck& deck, const RunConfig& config) {
 // A transformer's shape, and the data only it can read.
 void check_transformer(const Deck& deck, const RunConfig& config) {
   const ModelConfig& model = config.model;
-  if (model.kind != ModelKind::transformer) {
-    if (config.data.source == DataSource::text) {
-      throw input_error(
-          fmt::format("{} holds token sequences, which only a transformer reads; set model.kind = "
-                      "\"transformer\" or choose data.source = \"synthetic\" or \"hdf5\"",
-                      deck.describe("data.source")));
-    }
-    return;
-  }
+  if (model.kind != ModelKind::transformer) return;
   if (model.dim % model.heads != 0) {
     throw input_error(fmt::format(
         "{} does not divide {}: each head takes dim / heads features; choose heads from "
@@ -359,12 +351,6 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
         "stages or add widths to model.hidden",
         shape.stages, shape.virtual_stages, shape.model_stages(), config.layers, config.layers / shape.virtual_stages));
   }
-  if (config.data.source != DataSource::synthetic && config.data.path.empty()) {
-    throw input_error(fmt::format(
-        "{} reads its samples from data.path, which is empty; set data.path to the {} "
-        "(docs/formats.md, \"Datasets\")",
-        deck.describe("data.source"), config.data.source == DataSource::text ? "UTF-8 text file" : "HDF5 dataset"));
-  }
   if ((config.data.task == Task::classification) != (config.model.loss == LossKind::cross_entropy)) {
     throw input_error(fmt::format("{} does not fit {}; classification uses \"cross_entropy\", regression \"mse\"",
                                   deck.describe("model.loss"), deck.describe("data.task")));
@@ -389,9 +375,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.task =
       choice<Task>(deck, "data.task", {{"classification", Task::classification}, {"regression", Task::regression}});
   config.data.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));
-  config.data.source = choice<DataSource>(
-      deck, "data.source",
-      {{"synthetic", DataSource::synthetic}, {"hdf5", DataSource::hdf5}, {"text", DataSource::text}});
+  config.data.source = deck.string("data.source");
   config.data.path = deck.string("data.path");
   config.compute.gemm =
       choice<GemmKind>(deck, "compute.gemm",

@@ -94,10 +94,11 @@ std::vector<KeySpec> build_schema() {
       integer("train.eval_batches", 10, 0, int_max,
               "Batches of train.global_batch sequences each train.eval_every evaluation reads; 0: the whole split"),
       // data
-      choice("data.source", "synthetic", {"synthetic", "hdf5", "text"},
-             "Training data: generated from seeded teachers (MLPs) or a seeded token stream (transformer), read "
-             "from the HDF5 dataset data.path (docs/formats.md, \"Datasets\"), or, for a transformer, the UTF-8 "
-             "text file data.path (one token per character, the first 90% trains, the rest validates)"),
+      text("data.source", "synthetic",
+           "Training data: \"synthetic\" (generated from seeded teachers for MLPs or a seeded token stream for a "
+           "transformer), \"hdf5\" (the HDF5 dataset data.path, docs/formats.md \"Datasets\"), \"text\" (for a "
+           "transformer, the UTF-8 text file data.path, one token per character, the first 90% trains, the rest "
+           "validates), or a source a project registered (runtime::register_data_source)"),
       text("data.path", "",
            "HDF5 dataset read when data.source = \"hdf5\" (examples/data/ makes them), or the UTF-8 text "
            "when data.source = \"text\""),

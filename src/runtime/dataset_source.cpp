@@ -119,25 +119,7 @@ void DatasetSource<Scalar>::fill_targets(std::int64_t step, std::int64_t first,
   Kokkos::deep_copy(exec_.space(), targets.values, HostRows<Scalar>(staged_values_.data(), count, file_.outputs()));
 }
 
-template <class Scalar>
-std::unique_ptr<model::DataSource<Scalar>> make_data_source(const config::DataConfig& data,
-                                                            const model::TrainerSpec& spec, io::Split split,
-                                                            tensor::ExecContext& exec) {
-  // A transformer reads sequences of a token stream (runtime/token_source.hpp).
-  if (spec.model.kind == config::ModelKind::transformer) return make_token_source<Scalar>(data, spec, split, exec);
-  if (data.source == config::DataSource::hdf5) {
-    return std::make_unique<DatasetSource<Scalar>>(data.path, split, spec, exec);
-  }
-  return std::make_unique<model::SyntheticData<Scalar>>(spec.data, exec);
-}
-
 template class DatasetSource<float>;
 template class DatasetSource<double>;
-template std::unique_ptr<model::DataSource<float>> make_data_source<float>(const config::DataConfig&,
-                                                                           const model::TrainerSpec&, io::Split,
-                                                                           tensor::ExecContext&);
-template std::unique_ptr<model::DataSource<double>> make_data_source<double>(const config::DataConfig&,
-                                                                             const model::TrainerSpec&, io::Split,
-                                                                             tensor::ExecContext&);
 
 }  // namespace kpipe::runtime

@@ -1,4 +1,5 @@
 #include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/data_source_kind.hpp"
 
 #include <fmt/format.h>
 

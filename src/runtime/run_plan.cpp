@@ -1,5 +1,7 @@
 #include "kpipe/runtime/run_plan.hpp"
 
+#include "kpipe/runtime/data_source_kind.hpp"
+
 namespace kpipe::runtime {
 
 schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic) {
@@ -15,6 +17,7 @@ schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<mo
 
 RunPrediction predict_run(const config::RunConfig& config) {
   RunPrediction prediction{model::TrainerSpec::from_config(config), {}, {}};
+  check_data_source(config.data, prediction.spec);
   prediction.traffic = model::stage_traffic(config, prediction.spec.stages);
   prediction.plan = run_plan(config, prediction.traffic);
   return prediction;

@@ -7,6 +7,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/input_file.hpp"
 #include "kpipe/core/limits.hpp"
+#include "kpipe/core/strings.hpp"
 #include "kpipe/io/token_stream.hpp"
 #include "kpipe/model/markov_tokens.hpp"
 #include "kpipe/model/token_stream.hpp"
@@ -15,7 +16,19 @@ namespace kpipe::runtime {
 
 namespace {
 
-using config::DataSource;
+// The built-in sources that hold a token stream; a project's source feeds a
+// transformer through its own factory, never through these readers.
+enum class Stream { text, hdf5, synthetic };
+
+Stream token_stream_of(const config::DataConfig& data) {
+  if (data.source == "text") return Stream::text;
+  if (data.source == "hdf5") return Stream::hdf5;
+  if (data.source == "synthetic") return Stream::synthetic;
+  throw input_error(fmt::format(
+      "data.source = \"{}\" holds no token stream kpipe can read; a transformer's vocabulary and tokens come from "
+      "\"synthetic\", \"hdf5\" or \"text\"",
+      printable(data.source)));
+}
 
 // One split of a stream and what the checks need to name it.
 struct Loaded {
@@ -100,9 +113,9 @@ Loaded synthetic_split(const model::TrainerSpec& spec, io::Split split) {
 // The data against the model: one line naming both numbers and the fix.
 void check_against_model(const Loaded& loaded, const config::DataConfig& data, const model::TrainerSpec& spec,
                          io::Split split) {
-  const std::string where = data.source == DataSource::synthetic ? "the synthetic stream" : "'" + data.path + "'";
+  const std::string where = token_stream_of(data) == Stream::synthetic ? "the synthetic stream" : "'" + data.path + "'";
   // The synthetic stream is drawn over model.vocab symbols, so only files can disagree.
-  if (data.source != DataSource::synthetic && loaded.vocabulary_size != spec.model.vocab) {
+  if (token_stream_of(data) != Stream::synthetic && loaded.vocabulary_size != spec.model.vocab) {
     throw input_error(fmt::format("model.vocab = {} but data.path {} has {}; set model.vocab = {}", spec.model.vocab,
                                   where, loaded.vocabulary_text, loaded.vocabulary_size));
   }
@@ -120,14 +133,14 @@ void check_against_model(const Loaded& loaded, const config::DataConfig& data, c
 std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataConfig& data,
                                                              const model::TrainerSpec& spec, io::Split split) {
   Loaded loaded;
-  switch (data.source) {
-    case DataSource::text:
+  switch (token_stream_of(data)) {
+    case Stream::text:
       loaded = text_split(data.path, split);
       break;
-    case DataSource::hdf5:
+    case Stream::hdf5:
       loaded = hdf5_split(data.path, split);
       break;
-    case DataSource::synthetic:
+    case Stream::synthetic:
       loaded = synthetic_split(spec, split);
       break;
   }
@@ -155,16 +168,16 @@ model::Vocabulary synthetic_vocabulary(int size) {
 model::Vocabulary load_vocabulary(const config::DataConfig& data, int vocab) {
   model::Vocabulary vocabulary;
   std::string described;
-  switch (data.source) {
-    case DataSource::text:
+  switch (token_stream_of(data)) {
+    case Stream::text:
       vocabulary = model::Vocabulary::of_text(text_code_points(data.path));
       described = fmt::format("data.path '{}' has {} distinct characters", data.path, vocabulary.size());
       break;
-    case DataSource::hdf5:
+    case Stream::hdf5:
       vocabulary = hdf5_vocabulary(data.path, io::read_token_stream(data.path, io::Split::train));
       described = fmt::format("data.path '{}' has a vocabulary of {} symbols", data.path, vocabulary.size());
       break;
-    case DataSource::synthetic:
+    case Stream::synthetic:
       return synthetic_vocabulary(vocab);
   }
   if (vocabulary.size() != vocab) {

@@ -1,7 +1,9 @@
-// kpipe with this project's SwiGLU block and schedule: register, then hand
-// over to kpipe's command line (run, plan, sweep, deck, ...).
+// kpipe with this project's SwiGLU block, schedule and CSV data source:
+// register, then hand over to kpipe's command line (run, plan, sweep, deck, ...).
 #include "kpipe/app/main.hpp"
+#include "csv_source.hpp"
 #include "kpipe/model/layer_kind.hpp"
+#include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "reserve_schedule.hpp"
 #include "swiglu.hpp"
@@ -9,5 +11,6 @@
 int main(int argc, char** argv) {
   kpipe::model::register_layer_kind(custom::swiglu_block_kind());
   kpipe::schedule::register_schedule(custom::reserve_schedule_info());
+  kpipe::runtime::register_data_source(custom::csv_source_kind());
   return kpipe::main(argc, argv);
 }

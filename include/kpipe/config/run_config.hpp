@@ -23,7 +23,6 @@ enum class ActivationKind { gelu, relu, tanh };
 enum class LossKind { cross_entropy, mse };
 enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
-enum class DataSource { synthetic, hdf5, text };
 enum class GemmKind { vendor, packed, portable };
 enum class AttentionKind { gemm, fused };
 enum class LrSchedule { constant, cosine };
@@ -80,8 +79,10 @@ struct TrainConfig {
 
 // data.*
 struct DataConfig {
-  DataSource source = DataSource::synthetic;
-  std::string path;  // the HDF5 dataset (source = hdf5) or UTF-8 text (source = text)
+  // A registered data source (runtime/data_source_kind.hpp): kpipe's own
+  // synthetic, hdf5 and text, or a project's.
+  std::string source = "synthetic";
+  std::string path;  // what the source reads: the HDF5 dataset (hdf5), UTF-8 text (text)
   Task task = Task::classification;
   std::uint64_t seed = 0;
 };

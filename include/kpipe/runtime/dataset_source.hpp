@@ -62,14 +62,4 @@ class DatasetSource final : public model::DataSource<Scalar> {
   mutable std::vector<int> staged_labels_;
 };
 
-// The source a run configuration names (data.source): synthetic teachers, or
-// data.path's `split` (training reads train, inference test); for a
-// transformer, sequences of a token stream (make_token_source). Seed, task and
-// dimensions come from `spec` (TrainerSpec::from_config copies data.seed and
-// data.task into spec.data), so a test can vary them there.
-template <class Scalar>
-std::unique_ptr<model::DataSource<Scalar>> make_data_source(const config::DataConfig& data,
-                                                            const model::TrainerSpec& spec, io::Split split,
-                                                            tensor::ExecContext& exec);
-
 }  // namespace kpipe::runtime

@@ -18,8 +18,9 @@ namespace kpipe::runtime {
 schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic);
 
 // What a run of `config` is predicted to do, resolved once for every report
-// of it: the partition (the model's specs), each stage's traffic, and the
-// plan with that traffic charged.
+// of it: the partition (the model's specs, every layer kind looked up), each
+// stage's traffic, and the plan with that traffic charged. The data source
+// is checked as a run would before reading any data (check_data_source).
 struct RunPrediction {
   model::TrainerSpec spec;
   std::vector<model::StageTraffic> traffic;

@@ -15,6 +15,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
@@ -169,7 +170,7 @@ TEST_CASE("pipelined training on an HDF5 dataset is bitwise the sequential refer
   MPI_Barrier(MPI_COMM_WORLD);
   for (const std::string schedule : {"1f1b", "zb-h1"}) {
     config::RunConfig config = config_for(p, d, schedule, "none");
-    config.data.source = config::DataSource::hdf5;
+    config.data.source = "hdf5";
     config.data.path = path;
     INFO(fmt::format("{} p={} d={}", schedule, p, d));
     check_against_reference(config);

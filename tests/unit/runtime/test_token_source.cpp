@@ -16,6 +16,7 @@
 #include "kpipe/io/dataset.hpp"
 #include "kpipe/io/hdf5.hpp"
 #include "kpipe/model/token_stream.hpp"
+#include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/token_source.hpp"
 
@@ -46,7 +47,7 @@ model::TrainerSpec transformer(int vocab, int context, int global_batch = 4) {
   return spec;
 }
 
-config::DataConfig data_of(config::DataSource source, const std::string& path) {
+config::DataConfig data_of(const std::string& source, const std::string& path) {
   config::DataConfig data;
   data.source = source;
   data.path = path;
@@ -85,7 +86,7 @@ TEST_CASE("text source: the file's sorted characters are the vocabulary; 90% tra
   const TempDir dir;
   const std::string text = sample_text();
   const auto path = dir.write("sample.txt", text);
-  const auto data = data_of(config::DataSource::text, path);
+  const auto data = data_of("text", path);
   // "\n", " ", "0"-"9", ":", "e", "i", "l", "n", "é"
   const auto spec = transformer(18, 8);
   const auto vocabulary = runtime::load_vocabulary(data, spec.model.vocab);
@@ -102,7 +103,7 @@ TEST_CASE("text source: the file's sorted characters are the vocabulary; 90% tra
 TEST_CASE("text source: sequences and shifted targets through make_data_source", "[runtime][tokens]") {
   const TempDir dir;
   const auto path = dir.write("sample.txt", sample_text());
-  const auto data = data_of(config::DataSource::text, path);
+  const auto data = data_of("text", path);
   const int T = 8, rows = 4;
   const auto spec = transformer(18, T);
   tensor::ExecContext exec;
@@ -133,7 +134,7 @@ TEST_CASE("text source: sequences and shifted targets through make_data_source",
 TEST_CASE("text source: input errors name the value and the fix", "[runtime][tokens]") {
   const TempDir dir;
   const auto path = dir.write("x.txt", sample_text());
-  const auto data = data_of(config::DataSource::text, path);
+  const auto data = data_of("text", path);
   auto message = input_error_of([&] { runtime::load_tokens(data, transformer(80, 8), io::Split::train); });
   CHECK(contains(message, fmt::format("model.vocab = 80 but data.path '{}' has 18 distinct characters; set "
                                       "model.vocab = 18",
@@ -148,16 +149,14 @@ TEST_CASE("text source: input errors name the value and the fix", "[runtime][tok
   message = input_error_of([&] { runtime::load_tokens(data, transformer(18, 400), io::Split::train); });
   CHECK(contains(message, "the training split"));
   const auto empty = dir.write("empty.txt", "");
-  message = input_error_of(
-      [&] { runtime::load_tokens(data_of(config::DataSource::text, empty), transformer(18, 8), io::Split::train); });
+  message = input_error_of([&] { runtime::load_tokens(data_of("text", empty), transformer(18, 8), io::Split::train); });
   CHECK(contains(message, fmt::format("data.path '{}' is empty", empty)));
   const auto missing = (dir.path / "missing.txt").string();
-  message = input_error_of(
-      [&] { runtime::load_tokens(data_of(config::DataSource::text, missing), transformer(18, 8), io::Split::train); });
+  message =
+      input_error_of([&] { runtime::load_tokens(data_of("text", missing), transformer(18, 8), io::Split::train); });
   CHECK(contains(message, fmt::format("cannot open data.path '{}': no such file", missing)));
   const auto latin1 = dir.write("latin1.txt", "caf\xe9\n");
-  message = input_error_of(
-      [&] { runtime::load_tokens(data_of(config::DataSource::text, latin1), transformer(5, 2), io::Split::train); });
+  message = input_error_of([&] { runtime::load_tokens(data_of("text", latin1), transformer(5, 2), io::Split::train); });
   CHECK(contains(message, fmt::format("data.path '{}' is not a UTF-8 text file (byte 0xe9 at offset 3)", latin1)));
 }
 
@@ -168,7 +167,7 @@ TEST_CASE("hdf5 source: a token-stream file's splits and vocabulary", "[runtime]
   for (int i = 0; i < 50; ++i) train[i] = i % 5;
   for (int i = 0; i < 20; ++i) test[i] = 4 - i % 5;
   write_token_file(path, "ab c\xc3\xa9", train, test);
-  const auto data = data_of(config::DataSource::hdf5, path);
+  const auto data = data_of("hdf5", path);
   const auto spec = transformer(5, 6);
   CHECK(*runtime::load_tokens(data, spec, io::Split::train) == train);
   CHECK(*runtime::load_tokens(data, spec, io::Split::test) == test);
@@ -185,7 +184,7 @@ TEST_CASE("hdf5 source: a token-stream file's splits and vocabulary", "[runtime]
 TEST_CASE("hdf5 source: input errors name the object and the fix", "[runtime][tokens]") {
   const TempDir dir;
   const auto path = (dir.path / "x.h5").string();
-  const auto data = data_of(config::DataSource::hdf5, path);
+  const auto data = data_of("hdf5", path);
   const std::vector<std::int32_t> ok(30, 1);
   write_token_file(path, "abc", ok, ok);
   auto message = input_error_of([&] { runtime::load_tokens(data, transformer(80, 4), io::Split::train); });
@@ -218,14 +217,13 @@ TEST_CASE("hdf5 source: input errors name the object and the fix", "[runtime][to
   message = input_error_of([&] { runtime::load_tokens(data, transformer(3, 4), io::Split::train); });
   CHECK(contains(message, "has no root attribute vocabulary"));
   const auto text = dir.write("plain.txt", "abc");
-  message = input_error_of(
-      [&] { runtime::load_tokens(data_of(config::DataSource::hdf5, text), transformer(3, 4), io::Split::train); });
+  message = input_error_of([&] { runtime::load_tokens(data_of("hdf5", text), transformer(3, 4), io::Split::train); });
   CHECK(contains(message, "is not an HDF5 file"));
   CHECK(contains(message, "data.source = \"text\""));
 }
 
 TEST_CASE("synthetic source: a seeded Markov stream over model.vocab symbols", "[runtime][tokens]") {
-  const auto data = data_of(config::DataSource::synthetic, "");
+  const auto data = data_of("synthetic", "");
   const auto spec = transformer(12, 16);
   const auto train = runtime::load_tokens(data, spec, io::Split::train);
   const auto test = runtime::load_tokens(data, spec, io::Split::test);
