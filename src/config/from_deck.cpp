@@ -20,15 +20,16 @@ namespace {
 // A choice key as its enum. The schema already restricts the text to these
 // names; a name missing here is a schema/table mismatch, reported, never
 // mapped to some default.
+// The value `key` spells (Choices<Enum>); the schema has already refused
+// any other spelling, so this is the deck's own table read back.
 template <class Enum>
-Enum choice(const Deck& deck, const char* key, std::initializer_list<std::pair<const char*, Enum>> names) {
+Enum choice(const Deck& deck, const char* key) {
   const std::string& value = deck.string(key);
-  for (const auto& [name, e] : names) {
-    if (value == name) return e;
+  for (const Spelling<Enum>& entry : Choices<Enum>::entries) {
+    if (value == entry.name) return entry.value;
   }
-  std::vector<std::string> known;
-  for (const auto& entry : names) known.emplace_back(entry.first);
-  throw input_error(fmt::format("{}: unknown value; choose {}", deck.describe(key), join_choices(known)));
+  throw input_error(
+      fmt::format("{}: unknown value; choose {}", deck.describe(key), join_choices(choice_names<Enum>())));
 }
 
 // The divisor of n closest to b (ties go to the smaller one).
@@ -125,24 +126,14 @@ std::vector<int> signal_numbers(const Deck& deck) {
 
 ModelConfig model_config(const Deck& deck) {
   ModelConfig model;
-  model.kind = choice<ModelKind>(
-      deck, "model.kind",
-      {{"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp}, {"transformer", ModelKind::transformer}});
+  model.kind = choice<ModelKind>(deck, "model.kind");
   model.input_dim = static_cast<int>(deck.integer("model.input_dim"));
   model.hidden = ints(deck.integers("model.hidden"));
   model.output_dim = static_cast<int>(deck.integer("model.output_dim"));
-  model.activation = choice<ActivationKind>(
-      deck, "model.activation",
-      {{"gelu", ActivationKind::gelu}, {"relu", ActivationKind::relu}, {"tanh", ActivationKind::tanh}});
-  model.loss =
-      choice<LossKind>(deck, "model.loss", {{"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse}});
+  model.activation = choice<ActivationKind>(deck, "model.activation");
+  model.loss = choice<LossKind>(deck, "model.loss");
   model.seed = static_cast<std::uint64_t>(deck.integer("model.seed"));
-  model.init = choice<InitKind>(deck, "model.init",
-                                {{"auto", InitKind::automatic},
-                                 {"uniform", InitKind::uniform},
-                                 {"he", InitKind::he},
-                                 {"xavier", InitKind::xavier},
-                                 {"gpt2", InitKind::gpt2}});
+  model.init = choice<InitKind>(deck, "model.init");
   model.vocab = static_cast<int>(deck.integer("model.vocab"));
   model.context = static_cast<int>(deck.integer("model.context"));
   model.dim = static_cast<int>(deck.integer("model.dim"));
@@ -161,8 +152,7 @@ ModelConfig model_config(const Deck& deck) {
 
 OptimizerConfig optimizer_config(const Deck& deck) {
   OptimizerConfig optimizer;
-  optimizer.kind =
-      choice<OptimizerKind>(deck, "train.optimizer", {{"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKind::adamw}});
+  optimizer.kind = choice<OptimizerKind>(deck, "train.optimizer");
   optimizer.lr = deck.real("train.lr");
   optimizer.momentum = deck.real("train.momentum");
   optimizer.weight_decay = deck.real("train.weight_decay");
@@ -170,8 +160,7 @@ OptimizerConfig optimizer_config(const Deck& deck) {
   optimizer.beta2 = deck.real("train.beta2");
   optimizer.epsilon = deck.real("train.epsilon");
   optimizer.grad_clip = deck.real("train.grad_clip");
-  optimizer.lr_schedule = choice<LrSchedule>(deck, "train.lr_schedule",
-                                             {{"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine}});
+  optimizer.lr_schedule = choice<LrSchedule>(deck, "train.lr_schedule");
   optimizer.warmup_steps = static_cast<int>(deck.integer("train.warmup_steps"));
   optimizer.total_steps = static_cast<int>(deck.integer("train.steps"));
   return optimizer;
@@ -189,10 +178,8 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.schedule = deck.string("pipeline.schedule");
   pipeline.schedule_entry = &schedule::find_schedule(pipeline.schedule);
   pipeline.partition = ints(deck.integers("pipeline.partition"));
-  pipeline.recompute =
-      choice<Recompute>(deck, "pipeline.recompute", {{"none", Recompute::none}, {"full", Recompute::full}});
-  pipeline.activation_store = choice<ActivationStore>(
-      deck, "pipeline.activation_store", {{"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5}});
+  pipeline.recompute = choice<Recompute>(deck, "pipeline.recompute");
+  pipeline.activation_store = choice<ActivationStore>(deck, "pipeline.activation_store");
   pipeline.activation_path = deck.string("pipeline.activation_path");
   pipeline.schedule_file = deck.string("pipeline.schedule_file");
   pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
@@ -213,8 +200,7 @@ SimConfig sim_config(const Deck& deck) {
 
 InferenceConfig inference_config(const Deck& deck) {
   InferenceConfig inference;
-  inference.batching =
-      choice<Batching>(deck, "inference.batching", {{"request", Batching::request}, {"uniform", Batching::uniform}});
+  inference.batching = choice<Batching>(deck, "inference.batching");
   inference.token_budget = static_cast<int>(deck.integer("inference.token_budget"));
   inference.max_sequences = static_cast<int>(deck.integer("inference.max_sequences"));
   inference.kv_cache_mib = deck.real("inference.kv_cache_mib");
@@ -372,16 +358,12 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.pipeline = pipeline_config(deck);
   config.model = model_config(deck);
   config.optimizer = optimizer_config(deck);
-  config.data.task =
-      choice<Task>(deck, "data.task", {{"classification", Task::classification}, {"regression", Task::regression}});
+  config.data.task = choice<Task>(deck, "data.task");
   config.data.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));
   config.data.source = deck.string("data.source");
   config.data.path = deck.string("data.path");
-  config.compute.gemm =
-      choice<GemmKind>(deck, "compute.gemm",
-                       {{"vendor", GemmKind::vendor}, {"packed", GemmKind::packed}, {"portable", GemmKind::portable}});
-  config.compute.attention = choice<AttentionKind>(deck, "compute.attention",
-                                                   {{"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused}});
+  config.compute.gemm = choice<GemmKind>(deck, "compute.gemm");
+  config.compute.attention = choice<AttentionKind>(deck, "compute.attention");
   config.sim = sim_config(deck);
   config.inference = inference_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/core/limits.hpp"
+#include "kpipe/core/signals.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/registry.hpp"
 
@@ -35,177 +37,207 @@ KeySpec text(std::string name, std::string value, std::string doc) {
 KeySpec boolean(std::string name, bool value, std::string doc) {
   return {std::move(name), T::boolean, value, {}, {}, false, {}, std::move(doc)};
 }
-KeySpec integers(std::string name, IntegerList value, double min, std::string doc) {
-  return {std::move(name), T::integer_list, std::move(value), min, int_max, false, {}, std::move(doc)};
+KeySpec integers(std::string name, const std::vector<int>& value, double min, std::string doc) {
+  return {std::move(name), T::integer_list, IntegerList(value.begin(), value.end()), min, int_max, false, {},
+          std::move(doc)};
+}
+
+template <class Enum>
+std::string name(Enum value) {
+  return std::string(name_of(value));
+}
+
+// "TERM,USR1": runtime.preempt_signals as the deck spells it.
+std::string signal_names(const std::vector<int>& numbers) {
+  std::string names;
+  for (int number : numbers) {
+    for (const NamedSignal& signal : preemption_signals()) {
+      if (signal.number == number) names += (names.empty() ? "" : ",") + std::string(signal.name);
+    }
+  }
+  return names;
 }
 
 std::vector<KeySpec> build_schema() {
+  const RunConfig d;  // every key's default
   return {
       // model
-      choice("model.kind", "mlp", {"mlp", "residual_mlp", "transformer"},
+      choice("model.kind", name(d.model.kind), choice_names<ModelKind>(),
              "Model family: a plain MLP, residual MLP blocks (LN -> Linear -> GELU -> Linear -> +x), or a GPT-style "
              "decoder-only transformer over token sequences (docs/model.md)"),
-      text("model.block", "",
+      text("model.block", d.model.block,
            "Layer kind of the repeated block (residual_mlp: one per hidden width; transformer: one per "
            "model.layers), any registered kind that keeps the width, e.g. a project's (docs/architecture.md); "
            "empty: residual_block or decoder_block"),
-      integer("model.input_dim", 64, 1, 1 << 20, "Features per sample"),
-      integers("model.hidden", {256, 256, 256, 256}, 1,
+      integer("model.input_dim", d.model.input_dim, 1, 1 << 20, "Features per sample"),
+      integers("model.hidden", d.model.hidden, 1,
                "Hidden widths; mlp: one Linear layer each, residual_mlp: one block each (all equal)"),
-      integer("model.output_dim", 10, 1, 1 << 20, "Classes (classification) or targets (regression)"),
-      choice("model.activation", "gelu", {"gelu", "relu", "tanh"}, "Activation after each hidden Linear"),
-      choice("model.loss", "cross_entropy", {"cross_entropy", "mse"},
+      integer("model.output_dim", d.model.output_dim, 1, 1 << 20, "Classes (classification) or targets (regression)"),
+      choice("model.activation", name(d.model.activation), choice_names<ActivationKind>(),
+             "Activation after each hidden Linear"),
+      choice("model.loss", name(d.model.loss), choice_names<LossKind>(),
              "Loss: softmax cross-entropy (classification) or mean squared error (regression)"),
-      integer("model.seed", 1234, 0, int_max,
+      integer("model.seed", d.model.seed, 0, int_max,
               "Weight initialisation seed; weights depend only on it and the layer index"),
-      choice("model.init", "auto", {"auto", "uniform", "he", "xavier", "gpt2"},
+      choice("model.init", name(d.model.init), choice_names<InitKind>(),
              "Weight initialisation: uniform +-1/sqrt(fan_in), he normal(0, sqrt(2/fan_in)), xavier uniform "
              "+-sqrt(6/(fan_in+fan_out)), gpt2 normal(0, 0.02) with residual projections scaled by 1/sqrt(2 layers); "
              "auto: gpt2 for a transformer, uniform otherwise"),
-      integer("model.vocab", 0, 0, 1 << 24,
+      integer("model.vocab", d.model.vocab, 0, 1 << 24,
               "transformer: token vocabulary size; must equal the data's (the error names the right value)"),
-      integer("model.context", 64, 1, 1 << 16, "transformer: tokens per sequence (T)"),
-      integer("model.dim", 128, 1, 1 << 16, "transformer: model width; a multiple of model.heads"),
-      integer("model.heads", 4, 1, 1024, "transformer: attention heads per block"),
-      integer("model.layers", 4, 1, 4096, "transformer: decoder blocks (the partition adds embedding and head)"),
-      integer("model.mlp_ratio", 4, 1, 64,
+      integer("model.context", d.model.context, 1, 1 << 16, "transformer: tokens per sequence (T)"),
+      integer("model.dim", d.model.dim, 1, 1 << 16, "transformer: model width; a multiple of model.heads"),
+      integer("model.heads", d.model.heads, 1, 1024, "transformer: attention heads per block"),
+      integer("model.layers", d.model.layers, 1, 4096,
+              "transformer: decoder blocks (the partition adds embedding and head)"),
+      integer("model.mlp_ratio", d.model.mlp_ratio, 1, 64,
               "MLP hidden width / width: a transformer's blocks, and model.block kinds that widen (e.g. SwiGLU)"),
       // training
-      integer("train.global_batch", 256, 1, 1 << 30, "Samples per optimizer step over all data-parallel replicas (B)"),
-      integer_or("train.microbatch_size", 16, 1, 1 << 30, {"auto"},
+      integer("train.global_batch", d.train.global_batch, 1, 1 << 30,
+              "Samples per optimizer step over all data-parallel replicas (B)"),
+      integer_or("train.microbatch_size", d.train.microbatch_size, 1, 1 << 30, {"auto"},
                  "Samples per microbatch (b); m = B / (b * d). auto: kpipe run first measures 3 steps at every b "
                  "that divides B / d and leaves every stage a microbatch (m >= p * v), then trains with the fastest "
                  "(kpipe sweep shows the same measurement in full)"),
-      integer("train.steps", 50, 0, int_max, "Optimizer steps to run"),
-      choice("train.optimizer", "adamw", {"sgd", "adamw"}, "SGD with momentum, or AdamW (bias-corrected)"),
-      real("train.lr", 1e-3, 0.0, 10.0, true, "Learning rate"),
-      real("train.momentum", 0.9, 0.0, 1.0, false, "SGD momentum"),
-      real("train.weight_decay", 0.0, 0.0, 1.0, false, "Decoupled weight decay (AdamW) or L2 term (SGD)"),
-      real("train.beta1", 0.9, 0.0, 1.0, false, "AdamW first-moment decay"),
-      real("train.beta2", 0.999, 0.0, 1.0, false, "AdamW second-moment decay"),
-      real("train.epsilon", 1e-8, 0.0, 1.0, true, "AdamW denominator epsilon"),
-      real("train.grad_clip", 0.0, 0.0, std::nullopt, false, "Clip gradients to this global L2 norm; 0 disables"),
-      choice("train.lr_schedule", "constant", {"constant", "cosine"},
+      integer("train.steps", d.train.steps, 0, int_max, "Optimizer steps to run"),
+      choice("train.optimizer", name(d.optimizer.kind), choice_names<OptimizerKind>(),
+             "SGD with momentum, or AdamW (bias-corrected)"),
+      real("train.lr", d.optimizer.lr, 0.0, 10.0, true, "Learning rate"),
+      real("train.momentum", d.optimizer.momentum, 0.0, 1.0, false, "SGD momentum"),
+      real("train.weight_decay", d.optimizer.weight_decay, 0.0, 1.0, false,
+           "Decoupled weight decay (AdamW) or L2 term (SGD)"),
+      real("train.beta1", d.optimizer.beta1, 0.0, 1.0, false, "AdamW first-moment decay"),
+      real("train.beta2", d.optimizer.beta2, 0.0, 1.0, false, "AdamW second-moment decay"),
+      real("train.epsilon", d.optimizer.epsilon, 0.0, 1.0, true, "AdamW denominator epsilon"),
+      real("train.grad_clip", d.optimizer.grad_clip, 0.0, std::nullopt, false,
+           "Clip gradients to this global L2 norm; 0 disables"),
+      choice("train.lr_schedule", name(d.optimizer.lr_schedule), choice_names<LrSchedule>(),
              "Learning rate after the warm-up: constant, or cosine decay to 0 at train.steps"),
-      integer("train.warmup_steps", 0, 0, int_max,
+      integer("train.warmup_steps", d.optimizer.warmup_steps, 0, int_max,
               "Steps of linear learning-rate warm-up from train.lr / warmup_steps"),
-      integer("train.eval_every", 0, 0, int_max,
+      integer("train.eval_every", d.train.eval_every, 0, int_max,
               "Print the validation loss every this many steps (token data: the validation split); 0: never"),
-      integer("train.eval_batches", 10, 0, int_max,
+      integer("train.eval_batches", d.train.eval_batches, 0, int_max,
               "Batches of train.global_batch sequences each train.eval_every evaluation reads; 0: the whole split"),
       // data
-      text("data.source", "synthetic",
+      text("data.source", d.data.source,
            "Training data: \"synthetic\" (generated from seeded teachers for MLPs or a seeded token stream for a "
            "transformer), \"hdf5\" (the HDF5 dataset data.path, docs/formats.md \"Datasets\"), \"text\" (for a "
            "transformer, the UTF-8 text file data.path, one token per character, the first 90% trains, the rest "
            "validates), or a source a project registered (runtime::register_data_source)"),
-      text("data.path", "",
+      text("data.path", d.data.path,
            "HDF5 dataset read when data.source = \"hdf5\" (examples/data/ makes them), or the UTF-8 text "
            "when data.source = \"text\""),
-      choice("data.task", "classification", {"classification", "regression"},
+      choice("data.task", name(d.data.task), choice_names<Task>(),
              "Classification (integer labels, cross_entropy) or regression (float targets, mse)"),
-      integer("data.seed", 42, 0, int_max,
+      integer("data.seed", d.data.seed, 0, int_max,
               "Seed of the synthetic data, or of the per-epoch shuffle of an HDF5 dataset"),
       // pipeline
-      integer("pipeline.stages", 2, 1, limits::pipeline_ranks, "Pipeline ranks (p)"),
-      choice("pipeline.schedule", "1f1b", schedule::schedule_names(), "Pipeline schedule (docs/schedules.md)"),
-      integer("pipeline.virtual_stages", 1, 1, limits::chunks_per_rank,
+      integer("pipeline.stages", d.pipeline.stages, 1, limits::pipeline_ranks, "Pipeline ranks (p)"),
+      choice("pipeline.schedule", d.pipeline.schedule, schedule::schedule_names(),
+             "Pipeline schedule (docs/schedules.md)"),
+      integer("pipeline.virtual_stages", d.pipeline.virtual_stages, 1, limits::chunks_per_rank,
               "Model chunks per pipeline rank (v); > 1 needs the interleaved schedule, zb-v needs 2"),
-      integer("pipeline.data_parallel", 1, 1, 65536, "Data-parallel replicas (d); world size is p * t * d"),
-      integer("pipeline.tensor_parallel", 1, 1, 4096,
+      integer("pipeline.data_parallel", d.pipeline.data_parallel, 1, 65536,
+              "Data-parallel replicas (d); world size is p * t * d"),
+      integer("pipeline.tensor_parallel", d.pipeline.tensor_parallel, 1, 4096,
               "Tensor-parallel ranks per stage (t): Megatron column/row-parallel Linear pairs, attention heads "
               "and vocabulary split over t ranks; must divide an MLP's hidden widths, a transformer's heads, dim, "
               "MLP width and vocab; world size is p * t * d"),
-      boolean("pipeline.scatter_gather", true,
+      boolean("pipeline.scatter_gather", d.pipeline.scatter_gather,
               "With pipeline.tensor_parallel > 1: each tensor rank sends 1/t of a boundary activation (and "
               "gradient) to its counterpart, which all-gathers it in its tensor group (Megatron-LM); bitwise the "
               "same results, 1/t of the bytes between stages"),
-      boolean("pipeline.sequence_parallel", false,
+      boolean("pipeline.sequence_parallel", d.pipeline.sequence_parallel,
               "With pipeline.tensor_parallel > 1: LayerNorms, residual sums and the activations between the "
               "tensor-parallel pairs (and across stage boundaries) hold only each tensor rank's 1/t of a "
               "microbatch's rows, with all-gather / reduce-scatter instead of all-reduce (Megatron-LM); t must "
               "divide train.microbatch_size; results within 1e-5 of off, 1/t of those activations per rank"),
-      integers("pipeline.partition", {}, 1,
+      integers("pipeline.partition", d.pipeline.partition, 1,
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),
-      choice("pipeline.recompute", "none", {"none", "full"},
+      choice("pipeline.recompute", name(d.pipeline.recompute), choice_names<Recompute>(),
              "full: stash only stage inputs and recompute the forward pass inside backward"),
-      choice("pipeline.activation_store", "memory", {"memory", "hdf5"},
+      choice("pipeline.activation_store", name(d.pipeline.activation_store), choice_names<ActivationStore>(),
              "Where a stage keeps its stash between F and B: memory, or hdf5 (a per-rank file in "
              "pipeline.activation_path, read back before B; bitwise the same results, less memory)"),
-      text("pipeline.activation_path", "",
+      text("pipeline.activation_path", d.pipeline.activation_path,
            "Existing writable directory (node-local scratch) of the activation_store = \"hdf5\" files, removed at the "
            "end of the run; empty: $TMPDIR, else /tmp"),
-      text("pipeline.schedule_file", "", "Run a hand-written schedule in kpipe's text form instead of a generated one"),
-      boolean("pipeline.validate_schedule", true,
+      text("pipeline.schedule_file", d.pipeline.schedule_file,
+           "Run a hand-written schedule in kpipe's text form instead of a generated one"),
+      boolean("pipeline.validate_schedule", d.pipeline.validate_schedule,
               "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "
               "catches hangs)"),
-      boolean("pipeline.overlap_grad_reduce", true,
+      boolean("pipeline.overlap_grad_reduce", d.pipeline.overlap_grad_reduce,
               "With data_parallel > 1: start summing each layer's gradients across the replicas as soon as its last "
               "microbatch's weight gradient is done, overlapped with the rest of the backward pass and the "
               "cool-down; false sums all of them after the last backward"),
       // compute
-      choice("compute.gemm", "vendor", {"vendor", "packed", "portable"},
+      choice("compute.gemm", name(d.compute.gemm), choice_names<GemmKind>(),
              "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available; packed: as vendor, but each Linear's weight is "
              "reordered once per step into oneDNN's blocked layout, W for the forward and W^T for the "
              "input-gradient products, and the weight gradient X^T dY runs on oneDNN's sgemm (the vendor path in "
              "builds without oneDNN, on CUDA and in double precision); on CPUs for which oneDNN has no blocked "
              "layout, such as AVX2 ones, libxsmm kernels on weights packed in panels, where the build has libxsmm; "
              "or the portable Kokkos kernel"),
-      choice("compute.attention", "gemm", {"gemm", "fused"},
+      choice("compute.attention", name(d.compute.attention), choice_names<AttentionKind>(),
              "transformer attention: batched GEMMs and a causal-softmax kernel (keeps b*heads*T*T probabilities), or "
              "one fused kernel with online softmax that recomputes them in backward"),
       // simulator
-      real("sim.cost_forward", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one F per stage (arbitrary units)"),
-      real("sim.cost_backward_input", 1.0, 0.0, limits::sim_cost, true, "Simulated time of one B (input gradient)"),
-      real("sim.cost_backward_weight", 1.0, 0.0, limits::sim_cost, true,
+      real("sim.cost_forward", d.sim.cost_forward, 0.0, limits::sim_cost, true,
+           "Simulated time of one F per stage (arbitrary units)"),
+      real("sim.cost_backward_input", d.sim.cost_backward_input, 0.0, limits::sim_cost, true,
+           "Simulated time of one B (input gradient)"),
+      real("sim.cost_backward_weight", d.sim.cost_backward_weight, 0.0, limits::sim_cost, true,
            "Simulated time of one W (weight gradient); BW = B + W"),
-      real("sim.comm_latency", 0.0, 0.0, limits::sim_cost, false, "Simulated latency of one transfer"),
-      real("sim.comm_bandwidth", 0.0, 0.0, std::nullopt, false,
+      real("sim.comm_latency", d.sim.comm_latency, 0.0, limits::sim_cost, false, "Simulated latency of one transfer"),
+      real("sim.comm_bandwidth", d.sim.comm_bandwidth, 0.0, std::nullopt, false,
            "Simulated bytes per time unit; 0 means transfers cost only latency"),
-      integer("sim.max_in_flight", 0, 0, int_max,
+      integer("sim.max_in_flight", d.sim.max_in_flight, 0, int_max,
               "Limit on stashed microbatches per rank in the simulator; 0 is unlimited"),
       // inference (kpipe serve)
-      choice("inference.batching", "uniform", {"request", "uniform"},
+      choice("inference.batching", name(d.inference.batching), choice_names<Batching>(),
              "How kpipe serve forms microbatches: request, whole prefills first and then the decodes (unequal "
              "microbatches, the baseline), or uniform, decodes first and prefills chunked to fill "
              "inference.token_budget (Sarathi-Serve: equal microbatches, smaller bubbles)"),
-      integer("inference.token_budget", 64, 1, 1 << 20,
+      integer("inference.token_budget", d.inference.token_budget, 1, 1 << 20,
               "uniform batching: tokens per microbatch (decodes plus prefill chunks); at least "
               "inference.max_sequences"),
-      integer("inference.max_sequences", 16, 1, 1 << 20,
+      integer("inference.max_sequences", d.inference.max_sequences, 1, 1 << 20,
               "Requests being served at once; later arrivals wait in arrival order"),
-      real("inference.kv_cache_mib", 64.0, 0.0, std::nullopt, true,
+      real("inference.kv_cache_mib", d.inference.kv_cache_mib, 0.0, std::nullopt, true,
            "KV cache of each stage's layers in MiB; a request is admitted only when blocks for its whole prompt "
            "and output are free"),
-      integer("inference.block_tokens", 16, 1, 1 << 16,
+      integer("inference.block_tokens", d.inference.block_tokens, 1, 1 << 16,
               "Tokens per KV cache block: the unit the cache allocates to a request"),
-      real("inference.temperature", 0.0, 0.0, 100.0, false,
+      real("inference.temperature", d.inference.temperature, 0.0, 100.0, false,
            "Sampling temperature of kpipe serve; 0: greedy (the most likely token)"),
-      integer("inference.seed", 0, 0, int_max, "Seed of the sampled tokens (temperature > 0)"),
+      integer("inference.seed", d.inference.seed, 0, int_max, "Seed of the sampled tokens (temperature > 0)"),
       // runtime
-      real("runtime.watchdog_seconds", 120.0, 0.0, std::nullopt, true,
+      real("runtime.watchdog_seconds", d.runtime.watchdog_seconds, 0.0, std::nullopt, true,
            "Abort the job when any wait takes longer than this, naming the rank and the message"),
-      real("runtime.memory_limit_mib", 0.0, 0.0, std::nullopt, false,
+      real("runtime.memory_limit_mib", d.runtime.memory_limit_mib, 0.0, std::nullopt, false,
            "Memory one rank may use; a run whose estimate exceeds it stops before allocating. 0: the node's "
            "available memory shared by its ranks"),
-      text("runtime.preempt_signals", "TERM,USR1",
+      text("runtime.preempt_signals", signal_names(d.runtime.preempt_signals),
            "Signals (comma-separated: TERM, USR1, USR2, INT, HUP) on which kpipe run writes a checkpoint at the "
            "next step boundary and exits with code 3, to continue with checkpoint.restart = \"latest\"; empty: "
            "none"),
       // debug
-      integers("debug.dump_steps", {}, 0,
+      integers("debug.dump_steps", d.debug.dump_steps, 0,
                "Steps (from 0) whose stage-boundary activations and gradients are dumped to debug.dump_path"),
-      integers("debug.dump_microbatches", {}, 0, "Microbatches (per replica, from 0) to dump; empty: all of them"),
-      text("debug.dump_path", "dumps",
+      integers("debug.dump_microbatches", d.debug.dump_microbatches, 0,
+               "Microbatches (per replica, from 0) to dump; empty: all of them"),
+      text("debug.dump_path", d.debug.dump_path,
            "Existing writable directory of the activation dumps activations-rank<R>.h5 (docs/formats.md)"),
       // checkpoint
-      integer("checkpoint.every", 0, 0, int_max,
+      integer("checkpoint.every", d.checkpoint.every, 0, int_max,
               "Write a checkpoint every this many steps (after the step completes); 0 never writes one"),
-      text("checkpoint.path", "checkpoints",
+      text("checkpoint.path", d.checkpoint.path,
            "Directory of the checkpoint files step-<N>.h5 (N: steps done; docs/formats.md), created when missing"),
-      integer("checkpoint.keep", 2, 1, int_max,
+      integer("checkpoint.keep", d.checkpoint.keep, 1, int_max,
               "Keep the last this many of kpipe's checkpoints in checkpoint.path; older ones kpipe wrote are removed"),
-      text("checkpoint.restart", "",
+      text("checkpoint.restart", d.checkpoint.restart,
            "Checkpoint file to continue from (its step + 1 onwards, up to train.steps), or \"latest\": the newest "
            "of kpipe's in checkpoint.path that verifies, step 0 when there is none; kpipe infer evaluates its "
            "weights"),

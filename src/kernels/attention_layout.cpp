@@ -67,13 +67,6 @@ void move_heads(const tensor::ExecutionSpace& space, const char* name, const XVi
 
 }  // namespace
 
-AttentionPath parse_attention_path(std::string_view name) {
-  if (name == "gemm") return AttentionPath::gemm;
-  if (name == "fused") return AttentionPath::fused;
-  throw input_error(
-      fmt::format("compute.attention = \"{}\" is not an attention path; use \"gemm\" or \"fused\"", name));
-}
-
 template <class Scalar>
 void split_heads(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
                  int offset, int heads, int tokens, const tensor::Matrix<Scalar>& stacked) {

@@ -138,14 +138,6 @@ KOKKOS_INLINE_FUNCTION double in_double_squared(Scalar x) {
 
 }  // namespace
 
-Activation parse_activation(std::string_view name) {
-  if (name == "gelu") return Activation::gelu;
-  if (name == "relu") return Activation::relu;
-  if (name == "tanh") return Activation::tanh;
-  throw input_error(
-      fmt::format("model.activation = \"{}\" is not an activation; use \"gelu\", \"relu\" or \"tanh\"", name));
-}
-
 template <class Scalar>
 void activation_forward(const tensor::ExecutionSpace& space, Activation f,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y) {

@@ -64,14 +64,6 @@ detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, std::size_t 
 
 }  // namespace
 
-GemmPath parse_gemm_path(std::string_view name) {
-  if (name == "vendor") return GemmPath::vendor;
-  if (name == "packed") return GemmPath::packed;
-  if (name == "portable") return GemmPath::portable;
-  throw input_error(
-      fmt::format("compute.gemm = \"{}\" is not a GEMM path; use \"vendor\", \"packed\" or \"portable\"", name));
-}
-
 std::string vendor_gemm_library() {
   switch (default_vendor()) {
     case Vendor::cblas:

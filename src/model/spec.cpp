@@ -44,18 +44,6 @@ void check_transformer(const ModelSpec& spec) {
   }
 }
 
-kernels::Activation kernel_activation(config::ActivationKind kind) {
-  switch (kind) {
-    case config::ActivationKind::gelu:
-      return kernels::Activation::gelu;
-    case config::ActivationKind::relu:
-      return kernels::Activation::relu;
-    case config::ActivationKind::tanh:
-      return kernels::Activation::tanh;
-  }
-  throw runtime_error("unknown activation kind");
-}
-
 // Global layer of kind `kind`, in -> out wide per sample, its FLOPs from the
 // kind's own footprint.
 LayerSpec layer_of(const ModelSpec& model, const LayerKind& kind, int in, int out) {
@@ -87,7 +75,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   spec.input_dim = config.input_dim;
   spec.hidden = config.hidden;
   spec.output_dim = config.output_dim;
-  spec.activation = kernel_activation(config.activation);
+  spec.activation = config.activation;
   spec.loss = config.loss;
   spec.seed = config.seed;
   spec.init = config.init;

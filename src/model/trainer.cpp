@@ -44,18 +44,6 @@ std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, tensor::ExecCon
   return stages;
 }
 
-kernels::GemmPath gemm_path(config::GemmKind kind) {
-  switch (kind) {
-    case config::GemmKind::vendor:
-      return kernels::GemmPath::vendor;
-    case config::GemmKind::packed:
-      return kernels::GemmPath::packed;
-    case config::GemmKind::portable:
-      break;
-  }
-  return kernels::GemmPath::portable;
-}
-
 }  // namespace
 
 TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
@@ -67,10 +55,8 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.microbatch_size = config.train.microbatch_size;
   spec.data_parallel = config.pipeline.data_parallel;
   spec.stages = partition_layers(config);
-  spec.stage.kernels.gemm = gemm_path(config.compute.gemm);
-  spec.stage.kernels.attention = config.compute.attention == config::AttentionKind::gemm
-                                     ? kernels::AttentionPath::gemm
-                                     : kernels::AttentionPath::fused;
+  spec.stage.kernels.gemm = config.compute.gemm;
+  spec.stage.kernels.attention = config.compute.attention;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   spec.stage.sequence_parallel = config.pipeline.sequence_parallel;
   return spec;

@@ -5,10 +5,13 @@
 // a Deck, so they can be built and tested without one. Every choice is an
 // enum converted in one place; the schedule is its name and its registry
 // entry, looked up once (the schedule registry, not this header, knows which
-// schedules exist).
+// schedules exist). The structs' defaults are the deck's: the schema reads
+// them from a default RunConfig, so a default is written once.
 
+#include <csignal>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kpipe::schedule {
@@ -30,22 +33,73 @@ enum class Recompute { none, full };
 enum class ActivationStore { memory, hdf5 };
 enum class Batching { request, uniform };
 
+// One table per choice: how a deck spells each value. The schema's choices,
+// the deck's conversion (run_config) and messages all read it, and kernels
+// take the same enums, so a value is added in one line.
+template <class Enum>
+struct Spelling {
+  std::string_view name;
+  Enum value;
+};
+template <class Enum>
+struct Choices;  // static constexpr std::array<Spelling<Enum>, N> table
+
+#define KPIPE_CHOICES(Enum, ...)                                                  \
+  template <>                                                                     \
+  struct Choices<Enum> {                                                          \
+    static constexpr Spelling<Enum> entries[] = {__VA_ARGS__};                    \
+    static constexpr std::size_t size = sizeof(entries) / sizeof(Spelling<Enum>); \
+  };
+KPIPE_CHOICES(ModelKind, {"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp},
+              {"transformer", ModelKind::transformer})
+KPIPE_CHOICES(InitKind, {"auto", InitKind::automatic}, {"uniform", InitKind::uniform}, {"he", InitKind::he},
+              {"xavier", InitKind::xavier}, {"gpt2", InitKind::gpt2})
+KPIPE_CHOICES(ActivationKind, {"gelu", ActivationKind::gelu}, {"relu", ActivationKind::relu},
+              {"tanh", ActivationKind::tanh})
+KPIPE_CHOICES(LossKind, {"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse})
+KPIPE_CHOICES(OptimizerKind, {"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKind::adamw})
+KPIPE_CHOICES(Task, {"classification", Task::classification}, {"regression", Task::regression})
+KPIPE_CHOICES(GemmKind, {"vendor", GemmKind::vendor}, {"packed", GemmKind::packed}, {"portable", GemmKind::portable})
+KPIPE_CHOICES(AttentionKind, {"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused})
+KPIPE_CHOICES(LrSchedule, {"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine})
+KPIPE_CHOICES(Recompute, {"none", Recompute::none}, {"full", Recompute::full})
+KPIPE_CHOICES(ActivationStore, {"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5})
+KPIPE_CHOICES(Batching, {"request", Batching::request}, {"uniform", Batching::uniform})
+#undef KPIPE_CHOICES
+
+// "transformer" for ModelKind::transformer.
+template <class Enum>
+constexpr std::string_view name_of(Enum value) {
+  for (const Spelling<Enum>& entry : Choices<Enum>::entries) {
+    if (entry.value == value) return entry.name;
+  }
+  return {};
+}
+
+// Every spelling of Enum, in the table's order.
+template <class Enum>
+std::vector<std::string> choice_names() {
+  std::vector<std::string> names;
+  for (const Spelling<Enum>& entry : Choices<Enum>::entries) names.emplace_back(entry.name);
+  return names;
+}
+
 // model.*
 struct ModelConfig {
   ModelKind kind = ModelKind::mlp;
-  int input_dim = 0;
-  std::vector<int> hidden;
-  int output_dim = 0;
+  int input_dim = 64;
+  std::vector<int> hidden = {256, 256, 256, 256};
+  int output_dim = 10;
   ActivationKind activation = ActivationKind::gelu;
   LossKind loss = LossKind::cross_entropy;
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 1234;
   InitKind init = InitKind::automatic;  // automatic: gpt2 for a transformer, uniform otherwise
   // transformer
-  int vocab = 0;    // symbols of the token data
-  int context = 0;  // T: tokens per sequence
-  int dim = 0;      // model width
-  int heads = 1;
-  int layers = 0;  // transformer blocks
+  int vocab = 0;     // symbols of the token data
+  int context = 64;  // T: tokens per sequence
+  int dim = 128;     // model width
+  int heads = 4;
+  int layers = 4;  // transformer blocks
   int mlp_ratio = 4;
   std::string block;  // model.block: the registered layer kind of the repeated block; empty: the family's
 };
@@ -67,14 +121,14 @@ struct OptimizerConfig {
 
 // train.* keys of the batch and the run length.
 struct TrainConfig {
-  int global_batch = 1;     // B
-  int microbatch_size = 1;  // b
+  int global_batch = 256;    // B
+  int microbatch_size = 16;  // b
   // train.microbatch_size = "auto": kpipe run measures the sizes first;
   // until then microbatch_size is a size the deck could run with.
   bool microbatch_size_auto = false;
-  int steps = 0;
-  int eval_every = 0;    // steps between validation evaluations; 0: none
-  int eval_batches = 0;  // batches per evaluation; 0: the whole validation split
+  int steps = 50;
+  int eval_every = 0;     // steps between validation evaluations; 0: none
+  int eval_batches = 10;  // batches per evaluation; 0: the whole validation split
 };
 
 // data.*
@@ -84,16 +138,16 @@ struct DataConfig {
   std::string source = "synthetic";
   std::string path;  // what the source reads: the HDF5 dataset (hdf5), UTF-8 text (text)
   Task task = Task::classification;
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 42;
 };
 
 // pipeline.*, with the derived microbatch count m = B / (b·d).
 struct PipelineConfig {
-  int stages = 1;           // p: pipeline ranks
+  int stages = 2;           // p: pipeline ranks
   int virtual_stages = 1;   // v: model chunks per rank
   int data_parallel = 1;    // d
   int tensor_parallel = 1;  // t: ranks sharing each model stage's layers
-  int microbatches = 1;     // m
+  int microbatches = 16;    // m = B/(b·d), derived
   std::string schedule = "1f1b";
   const schedule::ScheduleInfo* schedule_entry = nullptr;  // the registry's entry for `schedule`, set by run_config
   std::vector<int> partition;                              // layers per model stage; empty balances by FLOPs
@@ -143,7 +197,7 @@ struct RuntimeConfig {
   double memory_limit_mib = 0.0;  // 0: the node's available memory shared by its ranks
   // runtime.preempt_signals: signal numbers that make kpipe run checkpoint at
   // the next step boundary and exit (runtime/preemption.hpp); empty: none.
-  std::vector<int> preempt_signals;
+  std::vector<int> preempt_signals = {SIGTERM, SIGUSR1};
 };
 
 // checkpoint.*

@@ -22,15 +22,14 @@
 
 #include <string_view>
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
-enum class AttentionPath { gemm, fused };
-
-// "gemm" or "fused" (the values of compute.attention); anything else is an input error.
-AttentionPath parse_attention_path(std::string_view name);
+// compute.attention's enum (config/run_config.hpp), one table for both.
+using AttentionPath = config::AttentionKind;
 
 // The sizes of one attention call; batch_heads = sequences · heads.
 struct AttentionShape {

@@ -5,14 +5,13 @@
 
 #include <string_view>
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
-enum class Activation { gelu, relu, tanh };
-
-// "gelu", "relu" or "tanh" (the values of model.activation).
-Activation parse_activation(std::string_view name);
+// model.activation's enum (config/run_config.hpp), one table for both.
+using Activation = config::ActivationKind;
 
 // Y = f(X), GELU in its exact erf form.
 template <class Scalar>

@@ -10,15 +10,14 @@
 #include <string>
 #include <string_view>
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
 
 enum class Trans { no, yes };
-enum class GemmPath { vendor, packed, portable };
-
-// "vendor", "packed" or "portable" (the values of compute.gemm); anything else is an input error.
-GemmPath parse_gemm_path(std::string_view name);
+// compute.gemm's enum (config/run_config.hpp), one table for both.
+using GemmPath = config::GemmKind;
 
 // The library behind GemmPath::vendor in this build: "cblas", "cublas" or
 // "portable" when there is none for the default memory space.

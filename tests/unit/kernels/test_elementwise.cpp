@@ -46,12 +46,6 @@ TEST_CASE("activations match their formulas, derivatives their finite difference
   }
 }
 
-TEST_CASE("model.activation names an activation", "[kernels][elementwise]") {
-  CHECK(parse_activation("tanh") == Activation::tanh);
-  CHECK_THROWS_WITH(parse_activation("sigmoid"),
-                    "model.activation = \"sigmoid\" is not an activation; use \"gelu\", \"relu\" or \"tanh\"");
-}
-
 TEST_CASE("bias broadcast, column sums, add, scale and norm", "[kernels][elementwise]") {
   const auto X = random_matrix<float>(5, 3, 3);
   const auto x = to_host<float>(X);

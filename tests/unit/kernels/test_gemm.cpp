@@ -100,9 +100,3 @@ TEST_CASE("GEMM shape mismatches are input errors that print every shape", "[ker
   CHECK(kpipe::test::input_error_of([&] { gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, A, B, 0.0f, C); }) ==
         "gemm shapes do not fit: A is 3x4, B is 5x6, C is 3x6");
 }
-
-TEST_CASE("compute.gemm names a path", "[kernels][gemm]") {
-  CHECK(parse_gemm_path("vendor") == GemmPath::vendor);
-  CHECK(parse_gemm_path("portable") == GemmPath::portable);
-  CHECK_THROWS_AS(parse_gemm_path("cublas"), kpipe::Error);
-}
