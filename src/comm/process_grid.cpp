@@ -6,7 +6,7 @@
 
 namespace kpipe::comm {
 
-ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int data_parallel, int tensor_parallel)
+ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int tensor_parallel, int data_parallel)
     : world_(world), stages_(stages), replicas_(data_parallel), tensor_size_(tensor_parallel) {
   int size = 0;
   MPI_Comm_size(world, &size);

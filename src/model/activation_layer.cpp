@@ -1,4 +1,4 @@
-#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/activation_layer.hpp"
 
 namespace kpipe::model {
 

@@ -1,5 +1,6 @@
+#include "kpipe/model/layer_norm_layer.hpp"
+
 #include "kpipe/kernels/layer_norm.hpp"
-#include "kpipe/model/layer_kinds.hpp"
 
 namespace kpipe::model {
 

@@ -1,8 +1,11 @@
+#include "kpipe/model/linear.hpp"
+
 #include <cmath>
 
+#include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/random.hpp"
-#include "kpipe/model/layer_kinds.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
+#include "kpipe/model/weight_init.hpp"
 
 namespace kpipe::model {
 

@@ -1,4 +1,6 @@
-#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/residual.hpp"
+
+#include "kpipe/kernels/elementwise.hpp"
 
 namespace kpipe::model {
 

@@ -1,4 +1,4 @@
-#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/sequence_edge.hpp"
 
 namespace kpipe::model {
 

@@ -8,6 +8,8 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/layer_kind.hpp"
+#include "kpipe/model/sequence_edge.hpp"
+#include "kpipe/model/sequential.hpp"
 
 namespace kpipe::model {
 

@@ -1,5 +1,10 @@
 #include <cmath>
 
+#include "kpipe/model/activation_layer.hpp"
+#include "kpipe/model/layer_norm_layer.hpp"
+#include "kpipe/model/linear.hpp"
+#include "kpipe/model/residual.hpp"
+#include "kpipe/model/sequential.hpp"
 #include "kpipe/model/transformer_layers.hpp"
 #include "random_streams.hpp"
 

@@ -103,7 +103,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
     : spec_(model::TrainerSpec::from_config(config)),
       traffic_(model::stage_traffic(config, spec_.stages)),
       plan_(plan_for(config, traffic_, mode, world)),
-      grid_(world, plan_.spec.p, plan_.data_parallel, config.pipeline.tensor_parallel),
+      grid_(world, plan_.spec.p, config.pipeline.tensor_parallel, plan_.data_parallel),
       schedule_(schedule_for(plan_, mode)),
       overlap_gradient_sums_(config.pipeline.overlap_grad_reduce && grid_.replicas() > 1),
       watchdog_(config.runtime.watchdog_seconds, grid_.world_rank()),
@@ -128,10 +128,10 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
                                                                                grid_.pipeline_rank(), grid_.replica())),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(), step_hooks(),
                 exec_),
-      validator_(mode == Mode::train && config.train.eval_every > 0
-                     ? std::make_unique<Validator<Scalar>>(config, spec_, schedule_, grid_, pointers(chunks_),
-                                                           transport_, collectives_, exec_)
-                     : nullptr) {
+      held_out_(mode == Mode::train && config.train.eval_every > 0
+                    ? std::make_unique<HeldOutEvaluator<Scalar>>(config, spec_, schedule_, grid_, pointers(chunks_),
+                                                                 transport_, collectives_, exec_)
+                    : nullptr) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
 }
 

@@ -15,7 +15,9 @@ void one_f_one_b(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
       [](int k) { return compute_action(ActionKind::backward, k, 0); });
 }
 
-std::optional<std::string> check(const ShapeCheck& shape) { return one_chunk_per_rank(shape, "1f1b"); }
+constexpr char name[] = "1f1b";
+
+std::optional<std::string> check(const ShapeCheck& shape) { return one_chunk_per_rank(shape, name); }
 
 std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCosts& /*costs*/) {
   return bubble_from_ratio((p - 1.0) / m, "(p-1)/m");
@@ -25,9 +27,9 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 
 const ScheduleInfo& one_f_one_b_info() {
   static const ScheduleInfo info{
-      "1f1b", "one forward, one backward in turn (PipeDream-Flush); stashes at most p - r on rank r",
-      true,   per_rank<one_f_one_b>,
-      check,  looped_placement,
+      name,  "one forward, one backward in turn (PipeDream-Flush); stashes at most p - r on rank r",
+      true,  per_rank<one_f_one_b>,
+      check, looped_placement,
       bubble};
   return info;
 }

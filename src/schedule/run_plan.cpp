@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "kpipe/core/error.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/lower.hpp"
@@ -12,17 +10,6 @@
 namespace kpipe::schedule {
 
 namespace {
-
-// The boundary tensor of one microbatch, taken as wide as the widest layer; a
-// transformer's boundaries are all b x T x dim.
-std::int64_t bytes_per_transfer(const config::RunConfig& config) {
-  const auto& hidden = config.model.hidden;
-  const std::int64_t width = config.model.kind == config::ModelKind::transformer
-                                 ? std::int64_t{config.model.context} * config.model.dim
-                             : hidden.empty() ? config.model.input_dim
-                                              : *std::max_element(hidden.begin(), hidden.end());
-  return config.train.microbatch_size * width * static_cast<std::int64_t>(sizeof(float));
-}
 
 void check_matches(const ScheduleFile& file, const ScheduleSpec& spec) {
   const Schedule& s = file.schedule;
@@ -51,7 +38,6 @@ RunPlan run_plan(const config::RunConfig& config) {
   plan.costs.backward_weight = config.sim.cost_backward_weight * per_chunk;
   plan.costs.comm_latency = config.sim.comm_latency;
   plan.costs.comm_bandwidth = config.sim.comm_bandwidth;
-  plan.costs.bytes_per_transfer = bytes_per_transfer(config);
   plan.costs.max_in_flight = config.sim.max_in_flight;
   return plan;
 }

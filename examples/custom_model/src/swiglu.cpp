@@ -1,5 +1,9 @@
 #include "swiglu.hpp"
 
+#include "kpipe/model/layer_norm_layer.hpp"
+#include "kpipe/model/linear.hpp"
+#include "kpipe/model/residual.hpp"
+#include "kpipe/model/sequential.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 namespace custom {

@@ -22,7 +22,8 @@ std::string grid_layout(int stages, int tensor_parallel, int data_parallel);
 class ProcessGrid {
  public:
   // Throws an input error, before any compute, when the world size is not p · t · d.
-  ProcessGrid(MPI_Comm world, int stages, int data_parallel, int tensor_parallel = 1);
+  // p, t, d in the order of grid_layout and of the world size p · t · d.
+  ProcessGrid(MPI_Comm world, int stages, int tensor_parallel, int data_parallel);
   ~ProcessGrid();
   ProcessGrid(const ProcessGrid&) = delete;
   ProcessGrid& operator=(const ProcessGrid&) = delete;

@@ -26,10 +26,11 @@
 
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/model/collectives.hpp"
+#include "kpipe/model/kernel_choice.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/layer.hpp"
-#include "kpipe/model/layer_kinds.hpp"
 #include "kpipe/model/partition.hpp"
+#include "kpipe/model/sequential.hpp"
 #include "kpipe/model/spec.hpp"
 #include "kpipe/model/stash_store.hpp"
 

@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "kpipe/kernels/attention.hpp"
-#include "kpipe/model/layer_kinds.hpp"
+#include "kpipe/model/kernel_choice.hpp"
+#include "kpipe/model/layer_norm_layer.hpp"
+#include "kpipe/model/linear.hpp"
+#include "kpipe/model/spec.hpp"
 
 namespace kpipe::model {
 

@@ -71,11 +71,6 @@ class Executor {
 
   StepResult run_step(int step);
 
-  // How many receives are posted ahead of need: the schedule's peak number of
-  // activations stashed on this rank, plus one, so the pool is bounded by the
-  // schedule's in-flight count, not by m.
-  int receive_window() const { return receive_window_; }
-
  private:
   struct Slots;  // per (microbatch, chunk) tensors of the step in flight
 
@@ -86,7 +81,7 @@ class Executor {
   // (noting when the first went); for any other action, nothing.
   typename model::Stage<Scalar>::LayerDone gradients_final(const schedule::Action& action, std::size_t index,
                                                            StepResult& result, double step_start) const;
-  // Keeps receive_window() receives posted, in list order.
+  // Keeps receive_window_ receives posted, in list order.
   void post_receives_ahead();
   comm::Message message_of(const schedule::Action& action) const;
   int stage_of(int chunk) const { return schedule_.placement.stage(rank_, chunk); }
@@ -116,6 +111,9 @@ class Executor {
   std::vector<std::ptrdiff_t> last_gradient_action_;
   std::vector<std::size_t> receive_indices_;  // positions of RECV_* actions in actions_
   std::size_t next_receive_ = 0;              // first entry of receive_indices_ not yet posted
+  // How many receives are posted ahead of need: the schedule's peak number of
+  // activations stashed on this rank, plus one, so the pool is bounded by the
+  // schedule's in-flight count, not by m.
   int receive_window_ = 1;
   bool training_;
   tensor::ExecContext& exec_;              // the chunks' instance: compute is enqueued there, never fenced globally

@@ -23,9 +23,9 @@
 #include "kpipe/runtime/executor.hpp"
 #include "kpipe/runtime/gradient_sync.hpp"
 #include "kpipe/runtime/grid_collectives.hpp"
+#include "kpipe/runtime/held_out_evaluator.hpp"
 #include "kpipe/runtime/loss_head.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
-#include "kpipe/runtime/validator.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {
@@ -59,7 +59,7 @@ class Pipeline {
   // Training with train.eval_every: this rank's evaluation of the first
   // train.eval_batches validation batches with the current weights (see
   // global_evaluation). Only with train.eval_every > 0.
-  Evaluation validate() { return validator_->evaluate(); }
+  Evaluation validate() { return held_out_->evaluate(); }
   // Inference: this rank's evaluation of the last step (see global_evaluation).
   const Evaluation& evaluation() const { return loss_head_.evaluation(); }
   // The model chunks of this rank: chunk c is the model stage
@@ -108,8 +108,8 @@ class Pipeline {
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
   std::unique_ptr<ActivationDump> dump_;                 // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;
-  std::unique_ptr<Validator<Scalar>> validator_;  // training with train.eval_every only
-  int step_ = 0;                                  // the step in flight, for messages
+  std::unique_ptr<HeldOutEvaluator<Scalar>> held_out_;  // training with train.eval_every only
+  int step_ = 0;                                        // the step in flight, for messages
 };
 
 // Training: the global mean loss of a step, the same on every rank.

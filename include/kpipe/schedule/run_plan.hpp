@@ -4,9 +4,10 @@
 //
 // Costs (sim.cost_*) are per pipeline stage, i.e. for the share of the
 // model one rank holds; with v chunks per rank each model stage costs 1/v of
-// it, so schedules with different v compare at equal model size. Bytes per
-// transfer approximate a boundary tensor as microbatch_size × (widest of
-// model.hidden, or model.input_dim when hidden is empty) × 4 bytes (float32).
+// it, so schedules with different v compare at equal model size. The
+// schedule module knows no model: what each message and tensor-group sum
+// moves is charged by runtime::run_plan from each stage's traffic
+// (model::stage_traffic); until then messages cost latency only.
 
 #include <optional>
 #include <string>

@@ -15,7 +15,7 @@ struct ScheduleInfo;  // registry.hpp
 
 // What to generate: a schedule name (see schedule_names()) and its shape.
 struct ScheduleSpec {
-  std::string name = "1f1b";
+  std::string name;
   int p = 1;  // pipeline ranks
   int v = 1;  // model chunks per rank
   int m = 1;  // microbatches per step

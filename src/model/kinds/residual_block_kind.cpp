@@ -2,6 +2,10 @@
 // It splits its own pair: fc1 column-, fc2 row-parallel, so the branch's
 // output is whole again before the sum.
 #include "builtin_layer_kinds.hpp"
+#include "kpipe/model/activation_layer.hpp"
+#include "kpipe/model/layer_norm_layer.hpp"
+#include "kpipe/model/residual.hpp"
+#include "kpipe/model/sequential.hpp"
 
 namespace kpipe::model::detail {
 

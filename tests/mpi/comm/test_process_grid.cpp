@@ -12,7 +12,7 @@ TEST_CASE("the grid splits the world into pipelines and data-parallel groups", "
   const int size = comm::size_of(comm::world());
   for (int stages = 1; stages <= size; ++stages) {
     if (size % stages != 0) continue;
-    const ProcessGrid grid(MPI_COMM_WORLD, stages, size / stages);
+    const ProcessGrid grid(MPI_COMM_WORLD, stages, 1, size / stages);
     // Independent truth: world rank = replica * p + stage.
     CHECK(grid.replica() * stages + grid.pipeline_rank() == grid.world_rank());
     int pipeline_size = 0, pipeline_rank = 0, data_size = 0;
@@ -35,7 +35,7 @@ TEST_CASE("the grid splits the world into pipelines and data-parallel groups", "
 TEST_CASE("a world size that is not p * d is an input error naming both", "[comm]") {
   const int size = comm::size_of(comm::world());
   try {
-    ProcessGrid grid(MPI_COMM_WORLD, size + 1, 1);
+    ProcessGrid grid(MPI_COMM_WORLD, size + 1, 1, 1);
     FAIL("no error for a world of " << size << " ranks and " << size + 1 << " stages");
   } catch (const kpipe::Error& e) {
     CHECK(e.kind() == kpipe::ErrorKind::input);
@@ -49,7 +49,7 @@ TEST_CASE("a world size that is not p * d is an input error naming both", "[comm
 
 TEST_CASE("the layout names every pipeline", "[comm]") {
   const int size = comm::size_of(comm::world());
-  const ProcessGrid grid(MPI_COMM_WORLD, 2, size / 2);
+  const ProcessGrid grid(MPI_COMM_WORLD, 2, 1, size / 2);
   const std::string layout = grid.layout();
   CHECK(layout.rfind("process grid: world " + std::to_string(size), 0) == 0);
   CHECK(layout.find("pipeline " + std::to_string(size / 2 - 1) + ": world ranks") != std::string::npos);
@@ -63,7 +63,7 @@ TEST_CASE("with tensor parallelism the closest ranks form a tensor group", "[com
       if (size / t % stages != 0) continue;
       const int d = size / t / stages;
       INFO("p = " << stages << ", t = " << t << ", d = " << d);
-      const ProcessGrid grid(MPI_COMM_WORLD, stages, d, t);
+      const ProcessGrid grid(MPI_COMM_WORLD, stages, t, d);
       // Independent truth: world rank = (replica * p + stage) * t + tensor rank.
       CHECK((grid.replica() * stages + grid.pipeline_rank()) * t + grid.tensor_rank() == grid.world_rank());
       int tensor_size = 0, tensor_rank = 0, pipeline_size = 0, data_size = 0;
@@ -96,7 +96,7 @@ TEST_CASE("with tensor parallelism the closest ranks form a tensor group", "[com
 TEST_CASE("a world size that is not p * t * d is an input error naming all three", "[comm]") {
   const int size = comm::size_of(comm::world());
   try {
-    ProcessGrid grid(MPI_COMM_WORLD, size, 1, 2);
+    ProcessGrid grid(MPI_COMM_WORLD, size, 2, 1);
     FAIL("no error for a world of " << size << " ranks, " << size << " stages and t = 2");
   } catch (const kpipe::Error& e) {
     CHECK(e.kind() == kpipe::ErrorKind::input);

@@ -29,7 +29,7 @@ double value(int rank, int i) { return std::sin(1.0 + rank * 7.0 + i) * std::pow
 
 TEST_CASE("grid collectives sum in rank order and gather along axis 0", "[runtime][tensor_parallel]") {
   const int t = comm::size_of(comm::world());
-  const comm::ProcessGrid grid(comm::world(), 1, 1, t);
+  const comm::ProcessGrid grid(comm::world(), 1, t, 1);
   tensor::ExecContext exec;
   runtime::GridCollectives collectives(grid, exec);
   const int me = collectives.rank(model::Group::tensor);
@@ -70,7 +70,7 @@ TEST_CASE("grid collectives sum in rank order and gather along axis 0", "[runtim
 // rank-order sum, bitwise those rows of all_reduce_sum.
 TEST_CASE("grid collectives reduce-scatter: each rank its rows of the rank-order sum", "[runtime][tensor_parallel]") {
   const int t = comm::size_of(comm::world());
-  const comm::ProcessGrid grid(comm::world(), 1, 1, t);
+  const comm::ProcessGrid grid(comm::world(), 1, t, 1);
   tensor::ExecContext exec;
   runtime::GridCollectives collectives(grid, exec);
   const int me = collectives.rank(model::Group::tensor);
@@ -95,7 +95,7 @@ TEST_CASE("grid collectives reduce-scatter: each rank its rows of the rank-order
 
 TEST_CASE("vocabulary-parallel cross-entropy equals the unsharded loss", "[runtime][tensor_parallel]") {
   const int t = comm::size_of(comm::world());
-  const comm::ProcessGrid grid(comm::world(), 1, 1, t);
+  const comm::ProcessGrid grid(comm::world(), 1, t, 1);
   tensor::ExecContext exec;
   runtime::GridCollectives collectives(grid, exec);
   const int me = grid.tensor_rank();

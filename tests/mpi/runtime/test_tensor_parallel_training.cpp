@@ -260,7 +260,7 @@ TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_
 // the model's ends), once the row-partial gradients are summed.
 TEST_CASE("a tensor-parallel stage computes the unsharded F, B and W in float64", "[runtime][tensor_parallel]") {
   constexpr int ranks = 4;
-  const comm::ProcessGrid grid(comm::world(), 1, comm::size_of(comm::world()) / ranks, ranks);
+  const comm::ProcessGrid grid(comm::world(), 1, ranks, comm::size_of(comm::world()) / ranks);
   tensor::ExecContext exec;
   runtime::GridCollectives collectives(grid, exec);
   const int me = grid.tensor_rank();

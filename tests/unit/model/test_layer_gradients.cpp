@@ -5,7 +5,10 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
+#include "kpipe/model/activation_layer.hpp"
 #include "kpipe/model/layer_kind.hpp"
+#include "kpipe/model/layer_norm_layer.hpp"
+#include "kpipe/model/linear.hpp"
 #include "kpipe/model/loss.hpp"
 #include "kpipe/model/stage.hpp"
 

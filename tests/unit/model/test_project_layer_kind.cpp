@@ -10,8 +10,13 @@
 
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
+#include "kpipe/model/activation_layer.hpp"
 #include "kpipe/model/layer_kind.hpp"
+#include "kpipe/model/layer_norm_layer.hpp"
+#include "kpipe/model/linear.hpp"
 #include "kpipe/model/memory.hpp"
+#include "kpipe/model/residual.hpp"
+#include "kpipe/model/sequential.hpp"
 #include "kpipe/model/trainer.hpp"
 
 using namespace kpipe;

@@ -1,4 +1,4 @@
-#include "kpipe/runtime/validator.hpp"
+#include "kpipe/runtime/held_out_evaluator.hpp"
 #include "kpipe/runtime/data_source_kind.hpp"
 
 #include <fmt/format.h>
@@ -32,10 +32,11 @@ int evaluated_batches(std::int64_t available, int asked) {
 }  // namespace
 
 template <class Scalar>
-Validator<Scalar>::Validator(const config::RunConfig& config, const model::TrainerSpec& spec,
-                             const schedule::Schedule& training, const comm::ProcessGrid& grid,
-                             std::vector<model::Stage<Scalar>*> chunks, comm::Transport<Scalar>& transport,
-                             model::Collectives& collectives, tensor::ExecContext& exec)
+HeldOutEvaluator<Scalar>::HeldOutEvaluator(const config::RunConfig& config, const model::TrainerSpec& spec,
+                                           const schedule::Schedule& training, const comm::ProcessGrid& grid,
+                                           std::vector<model::Stage<Scalar>*> chunks,
+                                           comm::Transport<Scalar>& transport, model::Collectives& collectives,
+                                           tensor::ExecContext& exec)
     : schedule_(schedule::forward_schedule(training, training.m)),
       feed_(spec, grid.replica(), make_data_source<Scalar>(config.data, spec, io::Split::test, exec)),
       head_(spec, grid.replica(), feed_, collectives, exec),
@@ -51,7 +52,7 @@ Validator<Scalar>::Validator(const config::RunConfig& config, const model::Train
 }
 
 template <class Scalar>
-Evaluation Validator<Scalar>::evaluate() {
+Evaluation HeldOutEvaluator<Scalar>::evaluate() {
   Evaluation total;
   for (int batch = 0; batch < batches_; ++batch) {
     head_.start_step();
@@ -62,7 +63,7 @@ Evaluation Validator<Scalar>::evaluate() {
   return total;
 }
 
-template class Validator<float>;
-template class Validator<double>;
+template class HeldOutEvaluator<float>;
+template class HeldOutEvaluator<double>;
 
 }  // namespace kpipe::runtime

@@ -1,0 +1,62 @@
+#pragma once
+// The Linear layer: the GEMM every kind is built around, whole or split
+// column- or row-parallel over the tensor group.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
+#include "kpipe/model/layer.hpp"
+#include "kpipe/model/tensor_split.hpp"
+#include "kpipe/model/weight_init.hpp"
+
+namespace kpipe::model {
+
+// Y = X W + b with W input x output (so the GEMMs need no transposition on the
+// forward pass) and b a 1 x output row. W starts as `init` says from the
+// counter-based stream `init_key`, b is zero. With a split and a tensor group
+// of t > 1 ranks, the layer holds its rank's shard of W (and of b when
+// column-parallel), initialised as that slice of the whole W, so every t
+// starts from the same model; input_dim() and output_dim() are then the
+// local widths. Column-parallel over `blocks` equal blocks of the outputs (a
+// fused Q|K|V projection: 3), a rank holds its slice of every block. Saves
+// "x" in F, "x" and "dy" from B to W.
+template <class Scalar>
+class Linear final : public Layer<Scalar> {
+ public:
+  Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
+         kernels::GemmPath gemm, LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1);
+
+  const char* kind() const override { return "linear"; }
+  int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
+  int output_dim() const override { return static_cast<int>(weight_.value.extent(1)); }
+  int output_rows(int rows) const override { return rows * row_factor() / row_divisor(); }
+  int input_rows(int rows) const override { return rows * row_divisor() / row_factor(); }
+  std::vector<TensorDecl> saved(int rows) const override;
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override;
+  std::vector<Parameter<Scalar>> parameters() const override { return {weight_, bias_}; }
+  void weights_changed() override { packed_.invalidate(); }
+
+ private:
+  // Sequence parallelism: a column-parallel Linear gathers the group's rows
+  // (t times its input's), a row-parallel one reduce-scatters them (1/t).
+  int row_factor() const { return sequence_parallel_ && split_ == TensorSplit::column ? ranks_ : 1; }
+  int row_divisor() const { return sequence_parallel_ && split_ == TensorSplit::row ? ranks_ : 1; }
+  // A pooled buffer of the group's rows of `local`, stacked in rank order.
+  tensor::Tensor gathered_rows(const tensor::Tensor& local, const char* label) const;
+
+  LayerEnvironment env_;
+  TensorSplit split_;  // none whenever the tensor group has one rank
+  bool sequence_parallel_;
+  int ranks_;  // of the tensor group
+  Parameter<Scalar> weight_;
+  Parameter<Scalar> bias_;
+  kernels::GemmPath gemm_;
+  kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W and Wᵀ in the library's layout
+};
+
+}  // namespace kpipe::model

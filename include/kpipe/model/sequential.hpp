@@ -1,0 +1,49 @@
+#pragma once
+// The composite that runs layers one after the other.
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kpipe/model/layer.hpp"
+
+namespace kpipe::model {
+
+// Layers applied one after the other; the intermediates come from the pool.
+// Saves nothing itself: one child context per layer.
+template <class Scalar>
+class Sequential final : public Layer<Scalar> {
+ public:
+  Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env);
+
+  const char* kind() const override { return "sequential"; }
+  int input_dim() const override { return layers_.front()->input_dim(); }
+  int output_dim() const override { return layers_.back()->output_dim(); }
+  int output_rows(int rows) const override;
+  int input_rows(int rows) const override;
+  std::vector<TensorDecl> saved(int) const override { return {}; }
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
+  void backward_weight(Context& ctx) override { backward_weight(ctx, {}); }
+  // W, calling after_layer(i) as soon as layer i's weight gradients are
+  // accumulated: a data-parallel sum of them may start then.
+  void backward_weight(Context& ctx, const std::function<void(int)>& after_layer);
+  void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
+  int token_output_dim() const override { return layers_.back()->token_output_dim(); }
+  std::vector<Parameter<Scalar>> parameters() const override;
+  void weights_changed() override;
+
+  int size() const { return static_cast<int>(layers_.size()); }
+  const Layer<Scalar>& layer(int i) const { return *layers_.at(static_cast<std::size_t>(i)); }
+
+ private:
+  // Runs step(i, input, output) for each layer i in order, the intermediates
+  // from the pool, width(layer) columns wide.
+  template <class Width, class Step>
+  void chain(tensor::TensorList inputs, tensor::TensorList outputs, const Width& width, const Step& step) const;
+
+  LayerEnvironment env_;
+  std::vector<std::unique_ptr<Layer<Scalar>>> layers_;
+};
+
+}  // namespace kpipe::model
