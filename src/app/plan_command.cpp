@@ -24,7 +24,7 @@
 #include "kpipe/core/strings.hpp"
 #include "kpipe/runtime/cost_file.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
-#include "kpipe/runtime/run_plan.hpp"
+#include "kpipe/runtime/run_prediction.hpp"
 #include "kpipe/runtime/traffic_report.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/render.hpp"

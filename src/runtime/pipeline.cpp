@@ -10,7 +10,7 @@
 #include "kpipe/model/tensor_parallel.hpp"
 #include "kpipe/model/traffic.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
-#include "kpipe/runtime/run_plan.hpp"
+#include "kpipe/runtime/run_prediction.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
@@ -21,7 +21,7 @@ namespace {
 
 schedule::RunPlan plan_for(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic, Mode mode,
                            comm::Communicator world) {
-  schedule::RunPlan plan = run_plan(config, traffic);
+  schedule::RunPlan plan = charged_plan(config, traffic);
   if (mode == Mode::train && !config.pipeline.schedule_entry->trains) {
     throw input_error(
         fmt::format("pipeline.schedule = \"{}\" runs inference only; use kpipe infer, or train with "

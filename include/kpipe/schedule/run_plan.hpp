@@ -6,7 +6,7 @@
 // model one rank holds; with v chunks per rank each model stage costs 1/v of
 // it, so schedules with different v compare at equal model size. The
 // schedule module knows no model: what each message and tensor-group sum
-// moves is charged by runtime::run_plan from each stage's traffic
+// moves is charged by runtime::charged_plan from each stage's traffic
 // (model::stage_traffic); until then messages cost latency only.
 
 #include <optional>

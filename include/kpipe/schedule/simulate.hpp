@@ -46,7 +46,7 @@ struct StageCosts {
 };
 
 // What one rank of a model stage communicates besides its messages' payload
-// per microbatch (runtime::run_plan fills it from the model's layers).
+// per microbatch (runtime::charged_plan fills it from the model's layers).
 struct StageCommunication {
   std::int64_t output_bytes = 0;  // its share of the boundary tensor after the stage, and of that tensor's gradient
   bool gathered = false;          // scatter/gather: a receiver all-gathers the shares (one collective more)

@@ -30,7 +30,7 @@ TEST_CASE("a deck gives the schedule spec and per-chunk costs", "[schedule][deck
   CHECK(plan.costs.backward_weight == 1.5);
   CHECK(plan.costs.comm_latency == 0.5);
   CHECK(plan.costs.comm_bandwidth == 1e6);
-  CHECK(plan.costs.bytes_per_transfer == 0);  // charged per stage by runtime::run_plan, which knows the model
+  CHECK(plan.costs.bytes_per_transfer == 0);  // charged per stage by runtime::charged_plan, which knows the model
   CHECK(plan.costs.max_in_flight == 9);
   CHECK(plan.schedule_file.empty());
 }

@@ -1,10 +1,10 @@
-#include "kpipe/runtime/run_plan.hpp"
+#include "kpipe/runtime/run_prediction.hpp"
 
 #include "kpipe/runtime/data_source_kind.hpp"
 
 namespace kpipe::runtime {
 
-schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic) {
+schedule::RunPlan charged_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic) {
   schedule::RunPlan plan = schedule::run_plan(config);
   const int parts = model::boundary_parts(config.pipeline);
   for (const model::StageTraffic& stage : traffic) {
@@ -19,7 +19,7 @@ RunPrediction predict_run(const config::RunConfig& config) {
   RunPrediction prediction{model::TrainerSpec::from_config(config), {}, {}};
   check_data_source(config.data, prediction.spec);
   prediction.traffic = model::stage_traffic(config, prediction.spec.stages);
-  prediction.plan = run_plan(config, prediction.traffic);
+  prediction.plan = charged_plan(config, prediction.traffic);
   return prediction;
 }
 

@@ -15,7 +15,7 @@ namespace kpipe::runtime {
 // (model::stage_traffic of the run's partition): messages as wide as the real
 // boundary tensors, 1/t of them with scatter/gather and the receiver's
 // all-gather, and with t > 1 the tensor group's sums in every F and B.
-schedule::RunPlan run_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic);
+schedule::RunPlan charged_plan(const config::RunConfig& config, const std::vector<model::StageTraffic>& traffic);
 
 // What a run of `config` is predicted to do, resolved once for every report
 // of it: the partition (the model's specs, every layer kind looked up), each
