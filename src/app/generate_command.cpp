@@ -30,7 +30,7 @@ template <class Number>
 Number parse_number(const std::string& key, const std::string& value, Number low, Number high) {
   Number number{};
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (error != std::errc() || end != value.data() + value.size() || number < low || number > high) {
+  if (error != std::errc() || end != value.data() + value.size() || !(number >= low && number <= high)) {
     throw input_error(fmt::format("{}={} is not a number from {} to {}; e.g. {}={}", key, printable(value), low, high,
                                   key, std::is_integral_v<Number> ? "200" : "0.8"));
   }

@@ -164,7 +164,8 @@ int kpipe::main(int argc, char** argv) {
     report(e.what());
     return e.exit_code();
   } catch (const std::exception& e) {
-    report(fmt::format("internal error: {}", e.what()).c_str());
-    return 1;
+    const kpipe::Error error = kpipe::error_of_failure(e, "the command");
+    report(error.what());
+    return error.exit_code();
   }
 }

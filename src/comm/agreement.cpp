@@ -16,14 +16,15 @@ struct Outcome {
   std::string message;
 };
 
-Outcome outcome_of(std::exception_ptr failure) {
+Outcome outcome_of(std::exception_ptr failure, const std::string& phase) {
   if (!failure) return {};
   try {
     std::rethrow_exception(failure);
   } catch (const Error& e) {
     return {e.exit_code(), e.what()};
   } catch (const std::exception& e) {
-    return {1, fmt::format("internal error: {}", e.what())};
+    const Error error = error_of_failure(e, phase);
+    return {error.exit_code(), error.what()};
   } catch (...) {
     return {1, "internal error: an exception of unknown type"};
   }
@@ -32,7 +33,7 @@ Outcome outcome_of(std::exception_ptr failure) {
 }  // namespace
 
 void agree(Communicator comm, const Watchdog& watchdog, const std::string& phase, std::exception_ptr failure) {
-  const Outcome mine = outcome_of(failure);
+  const Outcome mine = outcome_of(failure, phase);
   std::vector<int> codes(static_cast<std::size_t>(size_of(comm)));
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Iallgather(&mine.exit_code, 1, MPI_INT, codes.data(), 1, MPI_INT, comm, &request);

@@ -1,9 +1,13 @@
 #include "kpipe/comm/mailbox.hpp"
 
+#include <fmt/format.h>
+
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "kpipe/comm/collectives.hpp"
+#include "kpipe/core/error.hpp"
 
 namespace kpipe::comm {
 
@@ -24,11 +28,17 @@ void copy_bytes(void* to, const void* from, std::size_t bytes) {
 
 template <class Scalar>
 Mailbox<Scalar>::Mailbox(MPI_Comm comm, const Watchdog& watchdog, std::size_t max_header, std::size_t max_values)
-    : comm_(comm),
-      watchdog_(watchdog),
-      capacity_(preamble + max_header * sizeof(std::int32_t) + max_values * sizeof(Scalar)),
-      inbox_(capacity_) {
+    : comm_(comm), watchdog_(watchdog), capacity_(capacity(max_header, max_values)) {
+  if (capacity_ > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw runtime_error(fmt::format("a mailbox message of {} bytes does not fit an MPI count", capacity_));
+  }
+  inbox_.resize(capacity_);
   post();
+}
+
+template <class Scalar>
+std::size_t Mailbox<Scalar>::capacity(std::size_t max_header, std::size_t max_values) {
+  return preamble + max_header * sizeof(std::int32_t) + max_values * sizeof(Scalar);
 }
 
 template <class Scalar>

@@ -69,10 +69,11 @@ std::vector<KeySpec> build_schema() {
            "Layer kind of the repeated block (residual_mlp: one per hidden width; transformer: one per "
            "model.layers), any registered kind that keeps the width, e.g. a project's (docs/architecture.md); "
            "empty: residual_block or decoder_block"),
-      integer("model.input_dim", d.model.input_dim, 1, 1 << 20, "Features per sample"),
+      integer("model.input_dim", d.model.input_dim, 1, limits::layer_width, "Features per sample"),
       integers("model.hidden", d.model.hidden, 1,
                "Hidden widths; mlp: one Linear layer each, residual_mlp: one block each (all equal)"),
-      integer("model.output_dim", d.model.output_dim, 1, 1 << 20, "Classes (classification) or targets (regression)"),
+      integer("model.output_dim", d.model.output_dim, 1, limits::layer_width,
+              "Classes (classification) or targets (regression)"),
       choice("model.activation", name(d.model.activation), choice_names<ActivationKind>(),
              "Activation after each hidden Linear"),
       choice("model.loss", name(d.model.loss), choice_names<LossKind>(),
@@ -138,7 +139,7 @@ std::vector<KeySpec> build_schema() {
              "Pipeline schedule (docs/schedules.md)"),
       integer("pipeline.virtual_stages", d.pipeline.virtual_stages, 1, limits::chunks_per_rank,
               "Model chunks per pipeline rank (v); > 1 needs the interleaved schedule, zb-v needs 2"),
-      integer("pipeline.data_parallel", d.pipeline.data_parallel, 1, 65536,
+      integer("pipeline.data_parallel", d.pipeline.data_parallel, 1, limits::replicas,
               "Data-parallel replicas (d); world size is p * t * d"),
       integer("pipeline.tensor_parallel", d.pipeline.tensor_parallel, 1, 4096,
               "Tensor-parallel ranks per stage (t): Megatron column/row-parallel Linear pairs, attention heads "

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -442,8 +443,16 @@ CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelS
   check_model(file, checkpoint, model);
 
   CheckpointInfo info;
+  // Counts of steps a run can have taken (train.steps is an int).
   info.step = checkpoint.int_attribute("step");
   info.optimizer_steps = checkpoint.int_attribute("optimizer_steps");
+  constexpr std::int64_t most_steps = std::numeric_limits<int>::max();
+  if (info.step < 0 || info.step > most_steps || info.optimizer_steps < 0 || info.optimizer_steps > most_steps) {
+    throw input_error(
+        fmt::format("{}: the attributes step = {} and optimizer_steps = {} are not step counts (0 to "
+                    "{}); the file was altered, restart from another checkpoint",
+                    file, info.step, info.optimizer_steps, most_steps));
+  }
   info.deck = checkpoint.string_attribute("deck");
   info.stages = static_cast<int>(checkpoint.int_attribute("stages"));
   info.virtual_stages = static_cast<int>(checkpoint.int_attribute("virtual_stages"));

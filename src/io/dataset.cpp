@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 
 namespace kpipe::io {
 
@@ -57,6 +58,10 @@ SplitShape split_shape(const hdf5::File& file, Split split) {
   if (shape.rows == 0 || shape.features == 0) {
     bad(file.file_name(), fmt::format("/{}/x is {}: the split is empty", name, shape_text(xs)));
   }
+  if (shape.features > limits::layer_width) {
+    bad(file.file_name(), fmt::format("/{}/x has {} features per sample, more than model.input_dim takes ({})", name,
+                                      shape.features, limits::layer_width));
+  }
   const bool labels = ys.size() == 1 && y.type() == hdf5::Type::int32;
   const bool targets = ys.size() == 2 && y.type() == hdf5::Type::float32 && ys[1] > 0;
   if ((!labels && !targets) || ys[0] != shape.rows) {
@@ -67,6 +72,13 @@ SplitShape split_shape(const hdf5::File& file, Split split) {
   }
   shape.has_labels = labels;
   shape.outputs = targets ? ys[1] : 0;
+  if (shape.outputs > limits::layer_width) {
+    bad(file.file_name(), fmt::format("/{}/y has {} targets per sample, more than model.output_dim takes ({})", name,
+                                      shape.outputs, limits::layer_width));
+  }
+  // Rows are read by hyperslab later: the file must hold every row it declares.
+  x.require_stored();
+  y.require_stored();
   return shape;
 }
 
@@ -106,7 +118,10 @@ DatasetFile::Layout DatasetFile::validate(const hdf5::File& file, Split split) {
   }
   const bool attribute = file.has_attribute("classes");
   const std::int64_t classes = attribute ? file.int_attribute("classes") : max_label + 1;
-  if (classes < 1) bad(name, fmt::format("classes = {}; a classification dataset needs at least one class", classes));
+  if (classes < 1 || classes > limits::layer_width) {
+    bad(name, fmt::format("classes = {}; a classification dataset has 1 to {} classes (model.output_dim)", classes,
+                          limits::layer_width));
+  }
   for (Split s : {Split::train, Split::test}) {
     const auto& ys = labels[s == Split::train ? 0 : 1];
     const auto wrong = std::find_if(ys.begin(), ys.end(), [&](int y) { return y < 0 || y >= classes; });

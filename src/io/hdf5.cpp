@@ -1,5 +1,6 @@
 #include "kpipe/io/hdf5.hpp"
 
+#include <fmt/format.h>
 #include <hdf5.h>
 
 #include <cstdio>
@@ -230,8 +231,32 @@ std::vector<std::uint64_t> Dataset::shape() const {
 
 std::uint64_t Dataset::elements() const {
   std::uint64_t count = 1;
-  for (auto extent : shape()) count *= extent;
+  for (auto extent : shape()) {
+    if (__builtin_mul_overflow(count, extent, &count)) fail("declares more than 2^64 elements");
+  }
   return count;
+}
+
+void Dataset::require_stored() const {
+  // zlib's deflate cannot compress by more than 1032:1, the only filter
+  // Debian's HDF5 applies without plugins.
+  constexpr std::uint64_t largest_compression = 1032;
+  detail::Handle type(H5Dget_type(id()), H5Tclose);
+  detail::Handle creation(H5Dget_create_plist(id()), H5Pclose);
+  if (!type.valid() || !creation.valid()) fail("cannot read the dataset's type and layout");
+  std::uint64_t declared = 0;
+  if (__builtin_mul_overflow(elements(), static_cast<std::uint64_t>(H5Tget_size(type.get())), &declared)) {
+    fail("declares more than 2^64 bytes");
+  }
+  const std::uint64_t stored = H5Dget_storage_size(id());
+  const std::uint64_t ratio = H5Pget_nfilters(creation.get()) > 0 ? largest_compression : 1;
+  if (stored >= declared / ratio) return;
+  std::string extents;
+  for (auto extent : shape()) extents += (extents.empty() ? "" : " x ") + std::to_string(extent);
+  fail(
+      fmt::format("declares {} ({} bytes), but the file stores {} bytes of it; the file is truncated or the "
+                  "dataset was never written",
+                  extents, declared, stored));
 }
 
 Type Dataset::type() const {

@@ -5,9 +5,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/hdf5.hpp"
@@ -72,6 +74,14 @@ ActionTable read_table(const std::string& path, const hdf5::Group& group, std::s
        {t.step.size(), t.index.size(), t.kind.size(), t.microbatch.size(), t.chunk.size(), t.stage.size(),
         t.peer.size(), t.tag.size(), t.start.size(), t.end.size(), t.bytes.size()}) {
     if (size != n) malformed(path, fmt::format("the columns of {} have different lengths", group.path()));
+  }
+  // Seconds from the step's start: finite, in range, and no action ends before it starts.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(t.start[i] >= 0 && t.start[i] <= t.end[i] && t.end[i] <= limits::cost_seconds)) {
+      malformed(path, fmt::format("{} row {} starts at {} s and ends at {} s; times are 0 to {} s and an action ends "
+                                  "after it starts",
+                                  group.path(), i, t.start[i], t.end[i], limits::cost_seconds));
+    }
   }
   for (const std::int32_t code : t.kind) {
     if (code < 0 || static_cast<std::size_t>(code) >= kinds) {
@@ -173,7 +183,15 @@ Profile read_profile(const std::string& path) {
   const auto predicted = file.open_group("predicted");
   profile.predicted = read_table(path, predicted, profile.kind_names.size());
   profile.stage_costs = predicted.open_dataset("stage_costs").read<double>();
-  if (info.p < 1 || info.v < 1 || info.d < 1 || info.steps < 0) malformed(path, "p, v, d or steps out of range");
+  if (info.p < 1 || info.p > limits::pipeline_ranks || info.v < 1 || info.v > limits::chunks_per_rank || info.d < 1 ||
+      info.d > limits::replicas || info.steps < 0 || info.steps > std::numeric_limits<int>::max()) {
+    malformed(path, "p, v, d or steps out of range");
+  }
+  for (const double t : profile.step_start) {
+    if (!(t >= 0 && t <= limits::cost_seconds)) {
+      malformed(path, fmt::format("/measured/step_start holds {} s; times are 0 to {} s", t, limits::cost_seconds));
+    }
+  }
   if (profile.step_start.size() != static_cast<std::size_t>(info.p * info.d * info.steps)) {
     malformed(path, "/measured/step_start does not hold p · d · steps values");
   }

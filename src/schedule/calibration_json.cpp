@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/schedule/calibration.hpp"
 
@@ -66,6 +67,27 @@ class Reader {
     }
     return found->get<double>();
   }
+  // A time a run measured or fitted: at most limits::cost_seconds in
+  // magnitude, and not negative unless `signed_fit` (a fitted line's
+  // intercept or slope may dip below zero).
+  double seconds(const json& parent, const char* key, const std::string& where, bool signed_fit = false) const {
+    const double x = number(parent, key, where);
+    if (!(std::abs(x) <= limits::cost_seconds) || (!signed_fit && x < 0)) {
+      throw input_error(fmt::format("{}: '{}' in {} is {} s; a {} time is {} to {} s; {}", printable(source_), key,
+                                    where, x, signed_fit ? "fitted" : "measured",
+                                    signed_fit ? -limits::cost_seconds : 0.0, limits::cost_seconds, writers));
+    }
+    return x;
+  }
+  // Bytes or bytes per second: 0 to 2^53 (exact in a double and an int64).
+  double amount(const json& parent, const char* key, const std::string& where) const {
+    const double x = number(parent, key, where);
+    if (!(x >= 0 && x <= 9007199254740992.0)) {
+      throw input_error(
+          fmt::format("{}: '{}' in {} is {}; it must be 0 to 2^53; {}", printable(source_), key, where, x, writers));
+    }
+    return x;
+  }
   int positive(const json& parent, const char* key, const std::string& where) const {
     const double x = number(parent, key, where);
     if (!(x >= 1 && x <= 1 << 30 && x == std::floor(x))) {
@@ -103,7 +125,7 @@ class Reader {
   LinearCost line(const json& parent, const char* key, const std::string& where) const {
     const json& o = object(parent, key, where);
     const std::string inner = fmt::format("{}.{}", where, key);
-    return {number(o, "fixed_seconds", inner), number(o, "per_sample_seconds", inner)};
+    return {seconds(o, "fixed_seconds", inner, true), seconds(o, "per_sample_seconds", inner, true)};
   }
 
   [[noreturn]] void missing(const char* key, const std::string& where, const char* what) const {
@@ -122,17 +144,17 @@ Calibration read_calibration(const json& o, const Reader& read) {
   c.v = read.positive(o, "v", where);
   c.microbatch_size = read.positive(o, "microbatch_size", where);
   read.stages(o, c.p * c.v, where, [&](const json& stage, const std::string& at) {
-    c.stages.push_back({read.number(stage, "forward_seconds", at), read.number(stage, "backward_input_seconds", at),
-                        read.number(stage, "backward_weight_seconds", at)});
+    c.stages.push_back({read.seconds(stage, "forward_seconds", at), read.seconds(stage, "backward_input_seconds", at),
+                        read.seconds(stage, "backward_weight_seconds", at)});
   });
-  c.send_seconds = read.number(o, "send_seconds", where);
-  c.receive_seconds = read.number(o, "receive_seconds", where);
-  c.link_latency = read.number(o, "link_latency_seconds", where);
-  c.link_bandwidth = read.number(o, "link_bandwidth_bytes_per_second", where);
-  c.bytes_per_transfer = static_cast<std::int64_t>(read.number(o, "bytes_per_transfer", where));
-  c.step_overhead = read.number(o, "step_overhead_seconds", where);
-  c.step_seconds = read.number(o, "step_seconds", where);
-  c.makespan = read.number(o, "makespan_seconds", where);
+  c.send_seconds = read.seconds(o, "send_seconds", where);
+  c.receive_seconds = read.seconds(o, "receive_seconds", where);
+  c.link_latency = read.seconds(o, "link_latency_seconds", where);
+  c.link_bandwidth = read.amount(o, "link_bandwidth_bytes_per_second", where);
+  c.bytes_per_transfer = static_cast<std::int64_t>(read.amount(o, "bytes_per_transfer", where));
+  c.step_overhead = read.seconds(o, "step_overhead_seconds", where);
+  c.step_seconds = read.seconds(o, "step_seconds", where);
+  c.makespan = read.seconds(o, "makespan_seconds", where);
   c.compute_spread = read.factors(o, "compute_spread", where);
   c.transfer_spread = read.factors(o, "transfer_spread", where);
   c.receive_spread = read.factors(o, "receive_spread", where);
@@ -152,7 +174,7 @@ CostFit read_fit(const json& o, const Reader& read) {
   fit.receive = read.line(o, "receive", where);
   fit.link = read.line(o, "link", where);
   fit.step_overhead = read.line(o, "step_overhead", where);
-  fit.bytes_per_sample = read.number(o, "bytes_per_sample", where);
+  fit.bytes_per_sample = read.amount(o, "bytes_per_sample", where);
   fit.compute_spread = read.factors(o, "compute_spread", where);
   fit.transfer_spread = read.factors(o, "transfer_spread", where);
   fit.receive_spread = read.factors(o, "receive_spread", where);
@@ -202,6 +224,10 @@ std::string cost_fit_json(const CostFit& fit) {
 }
 
 CostFit read_costs_json(const std::string& text, const std::string& source) {
+  if (json_depth(text) > limits::json_depth) {
+    throw input_error(
+        fmt::format("{}: nests JSON more than {} deep; {}", printable(source), limits::json_depth, writers));
+  }
   json document;
   try {
     document = json::parse(text);

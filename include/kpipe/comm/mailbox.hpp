@@ -31,8 +31,11 @@ struct Packet {
 template <class Scalar>
 class Mailbox {
  public:
-  // Messages of at most `max_header` header entries and `max_values` values.
+  // Messages of at most `max_header` header entries and `max_values` values;
+  // their bytes (capacity) must fit an MPI count, an int.
   Mailbox(MPI_Comm comm, const Watchdog& watchdog, std::size_t max_header, std::size_t max_values);
+  // The bytes of the largest such message.
+  static std::size_t capacity(std::size_t max_header, std::size_t max_values);
   ~Mailbox();
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;

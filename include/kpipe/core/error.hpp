@@ -28,4 +28,11 @@ class Error : public std::runtime_error {
 Error input_error(const std::string& message);
 Error runtime_error(const std::string& message);
 
+// What a failure that is not a kpipe::Error means to the user, as an Error:
+// an allocation that failed (std::bad_alloc, Kokkos' allocation failures)
+// is the deck asking for more memory than the rank has, an input error that
+// says which keys lower it; anything else is an internal error. `during`
+// names the phase ("set-up", "step 12").
+Error error_of_failure(const std::exception& failure, const std::string& during);
+
 }  // namespace kpipe

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace kpipe::limits {
 
@@ -17,6 +18,7 @@ namespace kpipe::limits {
 // or any published schedule, and within what an Action's peer and chunk hold.
 inline constexpr int pipeline_ranks = 4096;
 inline constexpr int chunks_per_rank = 64;
+inline constexpr int replicas = 65536;  // d
 // Microbatches per step (m): a global batch of 2^30 samples.
 inline constexpr int microbatches = 1 << 30;
 
@@ -83,6 +85,22 @@ inline constexpr std::size_t summary_json_bytes = std::size_t{64} << 20;
 // COLUMNS from the environment is clamped: no terminal is wider, and a huge
 // value would make `plan` print an ASCII timeline of hundreds of megabytes.
 inline constexpr int terminal_columns = 1000;
+// How deeply a JSON input (a request-trace line, a --costs summary) may
+// nest: kpipe's own files nest 6 deep; a line of 10^5 brackets must not
+// reach a recursive parser.
+inline constexpr std::size_t json_depth = 32;
+// The latest arrival a request trace may give, in seconds (about 11.6 days):
+// a serve or a serving plan runs until the last arrival.
+inline constexpr double arrival_seconds = 1e6;
+// The largest time a cost file may give (--costs: a run's calibration or a
+// sweep's fit), in seconds: beyond it the simulator's sums lose meaning.
+inline constexpr double cost_seconds = 1e6;
+// The largest message between ranks, in bytes: MPI counts are ints.
+inline constexpr std::int64_t message_bytes = std::numeric_limits<int>::max();
+// A layer's width per sample: model.input_dim, model.output_dim and what a
+// dataset file may declare for them (a dimension of 2^32 + n must never
+// reach a 32-bit int).
+inline constexpr int layer_width = 1 << 20;
 // `kpipe plan` lists ranks and boundaries one per line up to this many;
 // beyond, the largest alone.
 inline constexpr int listed_ranks = 16;

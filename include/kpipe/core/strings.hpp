@@ -22,4 +22,9 @@ std::string join_choices(const std::vector<std::string>& items, std::string_view
 // can neither break the one-line error contract nor drive the terminal.
 std::string printable(std::string_view text);
 
+// How deeply the arrays and objects of JSON `text` nest (strings skipped),
+// read without parsing, so that a reader can refuse a line nested beyond
+// limits::json_depth before a recursive parser or printer sees it.
+std::size_t json_depth(std::string_view text);
+
 }  // namespace kpipe

@@ -144,7 +144,13 @@ class Dataset : public Object {
   // Extents: {n} or {rows, cols}.
   std::vector<std::uint64_t> shape() const;
   Type type() const;
+  // The product of the extents; fails when it overflows 64 bits.
   std::uint64_t elements() const;
+  // Fails unless the file stores what the dataset declares: a dimension of
+  // 2^32 + n, a shell of never-written chunks or a truncated file must not
+  // become an allocation of what it declares. Unfiltered data must be there
+  // byte for byte; filtered (compressed) data within deflate's largest ratio.
+  void require_stored() const;
 
   // Writes rows [first_row, first_row + rows) (whole rows, row-major) from
   // `data`. In a parallel file every rank calls it (collective transfer); a
@@ -169,6 +175,7 @@ class Dataset : public Object {
   // The whole dataset, converted to T by HDF5.
   template <class T>
   std::vector<T> read() const {
+    require_stored();
     std::vector<T> data(static_cast<std::size_t>(elements()));
     if (!data.empty()) read_rows(data.data(), 0, shape().at(0));
     return data;

@@ -41,7 +41,8 @@ auto abort_on_error(Work&& work) {
   } catch (const Error& e) {
     comm::abort_job(e, e.exit_code());
   } catch (const std::exception& e) {
-    comm::abort_job(e, 1);
+    const Error error = error_of_failure(e, "the run");
+    comm::abort_job(error, error.exit_code());
   }
 }
 

@@ -67,6 +67,12 @@ double arrival_of(const json& line, double previous) {
     throw input_error(fmt::format("\"arrival\" must be a number of seconds >= 0, got {}", shown(value)));
   }
   const double arrival = value.get<double>();
+  if (arrival > limits::arrival_seconds) {
+    throw input_error(
+        fmt::format("\"arrival\" {} s is later than a trace may run ({} s); kpipe serve waits for "
+                    "every arrival in real time",
+                    arrival, limits::arrival_seconds));
+  }
   if (arrival < previous) {
     throw input_error(fmt::format("\"arrival\" {} is earlier than the previous request's {}; sort the trace by arrival",
                                   arrival, previous));
@@ -101,6 +107,10 @@ void check_fields(const json& line) {
 
 // One line as a request, or an input error saying what is wrong with it.
 Request request_of(std::string_view text, const model::Vocabulary& vocabulary, int context, double previous) {
+  if (json_depth(text) > limits::json_depth) {
+    throw input_error(
+        fmt::format("nests JSON more than {} deep; write one flat request per line: {}", limits::json_depth, example));
+  }
   const json line = json::parse(text.begin(), text.end(), nullptr, false);
   if (line.is_discarded()) {
     throw input_error(fmt::format("is not valid JSON; write one request per line: {}", example));

@@ -9,9 +9,11 @@
 #include <map>
 #include <thread>
 
+#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/mailbox.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/runtime/serving/generation.hpp"
@@ -90,6 +92,18 @@ BatchLimits batch_limits(const config::InferenceConfig& inference, int kv_blocks
 
 namespace {
 
+// The most tokens one microbatch holds: a uniform one up to the token
+// budget, a request-batched one every running request's whole context.
+std::int64_t largest_microbatch(const config::InferenceConfig& inference, int context) {
+  return std::max<std::int64_t>(inference.token_budget, std::int64_t{inference.max_sequences} * context);
+}
+
+// A message's header: a few fields, four per token of the microbatch, one
+// per request of the trace.
+std::size_t header_entries(std::int64_t tokens, std::size_t requests) {
+  return 8 + 4 * static_cast<std::size_t>(tokens) + requests;
+}
+
 template <class Scalar>
 class Server {
  public:
@@ -103,8 +117,8 @@ class Server {
         me_(pipeline.grid().pipeline_rank()),
         root_(placement_.place(0).rank),
         blocks_(kv_cache_blocks<Scalar>(pipeline.spec(), inference)),
-        most_tokens_(std::max(inference.token_budget, inference.max_sequences * model_.context)),
-        mailbox_(group_, pipeline.watchdog(), 8 + 4 * static_cast<std::size_t>(most_tokens_) + requests.size(),
+        most_tokens_(largest_microbatch(inference, model_.context)),
+        mailbox_(group_, pipeline.watchdog(), header_entries(most_tokens_, requests.size()),
                  static_cast<std::size_t>(most_tokens_) * static_cast<std::size_t>(model_.dim)) {
     for (int stage = 0; stage < placement_.stage_count(); ++stage) {
       if (placement_.place(stage).rank != me_) continue;
@@ -282,7 +296,7 @@ class Server {
   int me_;
   int root_;
   int blocks_;
-  int most_tokens_;
+  std::int64_t most_tokens_;
   comm::Mailbox<Scalar> mailbox_;
   std::map<int, model::KvBlockTable> tables_;  // per model stage this rank holds
   BatchScheduler* scheduler_ = nullptr;        // on the scheduler's rank while it serves
@@ -332,15 +346,30 @@ void require_one_tensor_rank(int tensor_parallel) {
 template <class Scalar>
 ServeResult serve(Pipeline<Scalar>& pipeline, const std::vector<Request>& requests,
                   const config::InferenceConfig& inference) {
-  if (pipeline.spec().model.kind != model::ModelKind::transformer) {
-    throw input_error("kpipe serve generates text with a transformer; set model.kind = \"transformer\"");
-  }
-  if (pipeline.grid().replicas() != 1) {
-    throw input_error(fmt::format("kpipe serve runs one pipeline; set pipeline.data_parallel = 1 (it is {})",
-                                  pipeline.grid().replicas()));
-  }
-  require_one_tensor_rank(pipeline.grid().tensor_size());
-  return Server<Scalar>(pipeline, requests, inference).run();
+  // Set-up may fail alike on every rank (the deck) or on one (an allocation):
+  // every rank agrees, and the job ends with one line.
+  const auto server = comm::collectively(pipeline.grid().world(), pipeline.watchdog(), "kpipe serve's set-up", [&] {
+    const model::ModelSpec& model = pipeline.spec().model;
+    if (model.kind != model::ModelKind::transformer) {
+      throw input_error("kpipe serve generates text with a transformer; set model.kind = \"transformer\"");
+    }
+    if (pipeline.grid().replicas() != 1) {
+      throw input_error(fmt::format("kpipe serve runs one pipeline; set pipeline.data_parallel = 1 (it is {})",
+                                    pipeline.grid().replicas()));
+    }
+    require_one_tensor_rank(pipeline.grid().tensor_size());
+    const std::int64_t tokens = largest_microbatch(inference, model.context);
+    const std::size_t bytes = comm::Mailbox<Scalar>::capacity(header_entries(tokens, requests.size()),
+                                                              static_cast<std::size_t>(tokens * model.dim));
+    if (bytes > static_cast<std::size_t>(limits::message_bytes)) {
+      throw input_error(fmt::format(
+          "a microbatch of inference.max_sequences = {} requests of model.context = {} tokens of model.dim = {} "
+          "values is {} bytes, more than one message between stages carries ({}); lower inference.max_sequences",
+          inference.max_sequences, model.context, model.dim, bytes, limits::message_bytes));
+    }
+    return std::make_unique<Server<Scalar>>(pipeline, requests, inference);
+  });
+  return server->run();
 }
 
 template ServeResult serve<float>(Pipeline<float>&, const std::vector<Request>&, const config::InferenceConfig&);

@@ -62,6 +62,10 @@ StageCostModel flop_model(const model::TrainerSpec& spec) {
 StageCostModel measured_costs(const std::string& path, int stages) {
   const std::string text = read_input_file(
       path, {"--costs file", limits::summary_json_bytes, "; give the --json file of a kpipe serve run"});
+  if (json_depth(text) > limits::json_depth) {
+    throw input_error(fmt::format("--costs {} nests JSON more than {} deep; give the --json file of a kpipe serve run",
+                                  printable(path), limits::json_depth));
+  }
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text);

@@ -33,3 +33,11 @@ TEST_CASE("printable escapes control characters and broken UTF-8, and keeps the 
   CHECK(printable(std::string("nul\0del\x7f", 8)) == "nul\\x00del\\x7f");
   CHECK(printable("\xff\xc3") == "\\xff\\xc3");
 }
+
+TEST_CASE("json_depth counts nesting outside strings", "[core]") {
+  CHECK(kpipe::json_depth("") == 0);
+  CHECK(kpipe::json_depth(R"({"a": 1})") == 1);
+  CHECK(kpipe::json_depth(R"({"a": [1, {"b": [[]]}]})") == 5);
+  CHECK(kpipe::json_depth(R"({"a": "[[[{{{", "b": "\"[["})") == 1);  // brackets inside strings, escaped quotes
+  CHECK(kpipe::json_depth(std::string(100000, '[')) == 100000);      // unbalanced: counted, never parsed
+}

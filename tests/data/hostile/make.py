@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""Regenerates the hostile HDF5 inputs of the bad-input CLI tests (tests/cli/bad_inputs.txt).
+
+Run from the repository root with Debian's python (h5py, numpy):
+  /usr/bin/python3 tests/data/hostile/make.py
+Each file is a few KB but declares far more than it stores: dimensions of
+2^32 + n (which wrap in 32 bits), shells of never-written chunks, counts and
+attributes out of range. kpipe must refuse each in one line before it
+allocates what the file declares.
+"""
+import pathlib
+import shutil
+
+import h5py
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent.parent
+
+
+def dataset(name, train_x_shape, train_y_shape, y_dtype=np.int32, classes=3, labels=None):
+    """A kpipe dataset whose train split declares the given shapes in chunked, unwritten storage."""
+    with h5py.File(HERE / name, "w") as f:
+        f.attrs["format"] = np.bytes_("kpipe-dataset")
+        f.attrs["format_version"] = np.int64(1)
+        if classes is not None:
+            f.attrs["classes"] = np.int64(classes)
+        train = f.create_group("train")
+        train.create_dataset("x", shape=train_x_shape, dtype=np.float32, chunks=(1, min(train_x_shape[1], 1024)))
+        train.create_dataset("y", shape=train_y_shape, dtype=y_dtype, chunks=(1,) * len(train_y_shape))
+        test = f.create_group("test")
+        test.create_dataset("x", data=np.zeros((8, train_x_shape[1] if train_x_shape[1] < 1 << 20 else 4), np.float32))
+        test.create_dataset("y", data=labels if labels is not None else np.zeros(8, y_dtype))
+
+
+dataset("rows-2p32.h5", (2**32 + 3, 4), (2**32 + 3,))
+dataset("features-2p32.h5", (16, 2**32 + 4), (16,))
+dataset("rows-2p28.h5", (2**28, 4), (2**28,))
+
+# A class count of 2^32 + 3, which wraps to 3 in 32 bits, and a label of 10^6.
+with h5py.File(HERE / "classes-2p32.h5", "w") as f:
+    f.attrs["format"] = np.bytes_("kpipe-dataset")
+    f.attrs["format_version"] = np.int64(1)
+    f.attrs["classes"] = np.int64(2**32 + 3)
+    for split in ("train", "test"):
+        group = f.create_group(split)
+        group.create_dataset("x", data=np.zeros((8, 4), np.float32))
+        group.create_dataset("y", data=np.array([0, 1, 2, 10**6, 0, 1, 2, 0], np.int32))
+
+# A token stream declaring 2^30 tokens it does not store.
+with h5py.File(HERE / "tokens-2p30.h5", "w") as f:
+    f.attrs["format"] = np.bytes_("kpipe-dataset")
+    f.attrs["format_version"] = np.int64(1)
+    f.attrs["vocabulary"] = np.bytes_("abc")
+    for split in ("train", "test"):
+        f.create_group(split).create_dataset("tokens", shape=(2**30,), dtype=np.int32, chunks=(4096,))
+
+# Checkpoints whose step attribute is out of range (a copy of the committed good one).
+for name, step in (("step-negative.h5", -5), ("step-2p32.h5", 2**32 + 1)):
+    shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / name)
+    with h5py.File(HERE / name, "r+") as f:
+        f.attrs["step"] = np.int64(step)
+
+# Profiles (from the committed good one, `kpipe run inputs/quickstart.toml
+# pipeline.stages=1 train.steps=2 --profile tests/data/profiles/good.h5`):
+# an infinite time, and a table declaring 2^25 rows it does not store.
+shutil.copy(ROOT / "tests/data/profiles/good.h5", HERE / "profile-inf.h5")
+with h5py.File(HERE / "profile-inf.h5", "r+") as f:
+    end = f["measured/end"][...]
+    end[3] = np.inf
+    f["measured/end"][...] = end
+shutil.copy(ROOT / "tests/data/profiles/good.h5", HERE / "profile-2p25.h5")
+with h5py.File(HERE / "profile-2p25.h5", "r+") as f:
+    del f["measured/start"]
+    f["measured"].create_dataset("start", shape=(2**25,), dtype=np.float64, chunks=(4096,))
