@@ -167,20 +167,26 @@ detail::Handle open_attribute(hid_t id, const std::string& name, H5T_class_t wan
 }
 }  // namespace
 
-std::string Object::string_attribute(const std::string& name) const {
+std::string Object::string_attribute(const std::string& name, std::size_t most_bytes) const {
   auto attribute = open_attribute(id(), name, H5T_STRING);
   if (!attribute.valid()) fail("no string attribute '" + name + "'");
   detail::Handle type(H5Aget_type(attribute.get()), H5Tclose);
+  const auto too_long = [&](std::size_t bytes) {
+    fail(fmt::format("attribute '{}' holds {} bytes, more than kpipe reads there ({})", name, bytes, most_bytes));
+  };
   if (H5Tis_variable_str(type.get()) > 0) {
     char* text = nullptr;
     detail::Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(memory.get(), H5T_VARIABLE);
     if (H5Aread(attribute.get(), memory.get(), &text) < 0) fail("cannot read attribute '" + name + "'");
-    std::string value = text ? text : "";
+    const std::size_t bytes = text ? std::strlen(text) : 0;
+    std::string value = bytes <= most_bytes ? std::string(text ? text : "") : std::string();
     H5free_memory(text);
+    if (bytes > most_bytes) too_long(bytes);
     return value;
   }
   const std::size_t size = H5Tget_size(type.get());
+  if (size > most_bytes + 1) too_long(size);  // + 1: a fixed-size string may end in its terminator
   std::string buffer(size + 1, '\0');
   detail::Handle memory(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(memory.get(), size + 1);

@@ -97,6 +97,9 @@ inline constexpr double arrival_seconds = 1e6;
 inline constexpr double cost_seconds = 1e6;
 // The largest message between ranks, in bytes: MPI counts are ints.
 inline constexpr std::int64_t message_bytes = std::numeric_limits<int>::max();
+// A string attribute of an HDF5 file kpipe reads (a checkpoint's deck, a
+// dataset's vocabulary): the deck limit with room for its resolved form.
+inline constexpr std::size_t attribute_bytes = 4 * deck_bytes;
 // A layer's width per sample: model.input_dim, model.output_dim and what a
 // dataset file may declare for them (a dimension of 2^32 + n must never
 // reach a 32-bit int).

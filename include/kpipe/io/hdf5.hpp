@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/limits.hpp"
 
 namespace kpipe::io::hdf5 {
 
@@ -114,7 +115,9 @@ class Object {
 
   bool has_attribute(const std::string& name) const;
   // Throw (naming the object and the attribute) when absent or of another class.
-  std::string string_attribute(const std::string& name) const;
+  // At most `most_bytes`: a fixed-size string declaring more fails before
+  // anything is allocated, a variable-length one once HDF5 has read it.
+  std::string string_attribute(const std::string& name, std::size_t most_bytes = limits::attribute_bytes) const;
   std::int64_t int_attribute(const std::string& name) const;
   std::uint64_t uint_attribute(const std::string& name) const;
   double double_attribute(const std::string& name) const;

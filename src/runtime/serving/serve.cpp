@@ -93,9 +93,11 @@ BatchLimits batch_limits(const config::InferenceConfig& inference, int kv_blocks
 namespace {
 
 // The most tokens one microbatch holds: a uniform one up to the token
-// budget, a request-batched one every running request's whole context.
-std::int64_t largest_microbatch(const config::InferenceConfig& inference, int context) {
-  return std::max<std::int64_t>(inference.token_budget, std::int64_t{inference.max_sequences} * context);
+// budget, a request-batched one every running request's whole context (no
+// more requests run than the trace has).
+std::int64_t largest_microbatch(const config::InferenceConfig& inference, int context, std::size_t requests) {
+  const std::int64_t running = std::min<std::int64_t>(inference.max_sequences, static_cast<std::int64_t>(requests));
+  return std::max<std::int64_t>(inference.token_budget, running * context);
 }
 
 // A message's header: a few fields, four per token of the microbatch, one
@@ -117,7 +119,7 @@ class Server {
         me_(pipeline.grid().pipeline_rank()),
         root_(placement_.place(0).rank),
         blocks_(kv_cache_blocks<Scalar>(pipeline.spec(), inference)),
-        most_tokens_(largest_microbatch(inference, model_.context)),
+        most_tokens_(largest_microbatch(inference, model_.context, requests.size())),
         mailbox_(group_, pipeline.watchdog(), header_entries(most_tokens_, requests.size()),
                  static_cast<std::size_t>(most_tokens_) * static_cast<std::size_t>(model_.dim)) {
     for (int stage = 0; stage < placement_.stage_count(); ++stage) {
@@ -358,14 +360,16 @@ ServeResult serve(Pipeline<Scalar>& pipeline, const std::vector<Request>& reques
                                     pipeline.grid().replicas()));
     }
     require_one_tensor_rank(pipeline.grid().tensor_size());
-    const std::int64_t tokens = largest_microbatch(inference, model.context);
+    const std::int64_t tokens = largest_microbatch(inference, model.context, requests.size());
     const std::size_t bytes = comm::Mailbox<Scalar>::capacity(header_entries(tokens, requests.size()),
                                                               static_cast<std::size_t>(tokens * model.dim));
     if (bytes > static_cast<std::size_t>(limits::message_bytes)) {
       throw input_error(fmt::format(
-          "a microbatch of inference.max_sequences = {} requests of model.context = {} tokens of model.dim = {} "
-          "values is {} bytes, more than one message between stages carries ({}); lower inference.max_sequences",
-          inference.max_sequences, model.context, model.dim, bytes, limits::message_bytes));
+          "the largest microbatch, {} tokens (inference.token_budget = {}, or inference.max_sequences = {} requests "
+          "of model.context = {}) of model.dim = {} values, is {} bytes, more than one message between stages "
+          "carries ({}); lower inference.token_budget or inference.max_sequences",
+          tokens, inference.token_budget, inference.max_sequences, model.context, model.dim, bytes,
+          limits::message_bytes));
     }
     return std::make_unique<Server<Scalar>>(pipeline, requests, inference);
   });

@@ -73,3 +73,17 @@ TEST_CASE("hdf5: failures are kpipe errors naming the file and object", "[io]") 
   std::remove(name.c_str());
   std::remove(text.c_str());
 }
+
+TEST_CASE("hdf5: a string attribute longer than its reader allows fails before it is trusted", "[io]") {
+  const auto name = scratch("long-attribute.h5");
+  {
+    auto file = hdf5::File::create(name);
+    file.set_attribute("deck", std::string(100, 'x'));
+    file.close();
+  }
+  const auto file = hdf5::File::open(name);
+  CHECK(file.string_attribute("deck", 100) == std::string(100, 'x'));
+  CHECK_THROWS_WITH(file.string_attribute("deck", 99),
+                    Catch::Contains("attribute 'deck' holds 101 bytes, more than kpipe reads there (99)"));
+  std::remove(name.c_str());
+}
