@@ -14,22 +14,21 @@ namespace {
 
 using schedule::Timeline;
 
-constexpr double milliseconds_per_second = 1e3;
-
-Timeline empty_timeline(const io::Profile& profile, int ranks) {
+Timeline empty_timeline(const io::Profile& profile, int ranks, const char* unit) {
   Timeline t;
   t.name = profile.info.schedule;
   t.p = ranks;
   t.v = static_cast<int>(profile.info.v);
   t.m = static_cast<int>(profile.info.m);
-  t.unit = "ms";
+  t.unit = unit;
   t.ranks.resize(static_cast<std::size_t>(ranks));
   return t;
 }
 
 }  // namespace
 
-ProfileTimelines::ProfileTimelines(const std::string& path) : profile_(io::read_profile(path)) {
+ProfileTimelines::ProfileTimelines(const std::string& path, Unit unit)
+    : profile_(io::read_profile(path)), units_per_second_(unit == Unit::milliseconds ? 1e3 : 1.0) {
   for (const std::string& name : profile_.kind_names) {
     const auto kind = schedule::parse_kind(name);
     if (!kind) {
@@ -43,7 +42,7 @@ ProfileTimelines::ProfileTimelines(const std::string& path) : profile_(io::read_
 }
 
 Timeline ProfileTimelines::all_steps() const {
-  Timeline t = empty_timeline(profile_, world_ranks());
+  Timeline t = empty_timeline(profile_, world_ranks(), unit());
   const io::ActionTable& m = profile_.measured;
   for (std::size_t i = 0; i < m.size(); ++i) {
     const double origin = step_start(m.rank[i], m.step[i]);
@@ -55,7 +54,7 @@ Timeline ProfileTimelines::all_steps() const {
 
 Timeline ProfileTimelines::one_step(int step) const {
   const int p = static_cast<int>(profile_.info.p);
-  Timeline t = empty_timeline(profile_, p);
+  Timeline t = empty_timeline(profile_, p, unit());
   t.label = fmt::format("measured, step {} of {}", step, steps());
   double first = std::numeric_limits<double>::infinity();
   for (int r = 0; r < p; ++r) first = std::min(first, step_start(r, step));
@@ -70,7 +69,7 @@ Timeline ProfileTimelines::one_step(int step) const {
 
 Timeline ProfileTimelines::predicted() const {
   const io::ActionTable& m = profile_.predicted;
-  Timeline t = empty_timeline(profile_, m.size() > 0 ? static_cast<int>(profile_.info.p) : 0);
+  Timeline t = empty_timeline(profile_, m.size() > 0 ? static_cast<int>(profile_.info.p) : 0, unit());
   t.label = "simulated with the measured per-stage costs";
   for (std::size_t i = 0; i < m.size(); ++i) t.ranks[m.rank[i]].push_back(timed(m, i, 0.0));
   schedule::summarize(t);
@@ -86,9 +85,18 @@ schedule::TimedAction ProfileTimelines::timed(const io::ActionTable& table, std:
   t.action.tag = table.tag[i];
   t.stage = table.stage[i];
   t.step = table.step[i];
-  t.start = (origin + table.start[i]) * milliseconds_per_second;
-  t.end = (origin + table.end[i]) * milliseconds_per_second;
+  t.start = (origin + table.start[i]) * units_per_second_;
+  t.end = (origin + table.end[i]) * units_per_second_;
   return t;
+}
+
+std::int64_t ProfileTimelines::largest_send_bytes() const {
+  const io::ActionTable& m = profile_.measured;
+  std::int64_t bytes = 0;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m.rank[i] < profile_.info.p && schedule::is_send(kinds_[m.kind[i]])) bytes = std::max(bytes, m.bytes[i]);
+  }
+  return bytes;
 }
 
 }  // namespace kpipe::runtime

@@ -2,7 +2,7 @@
 // A profile of `kpipe run --profile` (io::read_profile) as schedule
 // timelines for `kpipe trace`: every executed action of every step, one step
 // of replica 0's pipeline, and the simulator's step with the measured
-// per-stage costs, in milliseconds.
+// per-stage costs, in milliseconds (for people) or seconds (for a calibration).
 
 #include <string>
 #include <vector>
@@ -14,8 +14,10 @@ namespace kpipe::runtime {
 
 class ProfileTimelines {
  public:
+  enum class Unit { milliseconds, seconds };
+
   // Reads and checks the file; every problem with it is one input error.
-  explicit ProfileTimelines(const std::string& path);
+  explicit ProfileTimelines(const std::string& path, Unit unit = Unit::milliseconds);
 
   const io::ProfileInfo& info() const { return profile_.info; }
   std::size_t actions() const { return profile_.measured.size(); }
@@ -28,14 +30,19 @@ class ProfileTimelines {
   schedule::Timeline one_step(int step) const;
   // The simulator's step with the measured per-stage costs; no ranks when the profile has none.
   schedule::Timeline predicted() const;
-
- private:
+  // When rank `rank` began step `step`, in seconds on the clock all ranks share.
   double step_start(int rank, int step) const {
     return profile_.step_start[static_cast<std::size_t>(rank) * steps() + step];
   }
+  // The largest message replica 0's ranks sent, in bytes.
+  std::int64_t largest_send_bytes() const;
+
+ private:
   schedule::TimedAction timed(const io::ActionTable& table, std::size_t i, double origin) const;
+  const char* unit() const { return units_per_second_ == 1.0 ? "s" : "ms"; }
 
   io::Profile profile_;
+  double units_per_second_;
   std::vector<schedule::ActionKind> kinds_;
 };
 
