@@ -2,10 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <deque>
-
 #include "kinds/builtin_layer_kinds.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/registry.hpp"
 #include "kpipe/core/strings.hpp"
 #include "random_streams.hpp"
 
@@ -14,7 +13,6 @@ namespace kpipe::model {
 namespace {
 
 void check_complete(const LayerKind& kind) {
-  if (kind.name.empty()) throw input_error("a layer kind needs a name");
   if (!kind.footprint || !kind.make_float || !kind.make_double) {
     throw input_error(
         fmt::format("layer kind \"{}\" needs a footprint and a factory for float and double "
@@ -23,24 +21,9 @@ void check_complete(const LayerKind& kind) {
   }
 }
 
-// A deque: references to its elements stay valid as kinds are added.
-std::deque<LayerKind>& registry() {
-  static std::deque<LayerKind> kinds = [] {
-    std::deque<LayerKind> builtins;
-    for (LayerKind& kind : detail::builtin_layer_kinds()) {
-      check_complete(kind);
-      builtins.push_back(std::move(kind));
-    }
-    return builtins;
-  }();
+Registry<LayerKind>& registry() {
+  static Registry<LayerKind> kinds("layer kind", check_complete, detail::builtin_layer_kinds());
   return kinds;
-}
-
-const LayerKind* find(const std::string& name) {
-  for (const LayerKind& kind : registry()) {
-    if (kind.name == name) return &kind;
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -54,28 +37,11 @@ WeightInit LayerBuild::init(int fan_in, int fan_out) const {
                         fan_out);
 }
 
-const LayerKind& register_layer_kind(LayerKind kind) {
-  check_complete(kind);
-  if (find(kind.name)) {
-    throw input_error(fmt::format("layer kind \"{}\" is registered twice; give the new kind another name", kind.name));
-  }
-  return registry().emplace_back(std::move(kind));
-}
+const LayerKind& register_layer_kind(LayerKind kind) { return registry().add(std::move(kind)); }
 
-const LayerKind& layer_kind(const std::string& name, const std::string& key) {
-  if (const LayerKind* kind = find(name)) return *kind;
-  const auto names = layer_kind_names();
-  const std::string nearest = nearest_match(name, names);
-  throw input_error(fmt::format("{}unknown layer kind \"{}\"{}; registered kinds are {}", key.empty() ? "" : key + ": ",
-                                name, nearest.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", nearest),
-                                join_choices(names, " and ")));
-}
+const LayerKind& layer_kind(const std::string& name, const std::string& key) { return registry().at(name, key); }
 
-std::vector<std::string> layer_kind_names() {
-  std::vector<std::string> names;
-  for (const LayerKind& kind : registry()) names.push_back(kind.name);
-  return names;
-}
+std::vector<std::string> layer_kind_names() { return registry().names(); }
 
 template <class Scalar>
 std::unique_ptr<Layer<Scalar>> make_layer(const ModelSpec& model, int index, KernelChoice kernels, LayerEnvironment env,
