@@ -353,9 +353,19 @@ Group Group::create_group(const std::string& name) {
 
 Group Group::open_group(const std::string& name) const {
   if (!has(name)) fail("no group '" + name + "'");
+  require_stored_here(name);
   detail::Handle group(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), H5Gclose);
   if (!group.valid()) fail("cannot open group '" + name + "'");
   return Group(std::move(group), child_path(name), where_);
+}
+
+void Group::require_stored_here(const std::string& name) const {
+  H5L_info_t link{};
+  if (H5Lget_info(id(), name.c_str(), &link, H5P_DEFAULT) < 0) fail("cannot look up '" + name + "'");
+  if (link.type != H5L_TYPE_HARD) {
+    fail("'" + name + "' is " + (link.type == H5L_TYPE_SOFT ? "a soft" : "an external") +
+         " link; kpipe follows no links, it reads only objects stored in the file itself");
+  }
 }
 
 bool Group::has(const std::string& name) const {
@@ -388,8 +398,13 @@ Dataset Group::create_dataset(const std::string& name, Type type, const std::vec
 
 Dataset Group::open_dataset(const std::string& name) const {
   if (!has(name)) fail("no dataset '" + name + "'");
+  require_stored_here(name);
   detail::Handle dataset(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!dataset.valid()) fail("cannot open dataset '" + name + "'");
+  detail::Handle creation(H5Dget_create_plist(dataset.get()), H5Pclose);
+  if (!creation.valid() || H5Pget_layout(creation.get()) == H5D_VIRTUAL) {
+    fail("dataset '" + name + "' is virtual (it maps other files); kpipe reads only data stored in the file itself");
+  }
   return Dataset(std::move(dataset), child_path(name), where_);
 }
 

@@ -217,6 +217,11 @@ class Group : public Object {
  protected:
   using Object::Object;
   friend class File;
+
+ private:
+  // Opens go only to objects this file stores: a soft or external link (to
+  // another file, a FIFO, a device) fails, as a virtual dataset does.
+  void require_stored_here(const std::string& name) const;
 };
 
 // An HDF5 file; it is its own root group. Closes in its destructor (errors

@@ -73,3 +73,33 @@ shutil.copy(ROOT / "tests/data/profiles/good.h5", HERE / "profile-2p25.h5")
 with h5py.File(HERE / "profile-2p25.h5", "r+") as f:
     del f["measured/start"]
     f["measured"].create_dataset("start", shape=(2**25,), dtype=np.float64, chunks=(4096,))
+
+# Links out of the file: a dataset whose /train/x is an external link to a
+# FIFO's path, one whose /train is a soft link, and a virtual /train/x that
+# maps another file. kpipe follows no link and reads no virtual dataset.
+for name, make_link in (
+    ("external-link.h5", lambda f: f.__setitem__("train/x", h5py.ExternalLink("/tmp/kpipe-fifo", "/x"))),
+    ("soft-link.h5", lambda f: f.__setitem__("train", h5py.SoftLink("/test"))),
+):
+    with h5py.File(HERE / name, "w") as f:
+        f.attrs["format"] = np.bytes_("kpipe-dataset")
+        f.attrs["format_version"] = np.int64(1)
+        f.attrs["classes"] = np.int64(3)
+        test = f.create_group("test")
+        test.create_dataset("x", data=np.zeros((8, 4), np.float32))
+        test.create_dataset("y", data=np.zeros(8, np.int32))
+        if name == "external-link.h5":
+            f.create_group("train").create_dataset("y", data=np.zeros(8, np.int32))
+        make_link(f)
+with h5py.File(HERE / "virtual.h5", "w") as f:
+    f.attrs["format"] = np.bytes_("kpipe-dataset")
+    f.attrs["format_version"] = np.int64(1)
+    f.attrs["classes"] = np.int64(3)
+    layout = h5py.VirtualLayout(shape=(8, 4), dtype=np.float32)
+    layout[:, :] = h5py.VirtualSource("/dev/zero", "x", shape=(8, 4))
+    train = f.create_group("train")
+    train.create_virtual_dataset("x", layout)
+    train.create_dataset("y", data=np.zeros(8, np.int32))
+    test = f.create_group("test")
+    test.create_dataset("x", data=np.zeros((8, 4), np.float32))
+    test.create_dataset("y", data=np.zeros(8, np.int32))
