@@ -5,6 +5,8 @@ include(KpipeRepairKokkos)
 kpipe_repair_kokkos_target()
 
 find_package(MPI REQUIRED COMPONENTS C CXX)
+# comm::Deadline watches blocking collective I/O from a thread.
+find_package(Threads REQUIRED)
 
 set(HDF5_PREFER_PARALLEL TRUE)
 find_package(HDF5 REQUIRED COMPONENTS C)
@@ -78,7 +80,6 @@ find_path(KPIPE_LIBXSMM_INCLUDE_DIR libxsmm.h)
 find_library(KPIPE_LIBXSMM_LIBRARY xsmm)
 if(KPIPE_LIBXSMM_INCLUDE_DIR AND KPIPE_LIBXSMM_LIBRARY AND KPIPE_HAVE_CBLAS AND NOT "CUDA" IN_LIST Kokkos_DEVICES)
   set(KPIPE_HAVE_LIBXSMM ON)
-  find_package(Threads REQUIRED)
   set(KPIPE_LIBXSMM_LIBRARIES ${KPIPE_LIBXSMM_LIBRARY} ${BLAS_LIBRARIES} Threads::Threads ${CMAKE_DL_LIBS})
   message(STATUS "kpipe: libxsmm found; compute.gemm = \"packed\" uses it where oneDNN does not block weights")
 else()

@@ -30,4 +30,21 @@ void Watchdog::abort_job(const std::string& waiting_for) const {
   std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
+Deadline::Deadline(const Watchdog& watchdog, double seconds, std::string waiting_for)
+    : guard_([this, &watchdog, seconds, waiting_for = std::move(waiting_for)] {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (!returned_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+          watchdog.abort_job(waiting_for);
+        }
+      }) {}
+
+Deadline::~Deadline() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+  }
+  returned_.notify_one();
+  guard_.join();
+}
+
 }  // namespace kpipe::comm

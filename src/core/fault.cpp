@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
+
 #include <charconv>
 #include <cstdlib>
 #include <optional>
@@ -21,12 +23,14 @@ struct Fault {
   int step = 0;
 };
 
-constexpr std::string_view format_help = "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE setup, step or checkpoint";
+constexpr std::string_view format_help =
+    "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE setup, step, checkpoint or checkpoint-stall";
 
 std::optional<Phase> parse_phase(std::string_view text) {
   if (text == "setup") return Phase::setup;
   if (text == "step") return Phase::step;
   if (text == "checkpoint") return Phase::checkpoint;
+  if (text == "checkpoint-stall") return Phase::checkpoint_stall;
   return std::nullopt;
 }
 
@@ -38,6 +42,8 @@ std::string_view name(Phase phase) {
       return "step";
     case Phase::checkpoint:
       return "checkpoint";
+    case Phase::checkpoint_stall:
+      return "checkpoint-stall";
   }
   return "?";
 }
@@ -74,6 +80,10 @@ std::optional<Fault> parse(const char* text) {
 void inject(Phase phase, int world_rank, int step) {
   static const std::optional<Fault> fault = parse(std::getenv("KPIPE_FAULT"));
   if (!fault || fault->rank != world_rank || fault->phase != phase || (phase == Phase::step && fault->step != step)) {
+    return;
+  }
+  if (phase == Phase::checkpoint_stall) {
+    std::raise(SIGSTOP);  // until the job ends it
     return;
   }
   throw runtime_error(fmt::format("injected fault in {}{} (KPIPE_FAULT, a test-only setting)", name(phase),

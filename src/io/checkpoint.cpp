@@ -208,7 +208,10 @@ void write_tensors(File& file, const std::vector<ModelShape>& all, const std::ve
                        writes ? static_cast<std::uint64_t>(all[i].rows) : 0);
     dataset.set_attribute(checksum_attribute, checksums[i]);
     // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
-    if (i == all.size() / 2) fault::inject(fault::Phase::checkpoint, fault_rank);
+    if (i == all.size() / 2) {
+      fault::inject(fault::Phase::checkpoint, fault_rank);
+      fault::inject(fault::Phase::checkpoint_stall, fault_rank);
+    }
   }
 }
 

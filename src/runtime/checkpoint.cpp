@@ -1,6 +1,8 @@
 #include "kpipe/runtime/checkpoint.hpp"
 
 #include "kpipe/comm/agreement.hpp"
+#include "kpipe/comm/watchdog.hpp"
+#include "kpipe/core/limits.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
@@ -113,6 +115,17 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
     state.clear();
   }
   Kokkos::fence();
+  // The write's collective HDF5/MPI-IO calls have no request the watchdog
+  // could poll: a deadline of runtime.watchdog_seconds plus a second per
+  // limits::slowest_write_bytes_per_second of what this rank writes ends the
+  // job if a peer stops inside them.
+  double bytes = 0.0;
+  for (const auto* tensors : {&parameters, &state}) {
+    for (const auto& tensor : *tensors) bytes += static_cast<double>(tensor.value.span() * sizeof(Scalar));
+  }
+  const comm::Deadline deadline(pipeline.watchdog(),
+                                pipeline.watchdog().seconds() + bytes / limits::slowest_write_bytes_per_second,
+                                "in a checkpoint write (collective HDF5/MPI-IO)");
   return io::write_checkpoint<Scalar>(grid.world(), config.path, info, parameters, state, config.keep,
                                       grid.world_rank());
 }

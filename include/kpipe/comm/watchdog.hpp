@@ -6,7 +6,10 @@
 
 #include <mpi.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace kpipe::comm {
 
@@ -24,11 +27,29 @@ class Watchdog {
   }
 
  private:
+  friend class Deadline;
   bool finished_in_time(MPI_Request& request) const;
   [[noreturn]] void abort_job(const std::string& waiting_for) const;
 
   double seconds_;
   int world_rank_;
+};
+
+// The watchdog over a blocking call it cannot poll, such as a collective
+// HDF5/MPI-IO write (it has no MPI_Request): a thread that ends the job,
+// with the watchdog's one line, unless the call returns within `seconds`.
+class Deadline {
+ public:
+  Deadline(const Watchdog& watchdog, double seconds, std::string waiting_for);
+  ~Deadline();
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable returned_;
+  bool done_ = false;
+  std::thread guard_;
 };
 
 }  // namespace kpipe::comm

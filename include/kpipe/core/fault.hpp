@@ -3,15 +3,16 @@
 // environment variable KPIPE_FAULT=RANK:PHASE[:STEP] makes world rank RANK
 // throw a runtime error when it reaches PHASE ("setup", "step" — at step STEP,
 // default 0 — or "checkpoint"), so tests can prove that a failure on any rank
-// in any phase ends the whole job with one line naming that rank. Unset, it
-// costs one getenv at start-up.
+// in any phase ends the whole job with one line naming that rank;
+// "checkpoint-stall" stops the rank (SIGSTOP) half-way through a checkpoint
+// write instead, as a hung node would. Unset, it costs one getenv at start-up.
 
 #include <string_view>
 
 namespace kpipe::fault {
 
 // The phases a fault can be injected in.
-enum class Phase { setup, step, checkpoint };
+enum class Phase { setup, step, checkpoint, checkpoint_stall };
 
 // Throws kpipe::runtime_error when KPIPE_FAULT names this rank, phase and
 // step; an unparsable KPIPE_FAULT is an input error that shows the format.

@@ -100,6 +100,9 @@ inline constexpr std::int64_t message_bytes = std::numeric_limits<int>::max();
 // A string attribute of an HDF5 file kpipe reads (a checkpoint's deck, a
 // dataset's vocabulary): the deck limit with room for its resolved form.
 inline constexpr std::size_t attribute_bytes = 4 * deck_bytes;
+// The slowest file system a checkpoint write is allowed, per rank: the
+// watchdog's deadline on a write grows by a second per this many bytes.
+inline constexpr double slowest_write_bytes_per_second = 16.0 * (1 << 20);
 // A layer's width per sample: model.input_dim, model.output_dim and what a
 // dataset file may declare for them (a dimension of 2^32 + n must never
 // reach a 32-bit int).
