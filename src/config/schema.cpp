@@ -51,9 +51,8 @@ std::string name(Enum value) {
 std::string signal_names(const std::vector<int>& numbers) {
   std::string names;
   for (int number : numbers) {
-    for (const NamedSignal& signal : preemption_signals()) {
-      if (signal.number == number) names += (names.empty() ? "" : ",") + std::string(signal.name);
-    }
+    if (const NamedSignal* signal = named_signal(number))
+      names += (names.empty() ? "" : ",") + std::string(signal->name);
   }
   return names;
 }

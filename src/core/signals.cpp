@@ -10,11 +10,16 @@ const std::vector<NamedSignal>& preemption_signals() {
   return signals;
 }
 
-std::string signal_name(int number) {
+const NamedSignal* named_signal(int number) {
   for (const NamedSignal& signal : preemption_signals()) {
-    if (signal.number == number) return std::string("SIG") + signal.name;
+    if (signal.number == number) return &signal;
   }
-  return "signal " + std::to_string(number);
+  return nullptr;
+}
+
+std::string signal_name(int number) {
+  const NamedSignal* signal = named_signal(number);
+  return signal ? std::string("SIG") + signal->name : "signal " + std::to_string(number);
 }
 
 }  // namespace kpipe

@@ -16,6 +16,9 @@ struct NamedSignal {
 // TERM, USR1, USR2, INT and HUP.
 const std::vector<NamedSignal>& preemption_signals();
 
+// The table's entry for signal `number`; null for any other.
+const NamedSignal* named_signal(int number);
+
 // "SIGUSR1" for a signal of that table, "signal N" for any other.
 std::string signal_name(int number);
 
