@@ -11,7 +11,11 @@ function(kpipe_target_options target)
   if(KPIPE_ARCH_NATIVE AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
   endif()
-  if(KPIPE_ENABLE_SANITIZERS)
+  if(KPIPE_ENABLE_FUZZING)
+    # Coverage for libFuzzer in every kpipe library; the harnesses add the driver.
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
+  if(KPIPE_ENABLE_SANITIZERS OR KPIPE_ENABLE_FUZZING)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
                                              -fno-sanitize-recover=undefined)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)

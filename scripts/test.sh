@@ -17,7 +17,7 @@ ctest --test-dir build-test --output-on-failure -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKPIPE_ENABLE_TESTS=ON -DKPIPE_ENABLE_SANITIZERS=ON >/dev/null
 cmake --build build-sanitize -j "$jobs"
-ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -L "unit|cli|fault"
+ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -L "unit|cli|fault|fuzz"
 # Of the MPI tests, the run-time messaging of kpipe serve (the mailbox, the
 # serving executor) and the tensor-parallel collectives: their buffers are
 # formed at run time, where a sanitizer finds what a fixed schedule cannot.

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kpipe/config/schema.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
+#include "kpipe/core/strings.hpp"
 
 namespace kpipe::config::detail {
 
@@ -18,6 +20,12 @@ class ShapeScan {
       : text_(text), where_(where), with_line_(with_line) {}
 
   void run() {
+    // TOML is UTF-8, and toml11 reads past its buffer on some invalid bytes in strings.
+    if (const std::size_t bad = invalid_utf8_offset(text_); bad != std::string_view::npos) {
+      line_ += static_cast<int>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+      fail(fmt::format("not UTF-8 text (byte {} is 0x{:02x}); a deck is UTF-8: convert it (iconv -t UTF-8)", bad,
+                       static_cast<unsigned char>(text_[bad])));
+    }
     while (at_ < text_.size()) {
       const char c = text_[at_];
       if (c == '#') {

@@ -24,13 +24,16 @@ struct Fault {
 };
 
 constexpr std::string_view format_help =
-    "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE setup, step, checkpoint or checkpoint-stall";
+    "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE setup, step, checkpoint, checkpoint-stall, hdf5-crash or "
+    "hdf5-stall";
 
 std::optional<Phase> parse_phase(std::string_view text) {
   if (text == "setup") return Phase::setup;
   if (text == "step") return Phase::step;
   if (text == "checkpoint") return Phase::checkpoint;
   if (text == "checkpoint-stall") return Phase::checkpoint_stall;
+  if (text == "hdf5-crash") return Phase::hdf5_crash;
+  if (text == "hdf5-stall") return Phase::hdf5_stall;
   return std::nullopt;
 }
 
@@ -44,6 +47,10 @@ std::string_view name(Phase phase) {
       return "checkpoint";
     case Phase::checkpoint_stall:
       return "checkpoint-stall";
+    case Phase::hdf5_crash:
+      return "hdf5-crash";
+    case Phase::hdf5_stall:
+      return "hdf5-stall";
   }
   return "?";
 }
@@ -82,10 +89,11 @@ void inject(Phase phase, int world_rank, int step) {
   if (!fault || fault->rank != world_rank || fault->phase != phase || (phase == Phase::step && fault->step != step)) {
     return;
   }
-  if (phase == Phase::checkpoint_stall) {
-    std::raise(SIGSTOP);  // until the job ends it
+  if (phase == Phase::checkpoint_stall || phase == Phase::hdf5_stall) {
+    std::raise(SIGSTOP);  // until the job (or the checking parent) ends it
     return;
   }
+  if (phase == Phase::hdf5_crash) std::raise(SIGSEGV);
   throw runtime_error(fmt::format("injected fault in {}{} (KPIPE_FAULT, a test-only setting)", name(phase),
                                   phase == Phase::step ? fmt::format(" {}", step) : ""));
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -44,18 +45,12 @@ std::string open_failure(const std::string& path, const InputFile& kind, int err
 }  // namespace
 
 std::size_t first_non_text_byte(const std::string& text) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == 0 || c == 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r')) return i;
-    const int continuation = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : -1;
-    if (continuation < 0 || i + continuation >= text.size()) return i;
-    for (int k = 1; k <= continuation; ++k) {
-      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
-    }
-    i += continuation + 1;
-  }
-  return std::string::npos;
+  const auto control = std::find_if(text.begin(), text.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return c == 0 || c == 0x7f || (c < 0x20 && c != '\t' && c != '\n' && c != '\r');
+  });
+  const std::size_t at = control == text.end() ? std::string::npos : static_cast<std::size_t>(control - text.begin());
+  return std::min(at, invalid_utf8_offset(text));
 }
 
 std::string read_input_file(const std::string& path, const InputFile& kind) {

@@ -46,17 +46,33 @@ std::string join_choices(const std::vector<std::string>& items, std::string_view
 namespace {
 
 // Length of the valid UTF-8 sequence starting at text[i] (1 to 4), or 0.
+// Strict (RFC 3629): no overlong forms, surrogates or code points past U+10FFFF.
 std::size_t utf8_length(std::string_view text, std::size_t i) {
   const auto c = static_cast<unsigned char>(text[i]);
-  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (c < 0x80) return 1;
+  const std::size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
   if (n == 0 || i + n > text.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
+  // The second byte's range narrows after E0 (overlong), ED (surrogates), F0 (overlong), F4 (past U+10FFFF).
+  const auto second = static_cast<unsigned char>(text[i + 1]);
+  const unsigned char low = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+  const unsigned char high = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+  if (second < low || second > high) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
     if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
   }
   return n;
 }
 
 }  // namespace
+
+std::size_t invalid_utf8_offset(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
 
 std::string printable(std::string_view text) {
   std::string out;

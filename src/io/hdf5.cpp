@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "hdf5_check.hpp"
+
 namespace kpipe::io::hdf5 {
 
 static_assert(std::is_same<hid_t, std::int64_t>::value, "kpipe needs HDF5 >= 1.10 (64-bit hid_t)");
@@ -405,6 +407,10 @@ Dataset Group::open_dataset(const std::string& name) const {
   if (!creation.valid() || H5Pget_layout(creation.get()) == H5D_VIRTUAL) {
     fail("dataset '" + name + "' is virtual (it maps other files); kpipe reads only data stored in the file itself");
   }
+  if (H5Pget_external_count(creation.get()) != 0) {
+    fail("dataset '" + name +
+         "' keeps its data in other files (external storage); kpipe reads only data stored in the file itself");
+  }
   return Dataset(std::move(dataset), child_path(name), where_);
 }
 
@@ -427,6 +433,7 @@ File File::make(const std::string& file_name, MPI_Comm comm, bool parallel, bool
     if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
       throw input_error(file_name + ": not a regular file (a directory, FIFO, device or socket); name an HDF5 file");
     }
+    if (!parallel && std::filesystem::exists(status)) detail::check_in_child(file_name);
     file = detail::Handle(H5Fopen(file_name.c_str(), H5F_ACC_RDONLY, access.get()), H5Fclose);
   }
   if (!file.valid()) {

@@ -233,6 +233,8 @@ CostFit read_costs_json(const std::string& text, const std::string& source) {
     document = json::parse(text);
   } catch (const json::parse_error& e) {
     throw input_error(fmt::format("{}: not a JSON file (byte {}); {}", printable(source), e.byte, writers));
+  } catch (const json::out_of_range&) {
+    throw input_error(fmt::format("{}: holds a number beyond the range of a double; {}", printable(source), writers));
   }
   const Reader read(source);
   if (!document.is_object()) read.missing("calibration", "the file", "an object (the file is not a JSON object)");

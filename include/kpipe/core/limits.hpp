@@ -103,6 +103,11 @@ inline constexpr std::size_t attribute_bytes = 4 * deck_bytes;
 // The slowest file system a checkpoint write is allowed, per rank: the
 // watchdog's deadline on a write grows by a second per this many bytes.
 inline constexpr double slowest_write_bytes_per_second = 16.0 * (1 << 20);
+// An HDF5 file kpipe reads is first walked whole in a child process (io's
+// hdf5_check.hpp); the walk may take this long plus a second per this many
+// bytes of file before the file counts as one that hangs libhdf5.
+inline constexpr double hdf5_walk_seconds = 10.0;
+inline constexpr double slowest_read_bytes_per_second = 16.0 * (1 << 20);
 // A layer's width per sample: model.input_dim, model.output_dim and what a
 // dataset file may declare for them (a dimension of 2^32 + n must never
 // reach a 32-bit int).

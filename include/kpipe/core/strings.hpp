@@ -22,6 +22,11 @@ std::string join_choices(const std::vector<std::string>& items, std::string_view
 // can neither break the one-line error contract nor drive the terminal.
 std::string printable(std::string_view text);
 
+// The offset of the first byte of `text` that does not begin a valid UTF-8
+// sequence (strict: no overlong forms, surrogates or code points past
+// U+10FFFF), or npos when the whole text is UTF-8.
+std::size_t invalid_utf8_offset(std::string_view text);
+
 // How deeply the arrays and objects of JSON `text` nest (strings skipped),
 // read without parsing, so that a reader can refuse a line nested beyond
 // limits::json_depth before a recursive parser or printer sees it.

@@ -103,3 +103,16 @@ with h5py.File(HERE / "virtual.h5", "w") as f:
     test = f.create_group("test")
     test.create_dataset("x", data=np.zeros((8, 4), np.float32))
     test.create_dataset("y", data=np.zeros(8, np.int32))
+
+# A /train/x whose raw data lives outside the file (HDF5 external storage),
+# in /dev/zero: kpipe reads only data stored in the file itself.
+with h5py.File(HERE / "external-storage.h5", "w") as f:
+    f.attrs["format"] = np.bytes_("kpipe-dataset")
+    f.attrs["format_version"] = np.int64(1)
+    f.attrs["classes"] = np.int64(3)
+    train = f.create_group("train")
+    train.create_dataset("x", shape=(8, 4), dtype=np.float32, external=[("/dev/zero", 0, 8 * 4 * 4)])
+    train.create_dataset("y", data=np.zeros(8, np.int32))
+    test = f.create_group("test")
+    test.create_dataset("x", data=np.zeros((8, 4), np.float32))
+    test.create_dataset("y", data=np.zeros(8, np.int32))

@@ -41,3 +41,17 @@ TEST_CASE("json_depth counts nesting outside strings", "[core]") {
   CHECK(kpipe::json_depth(R"({"a": "[[[{{{", "b": "\"[["})") == 1);  // brackets inside strings, escaped quotes
   CHECK(kpipe::json_depth(std::string(100000, '[')) == 100000);      // unbalanced: counted, never parsed
 }
+
+TEST_CASE("invalid_utf8_offset accepts strict UTF-8 only (RFC 3629)", "[core]") {
+  constexpr auto valid = std::string_view::npos;
+  CHECK(kpipe::invalid_utf8_offset("") == valid);
+  CHECK(kpipe::invalid_utf8_offset("plain, ünïcode ✓ 𝄞") == valid);
+  CHECK(kpipe::invalid_utf8_offset("\xf4\x8f\xbf\xbf") == valid);  // U+10FFFF, the last code point
+  CHECK(kpipe::invalid_utf8_offset("'\xff'") == 1);                // never a UTF-8 byte
+  CHECK(kpipe::invalid_utf8_offset("ab\xc0\x80") == 2);            // overlong NUL
+  CHECK(kpipe::invalid_utf8_offset("\xe0\x80\xaf") == 0);          // overlong '/'
+  CHECK(kpipe::invalid_utf8_offset("x\xed\xa0\x80") == 1);         // surrogate U+D800
+  CHECK(kpipe::invalid_utf8_offset("\xf4\x90\x80\x80") == 0);      // U+110000
+  CHECK(kpipe::invalid_utf8_offset("ok\xe2\x9c") == 2);            // cut short
+  CHECK(kpipe::invalid_utf8_offset("\xe2\x9c\x93\x80") == 3);      // a stray continuation byte
+}

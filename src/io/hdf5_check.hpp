@@ -1,0 +1,20 @@
+#pragma once
+// libhdf5 (1.10 at least) trusts the structure of the files it opens: a
+// damaged or hostile file can crash it (a wild read in its object-header
+// code), hang it or make it allocate what the file claims. kpipe reads files
+// users hand it, so before a file is opened for reading, a child process
+// (core/isolated.hpp) walks every object, attribute, chunk and stored byte of
+// it with libhdf5 alone. When the walk crashes or overruns its time the file
+// is refused in one line and the run goes on untouched; when it finishes,
+// the reader's own accesses, a subset of the walk's, are safe to make here.
+
+#include <string>
+
+namespace kpipe::io::hdf5::detail {
+
+// Walks `file_name` in a child process unless this process walked the same
+// file (device, inode, size and modification time) before; throws an input
+// error naming the file when the walk crashed or did not finish in time.
+void check_in_child(const std::string& file_name);
+
+}  // namespace kpipe::io::hdf5::detail
