@@ -1,5 +1,7 @@
 #include "kpipe/model/footprint.hpp"
 
+#include <algorithm>
+
 namespace kpipe::model {
 
 LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
@@ -7,6 +9,7 @@ LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
   linear_weights += other.linear_weights;
   saved += other.saved;
   kept_for_weight_gradient += other.kept_for_weight_gradient;
+  workspace = std::max(workspace, other.workspace);
   forward_flops += other.forward_flops;
   tensor_forward += other.tensor_forward;
   tensor_backward += other.tensor_backward;
@@ -75,13 +78,17 @@ FootprintBuilder& FootprintBuilder::elementwise(std::int64_t rows, std::int64_t 
 }
 
 // The GEMM path saves the fused Q|K|V projection and the probabilities, the
-// fused one Q, K, V, the output and the log-sum-exp; B frees them all.
+// fused one Q, K, V, the output and the log-sum-exp; B frees them all. The
+// GEMM path's T x T probabilities are also a workspace: F without a stash
+// (inference) builds them, B builds their gradient.
 FootprintBuilder& FootprintBuilder::attention(std::int64_t heads, std::int64_t positions, std::int64_t head_dim,
                                               kernels::AttentionPath path) {
   const std::int64_t width = heads * head_dim;
   footprint_.forward_flops += 2 * rows_ * positions * width;
-  footprint_.saved += path == kernels::AttentionPath::gemm ? 3 * rows_ * width + rows_ * heads * positions
-                                                           : 4 * rows_ * width + rows_ * heads;
+  const std::int64_t probabilities = rows_ * heads * positions;
+  footprint_.saved +=
+      path == kernels::AttentionPath::gemm ? 3 * rows_ * width + probabilities : 4 * rows_ * width + rows_ * heads;
+  if (path == kernels::AttentionPath::gemm) footprint_.workspace = std::max(footprint_.workspace, probabilities);
   return *this;
 }
 

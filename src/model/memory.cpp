@@ -20,6 +20,7 @@ StageFootprint stage_footprint(const ModelSpec& model, LayerRange layers, const 
   footprint.linear_weights = layer_sum.linear_weights;
   footprint.saved_per_microbatch = layer_sum.saved;
   footprint.kept_for_weight_gradient = layer_sum.kept_for_weight_gradient;
+  footprint.workspace = layer_sum.workspace;
   footprint.stash_per_microbatch = recompute ? footprint.input_per_microbatch : footprint.saved_per_microbatch;
   return footprint;
 }

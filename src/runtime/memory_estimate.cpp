@@ -1,9 +1,11 @@
 #include "kpipe/runtime/memory_estimate.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -70,9 +72,10 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
 std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{:.1f} MiB (parameters {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, "
-      "buffers {:.1f}, {}process {:.1f})",
+      "buffers {:.1f}, workspace {:.1f}, {}process {:.1f})",
       mib(total()), mib(parameters), mib(gradients), mib(optimizer_state), mib(activations), mib(buffers),
-      packed_weights > 0 ? fmt::format("packed weights {:.1f}, ", mib(packed_weights)) : std::string(), mib(baseline));
+      mib(workspace), packed_weights > 0 ? fmt::format("packed weights {:.1f}, ", mib(packed_weights)) : std::string(),
+      mib(baseline));
 }
 
 MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
@@ -94,6 +97,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     const model::StageFootprint footprint = model::stage_footprint(spec.model, spec.stages.at(stage), query, recompute);
     estimate.parameters += footprint.parameters * scalar;
     estimate.packed_weights += footprint.linear_weights * scalar;
+    estimate.workspace = std::max(estimate.workspace, footprint.workspace * scalar);
     chunks.push_back(footprint);
     widest_boundary = std::max({widest_boundary, footprint.input_per_microbatch, footprint.output_per_microbatch});
   }
@@ -117,7 +121,43 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
 
 std::int64_t resident_bytes() { return proc_kib("/proc/self/status", "VmRSS"); }
 std::int64_t peak_resident_bytes() { return proc_kib("/proc/self/status", "VmHWM"); }
-std::int64_t available_bytes() { return proc_kib("/proc/meminfo", "MemAvailable"); }
+std::int64_t cgroup_memory_max(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
+  std::ifstream groups(proc_self_cgroup);
+  std::string line;
+  while (std::getline(groups, line) && line.rfind("0::", 0) != 0) {
+  }
+  if (line.rfind("0::", 0) != 0) return 0;  // no cgroup v2 hierarchy
+  std::int64_t smallest = 0;
+  const std::filesystem::path root(cgroup_root);
+  for (std::filesystem::path group = root / std::filesystem::path(line.substr(3)).relative_path();;
+       group = group.parent_path()) {
+    std::ifstream max(group / "memory.max");
+    std::int64_t bytes = 0;
+    if (max >> bytes && bytes > 0) smallest = smallest == 0 ? bytes : std::min(smallest, bytes);
+    if (group == root || !group.has_relative_path() || group.parent_path() == group) break;
+  }
+  return smallest;
+}
+
+MemoryBudget memory_budget(int ranks_on_node) {
+  const std::string shared = fmt::format("shared by its {} rank{}", ranks_on_node, ranks_on_node == 1 ? "" : "s");
+  MemoryBudget budget{proc_kib("/proc/meminfo", "MemAvailable") / ranks_on_node,
+                      fmt::format("the node's available memory {}", shared)};
+  const auto consider = [&](std::int64_t bytes, std::string source) {
+    if (bytes > 0 && (budget.bytes <= 0 || bytes < budget.bytes)) budget = {bytes, std::move(source)};
+  };
+  const std::int64_t cgroup = cgroup_memory_max("/proc/self/cgroup", "/sys/fs/cgroup");
+  consider(cgroup / ranks_on_node, fmt::format("the cgroup's memory.max of {:.0f} MiB {}", mib(cgroup), shared));
+  rlimit address_space{};
+  if (::getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
+    const auto limit = static_cast<std::int64_t>(address_space.rlim_cur);
+    const std::int64_t untouched = proc_kib("/proc/self/status", "VmSize") - resident_bytes();
+    consider(std::max<std::int64_t>(limit - untouched, 1),
+             fmt::format("ulimit -v of {:.0f} MiB, less the {:.0f} MiB this process has mapped but not touched",
+                         mib(limit), mib(untouched)));
+  }
+  return budget;
+}
 
 void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source) {
   if (limit_bytes <= 0 || estimate.total() <= limit_bytes) return;

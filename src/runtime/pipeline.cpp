@@ -80,11 +80,8 @@ MemoryEstimate checked_memory(const config::RunConfig& config, const model::Trai
     require_fits(estimate, static_cast<std::int64_t>(config.runtime.memory_limit_mib * (1 << 20)),
                  fmt::format("runtime.memory_limit_mib = {}", config.runtime.memory_limit_mib));
   } else {
-    const int ranks = comm::ranks_on_node(grid.world());
-    require_fits(estimate, available_bytes() / ranks,
-                 fmt::format("the node's available memory shared by its {} rank{}; set runtime.memory_limit_mib to "
-                             "override",
-                             ranks, ranks == 1 ? "" : "s"));
+    const MemoryBudget budget = memory_budget(comm::ranks_on_node(grid.world()));
+    require_fits(estimate, budget.bytes, budget.source + "; set runtime.memory_limit_mib to override");
   }
   return estimate;
 }

@@ -48,6 +48,10 @@ struct LayerFootprint {
   std::int64_t linear_weights = 0;            // its Linears' weight matrices, which compute.gemm = "packed" copies
   std::int64_t saved = 0;                     // saved in F for B, one microbatch
   std::int64_t kept_for_weight_gradient = 0;  // kept from B until W, one microbatch
+  // Alive only inside one F or B of one microbatch (attention's T x T
+  // probabilities in inference, their gradient in B): the largest of the
+  // layer's parts, since they run one after another.
+  std::int64_t workspace = 0;
   // Forward FLOPs of one microbatch: 2·in·out per Linear, 2·T·width per
   // position for causal attention's scores and weighted sum (half of the
   // full T x T products each); elementwise work is left out. With rows = 1

@@ -24,6 +24,8 @@ struct StageFootprint {
   // Kept from B until W in split-backward schedules: each Linear's input and
   // output gradient, each LayerNorm's x̂ and output gradient.
   std::int64_t kept_for_weight_gradient = 0;
+  // The largest temporary of one layer's F or B (LayerFootprint::workspace).
+  std::int64_t workspace = 0;
   std::int64_t linear_weights = 0;         // the Linear layers' weight matrices, which compute.gemm = "packed" copies
   std::int64_t input_per_microbatch = 0;   // the stage's input rows × its input width
   std::int64_t output_per_microbatch = 0;  // its output rows × its output width

@@ -21,13 +21,14 @@ struct MemoryEstimate {
   std::int64_t optimizer_state = 0;  // SGD: momentum; AdamW: two moments
   std::int64_t activations = 0;      // the peak of what F keeps for B/W, walking the action list
   std::int64_t buffers = 0;          // boundary tensors in flight: executor slots, receive window, staging
+  std::int64_t workspace = 0;        // the largest temporary of one action (attention's probabilities)
   // compute.gemm = "packed" where it has a backend: each Linear's weight
   // reordered for the forward, and in training its transpose for the input gradient.
   std::int64_t packed_weights = 0;
   std::int64_t baseline = 0;  // resident memory of the process before the model is built
 
   std::int64_t total() const {
-    return parameters + gradients + optimizer_state + activations + buffers + packed_weights + baseline;
+    return parameters + gradients + optimizer_state + activations + buffers + workspace + packed_weights + baseline;
   }
   // "123.4 MiB (parameters 1.0, gradients 1.0, ...)" for messages and reports.
   std::string describe() const;
@@ -42,8 +43,21 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
 // Resident and peak resident memory of this process (Linux /proc; 0 elsewhere).
 std::int64_t resident_bytes();
 std::int64_t peak_resident_bytes();
-// Memory the OS reports as available on this node (MemAvailable).
-std::int64_t available_bytes();
+// What one of `ranks_on_node` ranks may use, and what says so: the smallest
+// of the node's available memory (MemAvailable) and its cgroup's memory.max,
+// each shared by the node's ranks, and the address space `ulimit -v` leaves
+// this process (its limit less what it has mapped but not touched: the
+// estimate counts the resident part).
+struct MemoryBudget {
+  std::int64_t bytes = 0;
+  std::string source;  // "the node's available memory shared by its 2 ranks", ...
+};
+MemoryBudget memory_budget(int ranks_on_node);
+
+// The cgroup (v2) memory limit over this process: the smallest memory.max
+// from its cgroup (named in `proc_self_cgroup`, "0::/PATH") up to the root
+// of the hierarchy mounted at `cgroup_root`; 0 when none is set.
+std::int64_t cgroup_memory_max(const std::string& proc_self_cgroup, const std::string& cgroup_root);
 
 // Throws an input error naming what the rank needs, what it may use and what
 // to change when `estimate` exceeds `limit_bytes`.

@@ -3,7 +3,11 @@
 // activations when the rank's action list drives real stages.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "catch.hpp"
@@ -118,4 +122,44 @@ TEST_CASE("with packed weights the estimate counts a copy of W, and of Wᵀ in t
     CHECK(weights > 0);
     CHECK(estimate.packed_weights == (kernels::packed_gemm_available<float>() ? 2 * weights : 0));
   }
+}
+
+TEST_CASE("the estimate counts the GEMM attention's T x T probabilities as one action's workspace",
+          "[runtime][memory]") {
+  const std::string attention = GENERATE("gemm", "fused");
+  const std::string schedule_name = GENERATE("1f1b", "forward");
+  const int b = 2, context = 32, heads = 4;
+  const config::RunConfig config = config::run_config(config::parse_deck(
+      fmt::format("model.kind = \"transformer\"\nmodel.vocab = 16\nmodel.context = {}\nmodel.dim = 16\n"
+                  "model.heads = {}\nmodel.layers = 2\ntrain.global_batch = 8\ntrain.microbatch_size = {}\n"
+                  "pipeline.stages = 2\npipeline.schedule = \"{}\"\ncompute.attention = \"{}\"\n",
+                  context, heads, b, schedule_name, attention),
+      "test.toml"));
+  const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
+  const schedule::Schedule schedule = schedule::make_schedule(schedule::run_plan(config));
+  INFO(attention << " " << schedule_name);
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    const runtime::MemoryEstimate estimate = runtime::estimate_memory(spec, schedule, rank, 1, false, 0);
+    // b sequences, each head's causal scores over T x T positions, float32; inference stashes nothing.
+    const std::int64_t probabilities = std::int64_t{b} * heads * context * context * 4;
+    CHECK(estimate.workspace == (attention == "gemm" ? probabilities : 0));
+    if (schedule_name == "forward") CHECK(estimate.activations == 0);
+    CHECK(estimate.total() >= estimate.parameters + estimate.workspace);
+  }
+}
+
+TEST_CASE("the cgroup limit is the smallest memory.max from the process's cgroup to the root", "[runtime][memory]") {
+  const auto root = std::filesystem::temp_directory_path() / fmt::format("kpipe-cgroup-{}", ::getpid());
+  std::filesystem::create_directories(root / "sys/job/step");
+  const auto write = [](const std::filesystem::path& file, const std::string& text) { std::ofstream(file) << text; };
+  write(root / "cgroup", "0::/job/step\n");
+  write(root / "sys/memory.max", "max\n");
+  write(root / "sys/job/memory.max", "1073741824\n");
+  write(root / "sys/job/step/memory.max", "max\n");
+  CHECK(runtime::cgroup_memory_max((root / "cgroup").string(), (root / "sys").string()) == 1073741824);
+  write(root / "sys/job/step/memory.max", "536870912\n");
+  CHECK(runtime::cgroup_memory_max((root / "cgroup").string(), (root / "sys").string()) == 536870912);
+  write(root / "cgroup", "12:memory:/job\n");  // cgroup v1 only: no v2 limit to read
+  CHECK(runtime::cgroup_memory_max((root / "cgroup").string(), (root / "sys").string()) == 0);
+  std::filesystem::remove_all(root);
 }
