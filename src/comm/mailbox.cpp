@@ -101,8 +101,9 @@ std::optional<Packet<Scalar>> Mailbox<Scalar>::poll() {
 }
 
 template <class Scalar>
-Packet<Scalar> Mailbox<Scalar>::receive(const std::string& what) {
-  watchdog_.wait(posted_, [&] { return "for " + what; });
+Packet<Scalar> Mailbox<Scalar>::receive(const std::string& what, double idle_seconds) {
+  watchdog_.wait(
+      posted_, [&] { return "for " + what; }, idle_seconds);
   Packet<Scalar> packet = unpack();
   post();
   return packet;

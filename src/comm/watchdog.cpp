@@ -1,5 +1,6 @@
 #include "kpipe/comm/watchdog.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -7,8 +8,8 @@
 
 namespace kpipe::comm {
 
-bool Watchdog::finished_in_time(MPI_Request& request) const {
-  const double deadline = MPI_Wtime() + seconds_;
+bool Watchdog::finished_in_time(MPI_Request& request, double idle_seconds) const {
+  const double deadline = MPI_Wtime() + seconds_ + std::max(idle_seconds, 0.0);
   // Spin briefly for the common fast case, then back off so oversubscribed
   // ranks leave the cores to the ranks doing the work.
   for (long polls = 0;; ++polls) {

@@ -45,8 +45,9 @@ class Mailbox {
   void send(int destination, const std::vector<std::int32_t>& header, const std::vector<Scalar>& values);
   // The next message if one has arrived, without waiting.
   std::optional<Packet<Scalar>> poll();
-  // The next message, waiting for it under the watchdog; `what` names the wait.
-  Packet<Scalar> receive(const std::string& what);
+  // The next message, waiting for it under the watchdog (which starts to
+  // count after `idle_seconds`, Watchdog::wait); `what` names the wait.
+  Packet<Scalar> receive(const std::string& what, double idle_seconds = 0.0);
   // Waits for every send started so far.
   void complete_sends(const std::string& what);
 

@@ -20,15 +20,17 @@ class Watchdog {
   double seconds() const { return seconds_; }
 
   // Completes `request`; `describe()` is called only on a timeout, so callers
-  // build the message lazily and the common path costs nothing.
+  // build the message lazily and the common path costs nothing. `idle_seconds`
+  // is how long the peer may rightly have nothing to send before its time
+  // starts to count (a request trace's gap until the next arrival).
   template <class Describe>
-  void wait(MPI_Request& request, Describe&& describe) const {
-    if (!finished_in_time(request)) abort_job(describe());
+  void wait(MPI_Request& request, Describe&& describe, double idle_seconds = 0.0) const {
+    if (!finished_in_time(request, idle_seconds)) abort_job(describe());
   }
 
  private:
   friend class Deadline;
-  bool finished_in_time(MPI_Request& request) const;
+  bool finished_in_time(MPI_Request& request, double idle_seconds) const;
   [[noreturn]] void abort_job(const std::string& waiting_for) const;
 
   double seconds_;

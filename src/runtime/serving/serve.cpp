@@ -136,7 +136,8 @@ class Server {
       schedule_requests();
     } else {
       for (;;) {
-        const comm::Packet<Scalar> packet = mailbox_.receive("the next microbatch of kpipe serve");
+        const comm::Packet<Scalar> packet =
+            mailbox_.receive("the next microbatch of kpipe serve", until_next_arrival());
         if (packet.header.at(0) == stop) break;
         handle(packet);
       }
@@ -151,6 +152,12 @@ class Server {
  private:
   model::Stage<Scalar>& chunk(int stage) { return pipeline_.chunk(placement_.place(stage).chunk); }
   double now() const { return comm::wall_time() - start_; }
+  // How long the scheduler may rightly be idle: until the trace's next request arrives.
+  double until_next_arrival() const {
+    const auto next = std::upper_bound(requests_.begin(), requests_.end(), now(),
+                                       [](double t, const Request& request) { return t < request.arrival; });
+    return next == requests_.end() ? 0.0 : next->arrival - now();
+  }
 
   // The scheduler's loop: admit what has arrived, keep up to p microbatches
   // in flight, take back sampled tokens; stop every rank when all is served.
