@@ -14,6 +14,7 @@ LoadedDeck load_deck(const DeckArguments& arguments) {
   std::vector<std::string> warnings;
   config::RunConfig config = config::run_config(deck, &warnings);
   for (const auto& warning : warnings) log::warning("{}", warning);
+  comm::watch_collectives(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
   // No output may name a file the run reads.
   for (const std::string& input :
        {arguments.path, config.pipeline.schedule_file, config.data.path, config.checkpoint.restart}) {

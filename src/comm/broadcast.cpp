@@ -1,5 +1,6 @@
 #include "kpipe/comm/broadcast.hpp"
 
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 
 namespace kpipe::comm {
@@ -19,9 +20,12 @@ std::string broadcast_from_root(MPI_Comm comm, const std::function<std::string()
   }
   // One broadcast of {failed, length}, then the text or the error message.
   long long header[2] = {failed, static_cast<long long>(payload.size())};
-  MPI_Bcast(header, 2, MPI_LONG_LONG, 0, comm);
+  MPI_Request request;
+  MPI_Ibcast(header, 2, MPI_LONG_LONG, 0, comm, &request);
+  complete_collective(request, "a broadcast of an input file");
   payload.resize(static_cast<std::size_t>(header[1]));
-  MPI_Bcast(payload.data(), static_cast<int>(header[1]), MPI_CHAR, 0, comm);
+  MPI_Ibcast(payload.data(), static_cast<int>(header[1]), MPI_CHAR, 0, comm, &request);
+  complete_collective(request, "a broadcast of an input file");
   if (header[0] != 0) throw input_error(payload);
   return payload;
 }

@@ -1,23 +1,45 @@
 #include "kpipe/comm/collectives.hpp"
 
-#include "kpipe/comm/mpi_types.hpp"
-
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <string>
+
+#include "kpipe/comm/mpi_types.hpp"
+#include "kpipe/comm/watchdog.hpp"
 
 namespace kpipe::comm {
 
 namespace {
 
+std::unique_ptr<const Watchdog>& collective_watchdog() {
+  static std::unique_ptr<const Watchdog> watchdog;
+  return watchdog;
+}
+
 std::vector<std::int64_t> all_gather_int64(Communicator comm, std::int64_t mine) {
   std::vector<std::int64_t> all(static_cast<std::size_t>(size_of(comm)));
-  MPI_Allgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, comm);
+  MPI_Request request;
+  MPI_Iallgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, comm, &request);
+  complete_collective(request, "a gather of counts");
   return all;
 }
 
 }  // namespace
+
+void watch_collectives(double seconds, int world_rank) {
+  collective_watchdog() = std::make_unique<const Watchdog>(seconds, world_rank);
+}
+
+void complete_collective(MPI_Request& request, const char* what) {
+  if (const Watchdog* watchdog = collective_watchdog().get()) {
+    watchdog->wait(request, [&] { return std::string("in ") + what + " over all ranks of its group"; });
+  } else {
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
+}
 
 Communicator world() { return MPI_COMM_WORLD; }
 
@@ -35,7 +57,11 @@ int size_of(Communicator comm) {
   return size;
 }
 
-void barrier(Communicator comm) { MPI_Barrier(comm); }
+void barrier(Communicator comm) {
+  MPI_Request request;
+  MPI_Ibarrier(comm, &request);
+  complete_collective(request, "a barrier");
+}
 
 int ranks_on_node(Communicator comm) {
   MPI_Comm node = MPI_COMM_NULL;
@@ -49,19 +75,25 @@ double wall_time() { return MPI_Wtime(); }
 
 double sum(Communicator comm, double value) {
   double total = 0.0;
-  MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Request request;
+  MPI_Iallreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, comm, &request);
+  complete_collective(request, "a sum");
   return total;
 }
 
 double max(Communicator comm, double value) {
   double largest = 0.0;
-  MPI_Allreduce(&value, &largest, 1, MPI_DOUBLE, MPI_MAX, comm);
+  MPI_Request request;
+  MPI_Iallreduce(&value, &largest, 1, MPI_DOUBLE, MPI_MAX, comm, &request);
+  complete_collective(request, "a maximum");
   return largest;
 }
 
 std::vector<std::int64_t> sum(Communicator comm, const std::vector<std::int64_t>& values) {
   std::vector<std::int64_t> totals(values.size());
-  MPI_Allreduce(values.data(), totals.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, comm);
+  MPI_Request request;
+  MPI_Iallreduce(values.data(), totals.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, comm, &request);
+  complete_collective(request, "a sum");
   return totals;
 }
 
@@ -71,7 +103,9 @@ template <class T>
 std::vector<T> gather_equal(Communicator comm, const std::vector<T>& mine, MPI_Datatype type) {
   const int count = static_cast<int>(mine.size());
   std::vector<T> all(static_cast<std::size_t>(count) * size_of(comm));
-  MPI_Allgather(mine.data(), count, type, all.data(), count, type, comm);
+  MPI_Request request;
+  MPI_Iallgather(mine.data(), count, type, all.data(), count, type, comm, &request);
+  complete_collective(request, "a gather");
   return all;
 }
 
@@ -83,7 +117,9 @@ std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) {
 
 template <class T>
 void broadcast(Communicator comm, int root, std::vector<T>& values) {
-  MPI_Bcast(values.data(), static_cast<int>(values.size()), mpi_type<T>(), root, comm);
+  MPI_Request request;
+  MPI_Ibcast(values.data(), static_cast<int>(values.size()), mpi_type<T>(), root, comm, &request);
+  complete_collective(request, "a broadcast");
 }
 template void broadcast<float>(Communicator, int, std::vector<float>&);
 template void broadcast<double>(Communicator, int, std::vector<double>&);
@@ -95,7 +131,9 @@ std::vector<double> all_gather(Communicator comm, const std::vector<double>& min
 
 void all_gather(Communicator comm, const unsigned char* mine, std::size_t bytes, unsigned char* all) {
   const int count = static_cast<int>(bytes);
-  MPI_Allgather(mine, count, MPI_BYTE, all, count, MPI_BYTE, comm);
+  MPI_Request request;
+  MPI_Iallgather(mine, count, MPI_BYTE, all, count, MPI_BYTE, comm, &request);
+  complete_collective(request, "a gather");
 }
 
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
@@ -103,8 +141,10 @@ std::vector<double> all_gather_varying(Communicator comm, const std::vector<doub
   std::vector<int> offsets(counts.size(), 0);
   std::partial_sum(counts.begin(), counts.end() - 1, offsets.begin() + 1);
   std::vector<double> all(static_cast<std::size_t>(offsets.back() + counts.back()));
-  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
-                 MPI_DOUBLE, comm);
+  MPI_Request request;
+  MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+                  MPI_DOUBLE, comm, &request);
+  complete_collective(request, "a gather");
   return all;
 }
 
@@ -117,7 +157,9 @@ std::vector<double> all_gather_varying(Communicator comm, const std::vector<doub
 std::vector<double> gather_to_root(Communicator comm, const std::vector<double>& mine) {
   const int count = static_cast<int>(mine.size());
   std::vector<double> all(rank_of(comm) == 0 ? static_cast<std::size_t>(count) * size_of(comm) : 0);
-  MPI_Gather(mine.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE, 0, comm);
+  MPI_Request request;
+  MPI_Igather(mine.data(), count, MPI_DOUBLE, all.data(), count, MPI_DOUBLE, 0, comm, &request);
+  complete_collective(request, "a gather to rank 0");
   return all;
 }
 
@@ -137,8 +179,10 @@ std::vector<double> gather_varying_to_root(Communicator comm, const std::vector<
   std::partial_sum(sizes.begin(), sizes.end() - 1, offsets.begin() + 1);
   const bool root = rank_of(comm) == 0;
   std::vector<double> all(root ? static_cast<std::size_t>(total) : 0);
-  MPI_Gatherv(mine.data(), static_cast<int>(count), MPI_DOUBLE, all.data(), sizes.data(), offsets.data(), MPI_DOUBLE, 0,
-              comm);
+  MPI_Request request;
+  MPI_Igatherv(mine.data(), static_cast<int>(count), MPI_DOUBLE, all.data(), sizes.data(), offsets.data(), MPI_DOUBLE,
+               0, comm, &request);
+  complete_collective(request, "a gather to rank 0");
   if (counts && root) *counts = sizes;
   return all;
 }

@@ -24,14 +24,15 @@ struct Fault {
 };
 
 constexpr std::string_view format_help =
-    "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE setup, step, checkpoint, checkpoint-stall, hdf5-crash or "
-    "hdf5-stall";
+    "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE setup, step, checkpoint, checkpoint-stall, restart-stall, "
+    "hdf5-crash or hdf5-stall";
 
 std::optional<Phase> parse_phase(std::string_view text) {
   if (text == "setup") return Phase::setup;
   if (text == "step") return Phase::step;
   if (text == "checkpoint") return Phase::checkpoint;
   if (text == "checkpoint-stall") return Phase::checkpoint_stall;
+  if (text == "restart-stall") return Phase::restart_stall;
   if (text == "hdf5-crash") return Phase::hdf5_crash;
   if (text == "hdf5-stall") return Phase::hdf5_stall;
   return std::nullopt;
@@ -47,6 +48,8 @@ std::string_view name(Phase phase) {
       return "checkpoint";
     case Phase::checkpoint_stall:
       return "checkpoint-stall";
+    case Phase::restart_stall:
+      return "restart-stall";
     case Phase::hdf5_crash:
       return "hdf5-crash";
     case Phase::hdf5_stall:
@@ -89,7 +92,7 @@ void inject(Phase phase, int world_rank, int step) {
   if (!fault || fault->rank != world_rank || fault->phase != phase || (phase == Phase::step && fault->step != step)) {
     return;
   }
-  if (phase == Phase::checkpoint_stall || phase == Phase::hdf5_stall) {
+  if (phase == Phase::checkpoint_stall || phase == Phase::restart_stall || phase == Phase::hdf5_stall) {
     std::raise(SIGSTOP);  // until the job (or the checking parent) ends it
     return;
   }

@@ -2,6 +2,7 @@
 
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/watchdog.hpp"
+#include "kpipe/core/fault.hpp"
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/checkpoint.hpp"
@@ -137,7 +138,13 @@ std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file
   const auto held_states = held_state(pipeline);
   const auto parameters = global_buffers(held_parameters);
   const auto state = global_buffers(held_states);
-  const auto model = io::all_model_shapes(grid.world(), shapes_of(parameters));
+  fault::inject(fault::Phase::restart_stall, grid.world_rank());
+  const auto model = [&] {
+    // A collective io cannot watch (it sits below comm): a deadline ends the job if a peer stops before it.
+    const comm::Deadline deadline(pipeline.watchdog(), pipeline.watchdog().seconds(),
+                                  "in a checkpoint restart (gathering the model's tensor names)");
+    return io::all_model_shapes(grid.world(), shapes_of(parameters));
+  }();
   const io::CheckpointInfo info = comm::collectively(grid.world(), pipeline.watchdog(), "checkpoint restart", [&] {
     return io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));
   });

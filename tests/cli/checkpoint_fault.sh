@@ -5,8 +5,11 @@
 # a hung node would) leaves its peer inside collective HDF5/MPI-IO calls the
 # watchdog cannot poll, and the write's deadline ends the job within
 # runtime.watchdog_seconds + 5 s with the peer's watchdog line, leaving nothing
-# in /dev/shm. Either way the previous checkpoint stays in place, complete and
-# verified: a restart from it still runs, and no step-4.h5 appears.
+# in /dev/shm; one that stops as it starts to load the checkpoint it restarts
+# from (MODE restart-stall) leaves its peer in the gather of the model's
+# tensor names, watched the same way. Either way the previous checkpoint stays
+# in place, complete and verified: a restart from it still runs, and no
+# step-4.h5 appears.
 # Usage: checkpoint_fault.sh MPIEXEC KPIPE RANK MODE (2 ranks, from the repository root)
 set -uo pipefail
 mpiexec=$1 kpipe=$2 rank=$3 mode=$4
@@ -24,8 +27,10 @@ cp "$work/step-2.h5" "$work/before.h5"
 watchdog=3
 case "$mode" in
   fault) fault="$rank:checkpoint" limit=() ;;
-  stall) fault="$rank:checkpoint-stall" limit=("runtime.watchdog_seconds=$watchdog") ;;
-  *) fail "MODE is fault or stall, not '$mode'" ;;
+  stall) fault="$rank:checkpoint-stall" limit=("runtime.watchdog_seconds=$watchdog") waiting="a checkpoint write" ;;
+  restart-stall)
+    fault="$rank:restart-stall" limit=("runtime.watchdog_seconds=$watchdog") waiting="a checkpoint restart" ;;
+  *) fail "MODE is fault, stall or restart-stall, not '$mode'" ;;
 esac
 start=$(date +%s)
 KPIPE_FAULT="$fault" timeout 60 "$mpiexec" -n 2 "$kpipe" run $deck train.steps=4 checkpoint.every=2 \
@@ -37,7 +42,7 @@ if [ "$mode" = fault ]; then
   grep -q "kpipe: error: rank $rank: injected fault" "$work/err" || fail "no fault message: $(cat "$work/err")"
 else
   [ "$seconds" -le $((watchdog + 5 + 2)) ] || fail "the job took $seconds s to end (watchdog $watchdog s)"
-  grep -q "kpipe: error: watchdog: rank $((1 - rank)) waited more than $watchdog s (runtime.watchdog_seconds) in a checkpoint write" \
+  grep -q "kpipe: error: watchdog: rank $((1 - rank)) waited more than $watchdog s (runtime.watchdog_seconds) in $waiting" \
     "$work/err" || fail "no watchdog line from the waiting rank: $(cat "$work/err")"
   shm_after=$(find /dev/shm -maxdepth 1 -mindepth 1 2>/dev/null | wc -l)
   [ "$shm_after" -le "$shm_before" ] || fail "$((shm_after - shm_before)) file(s) left in /dev/shm"

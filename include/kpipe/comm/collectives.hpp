@@ -13,6 +13,16 @@ namespace kpipe::comm {
 // A communicator of the process grid (world, pipeline or data-parallel group).
 using Communicator = MPI_Comm;
 
+// From this call on, the collectives below (and broadcast_from_root) wait
+// under a watchdog of `seconds`, so that a rank stopped before one of them
+// ends the job with the watchdog's line naming `world_rank` and the
+// collective; the runtime calls it once the deck is read. Before, they block
+// as MPI's own do.
+void watch_collectives(double seconds, int world_rank);
+// Completes the nonblocking collective `request` under that watchdog (or
+// waits for it when none is set); `what` names it ("a barrier").
+void complete_collective(MPI_Request& request, const char* what);
+
 Communicator world();
 // This rank alone: a group of one.
 Communicator self();

@@ -5,7 +5,8 @@
 // default 0 — or "checkpoint"), so tests can prove that a failure on any rank
 // in any phase ends the whole job with one line naming that rank;
 // "checkpoint-stall" stops the rank (SIGSTOP) half-way through a checkpoint
-// write instead, as a hung node would; "hdf5-crash" and "hdf5-stall" crash
+// write instead, as a hung node would, and "restart-stall" as it starts to
+// load the checkpoint a run restarts from; "hdf5-crash" and "hdf5-stall" crash
 // (SIGSEGV) or stop the child process that checks each HDF5 file the rank
 // reads, as libhdf5 does on some damaged files. Unset, it costs one getenv at
 // start-up.
@@ -15,7 +16,7 @@
 namespace kpipe::fault {
 
 // The phases a fault can be injected in.
-enum class Phase { setup, step, checkpoint, checkpoint_stall, hdf5_crash, hdf5_stall };
+enum class Phase { setup, step, checkpoint, checkpoint_stall, restart_stall, hdf5_crash, hdf5_stall };
 
 // Throws kpipe::runtime_error when KPIPE_FAULT names this rank, phase and
 // step; an unparsable KPIPE_FAULT is an input error that shows the format.
