@@ -14,6 +14,7 @@
 #include "kpipe/comm/mailbox.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
+#include "kpipe/core/log.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/runtime/serving/generation.hpp"
@@ -22,6 +23,9 @@
 namespace kpipe::runtime {
 
 namespace {
+
+// How often the scheduler reports its progress through a trace.
+constexpr double progress_seconds = 30.0;
 
 // The header of a mailbox message: its kind, then what the kind needs.
 enum Kind : std::int32_t {
@@ -172,7 +176,14 @@ class Server {
       index_[request.id] = result_.requests.size() - 1;
     }
     std::size_t arrived = 0;
+    double reported = 0.0;
     for (;;) {
+      // A long trace replays in real time: say how far it is, so a long run is never a silent one.
+      if (now() - reported >= progress_seconds) {
+        reported = now();
+        log::info("serve: {:.0f} s into the trace, {} of {} requests arrived, {} microbatches run", reported, arrived,
+                  requests_.size(), result_.microbatches);
+      }
       for (; arrived < requests_.size() && requests_[arrived].arrival <= now(); ++arrived) {
         if (auto reason = scheduler.arrive(requests_[arrived])) served(requests_[arrived].id).rejected = *reason;
       }
