@@ -171,6 +171,16 @@ void prune(const std::string& directory, std::int64_t newest, int keep) {
   }
 }
 
+// The checksum of the root attributes a restart uses, in a fixed text form.
+std::uint64_t attributes_checksum(const CheckpointInfo& info, std::int64_t data_cursor) {
+  const std::string text = fmt::format(
+      "step={}\ndata_cursor={}\noptimizer_steps={}\nstages={}\nvirtual_stages={}\ndata_parallel={}\n"
+      "schedule={}\ndeck={}",
+      info.step, data_cursor, info.optimizer_steps, info.stages, info.virtual_stages, info.data_parallel, info.schedule,
+      info.deck);
+  return fnv1a64(text.data(), text.size());
+}
+
 void write_root_attributes(File& file, const CheckpointInfo& info, const std::string& date) {
   file.set_attribute("format", checkpoint_format);
   file.set_attribute("format_version", checkpoint_format_version);
@@ -187,6 +197,7 @@ void write_root_attributes(File& file, const CheckpointInfo& info, const std::st
   file.set_attribute("virtual_stages", std::int64_t{info.virtual_stages});
   file.set_attribute("data_parallel", std::int64_t{info.data_parallel});
   file.set_attribute("schedule", info.schedule);
+  file.set_attribute(checksum_attribute, attributes_checksum(info, info.step));
 }
 
 // Creates every dataset (on every rank alike) and writes this rank's; groups
@@ -462,6 +473,15 @@ CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelS
   info.data_parallel = static_cast<int>(checkpoint.int_attribute("data_parallel"));
   info.schedule = checkpoint.string_attribute("schedule");
   info.software_version = checkpoint.string_attribute("software_version");
+  const std::int64_t data_cursor = checkpoint.int_attribute("data_cursor");
+  const bool checksummed = checkpoint.string_attribute("format_version") != "1.0.0";
+  if (data_cursor != info.step ||
+      (checksummed && checkpoint.uint_attribute(checksum_attribute) != attributes_checksum(info, data_cursor))) {
+    throw input_error(
+        fmt::format("{}: the root attributes (step, data_cursor, layout, deck) do not match their checksum; the file "
+                    "was altered, restart from another checkpoint",
+                    file));
+  }
 
   // This rank's share of the datasets it does not load itself: together the
   // ranks verify every checksum in the file.

@@ -6,7 +6,8 @@
 //   /                  attributes: format, format_version, software,
 //                      software_version, schema_version, step, data_cursor,
 //                      optimizer_steps, deck, stages, virtual_stages,
-//                      data_parallel, schedule
+//                      data_parallel, schedule, and (format 1.1) fnv1a64,
+//                      the checksum of the step, cursor, layout and deck
 //   /parameters/NAME   2-D dataset per parameter
 //   /optimizer/NAME    2-D dataset per optimizer state tensor
 //                      (each dataset: attribute fnv1a64, the checksum of its bytes)
@@ -28,7 +29,9 @@
 namespace kpipe::io {
 
 inline constexpr const char* checkpoint_format = "kpipe-checkpoint";
-inline constexpr const char* checkpoint_format_version = "1.0.0";
+// 1.1.0: the root attributes a restart uses carry a checksum; 1.0.0 files
+// (without it) are still read.
+inline constexpr const char* checkpoint_format_version = "1.1.0";
 // Bumped when the layout changes incompatibly; a reader refuses other values.
 inline constexpr std::int64_t checkpoint_schema_version = 1;
 

@@ -6,6 +6,8 @@
 #   truncated.h5  good.h5 cut in half
 #   flipped.h5    good.h5 with one byte of /parameters/layer0.weight's data flipped
 #   not-hdf5.h5   a text file
+#   legacy-1.0.h5 (not regenerated) good.h5 as format 1.0.0 wrote it, without the
+#                 root attributes' checksum: still read
 set -euo pipefail
 kpipe=$1
 here=tests/data/checkpoints

@@ -61,6 +61,13 @@ for name, step in (("step-negative.h5", -5), ("step-2p32.h5", 2**32 + 1)):
     with h5py.File(HERE / name, "r+") as f:
         f.attrs["step"] = np.int64(step)
 
+# A checkpoint whose step was moved forward within range (and its data cursor
+# with it): the root attributes no longer match their checksum.
+shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / "altered-step.h5")
+with h5py.File(HERE / "altered-step.h5", "r+") as f:
+    f.attrs["step"] = np.int64(7)
+    f.attrs["data_cursor"] = np.int64(7)
+
 # Profiles (from the committed good one, `kpipe run inputs/quickstart.toml
 # pipeline.stages=1 train.steps=2 --profile tests/data/profiles/good.h5`):
 # an infinite time, and a table declaring 2^25 rows it does not store.
