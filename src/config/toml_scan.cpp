@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "kpipe/config/schema.hpp"
@@ -84,9 +85,39 @@ class ShapeScan {
     }
   }
 
+  // The key or [table] header of the top level being read, spaces left out
+  // (quoted parts are skipped with the strings: deck keys are bare).
+  void track_key(char c) {
+    if (!open_.empty() && !header_) return;
+    if (c == ' ' || c == '\t' || c == '\r' || c == '[' || c == ']') return;
+    if (header_) {
+      header_text_ += c;
+    } else if (!in_value_) {
+      key_ += c;
+    }
+  }
+
+  // toml11 dereferences an empty list when a later key extends a key that
+  // holds a value (`o = []` then `o.l = 1`): TOML forbids it, so say so first.
+  void check_extends(const std::string& path) {
+    for (const std::string& set : assigned_) {
+      if (path.size() > set.size() && path.compare(0, set.size(), set) == 0 && path[set.size()] == '.') {
+        fail(
+            fmt::format("'{}' extends '{}', which already holds a value; a key holds one value or a table, "
+                        "not both",
+                        printable(path), printable(set)));
+      }
+    }
+  }
+
   void structure(char c) {
+    track_key(c);
     switch (c) {
       case '\n':
+        if (open_.empty()) {
+          key_.clear();
+          in_value_ = false;
+        }
         newline();
         break;
       case '[':
@@ -96,6 +127,11 @@ class ShapeScan {
       case ']':
       case '}':
         if (!open_.empty()) open_.pop_back();
+        if (header_ && open_.empty()) {
+          header_ = false;
+          table_ = header_text_;
+          check_extends(table_);
+        }
         dots_ = 0;
         break;
       case ',':
@@ -109,6 +145,13 @@ class ShapeScan {
         break;
       case '=':
         count_key();
+        if (open_.empty() && !in_value_) {
+          key_.pop_back();  // the '=' itself
+          const std::string path = table_.empty() ? key_ : table_ + "." + key_;
+          check_extends(path);
+          assigned_.push_back(path);
+          in_value_ = true;
+        }
         dots_ = 0;
         break;
       case '.':
@@ -134,6 +177,10 @@ class ShapeScan {
   void open(char c) {
     // A [table] header at the top level is a key of its own.
     if (c == '[' && open_.empty()) count_key();
+    if (c == '[' && open_.empty() && !in_value_) {
+      header_ = true;
+      header_text_.clear();
+    }
     open_.push_back({c == '[', 0});
     dots_ = 0;
     if (open_.size() > static_cast<std::size_t>(limits::toml_nesting_depth)) {
@@ -157,6 +204,11 @@ class ShapeScan {
   int dots_ = 0;  // dots since the last key, value or bracket boundary
   std::size_t keys_ = 0;
   std::vector<Open> open_;
+  std::string key_;                    // the top-level key read so far on this line
+  bool in_value_ = false;              // after its '=' until the line ends
+  bool header_ = false;                // inside a [table] or [[table]] header
+  std::string header_text_, table_;    // the header being read; the current table
+  std::vector<std::string> assigned_;  // every key set to a value, with its table
 };
 
 }  // namespace
