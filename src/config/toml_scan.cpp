@@ -176,10 +176,12 @@ class ShapeScan {
 
   void open(char c) {
     // A [table] header at the top level is a key of its own.
-    if (c == '[' && open_.empty()) count_key();
-    if (c == '[' && open_.empty() && !in_value_) {
-      header_ = true;
-      header_text_.clear();
+    if (c == '[' && open_.empty()) {
+      count_key();
+      if (!in_value_) {
+        header_ = true;
+        header_text_.clear();
+      }
     }
     open_.push_back({c == '[', 0});
     dots_ = 0;

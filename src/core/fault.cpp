@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <csignal>
-
 #include <charconv>
+#include <csignal>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kpipe/core/error.hpp"
@@ -23,37 +23,33 @@ struct Fault {
   int step = 0;
 };
 
-constexpr std::string_view format_help =
-    "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE setup, step, checkpoint, checkpoint-stall, restart-stall, "
-    "hdf5-crash or hdf5-stall";
+// Every phase by its name in KPIPE_FAULT.
+constexpr std::pair<Phase, std::string_view> phases[] = {
+    {Phase::setup, "setup"},
+    {Phase::step, "step"},
+    {Phase::checkpoint, "checkpoint"},
+    {Phase::checkpoint_stall, "checkpoint-stall"},
+    {Phase::restart_stall, "restart-stall"},
+    {Phase::hdf5_crash, "hdf5-crash"},
+    {Phase::hdf5_stall, "hdf5-stall"},
+};
+
+std::string format_help() {
+  std::vector<std::string> names;
+  for (const auto& [phase, name] : phases) names.emplace_back(name);
+  return "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE " + join_choices(names);
+}
 
 std::optional<Phase> parse_phase(std::string_view text) {
-  if (text == "setup") return Phase::setup;
-  if (text == "step") return Phase::step;
-  if (text == "checkpoint") return Phase::checkpoint;
-  if (text == "checkpoint-stall") return Phase::checkpoint_stall;
-  if (text == "restart-stall") return Phase::restart_stall;
-  if (text == "hdf5-crash") return Phase::hdf5_crash;
-  if (text == "hdf5-stall") return Phase::hdf5_stall;
+  for (const auto& [phase, name] : phases) {
+    if (name == text) return phase;
+  }
   return std::nullopt;
 }
 
-std::string_view name(Phase phase) {
-  switch (phase) {
-    case Phase::setup:
-      return "setup";
-    case Phase::step:
-      return "step";
-    case Phase::checkpoint:
-      return "checkpoint";
-    case Phase::checkpoint_stall:
-      return "checkpoint-stall";
-    case Phase::restart_stall:
-      return "restart-stall";
-    case Phase::hdf5_crash:
-      return "hdf5-crash";
-    case Phase::hdf5_stall:
-      return "hdf5-stall";
+std::string_view name_of(Phase phase) {
+  for (const auto& [candidate, name] : phases) {
+    if (candidate == phase) return name;
   }
   return "?";
 }
@@ -80,7 +76,7 @@ std::optional<Fault> parse(const char* text) {
   const auto phase = fields.size() >= 2 ? parse_phase(fields[1]) : std::nullopt;
   const auto step = fields.size() == 3 ? count(fields[2]) : std::optional<int>(0);
   if (fields.size() > 3 || !rank || !phase || !step) {
-    throw input_error(fmt::format("KPIPE_FAULT = '{}' is not valid; use {}", printable(value), format_help));
+    throw input_error(fmt::format("KPIPE_FAULT = '{}' is not valid; use {}", printable(value), format_help()));
   }
   return Fault{*rank, *phase, *step};
 }
@@ -97,7 +93,7 @@ void inject(Phase phase, int world_rank, int step) {
     return;
   }
   if (phase == Phase::hdf5_crash) std::raise(SIGSEGV);
-  throw runtime_error(fmt::format("injected fault in {}{} (KPIPE_FAULT, a test-only setting)", name(phase),
+  throw runtime_error(fmt::format("injected fault in {}{} (KPIPE_FAULT, a test-only setting)", name_of(phase),
                                   phase == Phase::step ? fmt::format(" {}", step) : ""));
 }
 

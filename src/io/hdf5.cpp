@@ -246,9 +246,6 @@ std::uint64_t Dataset::elements() const {
 }
 
 void Dataset::require_stored() const {
-  // zlib's deflate cannot compress by more than 1032:1, the only filter
-  // Debian's HDF5 applies without plugins.
-  constexpr std::uint64_t largest_compression = 1032;
   detail::Handle type(H5Dget_type(id()), H5Tclose);
   detail::Handle creation(H5Dget_create_plist(id()), H5Pclose);
   if (!type.valid() || !creation.valid()) fail("cannot read the dataset's type and layout");
@@ -257,8 +254,7 @@ void Dataset::require_stored() const {
     fail("declares more than 2^64 bytes");
   }
   const std::uint64_t stored = H5Dget_storage_size(id());
-  const std::uint64_t ratio = H5Pget_nfilters(creation.get()) > 0 ? largest_compression : 1;
-  if (stored >= declared / ratio) return;
+  if (detail::stores_declared(declared, stored, H5Pget_nfilters(creation.get()) > 0)) return;
   std::string extents;
   for (auto extent : shape()) extents += (extents.empty() ? "" : " x ") + std::to_string(extent);
   fail(

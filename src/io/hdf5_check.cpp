@@ -22,10 +22,6 @@ namespace kpipe::io::hdf5::detail {
 
 namespace {
 
-// zlib's deflate, the only filter Debian's HDF5 applies, compresses at most
-// 1032:1; a dataset declaring more than that over its stored bytes is refused
-// by the reader (Dataset::require_stored), so the walk does not read it.
-constexpr std::uint64_t largest_compression = 1032;
 constexpr std::uint64_t block_bytes = std::uint64_t{4} << 20;
 constexpr hsize_t largest_chunk_count = hsize_t{1} << 20;
 
@@ -78,9 +74,13 @@ void read_chunk_index(hid_t dataset, int rank) {
 void read_data(hid_t dataset, hid_t type, hid_t space, int rank, bool filtered) {
   std::vector<hsize_t> extent(static_cast<std::size_t>(rank));
   H5Sget_simple_extent_dims(space, extent.data(), nullptr);
-  const std::uint64_t bytes = static_cast<std::uint64_t>(H5Sget_simple_extent_npoints(space)) * H5Tget_size(type);
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(H5Sget_simple_extent_npoints(space)), H5Tget_size(type),
+                             &bytes)) {
+    return;
+  }
   const std::uint64_t stored = H5Dget_storage_size(dataset);
-  if (stored == 0 || bytes / (filtered ? largest_compression : 1) > stored) return;
+  if (stored == 0 || !stores_declared(bytes, stored, filtered)) return;
   if (rank == 0) {
     std::vector<unsigned char> value(bytes);
     H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, value.data());

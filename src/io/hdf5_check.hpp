@@ -8,9 +8,20 @@
 // is refused in one line and the run goes on untouched; when it finishes,
 // the reader's own accesses, a subset of the walk's, are safe to make here.
 
+#include <cstdint>
 #include <string>
 
 namespace kpipe::io::hdf5::detail {
+
+// Whether a dataset declaring `declared` bytes stores enough of them: all of
+// them, or with a filter at least 1/1032 (zlib's deflate, the only filter
+// Debian's HDF5 applies without plugins, compresses at most 1032:1). The
+// reader refuses a dataset that does not (Dataset::require_stored); the walk
+// leaves its data unread.
+inline bool stores_declared(std::uint64_t declared, std::uint64_t stored, bool filtered) {
+  constexpr std::uint64_t largest_compression = 1032;
+  return stored >= declared / (filtered ? largest_compression : 1);
+}
 
 // Walks `file_name` in a child process unless this process walked the same
 // file (device, inode, size and modification time) before; throws an input

@@ -6,10 +6,9 @@
 // too and picks one when the program loads, as BLAS libraries and PyTorch
 // pick their kernels (Clang 14 multiversions neither templates nor flattened
 // functions: a Clang build runs the baseline). The kernel files that use it
-// are compiled
-// without floating-point contraction (src/kernels/CMakeLists.txt): AVX-512
-// brings FMA, and without contraction every clone rounds exactly as the
-// baseline does, so results do not depend on the CPU a run lands on.
+// are compiled without floating-point contraction (src/kernels/CMakeLists.txt):
+// AVX-512 brings FMA, and without contraction every clone rounds exactly as
+// the baseline does, so results do not depend on the CPU a run lands on.
 
 #include <cstdint>
 

@@ -158,9 +158,10 @@ class Server {
   double now() const { return comm::wall_time() - start_; }
   // How long the scheduler may rightly be idle: until the trace's next request arrives.
   double until_next_arrival() const {
-    const auto next = std::upper_bound(requests_.begin(), requests_.end(), now(),
-                                       [](double t, const Request& request) { return t < request.arrival; });
-    return next == requests_.end() ? 0.0 : next->arrival - now();
+    const double t = now();
+    const auto next = std::upper_bound(requests_.begin(), requests_.end(), t,
+                                       [](double at, const Request& request) { return at < request.arrival; });
+    return next == requests_.end() ? 0.0 : next->arrival - t;
   }
 
   // The scheduler's loop: admit what has arrived, keep up to p microbatches
