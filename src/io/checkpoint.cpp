@@ -416,8 +416,12 @@ void check_model(const std::string& file, const File& checkpoint, const std::vec
   }
 }
 
+// Reads `tensor`'s dataset and verifies its checksum; copies it into the
+// tensor unless this is read_rehearsed's rehearsal (the child must not touch
+// Kokkos).
 template <class Scalar>
-void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what) {
+void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what,
+          bool rehearsal) {
   if (!group.has(tensor.name)) {
     throw input_error(
         fmt::format("{}: holds no {} {} (was it written with another train.optimizer?)", file, what, tensor.name));
@@ -434,24 +438,22 @@ void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<S
     throw input_error(fmt::format("{}: {} holds {}, the run computes in {}", file, dataset.path(),
                                   hdf5::name_of(dataset.type()), hdf5::name_of(hdf5::type_of<Scalar>())));
   }
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> host(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kpipe::io::checkpoint_load"), rows, cols);
+  std::vector<Scalar> host(static_cast<std::size_t>(rows * cols));
   dataset.read_rows(host.data(), 0, static_cast<std::uint64_t>(rows));
-  verify(file, dataset, fnv1a64(host.data(), host.span() * sizeof(Scalar)));
-  Kokkos::deep_copy(tensor.value, host);
+  verify(file, dataset, fnv1a64(host.data(), host.size() * sizeof(Scalar)));
+  if (rehearsal) return;
+  Kokkos::deep_copy(
+      tensor.value,
+      Kokkos::View<const Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          host.data(), rows, cols));
 }
 
-}  // namespace
-
+// The whole read but the regular-file check: read_rehearsed runs it twice.
 template <class Scalar>
-CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
-                               const std::vector<NamedMatrix<Scalar>>& parameters,
-                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares) {
-  std::error_code error;
-  if (!fs::is_regular_file(file, error)) {
-    throw input_error(fmt::format("{}: no such checkpoint file ({})", file,
-                                  fs::exists(file, error) ? "not a regular file" : "it does not exist"));
-  }
+CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>& model,
+                         const std::vector<NamedMatrix<Scalar>>& parameters,
+                         const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares,
+                         bool rehearsal) {
   const File checkpoint = File::open(file);
   check_format(file, checkpoint);
   check_model(file, checkpoint, model);
@@ -495,9 +497,27 @@ CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelS
     }
   }
   const auto parameter_group = checkpoint.open_group("parameters");
-  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter");
+  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter", rehearsal);
   const auto optimizer_group = checkpoint.open_group("optimizer");
-  for (const auto& tensor : optimizer_state) load(file, optimizer_group, tensor, "optimizer state");
+  for (const auto& tensor : optimizer_state) load(file, optimizer_group, tensor, "optimizer state", rehearsal);
+  return info;
+}
+
+}  // namespace
+
+template <class Scalar>
+CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
+                               const std::vector<NamedMatrix<Scalar>>& parameters,
+                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares) {
+  std::error_code error;
+  if (!fs::is_regular_file(file, error)) {
+    throw input_error(fmt::format("{}: no such checkpoint file ({})", file,
+                                  fs::exists(file, error) ? "not a regular file" : "it does not exist"));
+  }
+  CheckpointInfo info;
+  hdf5::read_rehearsed(file, [&](bool rehearsal) {
+    info = read_file(file, model, parameters, optimizer_state, share, shares, rehearsal);
+  });
   return info;
 }
 

@@ -1,11 +1,14 @@
 #include "hdf5_check.hpp"
 
+#include "kpipe/io/hdf5.hpp"
+
 #include <fmt/format.h>
 #include <hdf5.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -126,8 +129,6 @@ herr_t visit_object(hid_t root, const char* name, const H5O_info_t* info, void*)
 
 // Hard links only: soft and external links lead nowhere the walk goes.
 void walk(const std::string& file_name) {
-  fault::inject(fault::Phase::hdf5_crash, log::rank());
-  fault::inject(fault::Phase::hdf5_stall, log::rank());
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const Closer file{H5Fclose, H5Fopen(file_name.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)};
   if (file.id < 0) return;
@@ -140,10 +141,38 @@ void walk(const std::string& file_name) {
 
 using FileIdentity = std::tuple<dev_t, ino_t, off_t, std::int64_t>;
 
-// The line that refuses the file, or "" when the walk finished.
-std::string walk_in_child(const std::string& file_name, double bytes) {
-  const double seconds = limits::hdf5_walk_seconds + bytes / limits::slowest_read_bytes_per_second;
-  const IsolatedOutcome outcome = run_isolated([&] { walk(file_name); }, seconds);
+// The file read_rehearsed is reading on this thread (its rehearsal and the
+// read that follows), whose opens skip the walk.
+thread_local const std::string* rehearsed_file = nullptr;
+
+class Rehearsing {
+ public:
+  explicit Rehearsing(const std::string& file_name) : previous_(rehearsed_file) { rehearsed_file = &file_name; }
+  Rehearsing(const Rehearsing&) = delete;
+  Rehearsing& operator=(const Rehearsing&) = delete;
+  ~Rehearsing() { rehearsed_file = previous_; }
+
+ private:
+  const std::string* previous_;
+};
+
+double child_seconds(double bytes) { return limits::hdf5_walk_seconds + bytes / limits::slowest_read_bytes_per_second; }
+
+// Runs `work` reading `file_name` in a child; the test-only faults
+// (KPIPE_FAULT=RANK:hdf5-crash, hdf5-stall) strike there.
+IsolatedOutcome read_in_child(const std::function<void()>& work, double seconds) {
+  return run_isolated(
+      [&] {
+        fault::inject(fault::Phase::hdf5_crash, log::rank());
+        fault::inject(fault::Phase::hdf5_stall, log::rank());
+        work();
+      },
+      seconds);
+}
+
+// The line refusing `file_name` when the child reading it crashed or ran out
+// of time, else "".
+std::string refusal(const std::string& file_name, const IsolatedOutcome& outcome, double seconds) {
   switch (outcome.end) {
     case IsolatedOutcome::End::crashed:
       return fmt::format(
@@ -154,18 +183,33 @@ std::string walk_in_child(const std::string& file_name, double bytes) {
           "{}: the HDF5 library did not finish reading it within {:.0f} s; the file is damaged (or its file system "
           "stalls): regenerate it or restore an intact copy",
           printable(file_name), seconds);
-    case IsolatedOutcome::End::not_run:
-      log::warning("cannot check the HDF5 file {} in a child process ({}); reading it unchecked", printable(file_name),
-                   outcome.message);
-      return {};
     default:
       return {};
   }
 }
 
+void warn_unchecked(const std::string& file_name, const IsolatedOutcome& outcome) {
+  log::warning("cannot check the HDF5 file {} in a child process ({}); reading it unchecked", printable(file_name),
+               outcome.message);
+}
+
+// The line that refuses the file, or "" when the walk finished.
+std::string walk_in_child(const std::string& file_name, double bytes) {
+  const double seconds = child_seconds(bytes);
+  const IsolatedOutcome outcome = read_in_child([&] { walk(file_name); }, seconds);
+  if (outcome.end == IsolatedOutcome::End::not_run) warn_unchecked(file_name, outcome);
+  return refusal(file_name, outcome, seconds);
+}
+
+double size_of(const std::string& file_name) {
+  struct stat status {};
+  return ::stat(file_name.c_str(), &status) == 0 ? static_cast<double>(status.st_size) : 0.0;
+}
+
 }  // namespace
 
 void check_in_child(const std::string& file_name) {
+  if (rehearsed_file != nullptr && *rehearsed_file == file_name) return;
   struct stat status {};
   if (::stat(file_name.c_str(), &status) != 0) return;  // the open that follows says why
   const FileIdentity identity{status.st_dev, status.st_ino, status.st_size,
@@ -185,3 +229,33 @@ void check_in_child(const std::string& file_name) {
 }
 
 }  // namespace kpipe::io::hdf5::detail
+
+namespace kpipe::io::hdf5 {
+
+void read_rehearsed(const std::string& file_name, const std::function<void(bool rehearsal)>& read) {
+  const double seconds = detail::child_seconds(detail::size_of(file_name));
+  const IsolatedOutcome outcome = detail::read_in_child(
+      [&] {
+        const detail::Rehearsing rehearsing(file_name);
+        read(true);
+      },
+      seconds);
+  switch (outcome.end) {
+    case IsolatedOutcome::End::refused:
+      throw input_error(outcome.message);
+    case IsolatedOutcome::End::crashed:
+    case IsolatedOutcome::End::timed_out:
+      throw input_error(detail::refusal(file_name, outcome, seconds));
+    case IsolatedOutcome::End::not_run:
+      detail::warn_unchecked(file_name, outcome);
+      break;
+    default:
+      // Finished, or failed with another error than an input error: the read
+      // here ends the same way, and throws that error with its own type.
+      break;
+  }
+  const detail::Rehearsing rehearsing(file_name);
+  read(false);
+}
+
+}  // namespace kpipe::io::hdf5

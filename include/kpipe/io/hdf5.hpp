@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -251,5 +252,17 @@ class File : public Group {
 
 // Whether `file_name` starts with the HDF5 signature (false for a missing file).
 bool is_hdf5(const std::string& file_name);
+
+// Runs `read` (File::open of `file_name` and the reads that follow) twice:
+// first in a child process as a rehearsal (`rehearsal` true), then here.
+// libhdf5 does the same on the same bytes given the same calls, so a file
+// that crashes or hangs it does so in the child and is refused in one line,
+// and a file the rehearsal refuses is refused here with the rehearsal's line,
+// unread. Stricter than the walk every File::open makes (hdf5_check.hpp),
+// which `read`'s opens of `file_name` skip: the walk's calls are not the
+// reader's, and some damage crashes libhdf5 on one path and not the other.
+// In the rehearsal `read` must only read (no Kokkos, MPI or output: the child
+// is a fork of this process).
+void read_rehearsed(const std::string& file_name, const std::function<void(bool rehearsal)>& read);
 
 }  // namespace kpipe::io::hdf5
