@@ -1,21 +1,29 @@
-// Checkpoint bandwidth (DESIGN.md §5): writes and reads a checkpoint of a
-// ~100M-parameter MLP (6 layers of 4096 x 4096 float32 weights, 403 MB)
-// through io::write_checkpoint / io::read_checkpoint, the layers dealt
-// round-robin over the ranks as a pipeline would hold them. Write: collective
+// Checkpoint bandwidth (DESIGN.md §5) against dd on the same file system, in
+// one run: writes and reads a checkpoint of about PARAMETERS float32
+// parameters (layers of 2048 x 2048 weights, dealt round-robin over the ranks
+// as a pipeline would hold them) through io::write_checkpoint and
+// io::read_checkpoint, and times dd writing (conv=fsync, as the checkpoint is
+// synced) and reading a file of the same size in DIRECTORY. Write: collective
 // (parallel HDF5, temporary name, fsync, rename); read: every rank reads its
-// layers and verifies their checksums plus its share of the others'. JSON on
-// stdout; docs/performance.md compares it with dd on the same disk.
+// layers and verifies their checksums plus its share of the others' (each read
+// rehearsed in a child first, io::hdf5::Rehearsal). Before every read the page
+// cache is dropped when this process may (root), so reads come from the disk;
+// the JSON says whether it was. JSON on stdout; docs/performance.md.
 //
-//   mpirun -n 2 checkpoint_benchmark [DIRECTORY (default .)] [REPEATS (default 3)]
+//   mpirun -n 2 checkpoint_benchmark [DIRECTORY (.)] [REPEATS (3)] [PARAMETERS (1e8)]
 
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,15 +35,50 @@ using namespace kpipe;
 
 namespace {
 
-constexpr int layers = 6;
-constexpr int width = 4096;
+constexpr int width = 2048;
+constexpr double megabyte = 1e6;
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
 
-nlohmann::json run(const std::string& directory, int repeats, int rank, int size) {
+// Writes back and drops the page cache (root only); whether it could.
+bool drop_page_cache() {
+  std::ofstream control("/proc/sys/vm/drop_caches");
+  if (!control) return false;
+  control << "3\n";
+  return static_cast<bool>(control.flush());
+}
+
+// Seconds `command` took through the shell; throws when it failed.
+double timed(const std::string& command) {
+  const double start = MPI_Wtime();
+  if (std::system(command.c_str()) != 0) throw runtime_error("failed: " + command);
+  return MPI_Wtime() - start;
+}
+
+struct DdSeconds {
+  std::vector<double> write, read;
+};
+
+// dd of `bytes` (whole MiB) into DIRECTORY/dd-probe and back, on rank 0.
+DdSeconds time_dd(const std::string& directory, double bytes, int repeats, bool drop) {
+  const std::string probe = (std::filesystem::path(directory) / "kpipe-dd-probe").string();
+  const long mib = std::lround(bytes / (1 << 20));
+  DdSeconds dd;
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    dd.write.push_back(
+        timed("dd if=/dev/zero of='" + probe + "' bs=1M count=" + std::to_string(mib) + " conv=fsync status=none"));
+    if (drop) drop_page_cache();
+    dd.read.push_back(timed("dd if='" + probe + "' of=/dev/null bs=1M status=none"));
+  }
+  std::filesystem::remove(probe);
+  return dd;
+}
+
+nlohmann::json run(const std::string& directory, int repeats, double parameters, int rank, int size) {
+  const int layers = std::max(1, static_cast<int>(std::lround(parameters / (double{width} * width))));
   std::vector<io::NamedMatrix<float>> mine;
   std::vector<io::ModelShape> shapes;
   for (int layer = rank; layer < layers; layer += size) {
@@ -47,8 +90,10 @@ nlohmann::json run(const std::string& directory, int repeats, int rank, int size
   }
   const auto model = io::all_model_shapes(MPI_COMM_WORLD, shapes);
   const double file_bytes = static_cast<double>(layers) * width * width * sizeof(float);
-  const double my_bytes = static_cast<double>(mine.size()) * width * width * sizeof(float);
 
+  bool dropped = false;
+  if (rank == 0) dropped = drop_page_cache();
+  MPI_Bcast(&dropped, 1, MPI_CXX_BOOL, 0, MPI_COMM_WORLD);
   std::vector<double> writes, reads;
   io::CheckpointInfo info;
   info.schedule = "benchmark";
@@ -61,6 +106,8 @@ nlohmann::json run(const std::string& directory, int repeats, int rank, int size
     MPI_Barrier(MPI_COMM_WORLD);
     writes.push_back(MPI_Wtime() - start);
 
+    if (rank == 0 && dropped) drop_page_cache();
+    MPI_Barrier(MPI_COMM_WORLD);
     start = MPI_Wtime();
     io::read_checkpoint<float>(file, model, mine, {}, rank, size);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -68,19 +115,28 @@ nlohmann::json run(const std::string& directory, int repeats, int rank, int size
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) std::filesystem::remove(file);
-  const double gib = 1024.0 * 1024.0 * 1024.0;
+  if (rank != 0) return {};
+
+  const DdSeconds dd = time_dd(directory, file_bytes, repeats, dropped);
+  const double write_mb_s = file_bytes / median(writes) / megabyte;
+  const double read_mb_s = file_bytes / median(reads) / megabyte;
+  const double dd_write_mb_s = file_bytes / median(dd.write) / megabyte;
+  const double dd_read_mb_s = file_bytes / median(dd.read) / megabyte;
   return {{"ranks", size},
           {"parameters", static_cast<long long>(layers) * width * width},
           {"file_bytes", file_bytes},
-          {"bytes_per_rank", my_bytes},
           {"repeats", repeats},
+          {"page_cache_dropped_before_reads", dropped},
           {"write_seconds", writes},
           {"read_seconds", reads},
-          {"write_gib_per_s_median", file_bytes / median(writes) / gib},
-          {"read_gib_per_s_median", file_bytes / median(reads) / gib},
-          {"note",
-           "read: every rank reads its tensors and checksums its share of the rest, so the whole file "
-           "is read once in all; the page cache may hold it (written just before)"}};
+          {"dd_write_seconds", dd.write},
+          {"dd_read_seconds", dd.read},
+          {"write_mb_per_s_median", write_mb_s},
+          {"read_mb_per_s_median", read_mb_s},
+          {"dd_write_mb_per_s_median", dd_write_mb_s},
+          {"dd_read_mb_per_s_median", dd_read_mb_s},
+          {"write_fraction_of_dd", write_mb_s / dd_write_mb_s},
+          {"read_fraction_of_dd", read_mb_s / dd_read_mb_s}};
 }
 
 }  // namespace
@@ -94,11 +150,16 @@ int main(int argc, char** argv) {
   try {
     const std::string directory = argc > 1 ? argv[1] : ".";
     const int repeats = argc > 2 ? std::max(1, std::stoi(argv[2])) : 3;
-    const nlohmann::json result = run(directory, repeats, rank, size);
+    const double parameters = argc > 3 ? std::stod(argv[3]) : 1e8;
+    const nlohmann::json result = run(directory, repeats, parameters, rank, size);
     if (rank == 0) std::cout << result.dump(2) << std::endl;
   } catch (const Error& e) {
     std::fprintf(stderr, "checkpoint_benchmark: rank %d: error: %s\n", rank, e.what());
     code = e.exit_code();
+  } catch (const std::logic_error& e) {  // std::stoi, std::stod
+    if (rank == 0)
+      std::fprintf(stderr, "checkpoint_benchmark: usage: [DIRECTORY] [REPEATS] [PARAMETERS] (%s)\n", e.what());
+    code = 2;
   }
   Kokkos::finalize();
   MPI_Finalize();

@@ -27,6 +27,9 @@ endif()
 find_package(toml11 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
+# xxHash for checkpoint checksums, used header-only (XXH_INLINE_ALL): nothing to
+# link, and nothing an installed kpipe's consumers need.
+find_path(KPIPE_XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 
 # CBLAS is optional: without it the portable Kokkos GEMM serves the host too.
 find_package(BLAS QUIET)

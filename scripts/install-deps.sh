@@ -13,10 +13,12 @@ packages=(
   ocl-icd-opencl-dev                          # OpenCL, which oneDNN's CMake package config requires
   libxsmm-dev                                 # libxsmm for "packed" where oneDNN has no blocked layout (AVX2; optional)
   libtoml11-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  libxxhash-dev                               # xxHash: checkpoint checksums
   catch2 libbenchmark-dev
   clang-format                                # the committed .clang-format, checked by a test
   shellcheck                                  # every shell script is linted by a test
   python3-h5py python3-numpy python3-matplotlib
+  slurm-wlm munge                             # a one-node Slurm for the job-script tests (tests/slurm)
 )
 
 missing=()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build kpipe with its tests and run
-# the whole suite (unit, MPI, CLI, consumer), then the unit and CLI tests again
-# under AddressSanitizer and UndefinedBehaviorSanitizer, with the MPI fault,
-# messaging and serving tests.
+# the whole suite (unit, MPI, CLI, consumer, and the job scripts under a
+# one-node Slurm that ctest's fixture starts and stops), then the unit and CLI
+# tests again under AddressSanitizer and UndefinedBehaviorSanitizer, with the
+# MPI fault, messaging and serving tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

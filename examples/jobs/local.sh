@@ -13,11 +13,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 kpipe=${KPIPE:-$root/build/src/app/kpipe}
 # shellcheck source=scripts/mpi-env.sh
 source "$root/scripts/mpi-env.sh"
-# Only deck keys (section.key=value) decide the layout; options (--json FILE)
-# and the command's own words (prompt=, requests=) are kpipe's to read.
-deck_keys=()
-for word in "$@"; do
-  if [[ $word =~ ^[A-Za-z_]+\.[A-Za-z_.]+= ]]; then deck_keys+=("$word"); fi
-done
-ranks=$("$kpipe" deck "$deck" "${deck_keys[@]}" | sed -n 's/.*(world size \([0-9]*\)).*/\1/p')
+# shellcheck source=examples/jobs/deck-ranks.sh
+source "$root/examples/jobs/deck-ranks.sh"
+ranks=$(deck_ranks "$kpipe" "$deck" "$@")
 exec mpirun -n "$ranks" "$kpipe" "$command" "$deck" "$@"

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+// xxHash, header-only: the checksum is inlined here and adds no library to link.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "kpipe/core/clock.hpp"
@@ -28,7 +32,25 @@ namespace fs = std::filesystem;
 using hdf5::Dataset;
 using hdf5::File;
 
-constexpr const char* checksum_attribute = "fnv1a64";
+// How a checksum is named in the file and computed: XXH3-64 since format
+// 1.2.0, FNV-1a 64 before.
+struct ChecksumKind {
+  const char* attribute;
+  std::uint64_t (*of)(const void* data, std::size_t size);
+};
+
+std::uint64_t fnv1a64(const void* data, std::size_t size) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+constexpr ChecksumKind xxh3_64{"xxh3_64", checksum64};
+constexpr ChecksumKind legacy_fnv1a64{"fnv1a64", fnv1a64};
 
 // ---- MPI helpers: only what a shared file needs ------------------------------
 
@@ -172,13 +194,13 @@ void prune(const std::string& directory, std::int64_t newest, int keep) {
 }
 
 // The checksum of the root attributes a restart uses, in a fixed text form.
-std::uint64_t attributes_checksum(const CheckpointInfo& info, std::int64_t data_cursor) {
+std::uint64_t attributes_checksum(const CheckpointInfo& info, std::int64_t data_cursor, const ChecksumKind& kind) {
   const std::string text = fmt::format(
       "step={}\ndata_cursor={}\noptimizer_steps={}\nstages={}\nvirtual_stages={}\ndata_parallel={}\n"
       "schedule={}\ndeck={}",
       info.step, data_cursor, info.optimizer_steps, info.stages, info.virtual_stages, info.data_parallel, info.schedule,
       info.deck);
-  return fnv1a64(text.data(), text.size());
+  return kind.of(text.data(), text.size());
 }
 
 void write_root_attributes(File& file, const CheckpointInfo& info, const std::string& date) {
@@ -197,7 +219,7 @@ void write_root_attributes(File& file, const CheckpointInfo& info, const std::st
   file.set_attribute("virtual_stages", std::int64_t{info.virtual_stages});
   file.set_attribute("data_parallel", std::int64_t{info.data_parallel});
   file.set_attribute("schedule", info.schedule);
-  file.set_attribute(checksum_attribute, attributes_checksum(info, info.step));
+  file.set_attribute(xxh3_64.attribute, attributes_checksum(info, info.step, xxh3_64));
 }
 
 // Creates every dataset (on every rank alike) and writes this rank's; groups
@@ -217,7 +239,7 @@ void write_tensors(File& file, const std::vector<ModelShape>& all, const std::ve
     const bool writes = local[i].host.data() != nullptr;
     dataset.write_rows(writes ? local[i].host.data() : static_cast<const Scalar*>(nullptr), 0,
                        writes ? static_cast<std::uint64_t>(all[i].rows) : 0);
-    dataset.set_attribute(checksum_attribute, checksums[i]);
+    dataset.set_attribute(xxh3_64.attribute, checksums[i]);
     // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
     if (i == all.size() / 2) {
       fault::inject(fault::Phase::checkpoint, fault_rank);
@@ -228,15 +250,7 @@ void write_tensors(File& file, const std::vector<ModelShape>& all, const std::ve
 
 }  // namespace
 
-std::uint64_t fnv1a64(const void* data, std::size_t size) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) {
-    hash ^= bytes[i];
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
+std::uint64_t checksum64(const void* data, std::size_t size) { return XXH3_64bits(data, size); }
 
 std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory) {
   std::vector<CheckpointFile> ours;
@@ -288,7 +302,7 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
     const auto it = mine.find(all[i].name);
     if (it == mine.end()) continue;
     local[i].host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), it->second->value);
-    local[i].checksum = fnv1a64(local[i].host.data(), local[i].host.span() * sizeof(Scalar));
+    local[i].checksum = checksum64(local[i].host.data(), local[i].host.span() * sizeof(Scalar));
     checksums[i] = local[i].checksum;
     writers[i] = 1;
   }
@@ -344,29 +358,29 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
 namespace {
 
 template <class T>
-std::uint64_t checksum_as(const Dataset& dataset) {
+std::uint64_t checksum_as(const Dataset& dataset, const ChecksumKind& kind) {
   const auto values = dataset.read<T>();
-  return fnv1a64(values.data(), values.size() * sizeof(T));
+  return kind.of(values.data(), values.size() * sizeof(T));
 }
 
-std::uint64_t checksum_of(const Dataset& dataset) {
+std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind) {
   switch (dataset.type()) {
     case hdf5::Type::float32:
-      return checksum_as<float>(dataset);
+      return checksum_as<float>(dataset, kind);
     case hdf5::Type::float64:
-      return checksum_as<double>(dataset);
+      return checksum_as<double>(dataset, kind);
     case hdf5::Type::int32:
-      return checksum_as<std::int32_t>(dataset);
+      return checksum_as<std::int32_t>(dataset, kind);
     case hdf5::Type::int64:
-      return checksum_as<std::int64_t>(dataset);
+      return checksum_as<std::int64_t>(dataset, kind);
     case hdf5::Type::uint64:
-      return checksum_as<std::uint64_t>(dataset);
+      return checksum_as<std::uint64_t>(dataset, kind);
   }
   return 0;
 }
 
-void verify(const std::string& file, const Dataset& dataset, std::uint64_t computed) {
-  const std::uint64_t stored = dataset.uint_attribute(checksum_attribute);
+void verify(const std::string& file, const Dataset& dataset, const ChecksumKind& kind, std::uint64_t computed) {
+  const std::uint64_t stored = dataset.uint_attribute(kind.attribute);
   if (stored != computed) {
     throw input_error(
         fmt::format("{}: {} is corrupt: its checksum is {:016x}, the file says {:016x}; restart from an "
@@ -417,11 +431,11 @@ void check_model(const std::string& file, const File& checkpoint, const std::vec
 }
 
 // Reads `tensor`'s dataset and verifies its checksum; copies it into the
-// tensor unless this is read_rehearsed's rehearsal (the child must not touch
+// tensor when `copy` (not in hdf5::Rehearsal's child, which must not touch
 // Kokkos).
 template <class Scalar>
 void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what,
-          bool rehearsal) {
+          const ChecksumKind& kind, bool copy) {
   if (!group.has(tensor.name)) {
     throw input_error(
         fmt::format("{}: holds no {} {} (was it written with another train.optimizer?)", file, what, tensor.name));
@@ -438,22 +452,23 @@ void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<S
     throw input_error(fmt::format("{}: {} holds {}, the run computes in {}", file, dataset.path(),
                                   hdf5::name_of(dataset.type()), hdf5::name_of(hdf5::type_of<Scalar>())));
   }
-  std::vector<Scalar> host(static_cast<std::size_t>(rows * cols));
-  dataset.read_rows(host.data(), 0, static_cast<std::uint64_t>(rows));
-  verify(file, dataset, fnv1a64(host.data(), host.size() * sizeof(Scalar)));
-  if (rehearsal) return;
+  // Left uninitialised: the read overwrites all of it.
+  const std::size_t count = static_cast<std::size_t>(rows * cols);
+  const std::unique_ptr<Scalar[]> host(new Scalar[count]);
+  dataset.read_rows(host.get(), 0, static_cast<std::uint64_t>(rows));
+  verify(file, dataset, kind, kind.of(host.get(), count * sizeof(Scalar)));
+  if (!copy) return;
   Kokkos::deep_copy(
       tensor.value,
       Kokkos::View<const Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-          host.data(), rows, cols));
+          host.get(), rows, cols));
 }
 
-// The whole read but the regular-file check: read_rehearsed runs it twice.
+// The whole read but the regular-file check: it is rehearsed (hdf5::Rehearsal).
 template <class Scalar>
 CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>& model,
                          const std::vector<NamedMatrix<Scalar>>& parameters,
-                         const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares,
-                         bool rehearsal) {
+                         const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares, bool copy) {
   const File checkpoint = File::open(file);
   check_format(file, checkpoint);
   check_model(file, checkpoint, model);
@@ -476,9 +491,11 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
   info.schedule = checkpoint.string_attribute("schedule");
   info.software_version = checkpoint.string_attribute("software_version");
   const std::int64_t data_cursor = checkpoint.int_attribute("data_cursor");
-  const bool checksummed = checkpoint.string_attribute("format_version") != "1.0.0";
+  const std::string version = checkpoint.string_attribute("format_version");
+  const ChecksumKind& kind = version == "1.0.0" || version == "1.1.0" ? legacy_fnv1a64 : xxh3_64;
+  const bool checksummed = version != "1.0.0";
   if (data_cursor != info.step ||
-      (checksummed && checkpoint.uint_attribute(checksum_attribute) != attributes_checksum(info, data_cursor))) {
+      (checksummed && checkpoint.uint_attribute(kind.attribute) != attributes_checksum(info, data_cursor, kind))) {
     throw input_error(
         fmt::format("{}: the root attributes (step, data_cursor, layout, deck) do not match their checksum; the file "
                     "was altered, restart from another checkpoint",
@@ -493,13 +510,13 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
     for (const auto& member : group.names()) {
       if (index++ % std::max(shares, 1) != share) continue;
       const auto dataset = group.open_dataset(member);
-      verify(file, dataset, checksum_of(dataset));
+      verify(file, dataset, kind, checksum_of(dataset, kind));
     }
   }
   const auto parameter_group = checkpoint.open_group("parameters");
-  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter", rehearsal);
+  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter", kind, copy);
   const auto optimizer_group = checkpoint.open_group("optimizer");
-  for (const auto& tensor : optimizer_state) load(file, optimizer_group, tensor, "optimizer state", rehearsal);
+  for (const auto& tensor : optimizer_state) load(file, optimizer_group, tensor, "optimizer state", kind, copy);
   return info;
 }
 
@@ -514,11 +531,9 @@ CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelS
     throw input_error(fmt::format("{}: no such checkpoint file ({})", file,
                                   fs::exists(file, error) ? "not a regular file" : "it does not exist"));
   }
-  CheckpointInfo info;
-  hdf5::read_rehearsed(file, [&](bool rehearsal) {
-    info = read_file(file, model, parameters, optimizer_state, share, shares, rehearsal);
-  });
-  return info;
+  const hdf5::Rehearsal rehearsal(file,
+                                  [&] { read_file(file, model, parameters, optimizer_state, share, shares, false); });
+  return read_file(file, model, parameters, optimizer_state, share, shares, true);
 }
 
 template std::string write_checkpoint<float>(MPI_Comm, const std::string&, const CheckpointInfo&,

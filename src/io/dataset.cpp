@@ -22,16 +22,6 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
   throw input_error(fmt::format("data.path = \"{}\": {} (layout: docs/formats.md, \"Datasets\")", file, what));
 }
 
-hdf5::File open_file(const std::string& file_name) {
-  if (!hdf5::is_hdf5(file_name)) {
-    std::error_code error;
-    const bool exists = std::filesystem::exists(file_name, error);
-    throw input_error(fmt::format("data.path = \"{}\" {}; make a dataset with examples/data/", file_name,
-                                  exists ? "is not an HDF5 file" : "does not exist"));
-  }
-  return hdf5::File::open(file_name);
-}
-
 // One split's x and y, checked against each other.
 struct SplitShape {
   std::uint64_t rows = 0;
@@ -135,10 +125,29 @@ DatasetFile::Layout DatasetFile::validate(const hdf5::File& file, Split split) {
   return layout;
 }
 
+hdf5::File DatasetFile::open(const std::string& file_name, Split split) {
+  if (!hdf5::is_hdf5(file_name)) {
+    std::error_code error;
+    const bool exists = std::filesystem::exists(file_name, error);
+    throw input_error(fmt::format("data.path = \"{}\" {}; make a dataset with examples/data/", file_name,
+                                  exists ? "is not an HDF5 file" : "does not exist"));
+  }
+  const hdf5::Rehearsal rehearsal(
+      file_name,
+      [&] {
+        const auto file = hdf5::File::open(file_name);
+        validate(file, split);
+        file.open_group(name_of(split)).open_dataset("x");
+        file.open_group(name_of(split)).open_dataset("y");
+      },
+      hdf5::Rehearsal::Then::walk);
+  return hdf5::File::open(file_name);
+}
+
 DatasetFile::DatasetFile(const std::string& file_name, Split split)
     : file_name_(file_name),
       split_(split),
-      file_(open_file(file_name)),
+      file_(open(file_name, split)),
       layout_(validate(file_, split)),
       x_(file_.open_group(name_of(split)).open_dataset("x")),
       y_(file_.open_group(name_of(split)).open_dataset("y")) {}

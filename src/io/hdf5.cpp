@@ -388,8 +388,13 @@ std::vector<std::string> Group::names() const {
 Dataset Group::create_dataset(const std::string& name, Type type, const std::vector<std::uint64_t>& shape) {
   if (shape.empty() || shape.size() > 2) fail("dataset '" + name + "' must be 1-D or 2-D");
   auto space = dataspace({shape.begin(), shape.end()});
+  // kpipe writes every dataset it creates whole: no fill values first
+  // (parallel HDF5 allocates at creation, and would write the data twice).
+  detail::Handle creation(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_fill_time(creation.get(), H5D_FILL_TIME_NEVER);
   detail::Handle dataset(
-      H5Dcreate2(id(), name.c_str(), info(type).stored, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
+      H5Dcreate2(id(), name.c_str(), info(type).stored, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT),
+      H5Dclose);
   if (!dataset.valid()) fail("cannot create dataset '" + name + "'");
   return Dataset(std::move(dataset), child_path(name), where_);
 }
@@ -420,6 +425,9 @@ File File::make(const std::string& file_name, MPI_Comm comm, bool parallel, bool
   if (parallel) H5Pset_fapl_mpio(access.get(), comm, MPI_INFO_NULL);
   detail::Handle file;
   if (create) {
+    // Objects of 1 MiB or more start on a 1 MiB boundary: whole file-system
+    // blocks and stripes for MPI-IO, for the price of at most 1 MiB each.
+    H5Pset_alignment(access.get(), hsize_t{1} << 20, hsize_t{1} << 20);
     const unsigned flags = exists == Exists::fail ? H5F_ACC_EXCL : H5F_ACC_TRUNC;
     file = detail::Handle(H5Fcreate(file_name.c_str(), flags, H5P_DEFAULT, access.get()), H5Fclose);
   } else {

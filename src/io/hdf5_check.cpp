@@ -123,6 +123,7 @@ herr_t visit_object(hid_t root, const char* name, const H5O_info_t* info, void*)
   // Readers ask for attributes by name, found or not: a lookup walks the
   // object's messages on another path than the iteration above.
   H5Aexists(object.id, "kpipe-walk: an attribute no file has");
+  if (info->type == H5O_TYPE_GROUP) H5Lexists(object.id, "kpipe-walk: a link no file has", H5P_DEFAULT);
   if (info->type == H5O_TYPE_DATASET) read_dataset(object.id);
   return 0;
 }
@@ -141,20 +142,8 @@ void walk(const std::string& file_name) {
 
 using FileIdentity = std::tuple<dev_t, ino_t, off_t, std::int64_t>;
 
-// The file read_rehearsed is reading on this thread (its rehearsal and the
-// read that follows), whose opens skip the walk.
+// The file whose Rehearsal is alive on this thread (whose opens skip the walk).
 thread_local const std::string* rehearsed_file = nullptr;
-
-class Rehearsing {
- public:
-  explicit Rehearsing(const std::string& file_name) : previous_(rehearsed_file) { rehearsed_file = &file_name; }
-  Rehearsing(const Rehearsing&) = delete;
-  Rehearsing& operator=(const Rehearsing&) = delete;
-  ~Rehearsing() { rehearsed_file = previous_; }
-
- private:
-  const std::string* previous_;
-};
 
 double child_seconds(double bytes) { return limits::hdf5_walk_seconds + bytes / limits::slowest_read_bytes_per_second; }
 
@@ -232,12 +221,14 @@ void check_in_child(const std::string& file_name) {
 
 namespace kpipe::io::hdf5 {
 
-void read_rehearsed(const std::string& file_name, const std::function<void(bool rehearsal)>& read) {
-  const double seconds = detail::child_seconds(detail::size_of(file_name));
+Rehearsal::Rehearsal(const std::string& file_name, const std::function<void()>& read, Then then)
+    : file_name_(file_name), previous_(detail::rehearsed_file) {
+  const double seconds = detail::child_seconds(detail::size_of(file_name_));
   const IsolatedOutcome outcome = detail::read_in_child(
       [&] {
-        const detail::Rehearsing rehearsing(file_name);
-        read(true);
+        detail::rehearsed_file = &file_name_;
+        read();
+        if (then == Then::walk) detail::walk(file_name_);
       },
       seconds);
   switch (outcome.end) {
@@ -245,17 +236,18 @@ void read_rehearsed(const std::string& file_name, const std::function<void(bool 
       throw input_error(outcome.message);
     case IsolatedOutcome::End::crashed:
     case IsolatedOutcome::End::timed_out:
-      throw input_error(detail::refusal(file_name, outcome, seconds));
+      throw input_error(detail::refusal(file_name_, outcome, seconds));
     case IsolatedOutcome::End::not_run:
-      detail::warn_unchecked(file_name, outcome);
+      detail::warn_unchecked(file_name_, outcome);
       break;
     default:
       // Finished, or failed with another error than an input error: the read
       // here ends the same way, and throws that error with its own type.
       break;
   }
-  const detail::Rehearsing rehearsing(file_name);
-  read(false);
+  detail::rehearsed_file = &file_name_;
 }
+
+Rehearsal::~Rehearsal() { detail::rehearsed_file = previous_; }
 
 }  // namespace kpipe::io::hdf5

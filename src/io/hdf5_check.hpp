@@ -6,9 +6,9 @@
 // (core/isolated.hpp) walks every object, attribute, chunk and stored byte of
 // it with libhdf5 alone. When the walk crashes or overruns its time the file
 // is refused in one line and the run goes on untouched. The walk's calls are
-// a superset of a reader's but not in the reader's order, and libhdf5's state
-// on a damaged file depends on the order: readers that can, rehearse their
-// exact calls in the child instead (read_rehearsed in hdf5.hpp).
+// a superset of a reader's but not the reader's own, and libhdf5 on a
+// damaged file crashes on some paths and not on others: the readers rehearse
+// their own calls in the child before the walk (Rehearsal in hdf5.hpp).
 
 #include <cstdint>
 #include <string>
@@ -26,8 +26,8 @@ inline bool stores_declared(std::uint64_t declared, std::uint64_t stored, bool f
 }
 
 // Walks `file_name` in a child process unless this process walked the same
-// file (device, inode, size and modification time) before, or read_rehearsed
-// (hdf5.hpp) is reading it; throws an input error naming the file when the
+// file (device, inode, size and modification time) before, or a Rehearsal
+// (hdf5.hpp) of it is alive; throws an input error naming the file when the
 // walk crashed or did not finish in time.
 void check_in_child(const std::string& file_name);
 

@@ -134,20 +134,10 @@ void write_profile(const std::string& path, const Profile& profile) {
   file.close();
 }
 
-Profile read_profile(const std::string& path) {
-  struct stat status {};
-  if (::stat(path.c_str(), &status) != 0) {
-    throw input_error(fmt::format("cannot read the profile '{}': {}", printable(path), std::strerror(errno)));
-  }
-  if (!S_ISREG(status.st_mode)) {
-    throw input_error(fmt::format("cannot read the profile '{}': not a regular file", printable(path)));
-  }
-  if (!hdf5::is_hdf5(path)) {
-    throw input_error(
-        fmt::format("'{}' is not an HDF5 file; kpipe trace reads the profiles that 'kpipe run DECK "
-                    "--profile FILE' writes",
-                    printable(path)));
-  }
+namespace {
+
+// The read itself, rehearsed first (hdf5::Rehearsal).
+Profile read_file(const std::string& path) {
   auto file = hdf5::File::open(path);
   if (!file.has_attribute("format") || file.string_attribute("format") != profile_format) {
     throw input_error(
@@ -205,6 +195,26 @@ Profile read_profile(const std::string& path) {
     if (rank < 0 || rank >= info.p) malformed(path, fmt::format("/predicted/rank holds {}, not a pipeline rank", rank));
   }
   return profile;
+}
+
+}  // namespace
+
+Profile read_profile(const std::string& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) {
+    throw input_error(fmt::format("cannot read the profile '{}': {}", printable(path), std::strerror(errno)));
+  }
+  if (!S_ISREG(status.st_mode)) {
+    throw input_error(fmt::format("cannot read the profile '{}': not a regular file", printable(path)));
+  }
+  if (!hdf5::is_hdf5(path)) {
+    throw input_error(
+        fmt::format("'{}' is not an HDF5 file; kpipe trace reads the profiles that 'kpipe run DECK "
+                    "--profile FILE' writes",
+                    printable(path)));
+  }
+  const hdf5::Rehearsal rehearsal(path, [&] { read_file(path); });
+  return read_file(path);
 }
 
 }  // namespace kpipe::io

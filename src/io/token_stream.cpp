@@ -36,17 +36,8 @@ hdf5::Dataset tokens_of(const hdf5::File& file, Split split) {
   return tokens;
 }
 
-}  // namespace
-
-TokenStream read_token_stream(const std::string& file_name, Split split) {
-  if (!hdf5::is_hdf5(file_name)) {
-    std::error_code error;
-    const bool exists = std::filesystem::exists(file_name, error);
-    throw input_error(
-        fmt::format("data.path = \"{}\" {}; make a token stream with examples/data/bible_kjv.py, or "
-                    "set data.source = \"text\" for a UTF-8 text file",
-                    file_name, exists ? "is not an HDF5 file" : "does not exist"));
-  }
+// The read itself, rehearsed first (hdf5::Rehearsal).
+TokenStream read_file(const std::string& file_name, Split split) {
   const auto file = hdf5::File::open(file_name);
   if (!file.has_attribute("format") || file.string_attribute("format") != DatasetFile::format_name) {
     bad(file_name, fmt::format("the root attribute format is not \"{}\"", DatasetFile::format_name));
@@ -66,6 +57,21 @@ TokenStream read_token_stream(const std::string& file_name, Split split) {
   const auto test = tokens_of(file, Split::test);
   stream.tokens = (split == Split::train ? train : test).read<std::int32_t>();
   return stream;
+}
+
+}  // namespace
+
+TokenStream read_token_stream(const std::string& file_name, Split split) {
+  if (!hdf5::is_hdf5(file_name)) {
+    std::error_code error;
+    const bool exists = std::filesystem::exists(file_name, error);
+    throw input_error(
+        fmt::format("data.path = \"{}\" {}; make a token stream with examples/data/bible_kjv.py, or "
+                    "set data.source = \"text\" for a UTF-8 text file",
+                    file_name, exists ? "is not an HDF5 file" : "does not exist"));
+  }
+  const hdf5::Rehearsal rehearsal(file_name, [&] { read_file(file_name, split); });
+  return read_file(file_name, split);
 }
 
 }  // namespace kpipe::io

@@ -6,11 +6,11 @@
 //   /                  attributes: format, format_version, software,
 //                      software_version, schema_version, step, data_cursor,
 //                      optimizer_steps, deck, stages, virtual_stages,
-//                      data_parallel, schedule, and (format 1.1) fnv1a64,
-//                      the checksum of the step, cursor, layout and deck
+//                      data_parallel, schedule, and xxh3_64 (format 1.1:
+//                      fnv1a64), the checksum of the step, cursor, layout, deck
 //   /parameters/NAME   2-D dataset per parameter
 //   /optimizer/NAME    2-D dataset per optimizer state tensor
-//                      (each dataset: attribute fnv1a64, the checksum of its bytes)
+//                      (each dataset: attribute xxh3_64, the checksum of its bytes)
 //
 // Writing is collective (parallel HDF5): every rank creates every object,
 // each rank writes the tensors it holds, to a unique temporary name that rank
@@ -30,8 +30,9 @@ namespace kpipe::io {
 
 inline constexpr const char* checkpoint_format = "kpipe-checkpoint";
 // 1.1.0: the root attributes a restart uses carry a checksum; 1.0.0 files
-// (without it) are still read.
-inline constexpr const char* checkpoint_format_version = "1.1.0";
+// (without it) are still read. 1.2.0: the checksums are XXH3-64 (attribute
+// xxh3_64) instead of FNV-1a 64 (fnv1a64), which 1.0 and 1.1 files keep.
+inline constexpr const char* checkpoint_format_version = "1.2.0";
 // Bumped when the layout changes incompatibly; a reader refuses other values.
 inline constexpr std::int64_t checkpoint_schema_version = 1;
 
@@ -54,8 +55,10 @@ struct NamedMatrix {
   tensor::Matrix<Scalar> value;
 };
 
-// The FNV-1a 64-bit hash of `size` bytes: the checksum stored per dataset.
-std::uint64_t fnv1a64(const void* data, std::size_t size);
+// The checksum kpipe stores per dataset and over the root attributes: XXH3
+// 64-bit (xxHash) of `size` bytes. Files of format 1.0 and 1.1 carry FNV-1a
+// 64 (attribute fnv1a64), which the reader still verifies.
+std::uint64_t checksum64(const void* data, std::size_t size);
 
 // "<directory>/step-<step>.h5".
 std::string checkpoint_file(const std::string& directory, std::int64_t step);

@@ -69,6 +69,10 @@ class DatasetFile {
     std::vector<int> labels;  // when has_labels
   };
   static Layout validate(const hdf5::File& file, Split split);
+  // Opens the file once the constructor's reads (validate, the datasets it
+  // keeps) have been rehearsed in a child (hdf5::Rehearsal); the rows read
+  // later are covered by the walk that follows there.
+  static hdf5::File open(const std::string& file_name, Split split);
 
   std::uint64_t check(std::int64_t row) const;
 

@@ -180,8 +180,10 @@ class Dataset : public Object {
   template <class T>
   std::vector<T> read() const {
     require_stored();
+    const auto extent = shape();
+    if (extent.empty()) fail("is a scalar, where rows are expected");
     std::vector<T> data(static_cast<std::size_t>(elements()));
-    if (!data.empty()) read_rows(data.data(), 0, shape().at(0));
+    if (!data.empty()) read_rows(data.data(), 0, extent.front());
     return data;
   }
 
@@ -253,16 +255,29 @@ class File : public Group {
 // Whether `file_name` starts with the HDF5 signature (false for a missing file).
 bool is_hdf5(const std::string& file_name);
 
-// Runs `read` (File::open of `file_name` and the reads that follow) twice:
-// first in a child process as a rehearsal (`rehearsal` true), then here.
+// A reader's rehearsal: constructed with `read` (File::open of `file_name`
+// and the reads that follow), it runs `read` in a child process first.
 // libhdf5 does the same on the same bytes given the same calls, so a file
 // that crashes or hangs it does so in the child and is refused in one line,
-// and a file the rehearsal refuses is refused here with the rehearsal's line,
-// unread. Stricter than the walk every File::open makes (hdf5_check.hpp),
-// which `read`'s opens of `file_name` skip: the walk's calls are not the
-// reader's, and some damage crashes libhdf5 on one path and not the other.
-// In the rehearsal `read` must only read (no Kokkos, MPI or output: the child
-// is a fork of this process).
-void read_rehearsed(const std::string& file_name, const std::function<void(bool rehearsal)>& read);
+// and a file `read` refuses there is refused here with the same line, unread.
+// The walk every File::open makes (hdf5_check.hpp) is not enough: its calls
+// are not a reader's, and some damage crashes libhdf5 on one path and not on
+// another. While the rehearsal lives, this thread's File::open of `file_name`
+// skips the walk: a reader that reads more later than `read` did (rows on
+// demand) asks for the walk in the child after `read` (Then::walk). In the
+// child `read` must only read (no Kokkos, MPI or output: the child is a fork
+// of this process).
+class Rehearsal {
+ public:
+  enum class Then { done, walk };
+  Rehearsal(const std::string& file_name, const std::function<void()>& read, Then then = Then::done);
+  Rehearsal(const Rehearsal&) = delete;
+  Rehearsal& operator=(const Rehearsal&) = delete;
+  ~Rehearsal();
+
+ private:
+  std::string file_name_;
+  const std::string* previous_;
+};
 
 }  // namespace kpipe::io::hdf5

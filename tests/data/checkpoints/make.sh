@@ -8,6 +8,8 @@
 #   not-hdf5.h5   a text file
 #   legacy-1.0.h5 (not regenerated) good.h5 as format 1.0.0 wrote it, without the
 #                 root attributes' checksum: still read
+#   legacy-1.1.h5 (not regenerated) good.h5 as format 1.1.0 wrote it, its
+#                 checksums FNV-1a 64 (attributes fnv1a64): still read
 set -euo pipefail
 kpipe=$1
 here=tests/data/checkpoints
