@@ -1,5 +1,6 @@
 #include "kpipe/comm/collectives.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -63,14 +64,6 @@ void barrier(Communicator comm) {
   complete_collective(request, "a barrier");
 }
 
-int ranks_on_node(Communicator comm) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_of(comm), MPI_INFO_NULL, &node);
-  const int ranks = size_of(node);
-  MPI_Comm_free(&node);
-  return ranks;
-}
-
 double wall_time() { return MPI_Wtime(); }
 
 double sum(Communicator comm, double value) {
@@ -110,6 +103,20 @@ std::vector<T> gather_equal(Communicator comm, const std::vector<T>& mine, MPI_D
 }
 
 }  // namespace
+
+int ranks_on_node(Communicator comm) {
+  // Ranks of one node share its processor name (the host name). Gathered
+  // under the watchdog, where MPI_Comm_split_type would block unwatched.
+  std::vector<char> name(MPI_MAX_PROCESSOR_NAME + 1, '\0');
+  int length = 0;
+  MPI_Get_processor_name(name.data(), &length);
+  const std::vector<char> all = gather_equal(comm, name, MPI_CHAR);
+  int ranks = 0;
+  for (auto other = all.begin(); other != all.end(); other += static_cast<std::ptrdiff_t>(name.size())) {
+    if (std::equal(name.begin(), name.end(), other)) ++ranks;
+  }
+  return ranks;
+}
 
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) {
   return gather_equal(comm, mine, MPI_INT);

@@ -29,7 +29,8 @@ Communicator self();
 int rank_of(Communicator comm);
 int size_of(Communicator comm);
 void barrier(Communicator comm);
-// How many ranks of `comm` share this rank's node (its shared-memory domain).
+// How many ranks of `comm` share this rank's node (its host name, so also
+// across hosts that share one machine's kernel, as network namespaces do).
 int ranks_on_node(Communicator comm);
 // Seconds on a clock every rank reads alike (MPI_Wtime).
 double wall_time();

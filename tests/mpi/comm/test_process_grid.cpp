@@ -104,3 +104,9 @@ TEST_CASE("a world size that is not p * t * d is an input error naming all three
                                      std::to_string(size) + " * 2 * 1") != std::string::npos);
   }
 }
+
+// The tests' ranks all run on this host; a group of one is alone on it.
+TEST_CASE("ranks_on_node counts the ranks that share this host", "[comm]") {
+  CHECK(comm::ranks_on_node(comm::world()) == comm::size_of(comm::world()));
+  CHECK(comm::ranks_on_node(comm::self()) == 1);
+}
