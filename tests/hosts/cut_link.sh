@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The link between the two hosts (two_hosts.sh) cut in the middle of a run:
+# a p = 2, d = 2 run of the compute-bound deck across them, checkpointing
+# every 5 steps, loses its veth link after step 12. With TCP keepalives on
+# Open MPI's daemon links (probes every second, 2 unanswered end it), mpirun
+# finds the remote daemon lost and ends the job, naming the unreachable host;
+# kpipe's watchdog (10 s) is the backstop inside the ranks. (A watchdog that
+# fires first does not help here: its MPI_Abort leaves mpirun sending to the
+# cut link, where TCP retransmits for minutes.) The whole job, daemons
+# included, must be gone within the watchdog's 10 s plus 5 s, with no process
+# left behind. Then the same deck on one host with checkpoint.restart =
+# "latest" resumes from the newest checkpoint, which the cut left whole.
+#   cut_link.sh KPIPE MPIEXEC
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+kpipe=$1 mpiexec=$2
+if ! ip netns list 2>/dev/null | grep -qw kpipe-h2; then
+  echo "no namespaced hosts (see the output of the test hosts_start)"
+  exit 77
+fi
+# shellcheck source=scripts/mpi-env.sh
+source "$root/scripts/mpi-env.sh"
+work=$(mktemp -d)
+cleanup() {
+  ip -n kpipe-h1 link set kpipe-h1-eth up 2>/dev/null
+  pkill -KILL -f "$work" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$root" || exit 1
+run=(run benchmarks/decks/compute_bound.toml pipeline.data_parallel=2 checkpoint.every=5
+  checkpoint.path="$work/checkpoints" checkpoint.restart=latest runtime.watchdog_seconds=10)
+network=(--mca plm_rsh_agent "$here/netns_rsh.sh" --mca btl "tcp,vader,self"
+  --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24
+  --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 2)
+"$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:2,10.77.0.2:2 -n 4 "${network[@]}" \
+  "$kpipe" "${run[@]}" train.steps=100000)" >"$work/cut.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do grep -Eq "^step +12/" "$work/cut.log" && break; sleep 0.1; done
+grep -Eq "^step +12/" "$work/cut.log" || { echo "the run did not reach step 12"; tail -n 20 "$work/cut.log"; exit 1; }
+cut=$(date +%s.%N)
+ip -n kpipe-h1 link set kpipe-h1-eth down
+for _ in $(seq 300); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+seconds=$(echo "$(date +%s.%N) - $cut" | bc)
+if kill -0 "$job" 2>/dev/null; then
+  echo "the job still runs 30 s after the link was cut"
+  exit 1
+fi
+grep -A 3 "lost communication with a remote daemon" "$work/cut.log" | grep -m 1 "Remote daemon: .* on node 10.77.0.2" ||
+  { echo "no report of the unreachable host"; tail -n 20 "$work/cut.log"; exit 1; }
+echo "the job ended $seconds s after the cut"
+[ "$(echo "$seconds < 15" | bc)" -eq 1 ] || { echo "later than the watchdog's 10 s plus 5 s"; exit 1; }
+sleep 1
+left=$(pgrep -af "$work|orted .*netns_rsh" | grep -v pgrep)
+[ -z "$left" ] || { echo "processes left behind: $left"; exit 1; }
+
+newest=$(find "$work/checkpoints" -name 'step-*.h5' | sed 's/.*step-\([0-9]*\)\.h5/\1/' | sort -n | tail -n 1)
+[ -n "$newest" ] || { echo "no checkpoint before the cut"; exit 1; }
+"$mpiexec" -n 4 "$kpipe" "${run[@]}" train.steps=$((newest + 5)) >"$work/resumed.log" 2>&1 ||
+  { echo "the resumed run on one host failed"; tail -n 20 "$work/resumed.log"; exit 1; }
+grep "^weights:" "$work/resumed.log"
+grep -q "^weights: .*step-$newest.h5 after $newest steps" "$work/resumed.log" ||
+  { echo "the run on one host did not resume from step-$newest.h5"; exit 1; }
+echo "link cut: the job ended within the watchdog plus 5 s, and resumed on one host from step $newest"
