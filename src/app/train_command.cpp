@@ -40,6 +40,15 @@ void print_setup(const Pipeline& pipeline, const char* what) {
   const auto& s = pipeline.schedule();
   const auto& spec = pipeline.spec();
   log::info("{}", pipeline.grid().layout());
+  const std::vector<std::string> hosts = comm::host_names(pipeline.grid().world());
+  if (const std::string placed = comm::host_layout(hosts); !placed.empty()) log::info("{}", placed);
+  const int t = pipeline.grid().tensor_size();
+  if (const int split = comm::first_split_tensor_group(hosts, t); split >= 0) {
+    log::warning(
+        "the tensor group of world ranks {}..{} spans hosts: its activations cross the network in every layer; "
+        "place t = {} consecutive ranks on each host",
+        split, split + t - 1, t);
+  }
   log::info("{}: {} schedule, p = {}, v = {}, m = {} microbatches of {} samples, {} layers, transfers {}", what, s.name,
             s.p, s.v, s.m, spec.microbatch_size, spec.model.layer_count(),
             pipeline.transport().staged() ? "staged through host memory" : "direct");

@@ -104,18 +104,22 @@ std::vector<T> gather_equal(Communicator comm, const std::vector<T>& mine, MPI_D
 
 }  // namespace
 
-int ranks_on_node(Communicator comm) {
-  // Ranks of one node share its processor name (the host name). Gathered
-  // under the watchdog, where MPI_Comm_split_type would block unwatched.
-  std::vector<char> name(MPI_MAX_PROCESSOR_NAME + 1, '\0');
+std::vector<std::string> host_names(Communicator comm) {
+  // Gathered under the watchdog, where MPI_Comm_split_type would block unwatched.
+  std::vector<char> mine(MPI_MAX_PROCESSOR_NAME + 1, '\0');
   int length = 0;
-  MPI_Get_processor_name(name.data(), &length);
-  const std::vector<char> all = gather_equal(comm, name, MPI_CHAR);
-  int ranks = 0;
-  for (auto other = all.begin(); other != all.end(); other += static_cast<std::ptrdiff_t>(name.size())) {
-    if (std::equal(name.begin(), name.end(), other)) ++ranks;
+  MPI_Get_processor_name(mine.data(), &length);
+  const std::vector<char> all = gather_equal(comm, mine, MPI_CHAR);
+  std::vector<std::string> names;
+  for (auto name = all.begin(); name != all.end(); name += static_cast<std::ptrdiff_t>(mine.size())) {
+    names.emplace_back(&*name);
   }
-  return ranks;
+  return names;
+}
+
+int ranks_on_node(Communicator comm) {
+  const std::vector<std::string> names = host_names(comm);
+  return static_cast<int>(std::count(names.begin(), names.end(), names[static_cast<std::size_t>(rank_of(comm))]));
 }
 
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) {

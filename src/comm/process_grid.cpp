@@ -1,6 +1,11 @@
 #include "kpipe/comm/process_grid.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "kpipe/core/error.hpp"
 
@@ -55,6 +60,47 @@ std::string grid_layout(int stages, int tensor_parallel, int data_parallel) {
     }
   }
   return text;
+}
+
+namespace {
+
+// "0..3, 6": the ranks, consecutive ones as runs.
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::vector<std::string> runs;
+  for (std::size_t first = 0; first < ranks.size();) {
+    std::size_t last = first;
+    while (last + 1 < ranks.size() && ranks[last + 1] == ranks[last] + 1) ++last;
+    runs.push_back(first == last ? std::to_string(ranks[first]) : fmt::format("{}..{}", ranks[first], ranks[last]));
+    first = last + 1;
+  }
+  return fmt::format("{}", fmt::join(runs, ", "));
+}
+
+}  // namespace
+
+std::string host_layout(const std::vector<std::string>& hosts) {
+  std::vector<std::pair<std::string, std::vector<int>>> held;  // hosts in the order of their first rank
+  for (std::size_t rank = 0; rank < hosts.size(); ++rank) {
+    auto host = std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.first == hosts[rank]; });
+    if (host == held.end()) host = held.insert(held.end(), {hosts[rank], {}});
+    host->second.push_back(static_cast<int>(rank));
+  }
+  if (held.size() < 2) return {};
+  std::vector<std::string> parts;
+  for (const auto& [host, ranks] : held) {
+    parts.push_back(fmt::format("{} holds world rank{} {}", host, ranks.size() == 1 ? "" : "s", ranks_text(ranks)));
+  }
+  return fmt::format("hosts: {}", fmt::join(parts, "; "));
+}
+
+int first_split_tensor_group(const std::vector<std::string>& hosts, int tensor_parallel) {
+  const std::size_t t = static_cast<std::size_t>(std::max(tensor_parallel, 1));
+  for (std::size_t first = 0; first + t <= hosts.size(); first += t) {
+    if (std::any_of(hosts.begin() + first, hosts.begin() + first + t,
+                    [&](const std::string& h) { return h != hosts[first]; }))
+      return static_cast<int>(first);
+  }
+  return -1;
 }
 
 }  // namespace kpipe::comm

@@ -3,8 +3,9 @@
 # mpirun runs on kpipe-h1 and starts its daemon on kpipe-h2 through
 # netns_rsh.sh; 2 ranks per host, the byte transport TCP on the veth link
 # (shared memory only between ranks of one host). The run's losses must be
-# bitwise those of the same run on one host, and Open MPI's own report must
-# show the ranks on two nodes.
+# bitwise those of the same run on one host; Open MPI's report must show the
+# ranks on two nodes and a TCP connection between them, and kpipe's the ranks
+# of each host, with every tensor group inside one.
 #   across_hosts.sh KPIPE MPIEXEC DECK [key=value ...]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +30,9 @@ network=(--mca plm_rsh_agent "$here/netns_rsh.sh" --mca btl "tcp,vader,self" --m
   { echo "the run across two hosts failed"; tail -n 20 "$work/two.log"; exit 1; }
 grep -E "Data for node|process grid" "$work/two.log" | sort -u
 [ "$(grep "Data for node" "$work/two.log" | sort -u | wc -l)" -eq 2 ] || { echo "the ranks were not placed on two nodes"; exit 1; }
+grep "^hosts: kpipe-h1 holds world ranks 0..1; kpipe-h2 holds world ranks 2..3$" "$work/two.log" ||
+  { echo "kpipe does not report the ranks of each host"; exit 1; }
+if grep "spans hosts" "$work/two.log"; then echo "a tensor group spans the hosts"; exit 1; fi
 grep -m 1 "kpipe-h1.*connect() to 10.77.0.2" "$work/two.log" ||
   { echo "no TCP connection from kpipe-h1 to kpipe-h2 in Open MPI's report"; exit 1; }
 "$mpiexec" -n 4 "$kpipe" run "$@" --json "$work/one.json" >"$work/one.log" 2>&1 ||

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kpipe::comm {
@@ -29,6 +30,8 @@ Communicator self();
 int rank_of(Communicator comm);
 int size_of(Communicator comm);
 void barrier(Communicator comm);
+// Every rank's host name (MPI_Get_processor_name), in rank order.
+std::vector<std::string> host_names(Communicator comm);
 // How many ranks of `comm` share this rank's node (its host name, so also
 // across hosts that share one machine's kernel, as network namespaces do).
 int ranks_on_node(Communicator comm);

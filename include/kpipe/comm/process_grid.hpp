@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace kpipe::comm {
 
@@ -18,6 +19,16 @@ namespace kpipe::comm {
 // pipelines x 2 stages" (x t tensor ranks) and one line per pipeline listing
 // its ranks.
 std::string grid_layout(int stages, int tensor_parallel, int data_parallel);
+
+// Which world ranks each host holds, given every rank's host name
+// (host_names): "hosts: a holds world ranks 0..1, b holds world ranks 2..3";
+// "" on one host.
+std::string host_layout(const std::vector<std::string>& hosts);
+
+// The first tensor group (t consecutive world ranks) whose ranks sit on more
+// than one host, as its first world rank; -1 when every group has one host.
+// Tensor groups exchange activations in every layer: they belong on one host.
+int first_split_tensor_group(const std::vector<std::string>& hosts, int tensor_parallel);
 
 class ProcessGrid {
  public:

@@ -110,3 +110,16 @@ TEST_CASE("ranks_on_node counts the ranks that share this host", "[comm]") {
   CHECK(comm::ranks_on_node(comm::world()) == comm::size_of(comm::world()));
   CHECK(comm::ranks_on_node(comm::self()) == 1);
 }
+
+TEST_CASE("host_layout lists each host's world ranks, nothing on one host", "[comm]") {
+  CHECK(comm::host_layout({"a", "a", "a"}).empty());
+  CHECK(comm::host_layout({"h1", "h1", "h2", "h2"}) == "hosts: h1 holds world ranks 0..1; h2 holds world ranks 2..3");
+  CHECK(comm::host_layout({"x", "y", "x", "x", "y"}) == "hosts: x holds world ranks 0, 2..3; y holds world ranks 1, 4");
+  CHECK(comm::host_layout({"x", "y"}) == "hosts: x holds world rank 0; y holds world rank 1");
+}
+
+TEST_CASE("first_split_tensor_group finds a tensor group across hosts", "[comm]") {
+  CHECK(comm::first_split_tensor_group({"h1", "h1", "h2", "h2"}, 2) == -1);
+  CHECK(comm::first_split_tensor_group({"h1", "h1", "h1", "h2", "h2", "h2"}, 2) == 2);
+  CHECK(comm::first_split_tensor_group({"h1", "h2"}, 1) == -1);
+}
