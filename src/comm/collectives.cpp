@@ -42,6 +42,15 @@ void complete_collective(MPI_Request& request, const char* what) {
   }
 }
 
+void watched(const char* what, const std::function<void()>& call) {
+  if (const Watchdog* watchdog = collective_watchdog().get()) {
+    const Deadline deadline(*watchdog, watchdog->seconds(), std::string("in ") + what + " over all ranks of its group");
+    call();
+  } else {
+    call();
+  }
+}
+
 Communicator world() { return MPI_COMM_WORLD; }
 
 Communicator self() { return MPI_COMM_SELF; }

@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/fault.hpp"
 
 namespace kpipe::comm {
 
@@ -30,9 +32,12 @@ ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int tensor_parallel, int da
   const int position = world_rank_ / tensor_parallel;  // replica · p + pipeline rank
   pipeline_rank_ = position % stages;
   replica_ = position / stages;
-  MPI_Comm_split(world, replica_ * tensor_parallel + tensor_rank_, pipeline_rank_, &pipeline_);
-  MPI_Comm_split(world, pipeline_rank_ * tensor_parallel + tensor_rank_, replica_, &data_);
-  MPI_Comm_split(world, position, tensor_rank_, &tensor_);
+  fault::inject(fault::Phase::grid_stall, world_rank_);
+  watched("splitting the world into the grid's groups", [&] {
+    MPI_Comm_split(world, replica_ * tensor_parallel + tensor_rank_, pipeline_rank_, &pipeline_);
+    MPI_Comm_split(world, pipeline_rank_ * tensor_parallel + tensor_rank_, replica_, &data_);
+    MPI_Comm_split(world, position, tensor_rank_, &tensor_);
+  });
 }
 
 ProcessGrid::~ProcessGrid() {

@@ -32,6 +32,7 @@ constexpr std::pair<Phase, std::string_view> phases[] = {
     {Phase::restart_stall, "restart-stall"},
     {Phase::hdf5_crash, "hdf5-crash"},
     {Phase::hdf5_stall, "hdf5-stall"},
+    {Phase::grid_stall, "grid-stall"},
 };
 
 std::string format_help() {
@@ -88,7 +89,8 @@ void inject(Phase phase, int world_rank, int step) {
   if (!fault || fault->rank != world_rank || fault->phase != phase || (phase == Phase::step && fault->step != step)) {
     return;
   }
-  if (phase == Phase::checkpoint_stall || phase == Phase::restart_stall || phase == Phase::hdf5_stall) {
+  if (phase == Phase::checkpoint_stall || phase == Phase::restart_stall || phase == Phase::hdf5_stall ||
+      phase == Phase::grid_stall) {
     std::raise(SIGSTOP);  // until the job (or the checking parent) ends it
     return;
   }

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ void watch_collectives(double seconds, int world_rank);
 // Completes the nonblocking collective `request` under that watchdog (or
 // waits for it when none is set); `what` names it ("a barrier").
 void complete_collective(MPI_Request& request, const char* what);
+// Runs `call`, a blocking collective with no nonblocking form
+// (MPI_Comm_split), under that watchdog's deadline (comm::Deadline), if set.
+void watched(const char* what, const std::function<void()>& call);
 
 Communicator world();
 // This rank alone: a group of one.

@@ -16,7 +16,7 @@
 namespace kpipe::fault {
 
 // The phases a fault can be injected in.
-enum class Phase { setup, step, checkpoint, checkpoint_stall, restart_stall, hdf5_crash, hdf5_stall };
+enum class Phase { setup, step, checkpoint, checkpoint_stall, restart_stall, hdf5_crash, hdf5_stall, grid_stall };
 
 // Throws kpipe::runtime_error when KPIPE_FAULT names this rank, phase and
 // step; an unparsable KPIPE_FAULT is an input error that shows the format.
