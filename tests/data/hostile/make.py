@@ -36,6 +36,8 @@ def dataset(name, train_x_shape, train_y_shape, y_dtype=np.int32, classes=3, lab
 dataset("rows-2p32.h5", (2**32 + 3, 4), (2**32 + 3,))
 dataset("features-2p32.h5", (16, 2**32 + 4), (16,))
 dataset("rows-2p28.h5", (2**28, 4), (2**28,))
+# Regression targets (float32, N x T) declaring 2^32 + 3 rows against 16 samples.
+dataset("targets-2p32.h5", (16, 4), (2**32 + 3, 2), y_dtype=np.float32, classes=None)
 
 # A class count of 2^32 + 3, which wraps to 3 in 32 bits, and a label of 10^6.
 with h5py.File(HERE / "classes-2p32.h5", "w") as f:
@@ -56,7 +58,7 @@ with h5py.File(HERE / "tokens-2p30.h5", "w") as f:
         f.create_group(split).create_dataset("tokens", shape=(2**30,), dtype=np.int32, chunks=(4096,))
 
 # Checkpoints whose step attribute is out of range (a copy of the committed good one).
-for name, step in (("step-negative.h5", -5), ("step-2p32.h5", 2**32 + 1)):
+for name, step in (("step-negative.h5", -5), ("step-2p32.h5", 2**32 + 1), ("step-int64-min.h5", -2**63)):
     shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / name)
     with h5py.File(HERE / name, "r+") as f:
         f.attrs["step"] = np.int64(step)
@@ -70,12 +72,13 @@ with h5py.File(HERE / "altered-step.h5", "r+") as f:
 
 # Profiles (from the committed good one, `kpipe run inputs/quickstart.toml
 # pipeline.stages=1 train.steps=2 --profile tests/data/profiles/good.h5`):
-# an infinite time, and a table declaring 2^25 rows it does not store.
-shutil.copy(ROOT / "tests/data/profiles/good.h5", HERE / "profile-inf.h5")
-with h5py.File(HERE / "profile-inf.h5", "r+") as f:
-    end = f["measured/end"][...]
-    end[3] = np.inf
-    f["measured/end"][...] = end
+# an infinite, a huge and a NaN time, and a table declaring 2^25 rows it does not store.
+for name, value in (("profile-inf.h5", np.inf), ("profile-1e308.h5", 1e308), ("profile-nan.h5", np.nan)):
+    shutil.copy(ROOT / "tests/data/profiles/good.h5", HERE / name)
+    with h5py.File(HERE / name, "r+") as f:
+        end = f["measured/end"][...]
+        end[3] = value
+        f["measured/end"][...] = end
 shutil.copy(ROOT / "tests/data/profiles/good.h5", HERE / "profile-2p25.h5")
 with h5py.File(HERE / "profile-2p25.h5", "r+") as f:
     del f["measured/start"]
