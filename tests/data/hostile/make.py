@@ -63,6 +63,12 @@ for name, step in (("step-negative.h5", -5), ("step-2p32.h5", 2**32 + 1), ("step
     with h5py.File(HERE / name, "r+") as f:
         f.attrs["step"] = np.int64(step)
 
+# A checkpoint whose parameter is an external link to a FIFO (reading it would block).
+shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / "checkpoint-external-link.h5")
+with h5py.File(HERE / "checkpoint-external-link.h5", "r+") as f:
+    del f["parameters/layer0.weight"]
+    f["parameters/layer0.weight"] = h5py.ExternalLink("/tmp/kpipe-fifo", "/w")
+
 # A checkpoint whose step was moved forward within range (and its data cursor
 # with it): the root attributes no longer match their checksum.
 shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / "altered-step.h5")
