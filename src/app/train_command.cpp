@@ -40,7 +40,7 @@ void print_setup(const Pipeline& pipeline, const char* what) {
   const auto& s = pipeline.schedule();
   const auto& spec = pipeline.spec();
   log::info("{}", pipeline.grid().layout());
-  const std::vector<std::string> hosts = comm::host_names(pipeline.grid().world());
+  const std::vector<std::string>& hosts = pipeline.grid().hosts();
   if (const std::string placed = comm::host_layout(hosts); !placed.empty()) log::info("{}", placed);
   const int t = pipeline.grid().tensor_size();
   if (const int split = comm::first_split_tensor_group(hosts, t); split >= 0) {

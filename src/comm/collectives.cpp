@@ -1,6 +1,5 @@
 #include "kpipe/comm/collectives.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -114,7 +113,6 @@ std::vector<T> gather_equal(Communicator comm, const std::vector<T>& mine, MPI_D
 }  // namespace
 
 std::vector<std::string> host_names(Communicator comm) {
-  // Gathered under the watchdog, where MPI_Comm_split_type would block unwatched.
   std::vector<char> mine(MPI_MAX_PROCESSOR_NAME + 1, '\0');
   int length = 0;
   MPI_Get_processor_name(mine.data(), &length);
@@ -124,11 +122,6 @@ std::vector<std::string> host_names(Communicator comm) {
     names.emplace_back(&*name);
   }
   return names;
-}
-
-int ranks_on_node(Communicator comm) {
-  const std::vector<std::string> names = host_names(comm);
-  return static_cast<int>(std::count(names.begin(), names.end(), names[static_cast<std::size_t>(rank_of(comm))]));
 }
 
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) {

@@ -38,6 +38,11 @@ ProcessGrid::ProcessGrid(MPI_Comm world, int stages, int tensor_parallel, int da
     MPI_Comm_split(world, pipeline_rank_ * tensor_parallel + tensor_rank_, replica_, &data_);
     MPI_Comm_split(world, position, tensor_rank_, &tensor_);
   });
+  hosts_ = host_names(world);
+}
+
+int ProcessGrid::ranks_on_node() const {
+  return static_cast<int>(std::count(hosts_.begin(), hosts_.end(), hosts_[static_cast<std::size_t>(world_rank_)]));
 }
 
 ProcessGrid::~ProcessGrid() {

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kpipe/core/error.hpp"
@@ -23,36 +22,48 @@ struct Fault {
   int step = 0;
 };
 
-// Every phase by its name in KPIPE_FAULT.
-constexpr std::pair<Phase, std::string_view> phases[] = {
-    {Phase::setup, "setup"},
-    {Phase::step, "step"},
-    {Phase::checkpoint, "checkpoint"},
-    {Phase::checkpoint_stall, "checkpoint-stall"},
-    {Phase::restart_stall, "restart-stall"},
-    {Phase::hdf5_crash, "hdf5-crash"},
-    {Phase::hdf5_stall, "hdf5-stall"},
-    {Phase::grid_stall, "grid-stall"},
+// What a fault does to the rank it strikes.
+enum class Action {
+  fail,   // throws kpipe::runtime_error
+  stop,   // SIGSTOP, as a hung node would
+  crash,  // SIGSEGV
+};
+
+// Every phase: its name in KPIPE_FAULT and what a fault there does.
+struct PhaseEntry {
+  Phase phase;
+  std::string_view name;
+  Action action;
+};
+constexpr PhaseEntry phases[] = {
+    {Phase::setup, "setup", Action::fail},
+    {Phase::step, "step", Action::fail},
+    {Phase::checkpoint, "checkpoint", Action::fail},
+    {Phase::checkpoint_stall, "checkpoint-stall", Action::stop},
+    {Phase::restart_stall, "restart-stall", Action::stop},
+    {Phase::hdf5_crash, "hdf5-crash", Action::crash},
+    {Phase::hdf5_stall, "hdf5-stall", Action::stop},
+    {Phase::grid_stall, "grid-stall", Action::stop},
 };
 
 std::string format_help() {
   std::vector<std::string> names;
-  for (const auto& [phase, name] : phases) names.emplace_back(name);
+  for (const PhaseEntry& entry : phases) names.emplace_back(entry.name);
   return "KPIPE_FAULT=RANK:PHASE[:STEP] with PHASE " + join_choices(names);
 }
 
 std::optional<Phase> parse_phase(std::string_view text) {
-  for (const auto& [phase, name] : phases) {
-    if (name == text) return phase;
+  for (const PhaseEntry& entry : phases) {
+    if (entry.name == text) return entry.phase;
   }
   return std::nullopt;
 }
 
-std::string_view name_of(Phase phase) {
-  for (const auto& [candidate, name] : phases) {
-    if (candidate == phase) return name;
+const PhaseEntry& entry_of(Phase phase) {
+  for (const PhaseEntry& entry : phases) {
+    if (entry.phase == phase) return entry;
   }
-  return "?";
+  throw runtime_error("a fault phase without an entry in the phase table");
 }
 
 // A whole field as a non-negative int: no sign, no trailing text, no overflow.
@@ -89,14 +100,18 @@ void inject(Phase phase, int world_rank, int step) {
   if (!fault || fault->rank != world_rank || fault->phase != phase || (phase == Phase::step && fault->step != step)) {
     return;
   }
-  if (phase == Phase::checkpoint_stall || phase == Phase::restart_stall || phase == Phase::hdf5_stall ||
-      phase == Phase::grid_stall) {
-    std::raise(SIGSTOP);  // until the job (or the checking parent) ends it
-    return;
+  const PhaseEntry& entry = entry_of(phase);
+  switch (entry.action) {
+    case Action::stop:
+      std::raise(SIGSTOP);  // until the job (or the checking parent) ends it
+      return;
+    case Action::crash:
+      std::raise(SIGSEGV);
+      [[fallthrough]];  // should the signal be caught
+    case Action::fail:
+      throw runtime_error(fmt::format("injected fault in {}{} (KPIPE_FAULT, a test-only setting)", entry.name,
+                                      phase == Phase::step ? fmt::format(" {}", step) : ""));
   }
-  if (phase == Phase::hdf5_crash) std::raise(SIGSEGV);
-  throw runtime_error(fmt::format("injected fault in {}{} (KPIPE_FAULT, a test-only setting)", name_of(phase),
-                                  phase == Phase::step ? fmt::format(" {}", step) : ""));
 }
 
 }  // namespace kpipe::fault

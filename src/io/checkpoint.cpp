@@ -133,11 +133,10 @@ ModelShape shape_of(const std::string& group, const NamedMatrix<Scalar>& tensor)
 
 // ---- the write ---------------------------------------------------------------------
 
-// A tensor this rank writes: its host copy and checksum.
+// A tensor this rank writes: its host copy.
 template <class Scalar>
 struct Local {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> host;
-  std::uint64_t checksum = 0;
 };
 
 void sync_path(const std::string& path, int flags) {
@@ -302,8 +301,7 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
     const auto it = mine.find(all[i].name);
     if (it == mine.end()) continue;
     local[i].host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), it->second->value);
-    local[i].checksum = checksum64(local[i].host.data(), local[i].host.span() * sizeof(Scalar));
-    checksums[i] = local[i].checksum;
+    checksums[i] = checksum64(local[i].host.data(), local[i].host.span() * sizeof(Scalar));
     writers[i] = 1;
   }
   MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_BXOR, comm);
@@ -509,11 +507,10 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
     return std::any_of(tensors.begin(), tensors.end(), [&](const auto& tensor) { return tensor.name == member; });
   };
   int index = 0;
-  for (const char* name : {"parameters", "optimizer"}) {
+  for (const auto& [name, mine] : {std::pair{"parameters", &parameters}, std::pair{"optimizer", &optimizer_state}}) {
     const auto group = checkpoint.open_group(name);
-    const auto& mine = std::string(name) == "parameters" ? parameters : optimizer_state;
     for (const auto& member : group.names()) {
-      if (index++ % std::max(shares, 1) != share || loads(mine, member)) continue;
+      if (index++ % std::max(shares, 1) != share || loads(*mine, member)) continue;
       const auto dataset = group.open_dataset(member);
       verify(file, dataset, kind, checksum_of(dataset, kind));
     }

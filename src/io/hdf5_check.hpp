@@ -8,7 +8,8 @@
 // is refused in one line and the run goes on untouched. The walk's calls are
 // a superset of a reader's but not the reader's own, and libhdf5 on a
 // damaged file crashes on some paths and not on others: the readers rehearse
-// their own calls in the child before the walk (Rehearsal in hdf5.hpp).
+// their own calls in the child instead, the dataset reader followed by the
+// walk (Rehearsal in hdf5.hpp).
 
 #include <cstdint>
 #include <string>

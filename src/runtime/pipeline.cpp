@@ -80,7 +80,7 @@ MemoryEstimate checked_memory(const config::RunConfig& config, const model::Trai
     require_fits(estimate, static_cast<std::int64_t>(config.runtime.memory_limit_mib * (1 << 20)),
                  fmt::format("runtime.memory_limit_mib = {}", config.runtime.memory_limit_mib));
   } else {
-    const MemoryBudget budget = memory_budget(comm::ranks_on_node(grid.world()));
+    const MemoryBudget budget = memory_budget(grid.ranks_on_node());
     require_fits(estimate, budget.bytes, budget.source + "; set runtime.memory_limit_mib to override");
   }
   return estimate;

@@ -66,7 +66,8 @@ grep -q "^weights: .*step-10.h5 after 10 steps" "$work/resumed.log" || fail "the
   fail "the uninterrupted run failed"
 "$h5diff" "$work/interrupted/step-30.h5" "$work/whole/step-30.h5" /parameters /parameters ||
   fail "the resumed run's weights differ from the uninterrupted run's"
-losses() { sed -n '/"losses"/,/\]/p' "$1" | tr -d ' \n' | sed 's/"losses":\[//; s/\].*//'; }
+# shellcheck source=tests/support/json_losses.sh
+source "$(dirname "$0")/../support/json_losses.sh"
 last20=$(losses "$work/whole.json" | cut -d, -f11-)
 [ "$(losses "$work/resumed.json")" = "$last20" ] ||
   fail "losses differ: resumed $(losses "$work/resumed.json"), uninterrupted steps 11-30 $last20"

@@ -31,7 +31,8 @@ grep "^weights:" "$work/second.log"
 
 "$h5diff" "$work/preempted/checkpoints/step-30.h5" "$work/whole/step-30.h5" /parameters /parameters ||
   { echo "the resumed run's weights differ from the uninterrupted run's"; exit 1; }
-losses() { sed -n '/"losses"/,/\]/p' "$1" | tr -d ' \n' | sed 's/"losses":\[//; s/\].*//'; }
+# shellcheck source=tests/support/json_losses.sh
+source "$(dirname "$0")/../support/json_losses.sh"
 combined="$(losses "$work/first.json"),$(losses "$work/second.json")"
 [ "$combined" = "$(losses "$work/whole.json")" ] || {
   echo "losses differ: preempted and resumed $combined, uninterrupted $(losses "$work/whole.json")"

@@ -37,7 +37,8 @@ grep -m 1 "kpipe-h1.*connect() to 10.77.0.2" "$work/two.log" ||
   { echo "no TCP connection from kpipe-h1 to kpipe-h2 in Open MPI's report"; exit 1; }
 "$mpiexec" -n 4 "$kpipe" run "$@" --json "$work/one.json" >"$work/one.log" 2>&1 ||
   { echo "the run on one host failed"; tail -n 20 "$work/one.log"; exit 1; }
-losses() { sed -n '/"losses"/,/\]/p' "$1" | tr -d ' \n' | sed 's/"losses":\[//; s/\].*//'; }
+# shellcheck source=tests/support/json_losses.sh
+source "$root/tests/support/json_losses.sh"
 if [ -z "$(losses "$work/two.json")" ] || [ "$(losses "$work/two.json")" != "$(losses "$work/one.json")" ]; then
   echo "losses differ: two hosts $(losses "$work/two.json"), one host $(losses "$work/one.json")"
   exit 1

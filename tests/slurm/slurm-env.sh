@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by the Slurm tests: SLURM_CONF of the cluster tests/slurm/cluster.sh
 # started in CLUSTER (the tests' first argument), or exit 77 (skipped) with
-# one line when there is none; and helpers to follow a job.
+# one line when there is none; helpers to follow a job; and losses
+# (tests/support/json_losses.sh).
 cluster=$1
 if [ ! -f "$cluster/up" ] || ! SLURM_CONF=$cluster/slurm.conf sinfo -h >/dev/null 2>&1; then
   echo "no Slurm cluster in $cluster (see the output of the test slurm_cluster_start)"
@@ -26,5 +27,5 @@ wait_for_end() {
   echo "$state"
 }
 
-# losses FILE: the "losses" array of a kpipe --json report, as one line.
-losses() { sed -n '/"losses"/,/\]/p' "$1" | tr -d ' \n' | sed 's/"losses":\[//; s/\].*//'; }
+# shellcheck source=tests/support/json_losses.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/json_losses.sh"

@@ -34,11 +34,11 @@ Communicator self();
 int rank_of(Communicator comm);
 int size_of(Communicator comm);
 void barrier(Communicator comm);
-// Every rank's host name (MPI_Get_processor_name), in rank order.
+// Every rank's host name (MPI_Get_processor_name), in rank order: ranks
+// that share one are on one node (also hosts that share one machine's
+// kernel, as network namespaces do). Gathered under the watchdog, where
+// MPI_Comm_split_type would block unwatched.
 std::vector<std::string> host_names(Communicator comm);
-// How many ranks of `comm` share this rank's node (its host name, so also
-// across hosts that share one machine's kernel, as network namespaces do).
-int ranks_on_node(Communicator comm);
 // Seconds on a clock every rank reads alike (MPI_Wtime).
 double wall_time();
 

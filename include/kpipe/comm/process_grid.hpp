@@ -54,6 +54,10 @@ class ProcessGrid {
 
   // grid_layout of this grid.
   std::string layout() const { return grid_layout(stages_, tensor_size_, replicas_); }
+  // Every world rank's host name (host_names, gathered once), and how many
+  // ranks share this rank's host.
+  const std::vector<std::string>& hosts() const { return hosts_; }
+  int ranks_on_node() const;
 
  private:
   MPI_Comm world_;
@@ -67,6 +71,7 @@ class ProcessGrid {
   int world_rank_ = 0;
   int pipeline_rank_ = 0;
   int replica_ = 0;
+  std::vector<std::string> hosts_;
 };
 
 }  // namespace kpipe::comm

@@ -106,9 +106,13 @@ TEST_CASE("a world size that is not p * t * d is an input error naming all three
 }
 
 // The tests' ranks all run on this host; a group of one is alone on it.
-TEST_CASE("ranks_on_node counts the ranks that share this host", "[comm]") {
-  CHECK(comm::ranks_on_node(comm::world()) == comm::size_of(comm::world()));
-  CHECK(comm::ranks_on_node(comm::self()) == 1);
+TEST_CASE("the grid counts the ranks that share this host", "[comm]") {
+  const int size = comm::size_of(comm::world());
+  const ProcessGrid grid(comm::world(), size, 1, 1);
+  CHECK(grid.hosts().size() == static_cast<std::size_t>(size));
+  CHECK(grid.ranks_on_node() == size);
+  const ProcessGrid alone(comm::self(), 1, 1, 1);
+  CHECK(alone.ranks_on_node() == 1);
 }
 
 TEST_CASE("host_layout lists each host's world ranks, nothing on one host", "[comm]") {
