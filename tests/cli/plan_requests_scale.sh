@@ -9,10 +9,10 @@ kpipe=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for count in 256000 1000000; do
-  awk -v n="$count" 'BEGIN { for (i = 0; i < n; i++) printf("{\"arrival\": %.3f, \"prompt\": \"A\", \"max_new_tokens\": 1}\n", i * 0.001) }' \
+  awk -v n="$count" 'BEGIN { for (i = 0; i < n; i++) printf("{\"arrival\": %.3f, \"prompt_tokens\": [1], \"max_new_tokens\": 1}\n", i * 0.001) }' \
     >"$work/requests.jsonl"
   start=$(date +%s)
-  timeout 60 "$kpipe" plan inputs/kjv-serve.toml requests="$work/requests.jsonl" >"$work/plan.log" 2>&1 ||
+  timeout 60 "$kpipe" plan inputs/kjv-serve.toml data.source=synthetic requests="$work/requests.jsonl" >"$work/plan.log" 2>&1 ||
     { echo "the plan of $count requests failed"; tail -n 5 "$work/plan.log"; exit 1; }
   seconds=$(($(date +%s) - start))
   [ "$seconds" -le 30 ] || { echo "the plan of $count requests took $seconds s"; exit 1; }
