@@ -158,20 +158,26 @@ bool Object::has_attribute(const std::string& name) const {
 }
 
 namespace {
-// Opens attribute `name` of the given class or throws through `object`.
-detail::Handle open_attribute(hid_t id, const std::string& name, H5T_class_t wanted) {
-  if (H5Aexists(id, name.c_str()) <= 0) return {};
-  detail::Handle attribute(H5Aopen(id, name.c_str(), H5P_DEFAULT), H5Aclose);
-  if (!attribute.valid()) return {};
+// Opens attribute `name`, a scalar of class `wanted` (`kind` names it in the
+// message), or throws through `fail`: absent, unreadable, of another class or
+// holding more than one value are four different lines.
+detail::Handle open_scalar_attribute(hid_t id, const std::string& name, H5T_class_t wanted, const char* kind,
+                                     const std::function<void(const std::string&)>& fail) {
+  const htri_t exists = H5Aexists(id, name.c_str());
+  if (exists == 0) fail(fmt::format("no {} attribute '{}'", kind, name));
+  detail::Handle attribute(exists > 0 ? H5Aopen(id, name.c_str(), H5P_DEFAULT) : H5I_INVALID_HID, H5Aclose);
+  if (!attribute.valid()) fail("cannot open attribute '" + name + "'");
   detail::Handle type(H5Aget_type(attribute.get()), H5Tclose);
-  if (!type.valid() || H5Tget_class(type.get()) != wanted) return {};
+  if (!type.valid() || H5Tget_class(type.get()) != wanted) fail(fmt::format("attribute '{}' is not a {}", name, kind));
+  detail::Handle space(H5Aget_space(attribute.get()), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) fail("attribute '" + name + "' is not a scalar");
   return attribute;
 }
 }  // namespace
 
 std::string Object::string_attribute(const std::string& name, std::size_t most_bytes) const {
-  auto attribute = open_attribute(id(), name, H5T_STRING);
-  if (!attribute.valid()) fail("no string attribute '" + name + "'");
+  auto attribute =
+      open_scalar_attribute(id(), name, H5T_STRING, "string", [this](const std::string& what) { fail(what); });
   detail::Handle type(H5Aget_type(attribute.get()), H5Tclose);
   const auto too_long = [&](std::size_t bytes) {
     fail(fmt::format("attribute '{}' holds {} bytes, more than kpipe reads there ({})", name, bytes, most_bytes));
@@ -202,11 +208,8 @@ namespace {
 template <class T>
 T read_number(hid_t id, const std::string& name, H5T_class_t wanted, hid_t memory,
               const std::function<void(const std::string&)>& fail) {
-  auto attribute = open_attribute(id, name, wanted);
+  auto attribute = open_scalar_attribute(id, name, wanted, "numeric", fail);
   T value{};
-  if (!attribute.valid()) fail("no numeric attribute '" + name + "'");
-  detail::Handle space(H5Aget_space(attribute.get()), H5Sclose);
-  if (H5Sget_simple_extent_npoints(space.get()) != 1) fail("attribute '" + name + "' is not a scalar");
   if (H5Aread(attribute.get(), memory, &value) < 0) fail("cannot read attribute '" + name + "'");
   return value;
 }

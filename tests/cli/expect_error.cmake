@@ -1,5 +1,15 @@
 # Runs kpipe with ARGS (a ;-list) and checks the bad-input contract: exit code
-# 2 and exactly one line on stderr, "kpipe: error: ...", containing EXPECT.
+# 2 and exactly one line on stderr, "kpipe: error: ...", containing EXPECT,
+# and nothing lost: every file named by a relative path (an argument, or the
+# value of key=path) holds the same bytes afterwards.
+set(inputs)
+foreach(arg IN LISTS ARGS)
+  string(REGEX REPLACE "^[^=]*=" "" path "${arg}")
+  if(NOT IS_ABSOLUTE "${path}" AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${path}" AND NOT IS_DIRECTORY "${path}")
+    file(SHA256 "${path}" hash)
+    list(APPEND inputs "${path}=${hash}")
+  endif()
+endforeach()
 execute_process(COMMAND ${KPIPE} ${ARGS}
                 RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
 string(STRIP "${err}" err)
@@ -16,3 +26,13 @@ string(FIND "${err}" "${EXPECT}" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "stderr lacks the expected text\n  expected: ${EXPECT}\n  got:      ${err}")
 endif()
+foreach(input IN LISTS inputs)
+  string(REGEX MATCH "^(.*)=([0-9a-f]+)$" _ "${input}")
+  set(hash "")
+  if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${CMAKE_MATCH_1}")
+    file(SHA256 "${CMAKE_MATCH_1}" hash)
+  endif()
+  if(NOT hash STREQUAL CMAKE_MATCH_2)
+    message(FATAL_ERROR "the input '${CMAKE_MATCH_1}' was changed or removed by the refused run")
+  endif()
+endforeach()

@@ -76,6 +76,35 @@ with h5py.File(HERE / "altered-step.h5", "r+") as f:
     f.attrs["step"] = np.int64(7)
     f.attrs["data_cursor"] = np.int64(7)
 
+def patch(path, old, new, times=1):
+    """Replaces the `times` occurrences of bytes `old` in file `path` by `new` (of the same length)."""
+    data = path.read_bytes()
+    assert len(old) == len(new) and data.count(old) == times, f"{path.name}: {old!r} is not found {times} times"
+    path.write_bytes(data.replace(old, new))
+
+
+# Checkpoints whose attributes declare far more than the file holds: the
+# deck's fixed-size string type claims 100 MiB, and a 1234-element step
+# attribute claims 2^31 (16 GiB) and 2^57 (2^60 bytes) elements. The header
+# bytes are patched after h5py wrote them (version-1 headers carry no checksum).
+shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / "deck-100mib.h5")
+with h5py.File(HERE / "deck-100mib.h5", "r") as f:
+    deck_bytes = f.attrs.get_id("deck").dtype.itemsize
+patch(HERE / "deck-100mib.h5", b"\x13\x00\x00\x00" + deck_bytes.to_bytes(4, "little"),
+      b"\x13\x00\x00\x00" + (100 << 20).to_bytes(4, "little"))
+for name, count in (("attribute-16gib.h5", 2**31), ("attribute-2p60.h5", 2**57)):
+    shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / name)
+    with h5py.File(HERE / name, "r+") as f:
+        del f.attrs["step"]
+        f.attrs["step"] = np.zeros(1234, dtype=np.int64)
+    patch(HERE / name, (1234).to_bytes(8, "little"), count.to_bytes(8, "little"), times=2)  # size and maximum
+# A deck attribute holding three strings where kpipe reads one.
+shutil.copy(ROOT / "tests/data/checkpoints/good.h5", HERE / "deck-array.h5")
+with h5py.File(HERE / "deck-array.h5", "r+") as f:
+    deck = f.attrs["deck"]
+    del f.attrs["deck"]
+    f.attrs["deck"] = np.array([deck] * 3)
+
 # Profiles (from the committed good one, `kpipe run inputs/quickstart.toml
 # pipeline.stages=1 train.steps=2 --profile tests/data/profiles/good.h5`):
 # an infinite, a huge and a NaN time, and a table declaring 2^25 rows it does not store.
