@@ -121,20 +121,42 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
 
 std::int64_t resident_bytes() { return proc_kib("/proc/self/status", "VmRSS"); }
 std::int64_t peak_resident_bytes() { return proc_kib("/proc/self/status", "VmHWM"); }
-std::int64_t cgroup_memory_max(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
-  std::ifstream groups(proc_self_cgroup);
-  std::string line;
-  while (std::getline(groups, line) && line.rfind("0::", 0) != 0) {
-  }
-  if (line.rfind("0::", 0) != 0) return 0;  // no cgroup v2 hierarchy
+namespace {
+// The smallest positive limit in `file` from `group` (a path in the
+// hierarchy mounted at `root`) up to the root. cgroup v2 writes "max" for
+// none, v1 a page-rounded 2^63 - 1: neither counts.
+std::int64_t smallest_limit_up(const std::filesystem::path& root, const std::string& group_path, const char* file) {
+  constexpr std::int64_t unlimited = std::int64_t{1} << 62;
   std::int64_t smallest = 0;
-  const std::filesystem::path root(cgroup_root);
-  for (std::filesystem::path group = root / std::filesystem::path(line.substr(3)).relative_path();;
+  for (std::filesystem::path group = root / std::filesystem::path(group_path).relative_path();;
        group = group.parent_path()) {
-    std::ifstream max(group / "memory.max");
+    std::ifstream limit(group / file);
     std::int64_t bytes = 0;
-    if (max >> bytes && bytes > 0) smallest = smallest == 0 ? bytes : std::min(smallest, bytes);
+    if (limit >> bytes && bytes > 0 && bytes < unlimited) smallest = smallest == 0 ? bytes : std::min(smallest, bytes);
     if (group == root || !group.has_relative_path() || group.parent_path() == group) break;
+  }
+  return smallest;
+}
+}  // namespace
+
+std::int64_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
+  std::ifstream groups(proc_self_cgroup);
+  const std::filesystem::path root(cgroup_root);
+  std::int64_t smallest = 0;
+  // Lines are "ID:CONTROLLERS:PATH": "0::PATH" for v2, "N:...,memory,...:PATH" for v1's memory hierarchy.
+  for (std::string line; std::getline(groups, line);) {
+    const auto first = line.find(':');
+    const auto second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    const std::string path = line.substr(second + 1);
+    std::int64_t limit = 0;
+    if (line.rfind("0::", 0) == 0) {
+      limit = smallest_limit_up(root, path, "memory.max");
+    } else if (controllers.find(",memory,") != std::string::npos) {
+      limit = smallest_limit_up(root / "memory", path, "memory.limit_in_bytes");
+    }
+    if (limit > 0) smallest = smallest == 0 ? limit : std::min(smallest, limit);
   }
   return smallest;
 }
@@ -146,8 +168,8 @@ MemoryBudget memory_budget(int ranks_on_node) {
   const auto consider = [&](std::int64_t bytes, std::string source) {
     if (bytes > 0 && (budget.bytes <= 0 || bytes < budget.bytes)) budget = {bytes, std::move(source)};
   };
-  const std::int64_t cgroup = cgroup_memory_max("/proc/self/cgroup", "/sys/fs/cgroup");
-  consider(cgroup / ranks_on_node, fmt::format("the cgroup's memory.max of {:.0f} MiB {}", mib(cgroup), shared));
+  const std::int64_t cgroup = cgroup_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup");
+  consider(cgroup / ranks_on_node, fmt::format("the cgroup's memory limit of {:.0f} MiB {}", mib(cgroup), shared));
   rlimit address_space{};
   if (::getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
     const auto limit = static_cast<std::int64_t>(address_space.rlim_cur);

@@ -44,7 +44,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
 std::int64_t resident_bytes();
 std::int64_t peak_resident_bytes();
 // What one of `ranks_on_node` ranks may use, and what says so: the smallest
-// of the node's available memory (MemAvailable) and its cgroup's memory.max,
+// of the node's available memory (MemAvailable) and its cgroup's memory limit,
 // each shared by the node's ranks, and the address space `ulimit -v` leaves
 // this process (its limit less what it has mapped but not touched: the
 // estimate counts the resident part).
@@ -54,10 +54,12 @@ struct MemoryBudget {
 };
 MemoryBudget memory_budget(int ranks_on_node);
 
-// The cgroup (v2) memory limit over this process: the smallest memory.max
-// from its cgroup (named in `proc_self_cgroup`, "0::/PATH") up to the root
-// of the hierarchy mounted at `cgroup_root`; 0 when none is set.
-std::int64_t cgroup_memory_max(const std::string& proc_self_cgroup, const std::string& cgroup_root);
+// The cgroup memory limit over this process: the smallest limit from its
+// cgroup (named in `proc_self_cgroup`) up to the root of its hierarchy under
+// `cgroup_root`, v2's memory.max ("0::/PATH", mounted at the root) or v1's
+// memory.limit_in_bytes ("N:memory:/PATH", mounted at `cgroup_root`/memory:
+// Slurm's cgroup v1 plugin still sets it on many clusters); 0 when none is set.
+std::int64_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root);
 
 // Throws an input error naming what the rank needs, what it may use and what
 // to change when `estimate` exceeds `limit_bytes`.

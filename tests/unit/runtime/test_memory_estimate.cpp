@@ -148,7 +148,8 @@ TEST_CASE("the estimate counts the GEMM attention's T x T probabilities as one a
   }
 }
 
-TEST_CASE("the cgroup limit is the smallest memory.max from the process's cgroup to the root", "[runtime][memory]") {
+TEST_CASE("the cgroup limit is the smallest limit from the process's cgroup to the root, v2 or v1",
+          "[runtime][memory]") {
   const auto root = std::filesystem::temp_directory_path() / fmt::format("kpipe-cgroup-{}", ::getpid());
   std::filesystem::create_directories(root / "sys/job/step");
   const auto write = [](const std::filesystem::path& file, const std::string& text) { std::ofstream(file) << text; };
@@ -156,10 +157,23 @@ TEST_CASE("the cgroup limit is the smallest memory.max from the process's cgroup
   write(root / "sys/memory.max", "max\n");
   write(root / "sys/job/memory.max", "1073741824\n");
   write(root / "sys/job/step/memory.max", "max\n");
-  CHECK(runtime::cgroup_memory_max((root / "cgroup").string(), (root / "sys").string()) == 1073741824);
+  CHECK(runtime::cgroup_memory_limit((root / "cgroup").string(), (root / "sys").string()) == 1073741824);
   write(root / "sys/job/step/memory.max", "536870912\n");
-  CHECK(runtime::cgroup_memory_max((root / "cgroup").string(), (root / "sys").string()) == 536870912);
-  write(root / "cgroup", "12:memory:/job\n");  // cgroup v1 only: no v2 limit to read
-  CHECK(runtime::cgroup_memory_max((root / "cgroup").string(), (root / "sys").string()) == 0);
+  CHECK(runtime::cgroup_memory_limit((root / "cgroup").string(), (root / "sys").string()) == 536870912);
+  // cgroup v1: memory.limit_in_bytes in the memory hierarchy; 2^63 - 4096 is v1's "no limit".
+  std::filesystem::create_directories(root / "sys/memory/job/step");
+  write(root / "cgroup", "12:cpuset:/job\n11:blkio,memory:/job/step\n");
+  write(root / "sys/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  write(root / "sys/memory/job/step/memory.limit_in_bytes", "9223372036854771712\n");
+  CHECK(runtime::cgroup_memory_limit((root / "cgroup").string(), (root / "sys").string()) == 0);
+  write(root / "sys/memory/job/memory.limit_in_bytes", "268435456\n");
+  CHECK(runtime::cgroup_memory_limit((root / "cgroup").string(), (root / "sys").string()) == 268435456);
+  // Both hierarchies (a hybrid mount): the smaller limit holds.
+  write(root / "cgroup", "11:memory:/job/step\n0::/job/step\n");
+  CHECK(runtime::cgroup_memory_limit((root / "cgroup").string(), (root / "sys").string()) == 268435456);
+  write(root / "sys/memory/job/memory.limit_in_bytes", "9223372036854771712\n");
+  CHECK(runtime::cgroup_memory_limit((root / "cgroup").string(), (root / "sys").string()) == 536870912);
+  write(root / "cgroup", "12:cpuset:/job\n");  // no memory controller at all
+  CHECK(runtime::cgroup_memory_limit((root / "cgroup").string(), (root / "sys").string()) == 0);
   std::filesystem::remove_all(root);
 }
