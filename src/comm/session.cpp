@@ -1,5 +1,8 @@
 #include "kpipe/comm/session.hpp"
 
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/core/fault.hpp"
+
 #include <mpi.h>
 
 #include <cstdio>
@@ -13,7 +16,16 @@ Session::Session(int& argc, char**& argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
-Session::~Session() { MPI_Finalize(); }
+// MPI_Finalize synchronises the ranks and cannot be watched: a rank stopped
+// before it would hold the others there forever. They meet first in a
+// barrier the collective watchdog watches (once the runtime has set it).
+Session::~Session() {
+  fault::inject(fault::Phase::finalize_stall, rank_);
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  complete_collective(request, "the barrier before MPI_Finalize");
+  MPI_Finalize();
+}
 
 void abort_job(const std::exception& error, int exit_code) {
   int rank = 0;

@@ -44,6 +44,7 @@ constexpr PhaseEntry phases[] = {
     {Phase::hdf5_crash, "hdf5-crash", Action::crash},
     {Phase::hdf5_stall, "hdf5-stall", Action::stop},
     {Phase::grid_stall, "grid-stall", Action::stop},
+    {Phase::finalize_stall, "finalize-stall", Action::stop},
 };
 
 std::string format_help() {

@@ -6,7 +6,9 @@
 // in any phase ends the whole job with one line naming that rank;
 // "checkpoint-stall" stops the rank (SIGSTOP) half-way through a checkpoint
 // write instead, as a hung node would, and "restart-stall" as it starts to
-// load the checkpoint a run restarts from; "hdf5-crash" and "hdf5-stall" crash
+// load the checkpoint a run restarts from, "grid-stall" before the world is
+// split into the grid's groups and "finalize-stall" as the job ends (before
+// MPI_Finalize); "hdf5-crash" and "hdf5-stall" crash
 // (SIGSEGV) or stop the child process that checks each HDF5 file the rank
 // reads, as libhdf5 does on some damaged files. Unset, it costs one getenv at
 // start-up.
@@ -16,7 +18,17 @@
 namespace kpipe::fault {
 
 // The phases a fault can be injected in.
-enum class Phase { setup, step, checkpoint, checkpoint_stall, restart_stall, hdf5_crash, hdf5_stall, grid_stall };
+enum class Phase {
+  setup,
+  step,
+  checkpoint,
+  checkpoint_stall,
+  restart_stall,
+  hdf5_crash,
+  hdf5_stall,
+  grid_stall,
+  finalize_stall
+};
 
 // Throws kpipe::runtime_error when KPIPE_FAULT names this rank, phase and
 // step; an unparsable KPIPE_FAULT is an input error that shows the format.
