@@ -16,7 +16,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "kpipe/core/clock.hpp"
 #include "kpipe/core/error.hpp"
@@ -149,18 +151,23 @@ void sync_path(const std::string& path, int flags) {
   ::close(fd);
 }
 
+// N of a file name "step-<N><rest>", or nothing.
+std::optional<std::int64_t> step_of(const std::string& name, std::size_t rest) {
+  if (name.size() <= 5 + rest || name.compare(0, 5, "step-") != 0) return std::nullopt;
+  const std::string digits = name.substr(5, name.size() - 5 - rest);
+  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoll(digits);
+}
+
 // step-<N>.h5 files of `directory`, by N.
 std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const std::string& directory) {
   std::vector<std::pair<std::int64_t, fs::path>> found;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(directory, error)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() < 9 || name.compare(0, 5, "step-") != 0 || name.compare(name.size() - 3, 3, ".h5") != 0) continue;
-    const std::string digits = name.substr(5, name.size() - 8);
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    if (!entry.is_regular_file(error)) continue;
-    found.emplace_back(std::stoll(digits), entry.path());
+    const auto step = name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0 ? step_of(name, 3) : std::nullopt;
+    if (step && entry.is_regular_file(error)) found.emplace_back(*step, entry.path());
   }
   std::sort(found.begin(), found.end());
   return found;
@@ -257,6 +264,22 @@ std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory) {
     if (written_by_kpipe(path)) ours.push_back({step, path.string()});
   }
   return ours;
+}
+
+std::vector<std::string> unfinished_checkpoints(const std::string& directory) {
+  constexpr std::string_view temporary = ".h5.tmp-XXXXXX";  // write_checkpoint's mkstemp pattern
+  std::vector<std::string> found;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > temporary.size() &&
+        name.compare(name.size() - temporary.size(), 8, temporary.substr(0, 8)) == 0 &&
+        step_of(name, temporary.size()) && entry.is_regular_file(error)) {
+      found.push_back(entry.path().string());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 std::string checkpoint_file(const std::string& directory, std::int64_t step) {

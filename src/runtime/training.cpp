@@ -5,6 +5,7 @@
 #include "kpipe/runtime/training.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/broadcast.hpp"
@@ -32,9 +33,16 @@ int restore_from(Pipeline<float>& pipeline, const std::string& file, RunReport* 
 // checkpoint.restart = "latest": the newest of kpipe's checkpoints in
 // checkpoint.path that reads and verifies (a torn or damaged one is skipped
 // with a warning; every rank judges alike), or step 0 when there is none.
+// Unfinished writes of an earlier job are named, for the user to remove.
 int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
   const std::string listing = comm::broadcast_from_root(comm::world(), [&] {
     const auto files = io::kpipe_checkpoints(checkpoint.path);  // oldest first
+    if (const auto unfinished = io::unfinished_checkpoints(checkpoint.path); !unfinished.empty()) {
+      log::warning(
+          "checkpoint.path = \"{}\" holds {} unfinished checkpoint write{} of a job that ended inside it "
+          "({}); kpipe leaves them: remove them once no job writes there",
+          checkpoint.path, unfinished.size(), unfinished.size() == 1 ? "" : "s", fmt::join(unfinished, ", "));
+    }
     std::string newest_first;
     for (auto file = files.rbegin(); file != files.rend(); ++file) newest_first += file->path + "\n";
     return newest_first;

@@ -9,7 +9,8 @@
 #     end them, and then the job is killed (SIGKILL, as Slurm's after its
 #     KillWait): no newer step-N.h5 appears and step-10.h5 stays whole;
 #  3. run again with checkpoint.restart = "latest", it resumes from step 10,
-#     and its losses and final weights are bitwise an uninterrupted run's.
+#     names the unfinished write the kill left (and leaves it), and its losses
+#     and final weights are bitwise an uninterrupted run's.
 set -uo pipefail
 mpiexec=$1 kpipe=$2 h5diff=$3
 work=$(mktemp -d)
@@ -62,6 +63,8 @@ newer=$(find "$work/interrupted" -name 'step-*.h5' ! -name step-10.h5)
   >"$work/resumed.log" 2>&1 || { tail -n 20 "$work/resumed.log"; fail "the resumed run failed"; }
 grep "^weights:" "$work/resumed.log"
 grep -q "^weights: .*step-10.h5 after 10 steps" "$work/resumed.log" || fail "the run did not resume from step-10.h5"
+grep -q "holds 1 unfinished checkpoint write of a job that ended inside it (.*/step-1[0-9].h5.tmp-" "$work/resumed.log" ||
+  fail "the resumed run did not name the unfinished write"
 "$mpiexec" -n 2 "$kpipe" "${run[@]}" checkpoint.path="$work/whole" --json "$work/whole.json" >"$work/whole.log" 2>&1 ||
   fail "the uninterrupted run failed"
 "$h5diff" "$work/interrupted/step-30.h5" "$work/whole/step-30.h5" /parameters /parameters ||

@@ -71,6 +71,10 @@ struct CheckpointFile {
   std::string path;
 };
 std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory);
+// The step-<N>.h5.tmp-XXXXXX files of `directory`: writes a job ended inside
+// (killed, or its node lost). kpipe never removes them: another job may be
+// writing one now.
+std::vector<std::string> unfinished_checkpoints(const std::string& directory);
 
 // Collective over `comm`: writes step-<info.step>.h5 into `directory` and
 // returns its path (on every rank). Each rank passes the tensors it writes
