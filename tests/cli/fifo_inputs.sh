@@ -30,6 +30,7 @@ refused "HDF5 dataset" run inputs/digits.toml pipeline.stages=1 data.path="$fifo
 refused "restart checkpoint" run inputs/quickstart.toml pipeline.stages=1 checkpoint.restart="$fifo"
 refused "run costs" plan inputs/quickstart.toml --costs "$fifo"
 refused "request trace" plan tests/data/lm/genesis.toml requests="$fifo"
+refused "served request trace" serve tests/data/lm/genesis.toml pipeline.stages=1 requests="$fifo"
 refused "serve costs" plan tests/data/lm/genesis.toml requests=tests/data/serve/text.jsonl --costs "$fifo"
 refused "profile" trace "$fifo"
 [ "$failed" -eq 0 ] && echo "every reader refused the FIFO"
