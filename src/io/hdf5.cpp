@@ -325,11 +325,11 @@ detail::Handle transfer(bool collective) {
 }
 }  // namespace
 
-void Dataset::write_rows_raw(Type type, const void* data, std::uint64_t first_row, std::uint64_t rows) {
+void Dataset::write_rows_raw(Type type, const void* data, std::uint64_t first_row, std::uint64_t rows, Transfer mode) {
   auto selection = select_rows(id(), first_row, rows);
   if (!selection.file.valid() || !selection.memory.valid())
     fail("cannot select rows " + std::to_string(first_row) + "+" + std::to_string(rows));
-  auto list = transfer(where_->parallel);
+  auto list = transfer(where_->parallel && mode == Transfer::collective);
   if (H5Dwrite(id(), info(type).native, selection.memory.get(), selection.file.get(), list.get(), data) < 0)
     fail(std::string("cannot write ") + name_of(type) + " data");
 }

@@ -14,7 +14,9 @@
 // Parallel use (a file opened with a communicator): every rank creates every
 // group, dataset and attribute with identical arguments, in the same order,
 // then each rank writes its own rows with Dataset::write_rows (collective
-// transfer: every rank calls it, a rank with nothing to write passes 0 rows).
+// transfer: every rank calls it, a rank with nothing to write passes 0 rows),
+// or a dataset one rank holds whole with Dataset::write_alone (independent:
+// only that rank calls it).
 // Reads are independent: any rank reads what it needs. Collective metadata
 // reads stay off (broken in HDF5 1.10.8, fixed in 1.10.9).
 //
@@ -161,7 +163,15 @@ class Dataset : public Object {
   // rank with nothing to write passes rows = 0 (data may be null).
   template <class T>
   void write_rows(const T* data, std::uint64_t first_row, std::uint64_t rows) {
-    write_rows_raw(type_of<T>(), data, first_row, rows);
+    write_rows_raw(type_of<T>(), data, first_row, rows, Transfer::collective);
+  }
+  // The whole dataset from this rank alone, which the other ranks of a
+  // parallel file do not call (an independent transfer: MPI-IO writes this
+  // rank's bytes itself, where a collective one would route them through an
+  // aggregating rank). `data` holds elements() values.
+  template <class T>
+  void write_alone(const T* data) {
+    write_rows_raw(type_of<T>(), data, 0, shape().at(0), Transfer::independent);
   }
   // The whole dataset from this rank (in a parallel file the other ranks call
   // write_rows with 0 rows). Throws unless data has elements() values.
@@ -189,7 +199,8 @@ class Dataset : public Object {
 
  private:
   using Object::Object;
-  void write_rows_raw(Type type, const void* data, std::uint64_t first_row, std::uint64_t rows);
+  enum class Transfer { collective, independent };
+  void write_rows_raw(Type type, const void* data, std::uint64_t first_row, std::uint64_t rows, Transfer transfer);
   void read_rows_raw(Type type, void* data, std::uint64_t first_row, std::uint64_t rows) const;
   void check_size(std::size_t size) const;
   friend class Group;
