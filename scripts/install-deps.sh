@@ -19,7 +19,8 @@ packages=(
   shellcheck                                  # every shell script is linted by a test
   python3-h5py python3-numpy python3-matplotlib
   slurm-wlm munge                             # a one-node Slurm for the job-script tests (tests/slurm)
-  iproute2                                    # network namespaces and netem for the two-host tests (tests/hosts)
+  iproute2                                    # network namespaces and tc for the two-host tests (tests/hosts)
+  nftables                                    # packet loss on the two hosts' link (tests/hosts/degraded_link.sh)
 )
 
 missing=()

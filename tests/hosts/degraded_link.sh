@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A slow, lossy link between the two hosts (two_hosts.sh): both ends of the
+# veth pair are shaped to 200 Mbit/s (tc tbf) and kpipe-h1 drops 1% of what
+# it sends at random (nftables numgen). This kernel has no netem, so the
+# link's added delay comes from its rate (a 64 KiB boundary message takes
+# 2.6 ms on the wire) and TCP's retransmissions, not from a fixed latency.
+# A p = 2 run of the compute-bound deck with one stage on each host, under a
+# 5 s watchdog, must finish (a slow but live link is no fault), with losses
+# bitwise those of the same run on one host; its own calibration must fit
+# the slow link (a fitted transfer time well above shared memory's) and
+# predict its step within 10%. The shaping is proven by the qdisc's and the
+# rule's counters, and removed afterwards.
+#   degraded_link.sh KPIPE MPIEXEC
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+kpipe=$1 mpiexec=$2
+if ! ip netns list 2>/dev/null | grep -qw kpipe-h2; then
+  echo "no namespaced hosts (see the output of the test hosts_start)"
+  exit 77
+fi
+if ! command -v nft >/dev/null; then
+  echo "no nft (Debian package nftables) to drop packets with"
+  exit 77
+fi
+# shellcheck source=scripts/mpi-env.sh
+source "$root/scripts/mpi-env.sh"
+work=$(mktemp -d)
+restore() {
+  local i
+  for i in 1 2; do ip -n "kpipe-h$i" link show >/dev/null 2>&1 && tc -n "kpipe-h$i" qdisc del dev "kpipe-h$i-eth" root 2>/dev/null; done
+  ip netns exec kpipe-h1 nft delete table inet kpipe_faults 2>/dev/null
+  rm -rf "$work"
+}
+trap restore EXIT
+for i in 1 2; do
+  tc -n "kpipe-h$i" qdisc add dev "kpipe-h$i-eth" root tbf rate 200mbit burst 64kb latency 100ms ||
+    { echo "tc cannot shape the link (no tbf qdisc)"; exit 77; }
+done
+ip netns exec kpipe-h1 nft -f - <<'EOF' || { echo "nft cannot add the drop rule"; exit 77; }
+table inet kpipe_faults {
+  chain out {
+    type filter hook output priority 0;
+    oifname "kpipe-h1-eth" numgen random mod 100 < 1 counter drop
+  }
+}
+EOF
+
+cd "$root" || exit 1
+run=(run benchmarks/decks/compute_bound.toml runtime.watchdog_seconds=5)
+network=(--mca plm_rsh_agent "$here/netns_rsh.sh" --mca btl "tcp,vader,self"
+  --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24)
+"$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:1,10.77.0.2:1 -n 2 "${network[@]}" \
+  "$kpipe" "${run[@]}" --json "$work/slow.json")" >"$work/slow.log" 2>&1 ||
+  { echo "the run over the slow, lossy link failed"; tail -n 20 "$work/slow.log"; exit 1; }
+dropped=$(ip netns exec kpipe-h1 nft list table inet kpipe_faults | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+shaped=$(tc -s -n kpipe-h1 qdisc show dev kpipe-h1-eth | sed -n 's/.*overlimits \([0-9]*\).*/\1/p')
+echo "the link dropped $dropped packets and held back $shaped at its rate"
+if [ "${dropped:-0}" -eq 0 ] || [ "${shaped:-0}" -eq 0 ]; then echo "the link was not degraded"; exit 1; fi
+
+calibration=$(grep "^calibration: step" "$work/slow.log") || { echo "no calibration line"; exit 1; }
+echo "$calibration"
+read -r measured simulated transfer < <(/usr/bin/python3 - "$work/slow.json" "$calibration" <<'EOF'
+import json, re, sys
+line = sys.argv[2]
+measured = float(re.search(r"calibration: step ([0-9.]+) ms", line).group(1))
+simulated = float(re.search(r"simulated with these costs: step ([0-9.]+) ms", line).group(1))
+fit = json.load(open(sys.argv[1]))["calibration"]
+bandwidth = fit["link_bandwidth_bytes_per_second"]  # 0: the fit put it all in the latency
+transfer = fit["link_latency_seconds"] + (fit["bytes_per_transfer"] / bandwidth if bandwidth > 0 else 0.0)
+print(measured, simulated, transfer * 1e3)
+EOF
+)
+echo "fitted time per boundary transfer $transfer ms; step measured $measured ms, simulated $simulated ms"
+/usr/bin/python3 -c "import sys; m, s, l = map(float, sys.argv[1:]); sys.exit(0 if abs(s - m) <= 0.1 * m and l > 1.0 else 1)" \
+  "$measured" "$simulated" "$transfer" ||
+  { echo "the calibration does not fit the slow link (within 10%, a transfer above 1 ms)"; exit 1; }
+
+"$mpiexec" -n 2 "$kpipe" "${run[@]}" --json "$work/one.json" >"$work/one.log" 2>&1 ||
+  { echo "the run on one host failed"; tail -n 20 "$work/one.log"; exit 1; }
+# shellcheck source=tests/support/json_losses.sh
+source "$root/tests/support/json_losses.sh"
+if [ -z "$(losses "$work/slow.json")" ] || [ "$(losses "$work/slow.json")" != "$(losses "$work/one.json")" ]; then
+  echo "losses differ: slow link $(losses "$work/slow.json"), one host $(losses "$work/one.json")"
+  exit 1
+fi
+echo "slow, lossy link: the run finished under its watchdog, calibrated within 10%, losses bitwise those on one host"
