@@ -450,9 +450,8 @@ void check_model(const std::string& file, const File& checkpoint, const std::vec
   }
 }
 
-// Reads `tensor`'s dataset and verifies its checksum; copies it into the
-// tensor when `copy` (not in hdf5::Rehearsal's child, which must not touch
-// Kokkos).
+// Reads `tensor`'s dataset and verifies its checksum; into the tensor when
+// `copy` (not in hdf5::Rehearsal's child, which must not touch Kokkos).
 template <class Scalar>
 void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what,
           const ChecksumKind& kind, bool copy) {
@@ -472,8 +471,16 @@ void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<S
     throw input_error(fmt::format("{}: {} holds {}, the run computes in {}", file, dataset.path(),
                                   hdf5::name_of(dataset.type()), hdf5::name_of(hdf5::type_of<Scalar>())));
   }
-  // Left uninitialised: the read overwrites all of it.
   const std::size_t count = static_cast<std::size_t>(rows * cols);
+  // A tensor in host memory is read in place (the child verified the file
+  // first; a run whose read then fails its checksum stops).
+  using Space = typename tensor::Matrix<Scalar>::memory_space;
+  if (copy && Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space>::accessible) {
+    dataset.read_rows(tensor.value.data(), 0, static_cast<std::uint64_t>(rows));
+    verify(file, dataset, kind, kind.of(tensor.value.data(), count * sizeof(Scalar)));
+    return;
+  }
+  // Left uninitialised: the read overwrites all of it.
   const std::unique_ptr<Scalar[]> host(new Scalar[count]);
   dataset.read_rows(host.get(), 0, static_cast<std::uint64_t>(rows));
   verify(file, dataset, kind, kind.of(host.get(), count * sizeof(Scalar)));
