@@ -74,11 +74,15 @@ void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& predicti
             loaded.config.train.microbatch_size);
   log::info("actions: {} per step, validated (no missing dependency, every send matched, no deadlock)",
             schedule.action_count());
-  log::info("makespan: {} (time units of sim.cost_*; a model chunk costs 1/v of a pipeline stage)", result.makespan);
+  log::info(
+      "makespan: {} (time units of sim.cost_*; a model chunk costs 1/v of a pipeline stage); a rank's span runs from "
+      "its first compute to its last",
+      result.makespan);
   if (const auto theory = schedule::theoretical_bubble(schedule, plan.costs)) {
     log::info("{}", bubble_line(fmt::format("bubble, theory {}:", theory->formula).c_str(), theory->bubble));
   }
   log::info("{}", bubble_line("bubble, simulated:", result.bubble()));
+  log::info("{}", bubble_line("bubble, simulated, within spans:", result.span_bubble()));
   log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
             static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));

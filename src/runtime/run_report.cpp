@@ -49,7 +49,7 @@ void RunReport::add_step(double loss, double step_start, double seconds, const r
   const auto& grid = pipeline_.grid();
   const runtime::MeasuredBubble measured =
       runtime::measure_bubble(pipeline_.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline());
-  measured_bubbles_.push_back(measured.bubble);
+  measured_bubbles_.push_back(measured);
   if (grid.replicas() > 1) {
     // Exposed: what the sum adds after the last compute of every replica (waiting for a slower replica is not).
     const double compute_end = comm::max(grid.world(), measured.makespan);
@@ -111,19 +111,31 @@ void RunReport::finish(double seconds) {
   }
 }
 
+schedule::Bubble RunReport::steady_bubble(schedule::Bubble runtime::MeasuredBubble::*which) const {
+  return {steady_mean(measured_bubbles_, [&](const auto& m) { return (m.*which).idle_over_useful; }),
+          steady_mean(measured_bubbles_, [&](const auto& m) { return (m.*which).idle_over_total; })};
+}
+
 void RunReport::print() const {
   if (!log::is_root() || losses_.empty()) return;
   const double samples_per_second =
       pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double s) { return s; });
-  const double useful = steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; });
-  const double total = steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_total; });
+  const schedule::Bubble measured = steady_bubble(&runtime::MeasuredBubble::bubble);
+  const schedule::Bubble spans = steady_bubble(&runtime::MeasuredBubble::span);
   log::info("summary: {} steps in {:.2f} s, final loss {:.6f} (first {:.6f}), {:.0f} samples/s", losses_.size(),
             seconds_, losses_.back(), losses_.front(), samples_per_second);
   const std::string simulated =
       predicted_ ? fmt::format("simulated (deck costs) idle/useful {:.3f}, idle/total {:.3f}",
                                predicted_->bubble().idle_over_useful, predicted_->bubble().idle_over_total)
                  : std::string("no simulation (schedule not validated)");
-  log::info("bubble:  measured idle/useful {:.3f}, idle/total {:.3f} | {}", useful, total, simulated);
+  log::info("bubble:  measured idle/useful {:.3f}, idle/total {:.3f} | {}", measured.idle_over_useful,
+            measured.idle_over_total, simulated);
+  log::info("bubble within each rank's span (first compute to last): measured idle/useful {:.3f}, idle/total {:.3f}{}",
+            spans.idle_over_useful, spans.idle_over_total,
+            predicted_
+                ? fmt::format(" | simulated idle/useful {:.3f}, idle/total {:.3f}",
+                              predicted_->span_bubble().idle_over_useful, predicted_->span_bubble().idle_over_total)
+                : std::string());
   if (calibrated_ && recalibrated_) {
     const auto& c = *calibrated_;
     log::info(
@@ -192,8 +204,6 @@ nlohmann::json RunReport::json() const {
                        {"data", link_json(row.data_bytes)}}}});
   }
   const auto& s = pipeline_.schedule();
-  schedule::Bubble measured{steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_useful; }),
-                            steady_mean(measured_bubbles_, [](const auto& b) { return b.idle_over_total; })};
   return {
       {"schedule", s.name},
       {"p", s.p},
@@ -207,8 +217,10 @@ nlohmann::json RunReport::json() const {
       {"step_seconds", step_seconds_},
       {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
       {"bubble",
-       {{"measured", to_json(measured)},
-        {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()}}},
+       {{"measured", to_json(steady_bubble(&runtime::MeasuredBubble::bubble))},
+        {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()},
+        {"measured_span", to_json(steady_bubble(&runtime::MeasuredBubble::span))},
+        {"simulated_deck_costs_span", predicted_ ? to_json(predicted_->span_bubble()) : nlohmann::json()}}},
       {"ranks", ranks},
       {"gradient_sum",
        pipeline_.grid().replicas() > 1

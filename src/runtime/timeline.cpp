@@ -9,20 +9,24 @@ namespace kpipe::runtime {
 MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
                               comm::Communicator pipeline) {
   // LOSS runs inside the last stage's forward work (the simulator folds it into F).
-  double local_busy = 0.0, last_end = 0.0;
+  double local_busy = 0.0, first_start = -1.0, last_end = 0.0;
   for (const auto& t : timings) {
     const auto kind = schedule.ranks[rank][t.index].kind;
     if (!schedule::is_compute(kind) && kind != schedule::ActionKind::loss) continue;
     local_busy += t.end - t.start;
+    if (first_start < 0.0) first_start = t.start;
     last_end = std::max(last_end, t.end);
   }
   const double busy = comm::sum(pipeline, local_busy);
+  const double spans = comm::sum(pipeline, first_start < 0.0 ? 0.0 : last_end - first_start);
   const double makespan = comm::max(pipeline, last_end);
   const double idle = schedule.p * makespan - busy;
   MeasuredBubble measured;
   measured.makespan = makespan;
   measured.bubble.idle_over_useful = busy > 0 ? idle / busy : 0.0;
   measured.bubble.idle_over_total = makespan > 0 ? idle / (schedule.p * makespan) : 0.0;
+  measured.span.idle_over_useful = busy > 0 ? (spans - busy) / busy : 0.0;
+  measured.span.idle_over_total = spans > 0 ? (spans - busy) / spans : 0.0;
   return measured;
 }
 

@@ -195,13 +195,16 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
   const ComputeTimes compute_time(schedule, costs);
   Draws draw(costs.variation);
   std::vector<double> clock(schedule.p, 0.0);
+  std::vector<double> first_compute(schedule.p, -1.0), last_compute(schedule.p, 0.0);
   detail::Execution<double> execution(schedule);
   execution.run([&](int rank, std::size_t /*index*/, const Action& a, double arrival) {
     double& now = clock[rank];
     double sent = 0.0;
     if (is_compute(a.kind)) {
       const double time = compute_time(rank, a) * draw.compute();
+      if (first_compute[rank] < 0.0) first_compute[rank] = now;
       now += time;
+      last_compute[rank] = now;
       result.ranks[rank].busy += time;
       result.last_compute_end = std::max(result.last_compute_end, now);
     } else if (is_receive(a.kind)) {
@@ -222,8 +225,10 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
   }
 
   result.makespan = *std::max_element(clock.begin(), clock.end());
-  for (auto& rank : result.ranks) {
+  for (int r = 0; r < schedule.p; ++r) {
+    RankStats& rank = result.ranks[r];
     rank.idle = result.makespan - rank.busy;
+    rank.span = first_compute[r] < 0.0 ? 0.0 : last_compute[r] - first_compute[r];
     result.total_busy += rank.busy;
     result.total_idle += rank.idle;
     result.bytes_moved += rank.bytes_sent;

@@ -23,10 +23,12 @@ struct ActionTiming {
 struct MeasuredBubble {
   double makespan = 0.0;  // seconds from the step start to the last compute action on any rank
   schedule::Bubble bubble;
+  schedule::Bubble span;  // idle only within each rank's span (SimulationResult::span_bubble)
 };
 
 // The bubble of one step of the pipeline `comm` ran, measured the way the
-// simulator counts it: compute actions are busy, everything else is idle.
+// simulator counts it: compute actions are busy, everything else is idle
+// (over the makespan, and within each rank's first to last compute).
 MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
                               comm::Communicator pipeline);
 

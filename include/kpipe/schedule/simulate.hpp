@@ -95,7 +95,8 @@ struct Bubble {
 
 struct RankStats {
   double busy = 0.0;
-  double idle = 0.0;
+  double idle = 0.0;     // makespan - busy
+  double span = 0.0;     // from the start of its first compute to the end of its last
   int peak_stashed = 0;  // most (microbatch, chunk) activations held between F and B/BW
   std::int64_t bytes_sent = 0;
 };
@@ -114,7 +115,13 @@ struct SimulationResult {
   std::vector<std::vector<double>> end;
 
   double start(int rank, std::size_t index) const { return index == 0 ? 0.0 : end[rank][index - 1]; }
+  // Every rank idle for the whole makespan less its busy time.
   Bubble bubble() const;
+  // Every rank idle only within its span: the ramp before its first compute
+  // and the drain after its last do not count, which is the bubble the
+  // zero-bubble schedules are built to remove (the Zero Bubble paper's
+  // measure). (p-1)/(2m) for 1F1B, half its makespan bubble.
+  Bubble span_bubble() const;
 };
 
 // What simulate() keeps: the time of every action (what the timelines draw),

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <string>
 
 #include "catch.hpp"
 #include "schedule_test_support.hpp"
@@ -23,6 +24,45 @@ TEST_CASE("GPipe and 1F1B: makespan (m+p-1)(tF+tB) and bubble (p-1)/(m+p-1), exa
         CHECK(r.total_idle * m == (p - 1) * r.total_busy);
       }
     }
+  }
+}
+
+TEST_CASE("span bubble: 1F1B's is (p-1)/(2m), half its makespan bubble, exactly", "[schedule][simulate]") {
+  // Rank r starts r forwards late and ends r backwards early: Σ_r r(tF + tB) idle outside the spans.
+  CostModel costs = unit_forward_and_backward();
+  costs.backward_input = 1.5;  // tF = 1, tB = 2: any ratio gives the same fraction
+  for (int p = 1; p <= 8; ++p) {
+    for (int m = 1; m <= 32; ++m) {
+      const SimulationResult r = simulate(lowered("1f1b", p, m), costs);
+      CAPTURE(p, m);
+      const Bubble span = r.span_bubble();
+      CHECK(span.idle_over_useful * (2 * m) == Approx(p - 1).margin(1e-12));
+      CHECK(span.idle_over_useful * 2 == Approx(r.bubble().idle_over_useful).margin(1e-12));
+    }
+  }
+}
+
+TEST_CASE("span: each rank's first compute start to its last compute end, for every schedule", "[schedule][simulate]") {
+  const CostModel costs = unit_forward_input_weight();
+  for (const char* name : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"}) {
+    const int v = std::string(name) == "interleaved" || std::string(name) == "zb-v" ? 2 : 1;
+    const Schedule s = lowered(name, 4, 8, v);
+    const SimulationResult r = simulate(s, costs);
+    CAPTURE(name);
+    double idle_in_spans = 0.0;
+    for (int rank = 0; rank < s.p; ++rank) {
+      double first = -1.0, last = 0.0;
+      for (std::size_t i = 0; i < s.ranks[rank].size(); ++i) {
+        if (!is_compute(s.ranks[rank][i].kind)) continue;
+        if (first < 0.0) first = r.start(rank, i);
+        last = r.end[rank][i];
+      }
+      CHECK(r.ranks[rank].span == last - first);
+      CHECK(r.ranks[rank].span <= r.makespan);
+      idle_in_spans += last - first - r.ranks[rank].busy;
+    }
+    CHECK(r.span_bubble().idle_over_useful == Approx(idle_in_spans / r.total_busy).margin(1e-12));
+    CHECK(r.span_bubble().idle_over_useful <= r.bubble().idle_over_useful);
   }
 }
 

@@ -8,27 +8,10 @@
 using namespace kpipe::schedule;
 using namespace kpipe::schedule::testing;
 
-namespace {
-
-// Idle time inside each rank's working window, from its first compute action
-// to its last, over the busy time: what the paper's parallelogram drives to
-// zero. The rest of kpipe's bubble is the window's offset (rank r starts r
-// forwards late), which only overlapping steps could hide.
-double idle_inside_windows(const Schedule& s, const SimulationResult& result) {
-  double idle = 0.0;
-  for (int r = 0; r < s.p; ++r) {
-    double first = -1.0, last = 0.0;
-    for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
-      if (!is_compute(s.ranks[r][i].kind)) continue;
-      if (first < 0.0) first = result.start(r, i);
-      last = result.end[r][i];
-    }
-    idle += last - first - result.ranks[r].busy;
-  }
-  return idle / result.total_busy;
-}
-
-}  // namespace
+// SimulationResult::span_bubble counts idle time inside each rank's window,
+// from its first compute action to its last: what the paper's parallelogram
+// drives to zero. The rest of kpipe's bubble is the window's offset (rank r
+// starts r forwards late), which only overlapping steps could hide.
 
 TEST_CASE("zb-h2 and zb-v: valid, one F, B and W per microbatch and stage, W ascending", "[schedule][zero-bubble]") {
   for (const std::string name : {"zb-h2", "zb-v"}) {
@@ -71,7 +54,7 @@ TEST_CASE("zb-h2 at F = B = W, m >= 2p: no gap inside any rank's window, twice 1
       const Schedule s = lowered("zb-h2", p, m);
       const SimulationResult zb = simulate(s, costs);
       const SimulationResult one_f_one_b = simulate(lowered("1f1b", p, m), costs);
-      CHECK(idle_inside_windows(s, zb) == Approx(0.0).margin(1e-12));
+      CHECK(zb.span_bubble().idle_over_useful == Approx(0.0).margin(1e-12));
       // What is left is the unavoidable start offset: rank p-1 waits p-1 forwards,
       // and every rank ends that much after its start. A third of 1F1B's (p-1)/m.
       CHECK(zb.bubble().idle_over_useful == Approx((p - 1) / (3.0 * m)));
@@ -93,7 +76,7 @@ TEST_CASE("zb-v at F = B = W, m >= 2p: no gap inside any window, 1F1B's peak act
       CAPTURE(p, m);
       const Schedule s = lowered("zb-v", p, m, 2);
       const SimulationResult zb = simulate(s, costs);
-      CHECK(idle_inside_windows(s, zb) == Approx(0.0).margin(1e-12));
+      CHECK(zb.span_bubble().idle_over_useful == Approx(0.0).margin(1e-12));
       // The start offset is p-1 forwards of half a stage: half of ZB-H1's and ZB-H2's bubble.
       CHECK(zb.bubble().idle_over_useful == Approx((p - 1) / (6.0 * m)));
       CHECK(zb.bubble().idle_over_useful == Approx(theoretical_bubble(s, costs)->bubble.idle_over_useful));
