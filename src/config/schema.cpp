@@ -218,7 +218,8 @@ std::vector<KeySpec> build_schema() {
            "Abort the job when any wait takes longer than this, naming the rank and the message"),
       real("runtime.memory_limit_mib", d.runtime.memory_limit_mib, 0.0, std::nullopt, false,
            "Memory one rank may use; a run whose estimate exceeds it stops before allocating. 0: the node's "
-           "available memory or its cgroup's memory limit (memory.max, v1's memory.limit_in_bytes), shared by its ranks, or ulimit -v, whichever is least"),
+           "available memory or its cgroup's memory limit (memory.max, v1's memory.limit_in_bytes), shared by its "
+           "ranks, or ulimit -v, whichever is least"),
       text("runtime.preempt_signals", signal_names(d.runtime.preempt_signals),
            "Signals (comma-separated: TERM, USR1, USR2, INT, HUP) on which kpipe run writes a checkpoint at the "
            "next step boundary and exits with code 3, to continue with checkpoint.restart = \"latest\"; empty: "
