@@ -161,6 +161,10 @@ int kpipe::main(int argc, char** argv) {
   try {
     return run_cli(env, without_kokkos_flags(argc, argv));
   } catch (const kpipe::Error& e) {
+    if (!e.context().empty() && log::is_root()) {
+      std::fputs(e.context().c_str(), stdout);
+      std::fflush(stdout);
+    }
     report(e.what());
     return e.exit_code();
   } catch (const std::exception& e) {

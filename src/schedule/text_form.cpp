@@ -283,13 +283,17 @@ Schedule checked_schedule(ScheduleFile file) {
   const bool lowered = is_lowered(schedule);
   std::vector<std::vector<std::int32_t>> origins;
   if (!lowered) lower(schedule, &origins);
-  if (const auto problem = find_problem(schedule)) {
+  if (const auto problems = find_problems(schedule); !problems.empty()) {
+    const Problem& problem = problems.front();
     std::string where = file.source;
-    if (problem->rank >= 0 && problem->action >= 0) {
-      const std::int64_t written = lowered ? problem->action : origins[problem->rank][problem->action];
-      if (written >= 0) where += fmt::format(":{}", file.lines[problem->rank][written]);
+    if (problem.rank >= 0 && problem.action >= 0) {
+      const std::int64_t written = lowered ? problem.action : origins[problem.rank][problem.action];
+      if (written >= 0) where += fmt::format(":{}", file.lines[problem.rank][written]);
     }
-    throw input_error(fmt::format("{}: invalid schedule: {}", where, problem->message));
+    const std::string more =
+        problems.size() > 1 ? fmt::format(" (and {} more, marked above)", problems.size() - 1) : std::string();
+    throw input_error(fmt::format("{}: invalid schedule: {}{}", where, problem.message, more))
+        .with_context(problem_grid(schedule, problems));
   }
   return std::move(schedule);
 }

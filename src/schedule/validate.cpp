@@ -278,26 +278,34 @@ bool RankCheck::check_step_actions() {
 
 }  // namespace
 
-std::optional<Problem> find_problem(const Schedule& schedule, Checks checks) {
+std::vector<Problem> find_problems(const Schedule& schedule, Checks checks) {
   if (schedule.p < 1 || schedule.v < 1 || schedule.m < 1 || static_cast<int>(schedule.ranks.size()) != schedule.p) {
-    return Problem{-1, -1,
-                   fmt::format("p = {}, v = {}, m = {} with {} rank lists; a schedule needs p, v, m >= 1 and p lists",
-                               schedule.p, schedule.v, schedule.m, schedule.ranks.size())};
+    return {Problem{-1, -1,
+                    fmt::format("p = {}, v = {}, m = {} with {} rank lists; a schedule needs p, v, m >= 1 and p lists",
+                                schedule.p, schedule.v, schedule.m, schedule.ranks.size())}};
   }
   if (schedule.placement.p() != schedule.p || schedule.placement.v() != schedule.v) {
-    return Problem{-1, -1,
-                   fmt::format("the stage placement is for p = {}, v = {}, but the schedule has p = {}, v = {}",
-                               schedule.placement.p(), schedule.placement.v(), schedule.p, schedule.v)};
+    return {Problem{-1, -1,
+                    fmt::format("the stage placement is for p = {}, v = {}, but the schedule has p = {}, v = {}",
+                                schedule.placement.p(), schedule.placement.v(), schedule.p, schedule.v)}};
   }
+  std::vector<Problem> problems;
   RankCheck rank_check(schedule, schedule.training());
   for (int rank = 0; rank < schedule.p; ++rank) {
-    if (auto problem = rank_check.check(rank)) return problem;
+    if (auto problem = rank_check.check(rank)) problems.push_back(std::move(*problem));
   }
-  if (checks == Checks::per_rank) return std::nullopt;
+  if (!problems.empty() || checks == Checks::per_rank) return problems;
   // Only whether a message was sent matters here, not when: one byte per message.
   detail::Execution<std::int8_t> execution(schedule);
   execution.run([](int, std::size_t, const Action&, std::int8_t) { return std::int8_t{0}; });
-  return execution.problem();
+  if (auto problem = execution.problem()) problems.push_back(std::move(*problem));
+  return problems;
+}
+
+std::optional<Problem> find_problem(const Schedule& schedule, Checks checks) {
+  auto problems = find_problems(schedule, checks);
+  if (problems.empty()) return std::nullopt;
+  return std::move(problems.front());
 }
 
 void validate(const Schedule& schedule, Checks checks) {

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace kpipe {
 
@@ -20,8 +21,18 @@ class Error : public std::runtime_error {
   ErrorKind kind() const noexcept { return kind_; }
   int exit_code() const noexcept { return kind_ == ErrorKind::input ? 2 : 1; }
 
+  // Lines printed on standard output before the one error line, where a
+  // picture locates the problem better than words (an invalid schedule's
+  // grid of actions); the error line stays complete without them.
+  Error& with_context(std::string text) {
+    context_ = std::move(text);
+    return *this;
+  }
+  const std::string& context() const noexcept { return context_; }
+
  private:
   ErrorKind kind_;
+  std::string context_;
 };
 
 // Builders so call sites read `throw input_error(...)`.

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kpipe/schedule/schedule.hpp"
 
@@ -33,6 +34,15 @@ enum class Checks { all, per_rank };
 
 // The first problem found, or nullopt for a valid schedule.
 std::optional<Problem> find_problem(const Schedule& schedule, Checks checks = Checks::all);
+// Every rank's first problem, in rank order; where every rank's list passes
+// its own checks, the one problem of the whole (a cycle across ranks, an
+// unmatched send). Empty for a valid schedule.
+std::vector<Problem> find_problems(const Schedule& schedule, Checks checks = Checks::all);
+
+// The actions around each problem's, rank by rank, with those the problems
+// name marked (">F3<"), for a person to see where a hand-written schedule
+// goes wrong; "" when no problem names an action.
+std::string problem_grid(const Schedule& schedule, const std::vector<Problem>& problems);
 
 // Throws an input error "invalid <name> schedule: <problem>" for an invalid schedule.
 void validate(const Schedule& schedule, Checks checks = Checks::all);

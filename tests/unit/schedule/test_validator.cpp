@@ -1,6 +1,9 @@
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "catch.hpp"
 #include "kpipe/schedule/text_form.hpp"
@@ -102,4 +105,30 @@ TEST_CASE("a missing microbatch or a missing backward is named", "[schedule][val
   Schedule training = lowered("gpipe", 1, 2);
   training.ranks[0].erase(training.ranks[0].begin() + 4);  // F0 LOSS0 F1 LOSS1 [BW0] BW1 ...
   CHECK(find_problem(training)->message == "rank 0: mb=0 chunk=0 has no backward pass (BW, or B and W)");
+}
+
+TEST_CASE("find_problems: every rank's first problem; the grid marks each, with the rows around it",
+          "[schedule][validate]") {
+  Schedule s = lowered("1f1b", 2, 16);
+  // Plant two problems: rank 0 forwards microbatch 0 twice, rank 1 drops its last backward.
+  s.ranks[0][2] = s.ranks[0][0];
+  const auto last_backward = std::find_if(s.ranks[1].rbegin(), s.ranks[1].rend(),
+                                          [](const Action& a) { return a.kind == ActionKind::backward; });
+  REQUIRE(last_backward != s.ranks[1].rend());
+  s.ranks[1].erase(std::next(last_backward).base());
+  const std::vector<Problem> problems = find_problems(s);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].rank == 0);
+  CHECK(problems[0].action == 2);
+  CHECK(problems[1].rank == 1);
+  CHECK(find_problem(s)->message == problems[0].message);
+
+  const std::string grid = problem_grid(s, problems);
+  CAPTURE(grid);
+  CHECK(std::count(grid.begin(), grid.end(), '>') == 3);  // two marks and the legend's
+  CHECK(grid.find(">F0<") != std::string::npos);
+  // Rows far from both problems are left out, and the gap is shown.
+  CHECK(grid.find("\n    ...\n") != std::string::npos);
+  // A problem tied to no action (a wrong header) draws no grid.
+  CHECK(problem_grid(s, {Problem{-1, -1, "p = 0"}}).empty());
 }
