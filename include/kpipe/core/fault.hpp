@@ -8,7 +8,7 @@
 // write instead, as a hung node would, and "restart-stall" as it starts to
 // load the checkpoint a run restarts from, "grid-stall" before the world is
 // split into the grid's groups and "finalize-stall" as the job ends (before
-// MPI_Finalize); "hdf5-crash" and "hdf5-stall" crash
+// the communication library shuts down); "hdf5-crash" and "hdf5-stall" crash
 // (SIGSEGV) or stop the child process that checks each HDF5 file the rank
 // reads, as libhdf5 does on some damaged files. Unset, it costs one getenv at
 // start-up.
