@@ -5,7 +5,8 @@
 set(inputs)
 foreach(arg IN LISTS ARGS)
   string(REGEX REPLACE "^[^=]*=" "" path "${arg}")
-  if(NOT IS_ABSOLUTE "${path}" AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${path}" AND NOT IS_DIRECTORY "${path}")
+  if(NOT path STREQUAL "" AND NOT IS_ABSOLUTE "${path}" AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${path}"
+     AND NOT IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${path}")
     file(SHA256 "${path}" hash)
     list(APPEND inputs "${path}=${hash}")
   endif()

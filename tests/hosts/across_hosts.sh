@@ -8,23 +8,16 @@
 # of each host, with every tensor group inside one.
 #   across_hosts.sh KPIPE MPIEXEC DECK [key=value ...]
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
 kpipe=$1 mpiexec=$2
 shift 2
-if ! ip netns list 2>/dev/null | grep -qw kpipe-h2; then
-  echo "no namespaced hosts (see the output of the test hosts_start)"
-  exit 77
-fi
-# shellcheck source=scripts/mpi-env.sh
-source "$root/scripts/mpi-env.sh"
+# shellcheck source=tests/hosts/hosts-env.sh
+source "$(dirname "$0")/hosts-env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$root" || exit 1
 # btl_base_verbose: Open MPI names each TCP connection it makes, the proof
 # that ranks on different hosts talk over the link.
-network=(--mca plm_rsh_agent "$here/netns_rsh.sh" --mca btl "tcp,vader,self" --mca btl_base_verbose 30
-  --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24)
+network+=(--mca btl_base_verbose 30)
 "$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:2,10.77.0.2:2 -n 4 --display-map \
   "${network[@]}" "$kpipe" run "$@" --json "$work/two.json")" >"$work/two.log" 2>&1 ||
   { echo "the run across two hosts failed"; tail -n 20 "$work/two.log"; exit 1; }
@@ -37,10 +30,5 @@ grep -m 1 "kpipe-h1.*connect() to 10.77.0.2" "$work/two.log" ||
   { echo "no TCP connection from kpipe-h1 to kpipe-h2 in Open MPI's report"; exit 1; }
 "$mpiexec" -n 4 "$kpipe" run "$@" --json "$work/one.json" >"$work/one.log" 2>&1 ||
   { echo "the run on one host failed"; tail -n 20 "$work/one.log"; exit 1; }
-# shellcheck source=tests/support/json_losses.sh
-source "$root/tests/support/json_losses.sh"
-if [ -z "$(losses "$work/two.json")" ] || [ "$(losses "$work/two.json")" != "$(losses "$work/one.json")" ]; then
-  echo "losses differ: two hosts $(losses "$work/two.json"), one host $(losses "$work/one.json")"
-  exit 1
-fi
+same_losses "$work/two.json" "$work/one.json" "two hosts"
 echo "across two hosts (TCP between them): losses bitwise those on one host"

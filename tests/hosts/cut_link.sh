@@ -12,15 +12,9 @@
 # "latest" resumes from the newest checkpoint, which the cut left whole.
 #   cut_link.sh KPIPE MPIEXEC
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
 kpipe=$1 mpiexec=$2
-if ! ip netns list 2>/dev/null | grep -qw kpipe-h2; then
-  echo "no namespaced hosts (see the output of the test hosts_start)"
-  exit 77
-fi
-# shellcheck source=scripts/mpi-env.sh
-source "$root/scripts/mpi-env.sh"
+# shellcheck source=tests/hosts/hosts-env.sh
+source "$(dirname "$0")/hosts-env.sh"
 work=$(mktemp -d)
 cleanup() {
   ip -n kpipe-h1 link set kpipe-h1-eth up 2>/dev/null
@@ -31,9 +25,7 @@ trap cleanup EXIT
 cd "$root" || exit 1
 run=(run benchmarks/decks/compute_bound.toml pipeline.data_parallel=2 checkpoint.every=5
   checkpoint.path="$work/checkpoints" checkpoint.restart=latest runtime.watchdog_seconds=10)
-network=(--mca plm_rsh_agent "$here/netns_rsh.sh" --mca btl "tcp,vader,self"
-  --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24
-  --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 2)
+network+=(--mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 2)
 "$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:2,10.77.0.2:2 -n 4 "${network[@]}" \
   "$kpipe" "${run[@]}" train.steps=100000)" >"$work/cut.log" 2>&1 &
 job=$!

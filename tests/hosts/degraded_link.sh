@@ -12,19 +12,13 @@
 # rule's counters, and removed afterwards.
 #   degraded_link.sh KPIPE MPIEXEC
 set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
 kpipe=$1 mpiexec=$2
-if ! ip netns list 2>/dev/null | grep -qw kpipe-h2; then
-  echo "no namespaced hosts (see the output of the test hosts_start)"
-  exit 77
-fi
+# shellcheck source=tests/hosts/hosts-env.sh
+source "$(dirname "$0")/hosts-env.sh"
 if ! command -v nft >/dev/null; then
   echo "no nft (Debian package nftables) to drop packets with"
   exit 77
 fi
-# shellcheck source=scripts/mpi-env.sh
-source "$root/scripts/mpi-env.sh"
 work=$(mktemp -d)
 restore() {
   local i
@@ -48,8 +42,6 @@ EOF
 
 cd "$root" || exit 1
 run=(run benchmarks/decks/compute_bound.toml runtime.watchdog_seconds=5)
-network=(--mca plm_rsh_agent "$here/netns_rsh.sh" --mca btl "tcp,vader,self"
-  --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24)
 "$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:1,10.77.0.2:1 -n 2 "${network[@]}" \
   "$kpipe" "${run[@]}" --json "$work/slow.json")" >"$work/slow.log" 2>&1 ||
   { echo "the run over the slow, lossy link failed"; tail -n 20 "$work/slow.log"; exit 1; }
@@ -78,10 +70,5 @@ echo "fitted time per boundary transfer $transfer ms; step measured $measured ms
 
 "$mpiexec" -n 2 "$kpipe" "${run[@]}" --json "$work/one.json" >"$work/one.log" 2>&1 ||
   { echo "the run on one host failed"; tail -n 20 "$work/one.log"; exit 1; }
-# shellcheck source=tests/support/json_losses.sh
-source "$root/tests/support/json_losses.sh"
-if [ -z "$(losses "$work/slow.json")" ] || [ "$(losses "$work/slow.json")" != "$(losses "$work/one.json")" ]; then
-  echo "losses differ: slow link $(losses "$work/slow.json"), one host $(losses "$work/one.json")"
-  exit 1
-fi
+same_losses "$work/slow.json" "$work/one.json" "slow link"
 echo "slow, lossy link: the run finished under its watchdog, calibrated within 10%, losses bitwise those on one host"
