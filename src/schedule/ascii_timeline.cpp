@@ -11,10 +11,7 @@ namespace {
 
 int digits(int n) { return n < 10 ? 1 : 1 + digits(n / 10); }
 
-std::string box_label(const Action& a, int v) {
-  return v > 1 ? fmt::format("{}{}.{}", name(a.kind), a.microbatch, a.chunk)
-               : fmt::format("{}{}", name(a.kind), a.microbatch);
-}
+// The size of detail::action_label of a compute action, without making it.
 std::size_t box_label_size(const Action& a, int v) {
   return name(a.kind).size() + digits(a.microbatch) + (v > 1 ? 1 + digits(a.chunk) : 0);
 }
@@ -67,7 +64,7 @@ std::optional<std::string> ascii_timeline(const Schedule& schedule, const Simula
       const auto from = static_cast<std::size_t>(std::lround(result.start(r, i) * scale));
       const auto to = std::min(columns, static_cast<std::size_t>(std::lround(result.end[r][i] * scale)));
       row.replace(from, to - from, to - from, ' ');
-      const std::string label = box_label(actions[i], schedule.v);
+      const std::string label = detail::action_label(actions[i], schedule.v);
       row.replace(from, std::min(label.size(), to - from), label, 0, to - from);
     }
     row.erase(row.find_last_not_of(' ') + 1);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "kpipe/schedule/validate.hpp"
+#include "report_format.hpp"
 
 namespace kpipe::schedule {
 
@@ -13,13 +14,6 @@ namespace {
 // when the schedule has more than all_ranks_up_to.
 constexpr std::int64_t rows_around = 4;
 constexpr int all_ranks_up_to = 12;
-
-// "F3", "F3.1" (chunk 1, v > 1), "SEND_ACT3", "REDUCE_GRADS".
-std::string cell(const Action& a, int v) {
-  if (is_step_level(a.kind)) return std::string(name(a.kind));
-  return v > 1 ? fmt::format("{}{}.{}", name(a.kind), a.microbatch, a.chunk)
-               : fmt::format("{}{}", name(a.kind), a.microbatch);
-}
 
 }  // namespace
 
@@ -49,7 +43,7 @@ std::string problem_grid(const Schedule& schedule, const std::vector<Problem>& p
   for (const int rank : ranks) {
     for (const std::int64_t row : rows) {
       if (row < static_cast<std::int64_t>(schedule.ranks[rank].size())) {
-        width = std::max(width, cell(schedule.ranks[rank][row], schedule.v).size());
+        width = std::max(width, detail::action_label(schedule.ranks[rank][row], schedule.v).size());
       }
     }
   }
@@ -72,7 +66,7 @@ std::string problem_grid(const Schedule& schedule, const std::vector<Problem>& p
     for (const int rank : ranks) {
       std::string text;
       if (row < static_cast<std::int64_t>(schedule.ranks[rank].size())) {
-        text = cell(schedule.ranks[rank][row], schedule.v);
+        text = detail::action_label(schedule.ranks[rank][row], schedule.v);
         text = marked.count({rank, row}) ? ">" + text + "<" : " " + text + " ";
       }
       grid += fmt::format("  {:<{}}", text, width + 2);

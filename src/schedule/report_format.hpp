@@ -1,5 +1,5 @@
 #pragma once
-// Number formats shared by the text renderers.
+// Number formats and action labels shared by the text renderers.
 
 #include <fmt/format.h>
 
@@ -7,7 +7,17 @@
 #include <cstdint>
 #include <string>
 
+#include "kpipe/schedule/action.hpp"
+
 namespace kpipe::schedule::detail {
+
+// "F3", "F3.1" (chunk 1 when v > 1), "SEND_ACT3"; a step-level action by its
+// name alone ("REDUCE_GRADS").
+inline std::string action_label(const Action& a, int v) {
+  if (is_step_level(a.kind)) return std::string(name(a.kind));
+  return v > 1 ? fmt::format("{}{}.{}", name(a.kind), a.microbatch, a.chunk)
+               : fmt::format("{}{}", name(a.kind), a.microbatch);
+}
 
 // Simulated times: integers print as integers, others with up to 4 decimals.
 inline std::string format_time(double t) {
