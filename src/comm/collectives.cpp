@@ -66,10 +66,10 @@ int size_of(Communicator comm) {
   return size;
 }
 
-void barrier(Communicator comm) {
+void barrier(Communicator comm, const char* what) {
   MPI_Request request;
   MPI_Ibarrier(comm, &request);
-  complete_collective(request, "a barrier");
+  complete_collective(request, what);
 }
 
 double wall_time() { return MPI_Wtime(); }

@@ -26,9 +26,7 @@ Session::~Session() {
   } catch (const Error&) {
     // An invalid KPIPE_FAULT, reported where the command first read it; a destructor must not throw.
   }
-  MPI_Request request;
-  MPI_Ibarrier(MPI_COMM_WORLD, &request);
-  complete_collective(request, "the barrier before MPI_Finalize");
+  barrier(world(), "the barrier before MPI_Finalize");
   MPI_Finalize();
 }
 

@@ -33,7 +33,8 @@ Communicator world();
 Communicator self();
 int rank_of(Communicator comm);
 int size_of(Communicator comm);
-void barrier(Communicator comm);
+// Under the watchdog; `what` names it in the watchdog's line.
+void barrier(Communicator comm, const char* what = "a barrier");
 // Every rank's host name (MPI_Get_processor_name), in rank order: ranks
 // that share one are on one node (also hosts that share one machine's
 // kernel, as network namespaces do). Gathered under the watchdog, where
