@@ -1,6 +1,7 @@
 #include "kpipe/runtime/timeline.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "kpipe/schedule/action.hpp"
 
@@ -17,9 +18,15 @@ MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, cons
     if (first_start < 0.0) first_start = t.start;
     last_end = std::max(last_end, t.end);
   }
-  const double busy = comm::sum(pipeline, local_busy);
-  const double spans = comm::sum(pipeline, first_start < 0.0 ? 0.0 : last_end - first_start);
-  const double makespan = comm::max(pipeline, last_end);
+  // One gather per step, not a reduction per figure: every rank's busy time, span and last end.
+  const std::vector<double> all = comm::all_gather(
+      pipeline, std::vector<double>{local_busy, first_start < 0.0 ? 0.0 : last_end - first_start, last_end});
+  double busy = 0.0, spans = 0.0, makespan = 0.0;
+  for (std::size_t r = 0; r < all.size(); r += 3) {
+    busy += all[r];
+    spans += all[r + 1];
+    makespan = std::max(makespan, all[r + 2]);
+  }
   const double idle = schedule.p * makespan - busy;
   MeasuredBubble measured;
   measured.makespan = makespan;
