@@ -16,7 +16,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <optional>
 #include <sstream>
 #include <string_view>
 
@@ -151,26 +150,35 @@ void sync_path(const std::string& path, int flags) {
   ::close(fd);
 }
 
-// N of a file name "step-<N><rest>", or nothing.
-std::optional<std::int64_t> step_of(const std::string& name, std::size_t rest) {
-  if (name.size() <= 5 + rest || name.compare(0, 5, "step-") != 0) return std::nullopt;
-  const std::string digits = name.substr(5, name.size() - 5 - rest);
-  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return std::nullopt;
-  return std::stoll(digits);
-}
+// write_checkpoint's temporary name: the final name, then mkstemp's six random characters.
+constexpr std::string_view temporary_suffix = ".tmp-XXXXXX";
 
-// step-<N>.h5 files of `directory`, by N.
-std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const std::string& directory) {
+// The regular files of `directory` named "step-<N><tail>", by N; an 'X' in
+// `tail` stands for any character (mkstemp's).
+std::vector<std::pair<std::int64_t, fs::path>> step_files(const std::string& directory, std::string_view tail) {
+  const auto tail_matches = [tail](std::string_view end) {
+    return std::equal(tail.begin(), tail.end(), end.begin(), [](char t, char c) { return t == 'X' || t == c; });
+  };
   std::vector<std::pair<std::int64_t, fs::path>> found;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(directory, error)) {
     const std::string name = entry.path().filename().string();
-    const auto step = name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0 ? step_of(name, 3) : std::nullopt;
-    if (step && entry.is_regular_file(error)) found.emplace_back(*step, entry.path());
+    if (name.size() <= 5 + tail.size() || name.compare(0, 5, "step-") != 0 ||
+        !tail_matches(std::string_view(name).substr(name.size() - tail.size()))) {
+      continue;
+    }
+    const std::string digits = name.substr(5, name.size() - 5 - tail.size());
+    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    if (entry.is_regular_file(error)) found.emplace_back(std::stoll(digits), entry.path());
   }
   std::sort(found.begin(), found.end());
   return found;
+}
+
+// step-<N>.h5 files of `directory`, by N.
+std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const std::string& directory) {
+  return step_files(directory, ".h5");
 }
 
 // Whether `path` is a checkpoint kpipe wrote: an HDF5 file whose root says so
@@ -266,18 +274,10 @@ std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory) {
 }
 
 std::vector<std::string> unfinished_checkpoints(const std::string& directory) {
-  constexpr std::string_view temporary = ".h5.tmp-XXXXXX";  // write_checkpoint's mkstemp pattern
   std::vector<std::string> found;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(directory, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > temporary.size() &&
-        name.compare(name.size() - temporary.size(), 8, temporary.substr(0, 8)) == 0 &&
-        step_of(name, temporary.size()) && entry.is_regular_file(error)) {
-      found.push_back(entry.path().string());
-    }
+  for (const auto& [step, path] : step_files(directory, ".h5" + std::string(temporary_suffix))) {
+    found.push_back(path.string());
   }
-  std::sort(found.begin(), found.end());
   return found;
 }
 
@@ -340,7 +340,7 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
   std::string temporary;
   std::string date;
   on_root(comm, [&] {
-    std::string pattern = final_name + ".tmp-XXXXXX";
+    std::string pattern = final_name + std::string(temporary_suffix);
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) throw runtime_error(fmt::format("{}: cannot create: {}", pattern, std::strerror(errno)));
     // mkstemp makes the file private (0600); a checkpoint gets the umask's usual permissions.
