@@ -342,6 +342,12 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
                                   deck.describe("model.loss"), deck.describe("data.task")));
   }
   check_partition(deck, config);
+  if (config.compute.precision == Precision::bf16 && config.compute.gemm == GemmKind::packed) {
+    throw input_error(fmt::format(
+        "{} has no bfloat16 path (its packed weights are float32); with {} set compute.gemm = \"vendor\" (oneDNN's "
+        "bf16 matmul) or \"portable\"",
+        deck.describe("compute.gemm"), deck.describe("compute.precision")));
+  }
 }
 
 }  // namespace
@@ -364,6 +370,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.path = deck.string("data.path");
   config.compute.gemm = choice<GemmKind>(deck, "compute.gemm");
   config.compute.attention = choice<AttentionKind>(deck, "compute.attention");
+  config.compute.precision = choice<Precision>(deck, "compute.precision");
   config.sim = sim_config(deck);
   config.inference = inference_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");

@@ -183,6 +183,13 @@ std::vector<KeySpec> build_schema() {
       choice("compute.attention", name(d.compute.attention), choice_names<AttentionKind>(),
              "transformer attention: batched GEMMs and a causal-softmax kernel (keeps b*heads*T*T probabilities), or "
              "one fused kernel with online softmax that recomputes them in backward"),
+      choice("compute.precision", name(d.compute.precision), choice_names<Precision>(),
+             "Arithmetic of the Linear layers' GEMMs: fp32, or bf16: inputs rounded to bfloat16 (the weights from "
+             "their float32 master copy after every optimizer step), products summed in float32 (oneDNN's bf16 "
+             "matmul, on AMX or AVX512-BF16 where the CPU has them, with compute.gemm = vendor; the portable Kokkos "
+             "kernel otherwise), and each Linear's saved input and output gradient kept in bfloat16; weights, "
+             "optimizer state, gradients, the activations between layers, normalisation, attention and losses stay "
+             "float32 (docs/model.md, Precision)"),
       // simulator
       real("sim.cost_forward", d.sim.cost_forward, 0.0, limits::sim_cost, true,
            "Simulated time of one F per stage (arbitrary units)"),

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <type_traits>
 
 #include "gemm_backends.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/precision.hpp"
 
 namespace kpipe::kernels {
 
@@ -44,9 +46,10 @@ int leading_dimension(const View& x) {
 }
 
 // m, n, k: the shape of one product (of one block, for gemm_batched).
-template <class Scalar, class AView, class BView, class CView>
-detail::GemmOperands<Scalar> operands(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k,
-                                      Scalar alpha, const AView& A, const BView& B, Scalar beta, const CView& C) {
+template <class Scalar, class AView, class BView, class CView,
+          class In = std::remove_const_t<typename AView::value_type>>
+detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::size_t m, std::size_t n, std::size_t k,
+                                          Scalar alpha, const AView& A, const BView& B, Scalar beta, const CView& C) {
   return {trans_a,
           trans_b,
           static_cast<int>(m),
@@ -91,22 +94,39 @@ Batch<Scalar> row_blocks(const tensor::Matrix<Scalar>& X, int count, int first, 
   return Batch<Scalar>(origin, Kokkos::LayoutStride(count, block_rows * ld, block_rows, ld, cols, 1));
 }
 
+namespace {
+
+// op(A)'s m x k and op(B)'s k x n, checked against C's m x n: an input error
+// printing all three when they do not fit.
+template <class AView, class BView, class CView>
+std::tuple<std::size_t, std::size_t, std::size_t> product_shape(const char* what, Trans trans_a, Trans trans_b,
+                                                                const AView& A, const BView& B, const CView& C) {
+  const auto [m, k] = op_shape(A, trans_a);
+  const auto [k_b, n] = op_shape(B, trans_b);
+  if (k_b != k || C.extent(0) != m || C.extent(1) != n) {
+    throw input_error(fmt::format("{} shapes do not fit: {} is {}x{}, {} is {}x{}, C is {}", what,
+                                  op_name("A", trans_a), m, k, op_name("B", trans_b), k_b, n, tensor::shape_string(C)));
+  }
+  return {m, n, k};
+}
+
+// A matrix as a batch of one.
+template <class View>
+auto whole(const View& X) {
+  return row_blocks(X, 1, 0, static_cast<int>(X.extent(1)));
+}
+
+}  // namespace
+
 template <class Scalar>
 void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
           const tensor::Matrix<Scalar>& C, GemmPath path) {
-  const auto [m, k] = op_shape(A, trans_a);
-  const auto [k_b, n] = op_shape(B, trans_b);
-  if (k_b != k || C.extent(0) != m || C.extent(1) != n) {
-    throw input_error(fmt::format("gemm shapes do not fit: {} is {}x{}, {} is {}x{}, C is {}", op_name("A", trans_a), m,
-                                  k, op_name("B", trans_b), k_b, n, tensor::shape_string(C)));
-  }
+  const auto [m, n, k] = product_shape("gemm", trans_a, trans_b, A, B, C);
   if (m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
   if (vendor == Vendor::none || path == GemmPath::portable) {
-    // A batch of one matrix each.
-    const auto whole = [](const auto& X) { return row_blocks(X, 1, 0, static_cast<int>(X.extent(1))); };
     detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
     return;
   }
@@ -163,6 +183,53 @@ void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans tran
     space.fence();
     detail::cblas_gemm_batched<Scalar>(op);
   }
+}
+
+void gemm_bf16(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+               const tensor::ConstMatrix<tensor::BFloat16>& A, const tensor::ConstMatrix<tensor::BFloat16>& B,
+               float beta, const tensor::Matrix<float>& C, GemmPath path) {
+  const auto [m, n, k] = product_shape("gemm_bf16", trans_a, trans_b, A, B, C);
+  if (m == 0 || n == 0) return;
+  constexpr Vendor vendor = default_vendor();
+  if (vendor != Vendor::cblas || path == GemmPath::portable) {
+    detail::portable_gemm<tensor::BFloat16>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
+    return;
+  }
+  space.fence();  // oneDNN and CBLAS run on the calling thread
+#if defined(KPIPE_HAVE_DNNL)
+  if (!detail::onednn_bf16_kernel().empty()) {
+    detail::onednn_gemm_bf16(operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
+    return;
+  }
+#endif
+  // Widened to float32 the products are the same; only the vendor GEMM's sum order differs.
+  const auto widened = [&](const tensor::ConstMatrix<tensor::BFloat16>& X) {
+    auto wide =
+        tensor::uninitialized_matrix<float>("kpipe::kernels::gemm_bf16::widened", X.extent_int(0), X.extent_int(1));
+    widen(space, X, wide);
+    return wide;
+  };
+  gemm<float>(space, trans_a, trans_b, alpha, widened(A), widened(B), beta, C, GemmPath::vendor);
+}
+
+std::string bf16_gemm_library() {
+  constexpr Vendor vendor = default_vendor();
+  if (vendor == Vendor::cublas) return "the portable kernel (cuBLAS' bf16 GEMM is not wired yet)";
+  if (vendor == Vendor::none) return "the portable kernel (this build has no vendor BLAS)";
+#if defined(KPIPE_HAVE_DNNL)
+  const std::string kernel = detail::onednn_bf16_kernel();
+  if (!kernel.empty()) {
+    const char* units = kernel.find("amx") != std::string::npos ? "AMX-BF16 tiles"
+                        : kernel.find("bf16") != std::string::npos
+                            ? "AVX512-BF16 dot products"
+                            : "bf16 emulated by oneDNN on this CPU's float32 units, which have no bf16 instructions";
+    return fmt::format("{} matmul, {} ({})", detail::onednn_version(), kernel, units);
+  }
+  return "emulated in float32: operands widened for the vendor GEMM (cblas), as oneDNN has no bf16 kernel for this "
+         "CPU, which has no bf16 instructions";
+#else
+  return "emulated in float32: operands widened for the vendor GEMM (cblas), as this build has no oneDNN";
+#endif
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                                     \

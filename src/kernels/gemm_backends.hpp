@@ -6,12 +6,14 @@
 #include <string>
 
 #include "kpipe/kernels/gemm.hpp"
+#include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::kernels::detail {
 
 // A row-major GEMM as BLAS sees it: C (m x n) = alpha op(A) op(B) + beta C,
-// op(A) m x k, op(B) k x n, each matrix with its leading dimension.
-template <class Scalar>
+// op(A) m x k, op(B) k x n, each matrix with its leading dimension. A and B
+// hold In: Scalar, or bfloat16 for a float C (compute.precision = bf16).
+template <class Scalar, class In = Scalar>
 struct GemmOperands {
   Trans trans_a;
   Trans trans_b;
@@ -19,9 +21,9 @@ struct GemmOperands {
   int n;
   int k;
   Scalar alpha;
-  const Scalar* a;
+  const In* a;
   int lda;
-  const Scalar* b;
+  const In* b;
   int ldb;
   Scalar beta;
   Scalar* c;
@@ -52,10 +54,11 @@ template <class Scalar>
 void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmOperands<Scalar>& op);
 
 // The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend:
-// a GEMM per matrix of the batches (a batch of one for a plain GEMM).
-template <class Scalar>
+// a GEMM per matrix of the batches (a batch of one for a plain GEMM). A and B
+// hold In (Scalar, or bfloat16 widened to a float Scalar as tiles load).
+template <class In, class Scalar>
 void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
-                   const ConstBatch<Scalar>& A, const ConstBatch<Scalar>& B, Scalar beta, const Batch<Scalar>& C);
+                   const ConstBatch<In>& A, const ConstBatch<In>& B, Scalar beta, const Batch<Scalar>& C);
 
 // The packed copies of one weight behind PackedWeight (packed_gemm.hpp). A
 // host-side interface: the backend's library types stay out of the headers.
@@ -82,6 +85,13 @@ std::unique_ptr<PackedBackend<float>> make_onednn_packed();
 bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
+// oneDNN's bf16 matmul on row-major operands (gemm_onednn.cpp, with
+// KPIPE_HAVE_DNNL). Only where onednn_bf16_kernel() names a kernel.
+void onednn_gemm_bf16(const GemmOperands<float, tensor::BFloat16>& op);
+// The kernel oneDNN picks for a bf16 matmul on this CPU ("brg:avx512_core_amx_bf16"),
+// or "" where it has none but its reference loops, which are slower than
+// widening to float32 for the vendor GEMM.
+std::string onednn_bf16_kernel();
 
 // libxsmm JIT kernels on weights packed in panels of libxsmm_panel_width
 // columns (four AVX2 vectors), the vendor GEMM for the weight gradient, for

@@ -169,6 +169,80 @@ bool onednn_blocks_weights() {
   return blocks;
 }
 
+namespace {
+
+// op(X), rows x cols, as it lies in memory: X row-major with rows `ld`
+// elements apart, or Xᵀ of X's row-major cols x rows.
+memory::desc operand(int rows, int cols, int ld, Trans trans, memory::data_type type) {
+  return trans == Trans::no ? memory::desc({rows, cols}, type, memory::dims{ld, 1})
+                            : memory::desc({rows, cols}, type, memory::dims{1, ld});
+}
+
+// A bf16 matmul of one shape: op(A) and op(B) bf16, C float32 = alpha op(A)
+// op(B) + beta C (alpha as the output scale, beta as a sum post-op).
+dnnl::matmul::primitive_desc bf16_matmul(const GemmOperands<float, tensor::BFloat16>& op) {
+  const auto bf16 = memory::data_type::bf16;
+  dnnl::primitive_attr attr;
+  if (op.alpha != 1.0f) attr.set_output_scales(0, {op.alpha});
+  if (op.beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(op.beta);
+    attr.set_post_ops(sum);
+  }
+  const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, bf16),
+                                operand(op.k, op.n, op.ldb, op.trans_b, bf16), row_major(op.m, op.n, op.ldc));
+  return dnnl::matmul::primitive_desc(desc, attr, runtime().engine);
+}
+
+}  // namespace
+
+void onednn_gemm_bf16(const GemmOperands<float, tensor::BFloat16>& op) {
+  // One primitive per shape, transpositions, leading dimensions and scalars.
+  using Shape = std::tuple<Trans, Trans, int, int, int, int, int, int, float, float>;
+  struct Matmul {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul primitive;
+  };
+  static std::map<Shape, Matmul> matmuls;
+  try {
+    const Shape shape{op.trans_a, op.trans_b, op.m, op.n, op.k, op.lda, op.ldb, op.ldc, op.alpha, op.beta};
+    auto found = matmuls.find(shape);
+    if (found == matmuls.end()) {
+      const auto pd = bf16_matmul(op);
+      found = matmuls.emplace(shape, Matmul{pd, dnnl::matmul(pd)}).first;
+    }
+    const auto& pd = found->second.pd;
+    Runtime& rt = runtime();
+    // oneDNN wraps the caller's buffers; it never writes an input.
+    memory a(pd.src_desc(), rt.engine, const_cast<tensor::BFloat16*>(op.a));
+    memory b(pd.weights_desc(), rt.engine, const_cast<tensor::BFloat16*>(op.b));
+    memory c(pd.dst_desc(), rt.engine, op.c);
+    found->second.primitive.execute(rt.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    rt.stream.wait();
+  } catch (const dnnl::error& e) {
+    throw runtime_error(fmt::format("oneDNN bf16 matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k,
+                                    op.n, e.what(), static_cast<int>(e.status)));
+  }
+}
+
+std::string onednn_bf16_kernel() {
+  // Asked once, at a Linear's shape (32 rows by 1024 x 1024). oneDNN 2.6 has
+  // bf16 matmul kernels (brgemm) for AVX-512 and newer CPUs, on AMX tiles or
+  // AVX512-BF16 where the CPU has them; elsewhere only its reference loops.
+  static const std::string kernel = [] {
+    constexpr int rows = 32, k = 1024, n = 1024;
+    const GemmOperands<float, tensor::BFloat16> probe{Trans::no, Trans::no, rows, n,    k,       1.0f, nullptr,
+                                                      k,         nullptr,   n,    0.0f, nullptr, n};
+    try {
+      const std::string name = bf16_matmul(probe).impl_info_str();
+      return name.rfind("ref", 0) == 0 ? std::string() : name;
+    } catch (const dnnl::error&) {
+      return std::string();  // no bf16 matmul at all: widen for the vendor GEMM
+    }
+  }();
+  return kernel;
+}
+
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();
   return fmt::format("oneDNN {}.{}.{}", v->major, v->minor, v->patch);

@@ -31,6 +31,13 @@ constexpr int team_size() {
 using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
 using Member = Policy::member_type;
 
+// An operand's element as the tiles hold it: bfloat16 widens to float32 (exact).
+template <class T>
+KOKKOS_INLINE_FUNCTION T widened(T value) {
+  return value;
+}
+KOKKOS_INLINE_FUNCTION float widened(tensor::BFloat16 value) { return tensor::to_float(value); }
+
 // Copies the Rows x Cols block at (row0, col0) of matrix `block` of the
 // operand into `tile`, as is or transposed, zero-padding whatever lies outside
 // the matrix. Each thread copies whole source rows, so the inner loop reads
@@ -42,7 +49,9 @@ KOKKOS_INLINE_FUNCTION void copy_block(const Member& team, const Source& source,
   const int valid_cols = tensor::compat::max(0, tensor::compat::min(Cols, static_cast<int>(source.extent(2)) - col0));
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, Rows), [&](int r) {
     const int filled = r < valid_rows ? valid_cols : 0;
-    for (int c = 0; c < filled; ++c) (Transposed ? tile(c, r) : tile(r, c)) = source(block, row0 + r, col0 + c);
+    for (int c = 0; c < filled; ++c) {
+      (Transposed ? tile(c, r) : tile(r, c)) = widened(source(block, row0 + r, col0 + c));
+    }
     for (int c = filled; c < Cols; ++c) (Transposed ? tile(c, r) : tile(r, c)) = 0;
   });
 }
@@ -73,9 +82,9 @@ KOKKOS_INLINE_FUNCTION void update_micro_tile(const ATile& a_tile, const BTile& 
 }
 
 // The kernel for one combination of transpositions.
-template <class Scalar, bool TransA, bool TransB>
-void tiled_gemm(const tensor::ExecutionSpace& space, Scalar alpha, const ConstBatch<Scalar>& A,
-                const ConstBatch<Scalar>& B, Scalar beta, const Batch<Scalar>& C) {
+template <class In, class Scalar, bool TransA, bool TransB>
+void tiled_gemm(const tensor::ExecutionSpace& space, Scalar alpha, const ConstBatch<In>& A, const ConstBatch<In>& B,
+                Scalar beta, const Batch<Scalar>& C) {
   using T = Tiling;
   using Scratch = typename tensor::ExecutionSpace::scratch_memory_space;
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
@@ -141,20 +150,24 @@ void tiled_gemm(const tensor::ExecutionSpace& space, Scalar alpha, const ConstBa
 
 }  // namespace
 
-template <class Scalar>
+template <class In, class Scalar>
 void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
-                   const ConstBatch<Scalar>& A, const ConstBatch<Scalar>& B, Scalar beta, const Batch<Scalar>& C) {
+                   const ConstBatch<In>& A, const ConstBatch<In>& B, Scalar beta, const Batch<Scalar>& C) {
   const bool a_t = trans_a == Trans::yes;
   const bool b_t = trans_b == Trans::yes;
-  if (!a_t && !b_t) tiled_gemm<Scalar, false, false>(space, alpha, A, B, beta, C);
-  if (!a_t && b_t) tiled_gemm<Scalar, false, true>(space, alpha, A, B, beta, C);
-  if (a_t && !b_t) tiled_gemm<Scalar, true, false>(space, alpha, A, B, beta, C);
-  if (a_t && b_t) tiled_gemm<Scalar, true, true>(space, alpha, A, B, beta, C);
+  if (!a_t && !b_t) tiled_gemm<In, Scalar, false, false>(space, alpha, A, B, beta, C);
+  if (!a_t && b_t) tiled_gemm<In, Scalar, false, true>(space, alpha, A, B, beta, C);
+  if (a_t && !b_t) tiled_gemm<In, Scalar, true, false>(space, alpha, A, B, beta, C);
+  if (a_t && b_t) tiled_gemm<In, Scalar, true, true>(space, alpha, A, B, beta, C);
 }
 
-template void portable_gemm<float>(const tensor::ExecutionSpace&, Trans, Trans, float, const ConstBatch<float>&,
-                                   const ConstBatch<float>&, float, const Batch<float>&);
-template void portable_gemm<double>(const tensor::ExecutionSpace&, Trans, Trans, double, const ConstBatch<double>&,
-                                    const ConstBatch<double>&, double, const Batch<double>&);
+template void portable_gemm<float, float>(const tensor::ExecutionSpace&, Trans, Trans, float, const ConstBatch<float>&,
+                                          const ConstBatch<float>&, float, const Batch<float>&);
+template void portable_gemm<double, double>(const tensor::ExecutionSpace&, Trans, Trans, double,
+                                            const ConstBatch<double>&, const ConstBatch<double>&, double,
+                                            const Batch<double>&);
+template void portable_gemm<tensor::BFloat16, float>(const tensor::ExecutionSpace&, Trans, Trans, float,
+                                                     const ConstBatch<tensor::BFloat16>&,
+                                                     const ConstBatch<tensor::BFloat16>&, float, const Batch<float>&);
 
 }  // namespace kpipe::kernels::detail

@@ -1,8 +1,13 @@
 #include "kpipe/model/linear.hpp"
 
-#include <cmath>
+#include <fmt/format.h>
 
+#include <cmath>
+#include <type_traits>
+
+#include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
 #include "kpipe/model/weight_init.hpp"
@@ -72,12 +77,16 @@ void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& ini
 
 template <class Scalar>
 Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
-                       kernels::GemmPath gemm, LayerEnvironment env, TensorSplit split, int blocks)
+                       KernelChoice kernels, LayerEnvironment env, TensorSplit split, int blocks)
     : env_(env),
       split_(env.collectives.size(Group::tensor) == 1 ? TensorSplit::none : split),
       sequence_parallel_(env.sequence_parallel),
       ranks_(env.collectives.size(Group::tensor)),
-      gemm_(gemm) {
+      gemm_(kernels.gemm),
+      precision_(kernels.precision) {
+  if (bf16() && (!std::is_same_v<Scalar, float> || gemm_ == kernels::GemmPath::packed)) {
+    throw input_error(fmt::format("Linear {}: bf16 GEMMs need float32 layers on the vendor or portable path", name));
+  }
   const Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? 0 : 1, blocks, env.collectives);
   const Shard bias_shard = shard_of(split_, 1, blocks, env.collectives);
   const int rows = local_extent(input, weight_shard, 0);
@@ -89,73 +98,120 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
   // Between the pairs a Linear sees only this rank's rows: its gradients are partial.
   weight_.row_partial = bias_.row_partial = sequence_parallel_ && split_ == TensorSplit::none;
   initialise_shard(env_.exec.space(), init, init_key, input, output, weight_shard, weight_.value);
+  if (bf16()) {
+    weight_bf16_ =
+        tensor::uninitialized_matrix<tensor::BFloat16>("kpipe::model::" + name + ".weight.bf16", rows, columns);
+    weights_changed();
+  }
+}
+
+template <class Scalar>
+void Linear<Scalar>::weights_changed() {
+  packed_.invalidate();
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (bf16()) kernels::round_to_bfloat16(env_.exec.space(), weight_.value, weight_bf16_);
+  }
 }
 
 template <class Scalar>
 std::vector<TensorDecl> Linear<Scalar>::saved(int rows) const {
+  if (bf16()) return {{"x", TensorSpec::matrix<tensor::BFloat16>(rows, input_dim())}};
   return {{"x", TensorSpec::matrix<Scalar>(rows, input_dim())}};
 }
 
 template <class Scalar>
 tensor::Tensor Linear<Scalar>::gathered_rows(const tensor::Tensor& local, const char* label) const {
   const auto rows = static_cast<int>(local.spec().extent(0)), columns = static_cast<int>(local.spec().extent(1));
-  const tensor::Tensor whole = env_.exec.pool().take<Scalar>(label, ranks_ * rows, columns);
+  const tensor::Tensor whole =
+      local.spec().dtype() == tensor::DType::bfloat16
+          ? tensor::Tensor(env_.exec.pool().take<tensor::BFloat16>(label, ranks_ * rows, columns))
+          : tensor::Tensor(env_.exec.pool().take<Scalar>(label, ranks_ * rows, columns));
   env_.collectives.all_gather(Group::tensor, local, whole);
   return whole;
+}
+
+template <class Scalar>
+tensor::Tensor Linear<Scalar>::operand(const tensor::Tensor& x, const char* label) const {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (bf16()) {
+      const auto X = x.matrix<float>();
+      const auto rounded = env_.exec.pool().take<tensor::BFloat16>(label, X.extent_int(0), X.extent_int(1));
+      kernels::round_to_bfloat16(env_.exec.space(), X, rounded);
+      return rounded;
+    }
+  }
+  return x;
+}
+
+template <class Scalar>
+tensor::Tensor Linear<Scalar>::weight_operand() const {
+  return bf16() ? tensor::Tensor(weight_bf16_) : tensor::Tensor(weight_.value);
+}
+
+template <class Scalar>
+void Linear<Scalar>::multiply(Trans trans_a, Trans trans_b, const tensor::Tensor& A, const tensor::Tensor& B,
+                              Scalar beta, const tensor::Matrix<Scalar>& C) const {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (bf16()) {
+      kernels::gemm_bf16(env_.exec.space(), trans_a, trans_b, 1, A.matrix<tensor::BFloat16>(),
+                         B.matrix<tensor::BFloat16>(), beta, C, gemm_);
+      return;
+    }
+  }
+  kernels::gemm(env_.exec.space(), trans_a, trans_b, 1, A.matrix<Scalar>(), B.matrix<Scalar>(), beta, C, gemm_);
 }
 
 template <class Scalar>
 void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::forward");
   const auto& space = env_.exec.space();
+  const tensor::Tensor local = operand(inputs.at(0), "kpipe::model::linear::x_bf16");
   // Sequence parallelism: a column-parallel Linear multiplies the group's rows (its own saved, gathered again in W).
-  const tensor::Tensor input =
-      row_factor() > 1 ? gathered_rows(inputs.at(0), "kpipe::model::linear::gathered_x") : inputs.at(0);
-  const auto X = input.matrix<Scalar>();
+  const tensor::Tensor input = row_factor() > 1 ? gathered_rows(local, "kpipe::model::linear::gathered_x") : local;
   const auto Y = outputs.at(0).matrix<Scalar>();
   if (split_ == TensorSplit::row) {
     // Partial products of this rank's inputs, summed over the group (each
     // rank keeping its rows with sequence parallelism); the bias once, after the sum.
     if (row_divisor() > 1) {
-      const auto partial =
-          env_.exec.pool().take<Scalar>("kpipe::model::linear::partial", X.extent_int(0), output_dim());
-      kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, partial, gemm_);
+      const auto partial = env_.exec.pool().take<Scalar>("kpipe::model::linear::partial",
+                                                         static_cast<int>(input.spec().extent(0)), output_dim());
+      multiply(Trans::no, Trans::no, input, weight_operand(), 0, partial);
       env_.collectives.reduce_scatter_sum(Group::tensor, partial, outputs.at(0));
     } else {
-      kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
+      multiply(Trans::no, Trans::no, input, weight_operand(), 0, Y);
       env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
     }
     kernels::add_row(space, bias_.value, Y);
   } else if (gemm_ == kernels::GemmPath::packed) {
-    packed_.linear_forward(space, X, weight_.value, bias_.value, Y);
+    packed_.linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
   } else {
-    kernels::gemm(space, Trans::no, Trans::no, 1, X, weight_.value, 0, Y, gemm_);
+    multiply(Trans::no, Trans::no, input, weight_operand(), 0, Y);
     kernels::add_row(space, bias_.value, Y);
   }
-  if (ctx) ctx->save("x", inputs.at(0));
+  if (ctx) ctx->save("x", local);
 }
 
 template <class Scalar>
 void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                     Context& ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::backward_input");
+  const tensor::Tensor local = operand(output_grads.at(0), "kpipe::model::linear::dy_bf16");
   // Sequence parallelism: a row-parallel Linear's output gradient is this rank's rows; W needs the group's.
-  const tensor::Tensor gradient =
-      row_divisor() > 1 ? gathered_rows(output_grads.at(0), "kpipe::model::linear::gathered_dy") : output_grads.at(0);
+  const tensor::Tensor gradient = row_divisor() > 1 ? gathered_rows(local, "kpipe::model::linear::gathered_dy") : local;
   if (input_grads.at(0).matrix<Scalar>().size() != 0) {
-    const auto dY = gradient.matrix<Scalar>();
+    const int rows = static_cast<int>(gradient.spec().extent(0));
     // Column-parallel: each rank's outputs contribute to the whole input's
     // gradient, summed over the group (each rank keeping its rows with
     // sequence parallelism).
-    const tensor::Tensor sum = row_factor() > 1
-                                   ? tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::linear::partial_dx",
-                                                                                  dY.extent_int(0), input_dim()))
-                                   : input_grads.at(0);
+    const tensor::Tensor sum =
+        row_factor() > 1
+            ? tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::linear::partial_dx", rows, input_dim()))
+            : input_grads.at(0);
     const auto dX = sum.matrix<Scalar>();
     if (gemm_ == kernels::GemmPath::packed) {
-      packed_.input_gradient(env_.exec.space(), dY, weight_.value, dX);
+      packed_.input_gradient(env_.exec.space(), gradient.matrix<Scalar>(), weight_.value, dX);
     } else {
-      kernels::gemm(env_.exec.space(), Trans::no, Trans::yes, 1, dY, weight_.value, 0, dX, gemm_);
+      multiply(Trans::no, Trans::yes, gradient, weight_operand(), 0, dX);
     }
     if (row_factor() > 1) {
       env_.collectives.reduce_scatter_sum(Group::tensor, sum, input_grads.at(0));
@@ -171,16 +227,23 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::linear::backward_weight");
   const tensor::Tensor input =
       row_factor() > 1 ? gathered_rows(ctx.saved("x"), "kpipe::model::linear::gathered_x") : ctx.saved("x");
-  const auto X = input.matrix<Scalar>();
-  const auto dY = ctx.saved("dy").matrix<Scalar>();
+  const tensor::Tensor& gradient = ctx.saved("dy");
   const auto& space = env_.exec.space();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.
   if (gemm_ == kernels::GemmPath::packed) {
-    packed_.weight_gradient(space, X, dY, weight_.grad);
+    packed_.weight_gradient(space, input.matrix<Scalar>(), gradient.matrix<Scalar>(), weight_.grad);
   } else {
-    kernels::gemm(space, Trans::yes, Trans::no, 1, X, dY, 1, weight_.grad, gemm_);
+    multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad);
   }
-  kernels::add_column_sums(space, dY, bias_.grad);
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (bf16()) {
+      kernels::add_column_sums(space, gradient.matrix<tensor::BFloat16>(), bias_.grad);
+    } else {
+      kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
+    }
+  } else {
+    kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
+  }
   ctx.clear();
 }
 

@@ -57,6 +57,7 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.stages = partition_layers(config);
   spec.stage.kernels.gemm = config.compute.gemm;
   spec.stage.kernels.attention = config.compute.attention;
+  spec.stage.kernels.precision = config.compute.precision;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   spec.stage.sequence_parallel = config.pipeline.sequence_parallel;
   return spec;

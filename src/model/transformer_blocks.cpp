@@ -42,7 +42,7 @@ class LinearFactory {
                                       int blocks) {
     const auto key = detail::stream(detail::Stream::weights, model_.seed, index_, next_++);
     return std::make_unique<Linear<Scalar>>(in, out, name(part), key, WeightInit::of(init_kind(model_), in, out, std),
-                                            kernels_.gemm, env_, split, blocks);
+                                            kernels_, env_, split, blocks);
   }
 
   const ModelSpec& model_;

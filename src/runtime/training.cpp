@@ -13,6 +13,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/io/checkpoint.hpp"
+#include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/run_report.hpp"
@@ -69,6 +70,11 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
   // "packed" is valid in every build; say what it means in this one.
   if (config.compute.gemm == config::GemmKind::packed) {
     log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
+  }
+  if (config.compute.precision == config::Precision::bf16) {
+    log::info("compute.precision = bf16: Linear GEMMs in bfloat16 with float32 sums on {}",
+              config.compute.gemm == config::GemmKind::portable ? std::string("the portable kernel")
+                                                                : kernels::bf16_gemm_library());
   }
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
   return comm::collectively(comm::world(), watchdog, "set-up",

@@ -16,6 +16,7 @@ std::size_t Workspace::buffers() const {
   std::size_t buffers = 0, bytes = 0;
   tally(float_pools_, buffers, bytes);
   tally(double_pools_, buffers, bytes);
+  tally(bfloat16_pools_, buffers, bytes);
   return buffers;
 }
 
@@ -23,6 +24,7 @@ std::size_t Workspace::bytes() const {
   std::size_t buffers = 0, bytes = 0;
   tally(float_pools_, buffers, bytes);
   tally(double_pools_, buffers, bytes);
+  tally(bfloat16_pools_, buffers, bytes);
   return bytes;
 }
 

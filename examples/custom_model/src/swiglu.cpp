@@ -84,14 +84,14 @@ std::unique_ptr<Layer<Scalar>> make_block(const LayerBuild& build) {
   std::vector<std::unique_ptr<Layer<Scalar>>> branch;
   branch.push_back(std::make_unique<LayerNorm<Scalar>>(width, name + ".norm", build.env));
   // W1 | W3 as one column-parallel projection of two blocks: this rank's h/t gate and up columns.
-  auto gate_up = std::make_unique<Linear<Scalar>>(width, 2 * hidden, name + ".gate_up", build.weight_stream(0),
-                                                  build.init(width, hidden), build.kernels.gemm, build.env,
-                                                  TensorSplit::column, 2);
+  auto gate_up =
+      std::make_unique<Linear<Scalar>>(width, 2 * hidden, name + ".gate_up", build.weight_stream(0),
+                                       build.init(width, hidden), build.kernels, build.env, TensorSplit::column, 2);
   const int columns = gate_up->output_dim() / 2;
   branch.push_back(std::move(gate_up));
   branch.push_back(std::make_unique<SwiGLU<Scalar>>(columns, build.env));
   branch.push_back(std::make_unique<Linear<Scalar>>(hidden, width, name + ".down", build.weight_stream(1),
-                                                    build.init(hidden, width), build.kernels.gemm, build.env,
+                                                    build.init(hidden, width), build.kernels, build.env,
                                                     TensorSplit::row));
   return std::make_unique<Residual<Scalar>>(std::make_unique<Sequential<Scalar>>(std::move(branch), build.env),
                                             build.env);

@@ -28,6 +28,7 @@ enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
 enum class GemmKind { vendor, packed, portable };
 enum class AttentionKind { gemm, fused };
+enum class Precision { fp32, bf16 };
 enum class LrSchedule { constant, cosine };
 enum class Recompute { none, full };
 enum class ActivationStore { memory, hdf5 };
@@ -61,6 +62,7 @@ KPIPE_CHOICES(OptimizerKind, {"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKin
 KPIPE_CHOICES(Task, {"classification", Task::classification}, {"regression", Task::regression})
 KPIPE_CHOICES(GemmKind, {"vendor", GemmKind::vendor}, {"packed", GemmKind::packed}, {"portable", GemmKind::portable})
 KPIPE_CHOICES(AttentionKind, {"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused})
+KPIPE_CHOICES(Precision, {"fp32", Precision::fp32}, {"bf16", Precision::bf16})
 KPIPE_CHOICES(LrSchedule, {"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine})
 KPIPE_CHOICES(Recompute, {"none", Recompute::none}, {"full", Recompute::full})
 KPIPE_CHOICES(ActivationStore, {"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5})
@@ -168,6 +170,7 @@ struct PipelineConfig {
 struct ComputeConfig {
   GemmKind gemm = GemmKind::vendor;
   AttentionKind attention = AttentionKind::gemm;
+  Precision precision = Precision::fp32;
 };
 
 // sim.*: the simulator's cost model, per pipeline rank's share of the model.

@@ -12,6 +12,7 @@
 
 #include "kpipe/config/run_config.hpp"
 #include "kpipe/tensor/matrix.hpp"
+#include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::kernels {
 
@@ -32,6 +33,24 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
           const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
+
+// compute.precision = bf16: C = alpha op(A) op(B) + beta C with A and B in
+// bfloat16 and C in float32. Every product of two bfloat16 is exact in float32
+// and the sums run in float32, so the result differs from a float64 product of
+// the same operands only by the float32 summation error. The vendor path is
+// oneDNN's bf16 matmul where the build has oneDNN and it has a kernel for this
+// CPU (bf16_gemm_library() says which), and otherwise A and B widened to
+// float32 for the vendor GEMM; the portable path (and every path on CUDA for
+// now) is the portable kernel loading bfloat16 into float32 tiles. GemmPath::
+// packed runs the vendor path. Deterministic like gemm.
+void gemm_bf16(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+               const tensor::ConstMatrix<tensor::BFloat16>& A, const tensor::ConstMatrix<tensor::BFloat16>& B,
+               float beta, const tensor::Matrix<float>& C, GemmPath path = GemmPath::vendor);
+
+// What gemm_bf16's vendor path runs in this build on this CPU, for the run
+// log: "oneDNN 2.6.3 matmul, brg:avx512_core_amx_bf16 (AMX-BF16 tiles)", or
+// "emulated in float32: ..." saying why.
+std::string bf16_gemm_library();
 
 // `count` matrices of one shape: X(i, r, c) is row r, column c of matrix i.
 // Rows are contiguous (stride(2) == 1); rows and matrices may lie any

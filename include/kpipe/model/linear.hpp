@@ -8,6 +8,7 @@
 
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
+#include "kpipe/model/kernel_choice.hpp"
 #include "kpipe/model/layer.hpp"
 #include "kpipe/model/tensor_split.hpp"
 #include "kpipe/model/weight_init.hpp"
@@ -23,11 +24,18 @@ namespace kpipe::model {
 // local widths. Column-parallel over `blocks` equal blocks of the outputs (a
 // fused Q|K|V projection: 3), a rank holds its slice of every block. Saves
 // "x" in F, "x" and "dy" from B to W.
+//
+// kernels.precision = bf16 (float layers only): the three GEMMs take bfloat16
+// operands and sum in float32 (kernels::gemm_bf16): X and dY rounded as they
+// arrive, W from a bfloat16 copy of the float32 master made at construction
+// and at every weights_changed(). The saved "x" and "dy" are those bfloat16
+// copies, half the bytes; outputs, input gradients, the bias and every
+// gradient stay float32.
 template <class Scalar>
 class Linear final : public Layer<Scalar> {
  public:
-  Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
-         kernels::GemmPath gemm, LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1);
+  Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init, KernelChoice kernels,
+         LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1);
 
   const char* kind() const override { return "linear"; }
   int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
@@ -39,15 +47,23 @@ class Linear final : public Layer<Scalar> {
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
   std::vector<Parameter<Scalar>> parameters() const override { return {weight_, bias_}; }
-  void weights_changed() override { packed_.invalidate(); }
+  void weights_changed() override;
 
  private:
   // Sequence parallelism: a column-parallel Linear gathers the group's rows
   // (t times its input's), a row-parallel one reduce-scatters them (1/t).
   int row_factor() const { return sequence_parallel_ && split_ == TensorSplit::column ? ranks_ : 1; }
   int row_divisor() const { return sequence_parallel_ && split_ == TensorSplit::row ? ranks_ : 1; }
+  bool bf16() const { return precision_ == config::Precision::bf16; }
   // A pooled buffer of the group's rows of `local`, stacked in rank order.
   tensor::Tensor gathered_rows(const tensor::Tensor& local, const char* label) const;
+  // `x` as the GEMMs take it: itself, or rounded to bfloat16 in a pooled buffer.
+  tensor::Tensor operand(const tensor::Tensor& x, const char* label) const;
+  // C = op(A) op(B) + beta C on the layer's GEMM path and precision, from
+  // operands as operand() makes them (W: weight_operand()).
+  void multiply(kernels::Trans trans_a, kernels::Trans trans_b, const tensor::Tensor& A, const tensor::Tensor& B,
+                Scalar beta, const tensor::Matrix<Scalar>& C) const;
+  tensor::Tensor weight_operand() const;
 
   LayerEnvironment env_;
   TensorSplit split_;  // none whenever the tensor group has one rank
@@ -56,7 +72,9 @@ class Linear final : public Layer<Scalar> {
   Parameter<Scalar> weight_;
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
-  kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W and Wᵀ in the library's layout
+  config::Precision precision_;
+  kernels::PackedWeight<Scalar> packed_;          // GemmPath::packed: W and Wᵀ in the library's layout
+  tensor::Matrix<tensor::BFloat16> weight_bf16_;  // bf16: W rounded, refreshed by weights_changed()
 };
 
 }  // namespace kpipe::model

@@ -13,6 +13,7 @@
 #include "kpipe/tensor/buffer_pool.hpp"
 #include "kpipe/tensor/compat.hpp"
 #include "kpipe/tensor/matrix.hpp"
+#include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::tensor {
 
@@ -43,6 +44,7 @@ class Workspace {
 
   std::map<std::string, BufferPool<Matrix<float>>> float_pools_;
   std::map<std::string, BufferPool<Matrix<double>>> double_pools_;
+  std::map<std::string, BufferPool<Matrix<BFloat16>>> bfloat16_pools_;  // compute.precision = bf16 operands
 };
 
 template <>
@@ -52,6 +54,10 @@ inline std::map<std::string, BufferPool<Matrix<float>>>& Workspace::pools<float>
 template <>
 inline std::map<std::string, BufferPool<Matrix<double>>>& Workspace::pools<double>() {
   return double_pools_;
+}
+template <>
+inline std::map<std::string, BufferPool<Matrix<BFloat16>>>& Workspace::pools<BFloat16>() {
+  return bfloat16_pools_;
 }
 
 class ExecContext {

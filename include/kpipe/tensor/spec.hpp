@@ -14,9 +14,8 @@
 namespace kpipe::tensor {
 
 // bfloat16 is a storage type: 8 exponent bits like float32, 7 mantissa bits.
-// Arithmetic converts to float32, accumulates there and rounds back on store.
-// No kernel reads or writes it yet; the dtype exists so that specs, pools and
-// checkpoints can describe mixed-precision tensors before the kernels do.
+// Arithmetic converts to float32, accumulates there and rounds back on store:
+// compute.precision = bf16 keeps GEMM operands in it (kernels::gemm_bf16).
 struct BFloat16 {
   std::uint16_t bits = 0;
 };

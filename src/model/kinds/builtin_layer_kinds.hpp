@@ -25,7 +25,7 @@ template <class Scalar>
 std::unique_ptr<Linear<Scalar>> pairing_linear(const LayerBuild& build) {
   const LayerSpec& spec = build.spec;
   return std::make_unique<Linear<Scalar>>(spec.input_dim, spec.output_dim, build.name(), build.weight_stream(0),
-                                          build.init(spec.input_dim, spec.output_dim), build.kernels.gemm, build.env,
+                                          build.init(spec.input_dim, spec.output_dim), build.kernels, build.env,
                                           build.split);
 }
 

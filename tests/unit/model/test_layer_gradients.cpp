@@ -67,7 +67,7 @@ TEST_CASE("Linear gradients match finite differences", "[model][gradients]") {
   tensor::ExecContext exec;
   SerialCollectives collectives(exec);
   Linear<double> layer(5, 3, "linear", kernels::stream_key(1, 2), WeightInit::of(config::InitKind::uniform, 5, 3),
-                       kernels::GemmPath::vendor, {exec, collectives});
+                       KernelChoice{}, {exec, collectives});
   // A non-zero bias, so the check sees it enter the output.
   kernels::fill_uniform(exec.space(), 99, -1, 1, layer.parameters()[1].value);
   check_layer(layer, 4);

@@ -29,14 +29,13 @@ std::unique_ptr<Layer<Scalar>> pre_norm_block(const LayerBuild& build) {
   const int width = build.spec.input_dim;
   std::vector<std::unique_ptr<Layer<Scalar>>> branch;
   branch.push_back(std::make_unique<LayerNorm<Scalar>>(width, build.name() + ".norm", build.env));
-  auto up =
-      std::make_unique<Linear<Scalar>>(width, width, build.name() + ".fc1", build.weight_stream(0),
-                                       build.init(width, width), build.kernels.gemm, build.env, TensorSplit::column);
+  auto up = std::make_unique<Linear<Scalar>>(width, width, build.name() + ".fc1", build.weight_stream(0),
+                                             build.init(width, width), build.kernels, build.env, TensorSplit::column);
   const int columns = up->output_dim();
   branch.push_back(std::move(up));
   branch.push_back(std::make_unique<ActivationLayer<Scalar>>(build.model.activation, columns, build.env));
   branch.push_back(std::make_unique<Linear<Scalar>>(width, width, build.name() + ".fc2", build.weight_stream(1),
-                                                    build.init(width, width), build.kernels.gemm, build.env,
+                                                    build.init(width, width), build.kernels, build.env,
                                                     TensorSplit::row));
   return std::make_unique<Residual<Scalar>>(std::make_unique<Sequential<Scalar>>(std::move(branch), build.env),
                                             build.env);

@@ -1,0 +1,161 @@
+// compute.precision = bf16: the bfloat16 GEMM (bfloat16 operands, float32
+// sums) on every path against a float64 product of the same operands, the
+// error bound of bfloat16 operands against float32 ones, and the conversions.
+//
+// The bounds (Higham, "Accuracy and Stability of Numerical Algorithms", §3.1,
+// u = 2^-24 the float32 unit roundoff): a product of two bfloat16 is exact in
+// float32, so a path that sums k of them in float32 in any order, scales by
+// alpha and adds beta C is within (k + 2) u (|alpha| sum |a||b| + |beta||c|)
+// of the exact value. Rounding float32 operands to bfloat16 (unit roundoff
+// 2^-9) moves each product by at most (2^-8 + 2^-18) |a||b| more.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "catch.hpp"
+#include "input_error.hpp"
+#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/precision.hpp"
+#include "random_matrix.hpp"
+
+using namespace kpipe::kernels;
+using namespace kpipe::tensor;
+using kpipe::test::random_matrix;
+
+namespace {
+
+constexpr double u = 0x1p-24;
+
+Matrix<BFloat16> rounded(const Matrix<float>& X) {
+  auto Y = uninitialized_matrix<BFloat16>("test::bf16", X.extent_int(0), X.extent_int(1));
+  round_to_bfloat16(ExecutionSpace(), X, Y);
+  ExecutionSpace().fence();
+  return Y;
+}
+
+std::vector<double> widened_to_host(const Matrix<BFloat16>& X) {
+  auto wide = uninitialized_matrix<float>("test::wide", X.extent_int(0), X.extent_int(1));
+  widen(ExecutionSpace(), X, wide);
+  const auto values = to_host<float>(wide);
+  return {values.begin(), values.end()};
+}
+
+struct Exact {
+  std::vector<double> value;  // alpha op(A) op(B) + beta C in float64 (exact for these operands up to 2^-53)
+  std::vector<double> scale;  // |alpha| sum |a||b| + |beta||c|, what the bound multiplies
+};
+
+// alpha op(A) op(B) + beta C for row-major a (rows_a x cols_a), b and c.
+Exact exact(Trans ta, Trans tb, int m, int n, int k, double alpha, const std::vector<double>& a,
+            const std::vector<double>& b, double beta, const std::vector<float>& c) {
+  const auto op_a = [&](int i, int l) { return ta == Trans::no ? a[i * k + l] : a[l * m + i]; };
+  const auto op_b = [&](int l, int j) { return tb == Trans::no ? b[l * n + j] : b[j * k + l]; };
+  Exact out{std::vector<double>(m * n), std::vector<double>(m * n)};
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int l = 0; l < k; ++l) {
+        sum += op_a(i, l) * op_b(l, j);
+        magnitude += std::abs(op_a(i, l) * op_b(l, j));
+      }
+      out.value[i * n + j] = alpha * sum + beta * c[i * n + j];
+      out.scale[i * n + j] = std::abs(alpha) * magnitude + std::abs(beta) * std::abs(c[i * n + j]);
+    }
+  }
+  return out;
+}
+
+// The largest |got - exact| / scale over the entries.
+double worst_ratio(const std::vector<float>& got, const Exact& truth) {
+  double worst = 0;
+  for (std::size_t e = 0; e < got.size(); ++e) {
+    const double error = std::abs(got[e] - truth.value[e]);
+    worst = std::max(worst, truth.scale[e] == 0 ? error : error / truth.scale[e]);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 GEMM on every path is within float32 summation error of a float64 product", "[kernels][gemm][bf16]") {
+  // The Linear shapes of the decks (32 and 64 rows by 128 to 512 wide) and odd edges.
+  const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{32, 512, 128},
+                                  std::tuple{64, 256, 256}, std::tuple{128, 96, 1000});
+  const auto ta = GENERATE(Trans::no, Trans::yes);
+  const auto tb = GENERATE(Trans::no, Trans::yes);
+  const auto [alpha, beta] = GENERATE(std::pair{1.0f, 0.0f}, std::pair{1.0f, 1.0f}, std::pair{-0.5f, 2.0f});
+  const auto path = GENERATE(GemmPath::portable, GemmPath::vendor);
+  INFO("m = " << m << ", n = " << n << ", k = " << k << ", transposed A " << (ta == Trans::yes) << ", B "
+              << (tb == Trans::yes) << ", alpha " << alpha << ", beta " << beta << ", "
+              << (path == GemmPath::portable ? "portable" : bf16_gemm_library()));
+  const auto A = rounded(ta == Trans::no ? random_matrix<float>(m, k, 1) : random_matrix<float>(k, m, 1));
+  const auto B = rounded(tb == Trans::no ? random_matrix<float>(k, n, 2) : random_matrix<float>(n, k, 2));
+  const auto C = random_matrix<float>(m, n, 3);
+  const auto c = to_host<float>(C);
+
+  gemm_bf16(ExecutionSpace(), ta, tb, alpha, A, B, beta, C, path);
+  ExecutionSpace().fence();
+  const Exact truth = exact(ta, tb, m, n, k, alpha, widened_to_host(A), widened_to_host(B), beta, c);
+  CHECK(worst_ratio(to_host<float>(C), truth) <= (k + 2) * u);
+}
+
+TEST_CASE("bf16 GEMM of float32 operands is within the bfloat16 rounding bound", "[kernels][gemm][bf16]") {
+  constexpr int m = 32, n = 256, k = 512;
+  const auto A = random_matrix<float>(m, k, 4), B = random_matrix<float>(k, n, 5);
+  auto C = zero_matrix<float>("test::C", m, n);
+  gemm_bf16(ExecutionSpace(), Trans::no, Trans::no, 1, rounded(A), rounded(B), 0, C);
+  ExecutionSpace().fence();
+  const auto a = to_host<float>(A), b = to_host<float>(B);
+  const Exact truth =
+      exact(Trans::no, Trans::no, m, n, k, 1, {a.begin(), a.end()}, {b.begin(), b.end()}, 0, std::vector<float>(m * n));
+  const double ratio = worst_ratio(to_host<float>(C), truth);
+  CHECK(ratio <= 0x1p-8 + 0x1p-18 + (k + 2) * u);
+  // And bfloat16 is not float32 in disguise: the rounding shows.
+  CHECK(ratio > (k + 2) * u);
+}
+
+TEST_CASE("bfloat16 conversions round to nearest even and widen exactly", "[kernels][bf16]") {
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even, 1. 1 + 3·2^-8 ties up to 1 + 2^-6.
+  const std::vector<float> values{1.0f, 1.0f + 0x1p-8f, 1.0f + 0x1.8p-7f, -2.5f, 3.4e38f, 1e-40f, NAN, INFINITY};
+  const std::vector<float> expected{1.0f, 1.0f, 1.0f + 0x1p-6f, -2.5f, INFINITY, 1e-40f, NAN, INFINITY};
+  auto X = uninitialized_matrix<float>("test::X", 1, static_cast<int>(values.size()));
+  Kokkos::deep_copy(X, HostRows<float>(const_cast<float*>(values.data()), 1, values.size()));
+  const auto back = widened_to_host(rounded(X));
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    INFO(values[e]);
+    if (std::isnan(expected[e])) {
+      CHECK(std::isnan(back[e]));
+    } else if (e == 5) {
+      CHECK(std::abs(back[e] - 1e-40) <= 0x1p-134);  // a subnormal keeps its top 7 bits
+    } else {
+      CHECK(back[e] == expected[e]);
+    }
+  }
+}
+
+TEST_CASE("bf16 column sums add rows in float32", "[kernels][bf16]") {
+  const auto X = random_matrix<float>(37, 70, 6);
+  const auto X16 = rounded(X);
+  auto sums = random_matrix<float>(1, 70, 7);
+  const auto before = to_host<float>(sums);
+  add_column_sums(ExecutionSpace(), X16, sums);
+  ExecutionSpace().fence();
+  const auto x = widened_to_host(X16);
+  const auto got = to_host<float>(sums);
+  for (int j = 0; j < 70; ++j) {
+    float sum = 0;  // ascending rows in float32, then added: the kernel's order
+    for (int i = 0; i < 37; ++i) sum += static_cast<float>(x[i * 70 + j]);
+    CHECK(got[j] == before[j] + sum);
+  }
+}
+
+TEST_CASE("bf16 GEMM shapes that do not fit are an input error", "[kernels][gemm][bf16]") {
+  const auto A = rounded(random_matrix<float>(4, 5, 8)), B = rounded(random_matrix<float>(6, 3, 9));
+  auto C = zero_matrix<float>("test::C", 4, 3);
+  const std::string message =
+      kpipe::test::input_error_of([&] { gemm_bf16(ExecutionSpace(), Trans::no, Trans::no, 1, A, B, 0, C); });
+  CHECK(message.find("gemm_bf16 shapes do not fit") != std::string::npos);
+}
