@@ -395,6 +395,8 @@ std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind) {
       return checksum_as<std::int64_t>(dataset, kind);
     case hdf5::Type::uint64:
       return checksum_as<std::uint64_t>(dataset, kind);
+    case hdf5::Type::bfloat16:
+      return checksum_as<tensor::BFloat16>(dataset, kind);
   }
   return 0;
 }

@@ -50,8 +50,24 @@ struct TypeInfo {
   hid_t stored;
 };
 
+// bfloat16 as an HDF5 float type: float32's layout cut to its upper half
+// (sign bit 15, exponent bits 7-14 with bias 127, mantissa bits 0-6). Made once.
+hid_t bfloat16_type() {
+  static const hid_t type = [] {
+    const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(t, 15, 7, 8, 0, 7);
+    H5Tset_precision(t, 16);
+    H5Tset_size(t, 2);
+    H5Tset_ebias(t, 127);
+    return t;
+  }();
+  return type;
+}
+
 TypeInfo info(Type type) {
   switch (type) {
+    case Type::bfloat16:
+      return {"bfloat16", bfloat16_type(), bfloat16_type()};
     case Type::float32:
       return {"float32", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE};
     case Type::float64:
@@ -271,7 +287,11 @@ Type Dataset::type() const {
   if (!type.valid()) fail("cannot read the dataset's type");
   const auto type_class = H5Tget_class(type.get());
   const auto size = H5Tget_size(type.get());
-  if (type_class == H5T_FLOAT) return size == 4 ? Type::float32 : Type::float64;
+  if (type_class == H5T_FLOAT) {
+    if (size == 2 && H5Tequal(type.get(), bfloat16_type()) > 0) return Type::bfloat16;
+    if (size == 4 || size == 8) return size == 4 ? Type::float32 : Type::float64;
+    fail(fmt::format("holds {}-byte floats, which kpipe does not read (float32, float64 or bfloat16)", size));
+  }
   if (type_class == H5T_INTEGER) {
     if (size == 4) return Type::int32;
     return H5Tget_sign(type.get()) == H5T_SGN_NONE ? Type::uint64 : Type::int64;

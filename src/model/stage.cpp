@@ -189,15 +189,19 @@ void Stage<Scalar>::restore(int mb, Stashed& entry) {
     if (spilled.alias_of >= 0) {
       restored.push_back(restored.at(static_cast<std::size_t>(spilled.alias_of)));
     } else {
-      if (spilled.spec.rank() != 2 || spilled.spec.dtype() != tensor::dtype_of<Scalar>()) {
+      const tensor::DType dtype = spilled.spec.dtype();
+      if (spilled.spec.rank() != 2 || (dtype != tensor::dtype_of<Scalar>() && dtype != tensor::DType::bfloat16)) {
         throw runtime_error(
             fmt::format("{}: cannot take back the stashed {} \"{}\" of microbatch {}: the stash "
-                        "store restores matrices of the stage's scalar type only",
+                        "store restores matrices of the stage's scalar type or bfloat16 only",
                         stage_name(layers_), spilled.spec.to_string(), spilled.key, mb));
       }
+      const int rows = static_cast<int>(spilled.spec.extent(0)), cols = static_cast<int>(spilled.spec.extent(1));
+      // compute.precision = bf16: a Linear's saved input is its bfloat16 copy.
       const tensor::Tensor into =
-          exec_.pool().take<Scalar>("kpipe::model::restored_stash", static_cast<int>(spilled.spec.extent(0)),
-                                    static_cast<int>(spilled.spec.extent(1)));
+          dtype == tensor::DType::bfloat16
+              ? tensor::Tensor(exec_.pool().take<tensor::BFloat16>("kpipe::model::restored_stash", rows, cols))
+              : tensor::Tensor(exec_.pool().take<Scalar>("kpipe::model::restored_stash", rows, cols));
       store.take(mb, spilled.key, into);
       restored.push_back(into);
     }

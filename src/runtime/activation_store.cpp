@@ -58,11 +58,23 @@ io::hdf5::Type file_type(const tensor::TensorSpec& spec, const std::string& name
       return io::hdf5::Type::float32;
     case tensor::DType::float64:
       return io::hdf5::Type::float64;
-    default:
-      break;
+    case tensor::DType::bfloat16:
+      return io::hdf5::Type::bfloat16;
   }
-  throw runtime_error(
-      fmt::format("the activation store keeps float32 and float64 tensors, not {} (\"{}\")", spec.to_string(), name));
+  throw runtime_error(fmt::format("the activation store cannot keep {} (\"{}\")", spec.to_string(), name));
+}
+
+// f(T{}) for the element type T of `type`, one that file_type returns.
+template <class F>
+void with_element_type(io::hdf5::Type type, F&& f) {
+  switch (type) {
+    case io::hdf5::Type::float64:
+      return f(double{});
+    case io::hdf5::Type::bfloat16:
+      return f(tensor::BFloat16{});
+    default:
+      return f(float{});
+  }
 }
 
 // {rows, elements per row}: every stashed tensor is stored as a 2-D dataset.
@@ -112,11 +124,8 @@ class Hdf5ActivationStore::Chunk final : public model::StashStore {
     const auto shape = file_shape(tensor.spec());
     io::hdf5::Dataset& dataset = dataset_for(mb, name, type, shape);
     const void* data = host_bytes(tensor);
-    if (type == io::hdf5::Type::float32) {
-      dataset.write_rows(static_cast<const float*>(data), 0, shape[0]);
-    } else {
-      dataset.write_rows(static_cast<const double*>(data), 0, shape[0]);
-    }
+    with_element_type(
+        type, [&](auto element) { dataset.write_rows(static_cast<const decltype(element)*>(data), 0, shape[0]); });
     held_.insert({mb, name});
     state_.traffic.bytes_written += tensor.spec().bytes();
     state_.traffic.tensors_written += 1;
@@ -141,11 +150,8 @@ class Hdf5ActivationStore::Chunk final : public model::StashStore {
     void* target = host_reachable ? into.data() : staging(bytes);
     // The pooled buffer may still be read by kernels queued before it was handed out.
     if (host_reachable) state_.exec.fence("kpipe::runtime::activation_store::take");
-    if (dataset.type() == io::hdf5::Type::float32) {
-      dataset.read_rows(static_cast<float*>(target), 0, shape[0]);
-    } else {
-      dataset.read_rows(static_cast<double*>(target), 0, shape[0]);
-    }
+    with_element_type(dataset.type(),
+                      [&](auto element) { dataset.read_rows(static_cast<decltype(element)*>(target), 0, shape[0]); });
     if (!host_reachable) {
       Kokkos::deep_copy(state_.exec.space(), Bytes(static_cast<unsigned char*>(into.data()), bytes),
                         HostBytes(static_cast<unsigned char*>(target), bytes));

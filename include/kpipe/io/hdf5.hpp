@@ -33,13 +33,16 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
+#include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::io::hdf5 {
 
-// The element types a dataset may hold.
-enum class Type { float32, float64, int32, int64, uint64 };
+// The element types a dataset may hold. bfloat16 is stored as an HDF5 float
+// type of its own (sign, 8 exponent bits with bias 127, 7 mantissa bits), so
+// h5py and h5dump read the values, not raw 16-bit words.
+enum class Type { float32, float64, int32, int64, uint64, bfloat16 };
 
-// "float32", "float64", "int32", "int64" or "uint64".
+// "float32", "float64", "int32", "int64", "uint64" or "bfloat16".
 const char* name_of(Type type);
 
 template <class T>
@@ -63,6 +66,10 @@ constexpr Type type_of<std::int64_t>() {
 template <>
 constexpr Type type_of<std::uint64_t>() {
   return Type::uint64;
+}
+template <>
+constexpr Type type_of<tensor::BFloat16>() {
+  return Type::bfloat16;
 }
 
 namespace detail {

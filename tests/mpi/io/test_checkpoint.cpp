@@ -2,7 +2,7 @@
 // steps give bitwise the weights of 2N uninterrupted steps, for 1f1b and
 // interleaved; a checkpoint written on p = 2 restarts on p = 4 and on d = 2;
 // one written with t = 2 tensor ranks holds global tensors and restarts on
-// t = 1 and on t = 2.
+// t = 1 and on t = 2; bf16 and fp32 checkpoints restart in either precision.
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -111,11 +111,13 @@ void compare(const Weights& expected, const Weights& actual, double tolerance) {
 TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]") {
   if (comm::size_of(comm::world()) != 2) return;
   const std::string directory = scratch_directory();
-  // packed: the restored weights reach the forward products through their packed copies.
-  for (const std::string schedule : {"1f1b", "interleaved", "1f1b packed"}) {
+  // packed and bf16: the restored weights reach the products through their
+  // packed or bfloat16 copies.
+  for (const std::string schedule : {"1f1b", "interleaved", "1f1b packed", "1f1b bf16"}) {
     INFO(schedule);
     auto config = config_for(2, 1, schedule.substr(0, schedule.find(' ')), directory);
     if (schedule.find("packed") != std::string::npos) config.compute.gemm = config::GemmKind::packed;
+    if (schedule.find("bf16") != std::string::npos) config.compute.precision = config::Precision::bf16;
     const Weights uninterrupted = train(config, MPI_COMM_WORLD, 0, 2 * half);
     std::string file;
     train(config, MPI_COMM_WORLD, 0, half, "", &file);
@@ -134,6 +136,33 @@ TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]")
   CHECK(std::filesystem::exists(io::checkpoint_file(directory, 3)));
   CHECK_FALSE(std::filesystem::exists(io::checkpoint_file(directory, 2)));
   CHECK_FALSE(std::filesystem::exists(io::checkpoint_file(directory, 1)));
+  remove_directory(directory);
+}
+
+// compute.precision changes the arithmetic, not what is stored: checkpoints
+// hold the float32 master weights and optimizer state, so a bf16 checkpoint
+// loads into an fp32 run (and back) with every master bit, and runs on.
+TEST_CASE("a bf16 checkpoint restarts in fp32 and an fp32 one in bf16", "[checkpoint][bf16]") {
+  if (comm::size_of(comm::world()) != 2) return;
+  const std::string directory = scratch_directory();
+  for (const auto from : {config::Precision::bf16, config::Precision::fp32}) {
+    const auto to = from == config::Precision::bf16 ? config::Precision::fp32 : config::Precision::bf16;
+    INFO(config::name_of(from) << " to " << config::name_of(to));
+    auto written_with = config_for(2, 1, "1f1b", directory);
+    written_with.compute.precision = from;
+    std::string file;
+    const Weights saved = train(written_with, MPI_COMM_WORLD, 0, half, "", &file);
+    auto restarted_with = written_with;
+    restarted_with.compute.precision = to;
+    const Weights restored = train(restarted_with, MPI_COMM_WORLD, half, half, file);
+    compare(saved, restored, 0.0);
+    const Weights continued = train(restarted_with, MPI_COMM_WORLD, half, 2 * half, file);
+    for (const auto& [name, values] : continued) {
+      INFO(name);
+      CHECK(values != saved.at(name));
+      for (const float value : values) CHECK(std::isfinite(value));
+    }
+  }
   remove_directory(directory);
 }
 
