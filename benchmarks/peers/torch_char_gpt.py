@@ -13,6 +13,7 @@ losses. Needs Debian's python3-torch and python3-numpy (/usr/bin/python3).
   /usr/bin/python3 benchmarks/peers/torch_char_gpt.py examples/lm/kjv.txt --steps 50
 """
 import argparse
+import contextlib
 import json
 import math
 import time
@@ -88,10 +89,13 @@ def main():
     parser.add_argument("--eval-every", type=int, default=0, help="steps between validation losses; 0: at the end")
     parser.add_argument("--eval-batches", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--bf16", action="store_true",
+                        help="train under torch.autocast's bfloat16, kpipe's compute.precision = \"bf16\"")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
+    precision = torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16 else contextlib.nullcontext()
     text = open(args.text, encoding="utf-8").read()
     symbols = sorted(set(text))
     index = {c: i for i, c in enumerate(symbols)}
@@ -128,7 +132,8 @@ def main():
         starts = torch.from_numpy(rng.integers(0, len(train) - T - 1, args.batch))
         x = train[starts[:, None] + offsets]
         y = train[starts[:, None] + offsets + 1]
-        loss = F.cross_entropy(model(x).view(-1, len(symbols)), y.view(-1))
+        with precision:
+            loss = F.cross_entropy(model(x).view(-1, len(symbols)), y.view(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -140,6 +145,7 @@ def main():
     if not args.eval_every:
         validation.append({"step": args.steps, "loss": evaluate()})
     print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+                      "precision": "bf16" if args.bf16 else "fp32",
                       "parameters": sum(p.numel() for p in model.parameters()), "steps": args.steps,
                       "tokens_per_second": args.steps * args.batch * T / seconds, "seconds": seconds,
                       "cpu_tokens_per_second": args.steps * args.batch * T / cpu_seconds,

@@ -25,6 +25,7 @@ samples/s (of wall time, and of the process's CPU time). Prints one JSON object.
   /usr/bin/python3 benchmarks/peers/torch_mlp_pipeline.py benchmarks/decks/compute_bound.toml --mode 1f1b
 """
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -54,6 +55,7 @@ DEFAULTS = {
     "train.lr": 0.001, "train.momentum": 0.9, "train.weight_decay": 0.0, "train.beta1": 0.9, "train.beta2": 0.999,
     "train.epsilon": 1e-8, "data.task": "classification", "data.seed": 42, "data.source": "synthetic",
     "pipeline.stages": 2, "pipeline.schedule": "1f1b", "pipeline.data_parallel": 1, "pipeline.virtual_stages": 1,
+    "compute.precision": "fp32",
 }
 
 
@@ -86,6 +88,8 @@ def check_supported(c):
         wrong.append(f"data.source = {c['data.source']!r} (only \"synthetic\")")
     if c["pipeline.data_parallel"] != 1 or c["pipeline.virtual_stages"] != 1:
         wrong.append("data_parallel and virtual_stages other than 1")
+    if c["compute.precision"] not in ("fp32", "bf16"):
+        wrong.append(f"compute.precision = {c['compute.precision']!r}")
     if c["train.global_batch"] % c["train.microbatch_size"]:
         wrong.append("a global batch that is not a multiple of the microbatch size")
     if wrong:
@@ -183,6 +187,14 @@ class Teacher:
         return x, y
 
 
+def precision(c):
+    """compute.precision = "bf16": torch.autocast's bfloat16 (Linear layers in
+    bfloat16, master weights and the optimizer in float32), kpipe's peer."""
+    if c["compute.precision"] == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def loss_of(c, output, target):
     """Summed over the microbatch, scaled by 1/B: the microbatch gradients add up to the mean's."""
     if c["model.loss"] == "cross_entropy":
@@ -197,7 +209,8 @@ def sequential_step(c, model, optimizer, teacher, step):
     total = 0.0
     for j in range(c["train.global_batch"] // c["train.microbatch_size"]):
         x, y = teacher.microbatch(step, j)
-        loss = loss_of(c, model(x), y)
+        with precision(c):
+            loss = loss_of(c, model(x), y)
         loss.backward()
         total += loss.item()
     optimizer.step()
@@ -221,12 +234,14 @@ def pipeline_step(c, rank, stages, model, optimizer, teacher, step, widths):
             x = torch.empty(b, in_width)
             dist.recv(x, rank - 1)
             x.requires_grad_()
-        y = model(x)
+        with precision(c):
+            y = model(x)
+            if last:
+                y = loss_of(c, y, teacher.microbatch(step, j)[1])
         if last:
-            y = loss_of(c, y, teacher.microbatch(step, j)[1])
-            total.add_(y.detach())
+            total.add_(y.detach().float())
         else:
-            out = y.detach()
+            out = y.detach().float()  # float32 between stages, as kpipe sends
             sends.append((dist.isend(out, rank + 1), out))
         kept[j] = (x, y)
 
@@ -237,7 +252,7 @@ def pipeline_step(c, rank, stages, model, optimizer, teacher, step, widths):
         else:
             grad = torch.empty(b, out_width)
             dist.recv(grad, rank + 1)
-            y.backward(grad)
+            y.backward(grad.to(y.dtype))
         if rank > 0:
             sends.append((dist.isend(x.grad, rank - 1), x.grad))
 
@@ -288,7 +303,7 @@ def describe(c, args, stages, partition):
             "overrides": args.overrides, "global_batch": c["train.global_batch"],
             "microbatch_size": c["train.microbatch_size"],
             "m": c["train.global_batch"] // c["train.microbatch_size"], "warmup_steps": args.warmup,
-            "steps_timed": args.steps}
+            "steps_timed": args.steps, "precision": c["compute.precision"]}
 
 
 def sequential_main(c, args):

@@ -10,6 +10,8 @@
 
 #include <cstdio>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "catch.hpp"
 #include "kpipe/comm/collectives.hpp"
@@ -105,38 +107,30 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
   }
 }
 
-// Each rank repacks its Linear weights after every update; the reference does
-// the same with the same shapes, so packing must not change bitwise equality.
-TEST_CASE("pipelined training with compute.gemm = packed is bitwise the sequential reference", "[runtime][packed]") {
+// Kernel choices that change how each Linear multiplies, not where: with
+// compute.gemm = packed each rank repacks its weights after every update, as
+// the reference does with the same shapes; compute.precision = bf16 rounds
+// each Linear's operands where they arrive and keeps float32 between layers,
+// so a pipeline boundary changes nothing. The GEMMs of a shape are
+// deterministic either way, so bitwise equality holds as in float32.
+TEST_CASE("pipelined training with packed weights or bf16 GEMMs is bitwise the sequential reference",
+          "[runtime][packed][bf16]") {
   const int size = comm::size_of(comm::world());
-  for (const int p : {2, 4}) {
-    const int d = size / p;
-    if (p * d != size || d > 2) continue;
-    for (const std::string schedule : {"1f1b", "zb-v"}) {
-      for (const std::string recompute : {"none", "full"}) {
-        config::RunConfig config = config_for(p, d, schedule, recompute);
-        config.compute.gemm = config::GemmKind::packed;
-        INFO(fmt::format("packed {} p={} d={} recompute={}", schedule, p, d, recompute));
-        check_against_reference(config);
-      }
-    }
-  }
-}
-
-// compute.precision = bf16 rounds each Linear's operands where they arrive and
-// keeps float32 between layers: a pipeline boundary changes nothing, and the
-// GEMMs of a shape are deterministic, so bitwise equality holds as in float32.
-TEST_CASE("pipelined bf16 training is bitwise the sequential bf16 reference", "[runtime][bf16]") {
-  const int size = comm::size_of(comm::world());
-  for (const int p : {2, 4}) {
-    const int d = size / p;
-    if (p * d != size || d > 2) continue;
-    for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"}) {
-      for (const std::string recompute : {"none", "full"}) {
-        config::RunConfig config = config_for(p, d, schedule, recompute);
-        config.compute.precision = config::Precision::bf16;
-        INFO(fmt::format("bf16 {} p={} d={} recompute={}", schedule, p, d, recompute));
-        check_against_reference(config);
+  for (const std::string variant : {"packed", "bf16"}) {
+    const std::vector<std::string> schedules =
+        variant == "packed" ? std::vector<std::string>{"1f1b", "zb-v"}
+                            : std::vector<std::string>{"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"};
+    for (const int p : {2, 4}) {
+      const int d = size / p;
+      if (p * d != size || d > 2) continue;
+      for (const std::string& schedule : schedules) {
+        for (const std::string recompute : {"none", "full"}) {
+          config::RunConfig config = config_for(p, d, schedule, recompute);
+          if (variant == "packed") config.compute.gemm = config::GemmKind::packed;
+          if (variant == "bf16") config.compute.precision = config::Precision::bf16;
+          INFO(fmt::format("{} {} p={} d={} recompute={}", variant, schedule, p, d, recompute));
+          check_against_reference(config);
+        }
       }
     }
   }
