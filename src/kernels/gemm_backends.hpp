@@ -44,8 +44,12 @@ struct BatchedGemmOperands {
 // OpenBLAS or any CBLAS, for host memory (gemm_cblas.cpp, with KPIPE_HAVE_CBLAS).
 template <class Scalar>
 void cblas_gemm(const GemmOperands<Scalar>& op);
-template <class Scalar>
-void cblas_gemm_batched(const BatchedGemmOperands<Scalar>& op);
+// The kernel OpenBLAS picked for this CPU ("SkylakeX", "Haswell", "Zen", or
+// "Prescott" where it does not know the CPU), "" for another CBLAS.
+std::string cblas_kernel();
+// Whether that kernel predates AVX (Prescott, Core2, Penryn, Dunnington,
+// Nehalem, Atom): OpenBLAS 0.3.21 runs Prescott's SSE3 code on Sapphire Rapids.
+bool cblas_kernel_is_generic();
 
 // cuBLAS on the space's stream, for CudaSpace (gemm_cublas.cpp, with KOKKOS_ENABLE_CUDA).
 template <class Scalar>
@@ -85,6 +89,10 @@ std::unique_ptr<PackedBackend<float>> make_onednn_packed();
 bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
+// oneDNN's float32 GEMM (JIT kernels for AVX2 and newer), one thread.
+void onednn_sgemm(const GemmOperands<float>& op);
+// Whether this CPU has AVX2 or newer, for which oneDNN has JIT kernels.
+bool onednn_has_avx2_kernels();
 // oneDNN's bf16 matmul on row-major operands (gemm_onednn.cpp, with
 // KPIPE_HAVE_DNNL). Only where onednn_bf16_kernel() names a kernel.
 void onednn_gemm_bf16(const GemmOperands<float, tensor::BFloat16>& op);

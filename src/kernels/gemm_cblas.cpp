@@ -1,7 +1,9 @@
 // The host vendor path: a row-major CBLAS call, nothing else, so that its speed
 // is the library's own (docs/performance.md measures exactly that).
 #include <cblas.h>
+#include <dlfcn.h>
 
+#include <string>
 #include <type_traits>
 
 #include "gemm_backends.hpp"
@@ -23,21 +25,25 @@ void cblas_gemm(const GemmOperands<Scalar>& op) {
   }
 }
 
-// CBLAS has no strided-batch call: one call per block, in ascending order.
-template <class Scalar>
-void cblas_gemm_batched(const BatchedGemmOperands<Scalar>& op) {
-  GemmOperands<Scalar> block = op.first;
-  for (int i = 0; i < op.batch; ++i) {
-    block.a = op.first.a + i * op.stride_a;
-    block.b = op.first.b + i * op.stride_b;
-    block.c = op.first.c + i * op.stride_c;
-    cblas_gemm(block);
-  }
+std::string cblas_kernel() {
+  // Looked up at run time: the CBLAS found at configure time need not be OpenBLAS.
+  using Corename = char* (*)();
+  const auto corename = reinterpret_cast<Corename>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return corename ? std::string(corename()) : std::string();
+}
+
+bool cblas_kernel_is_generic() {
+  static const bool generic = [] {
+    const std::string kernel = cblas_kernel();
+    for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom"}) {
+      if (kernel == old) return true;
+    }
+    return false;
+  }();
+  return generic;
 }
 
 template void cblas_gemm<float>(const GemmOperands<float>&);
 template void cblas_gemm<double>(const GemmOperands<double>&);
-template void cblas_gemm_batched<float>(const BatchedGemmOperands<float>&);
-template void cblas_gemm_batched<double>(const BatchedGemmOperands<double>&);
 
 }  // namespace kpipe::kernels::detail

@@ -85,15 +85,7 @@ class OnednnPacked final : public PackedBackend<float> {
     }
   }
 
-  void gemm(const GemmOperands<float>& op) override {
-    runtime();  // pins oneDNN to one thread before its first call
-    const dnnl::status status = dnnl::sgemm(transpose(op.trans_a), transpose(op.trans_b), op.m, op.n, op.k, op.alpha,
-                                            op.a, op.lda, op.b, op.ldb, op.beta, op.c, op.ldc);
-    if (status != dnnl::status::success) {
-      throw runtime_error(fmt::format("oneDNN sgemm of {}x{} by {}x{} failed (status {})", op.m, op.k, op.k, op.n,
-                                      static_cast<int>(status)));
-    }
-  }
+  void gemm(const GemmOperands<float>& op) override { onednn_sgemm(op); }
 
  private:
   struct Product {
@@ -168,6 +160,18 @@ bool onednn_blocks_weights() {
   }();
   return blocks;
 }
+
+void onednn_sgemm(const GemmOperands<float>& op) {
+  runtime();  // pins oneDNN to one thread before its first call
+  const dnnl::status status = dnnl::sgemm(transpose(op.trans_a), transpose(op.trans_b), op.m, op.n, op.k, op.alpha,
+                                          op.a, op.lda, op.b, op.ldb, op.beta, op.c, op.ldc);
+  if (status != dnnl::status::success) {
+    throw runtime_error(fmt::format("oneDNN sgemm of {}x{} by {}x{} failed (status {})", op.m, op.k, op.k, op.n,
+                                    static_cast<int>(status)));
+  }
+}
+
+bool onednn_has_avx2_kernels() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx2; }
 
 namespace {
 

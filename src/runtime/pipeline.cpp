@@ -7,6 +7,7 @@
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
+#include "kpipe/kernels/gemm.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
 #include "kpipe/model/traffic.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
@@ -74,6 +75,8 @@ std::unique_ptr<Hdf5ActivationStore> activation_store_for(const config::RunConfi
 // runtime.memory_limit_mib (or the node's available memory shared by its ranks).
 MemoryEstimate checked_memory(const config::RunConfig& config, const model::TrainerSpec& spec,
                               const schedule::Schedule& schedule, const comm::ProcessGrid& grid, bool staged) {
+  kernels::load_gemm_library(tensor::ExecutionSpace(), spec.stage.kernels.gemm,
+                             spec.stage.kernels.precision == config::Precision::bf16);
   const MemoryEstimate estimate =
       estimate_memory(spec, schedule, grid.pipeline_rank(), grid.tensor_size(), staged, resident_bytes());
   if (config.runtime.memory_limit_mib > 0) {

@@ -67,6 +67,10 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
 }  // namespace
 
 std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
+  // Say which library runs the GEMMs: it depends on the build and the CPU.
+  if (config.compute.gemm == config::GemmKind::vendor) {
+    log::info("compute.gemm = vendor: {}", kernels::vendor_gemm_library());
+  }
   // "packed" is valid in every build; say what it means in this one.
   if (config.compute.gemm == config::GemmKind::packed) {
     log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());

@@ -22,7 +22,14 @@ export KPIPE=$root/tests/slurm/json_per_start.sh KPIPE_REAL=$kpipe KPIPE_JSON_DI
 steps=30
 limits=()
 if [ "$mode" = time-limit ]; then
-  steps=250  # about 55 s on two cores: past the warning's latest 40 s
+  # The run must outlast the warning's latest 40 s on any machine and GEMM
+  # library: as many steps as 75 s hold at the speed of a 40-step run.
+  # shellcheck source=scripts/mpi-env.sh
+  seconds=$(source "$root/scripts/mpi-env.sh" &&
+    mpirun -n 2 "$kpipe" run "$root/benchmarks/decks/compute_bound.toml" train.steps=40 2>&1 |
+    sed -n 's/^summary: 40 steps in \([0-9.]*\) s.*/\1/p')
+  [ -n "$seconds" ] || { echo "the 40-step calibration run of compute_bound.toml failed"; exit 1; }
+  steps=$(awk -v s="$seconds" 'BEGIN { print int(40 * 75 / s) + 1 }')
   limits=(--time=2 --signal=USR1@80)
 fi
 run=("train.steps=$steps" "checkpoint.every=$steps")
@@ -65,4 +72,4 @@ combined="$(losses "$work/start-0.json"),$(losses "$work/start-1.json")"
   exit 1
 }
 step=$(grep -m 1 "^preempted:" "$work/job.out" | grep -Eo "after step [0-9]+" || true)
-echo "Slurm job preempted (SIGUSR1: $mode${step:+, $step}), requeued, resumed: losses and weights bitwise an uninterrupted run's"
+echo "Slurm job of $steps steps preempted (SIGUSR1: $mode${step:+, $step}), requeued, resumed: losses and weights bitwise an uninterrupted run's"

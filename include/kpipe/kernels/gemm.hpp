@@ -1,7 +1,9 @@
 #pragma once
 // The one GEMM of kpipe (DESIGN.md §3). The vendor path hands the call to the
 // BLAS that serves the matrices' memory space (CBLAS on the host, cuBLAS in
-// CudaSpace); the portable path is a Kokkos TeamPolicy kernel that tiles
+// CudaSpace; on the host float32 goes to oneDNN's sgemm instead where
+// OpenBLAS does not know the CPU and runs a generic pre-AVX kernel, as
+// vendor_gemm_library() says); the portable path is a Kokkos TeamPolicy kernel that tiles
 // through scratch memory and runs on every backend. The deck chooses with
 // compute.gemm; where no vendor BLAS exists the portable kernel serves both.
 // The packed path (packed_gemm.hpp) is a property of a weight, not of a call:
@@ -20,8 +22,10 @@ enum class Trans { no, yes };
 // compute.gemm's enum (config/run_config.hpp), one table for both.
 using GemmPath = config::GemmKind;
 
-// The library behind GemmPath::vendor in this build: "cblas", "cublas" or
-// "portable" when there is none for the default memory space.
+// The library behind GemmPath::vendor in this build on this CPU: "cblas
+// (OpenBLAS, SkylakeX kernel)", "oneDNN 2.6.3 sgemm for float32 and cblas for
+// float64, as ...", "cublas", or "portable" when there is none for the
+// default memory space.
 std::string vendor_gemm_library();
 
 // C = alpha * op(A) * op(B) + beta * C with op(X) = X or X^T. As in BLAS,
@@ -51,6 +55,12 @@ void gemm_bf16(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b
 // log: "oneDNN 2.6.3 matmul, brg:avx512_core_amx_bf16 (AMX-BF16 tiles)", or
 // "emulated in float32: ..." saying why.
 std::string bf16_gemm_library();
+
+// Runs one small product on `path` in float32, and in bfloat16 too with
+// `bf16`, so that the GEMM library's code, JIT kernels and one-time state
+// are resident before the memory estimate takes its baseline (oneDNN's cost
+// several MiB on first use).
+void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, bool bf16);
 
 // `count` matrices of one shape: X(i, r, c) is row r, column c of matrix i.
 // Rows are contiguous (stride(2) == 1); rows and matrices may lie any
