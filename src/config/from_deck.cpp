@@ -342,12 +342,6 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
                                   deck.describe("model.loss"), deck.describe("data.task")));
   }
   check_partition(deck, config);
-  if (config.compute.precision == Precision::bf16 && config.compute.gemm == GemmKind::packed) {
-    throw input_error(fmt::format(
-        "{} has no bfloat16 path (its packed weights are float32); with {} set compute.gemm = \"vendor\" (oneDNN's "
-        "bf16 matmul) or \"portable\"",
-        deck.describe("compute.gemm"), deck.describe("compute.precision")));
-  }
 }
 
 }  // namespace

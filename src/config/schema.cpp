@@ -186,10 +186,10 @@ std::vector<KeySpec> build_schema() {
       choice("compute.precision", name(d.compute.precision), choice_names<Precision>(),
              "Arithmetic of the Linear layers' GEMMs: fp32, or bf16: inputs rounded to bfloat16 (the weights from "
              "their float32 master copy after every optimizer step), products summed in float32 (oneDNN's bf16 "
-             "matmul, on AMX or AVX512-BF16 where the CPU has them, with compute.gemm = vendor; the portable Kokkos "
-             "kernel otherwise), and each Linear's saved input and output gradient kept in bfloat16; weights, "
-             "optimizer state, gradients, the activations between layers, normalisation, attention and losses stay "
-             "float32 (docs/model.md, Precision)"),
+             "matmul, on AMX or AVX512-BF16 where the CPU has them, with compute.gemm = vendor, and on weights "
+             "packed in bfloat16 with packed; the portable Kokkos kernel otherwise), and each Linear's saved input "
+             "and output gradient kept in bfloat16; weights, optimizer state, gradients, the activations between "
+             "layers, normalisation, attention and losses stay float32 (docs/model.md, Precision)"),
       // simulator
       real("sim.cost_forward", d.sim.cost_forward, 0.0, limits::sim_cost, true,
            "Simulated time of one F per stage (arbitrary units)"),

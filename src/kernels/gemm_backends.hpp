@@ -76,6 +76,12 @@ class PackedBackend {
   // whether the product is by W (forward) or by Wᵀ (input gradient); each has
   // its own packed copy, and op.b is read only when that copy is stale.
   virtual void product(const GemmOperands<Scalar>& op, const Scalar* bias) = 0;
+  // The same on bfloat16 X (or dY) and W, float32 C and bias
+  // (compute.precision = bf16), W's copy packed in bfloat16. False where the
+  // backend packs only Scalar, and the caller runs gemm_bf16 instead.
+  virtual bool product_bf16(const GemmOperands<Scalar, tensor::BFloat16>& /*op*/, const Scalar* /*bias*/) {
+    return false;
+  }
   // op.c = op.alpha op(op.a) op(op.b) + op.beta op.c on the caller's
   // row-major operands, nothing packed: the weight gradient Xᵀ dY.
   virtual void gemm(const GemmOperands<Scalar>& op) = 0;

@@ -14,6 +14,7 @@
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -52,37 +53,32 @@ Runtime& runtime() {
 
 char transpose(Trans trans) { return trans == Trans::no ? 'N' : 'T'; }
 
-// A row-major rows x cols float matrix whose rows lie `ld` elements apart.
-memory::desc row_major(int rows, int cols, int ld) {
-  return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{ld, 1});
+// A row-major rows x cols matrix whose rows lie `ld` elements apart.
+memory::desc row_major(int rows, int cols, int ld, memory::data_type type = memory::data_type::f32) {
+  return memory::desc({rows, cols}, type, memory::dims{ld, 1});
+}
+
+// oneDNN's name for the element type of A and B.
+template <class In>
+constexpr memory::data_type data_type() {
+  return std::is_same_v<In, tensor::BFloat16> ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
 // op(B) (k x n) as it lies in memory: B row-major, or Bᵀ of B's row-major n x k.
-memory::desc weight_source(const GemmOperands<float>& op) {
-  if (op.trans_b == Trans::no) return row_major(op.k, op.n, op.ldb);
-  return memory::desc({op.k, op.n}, memory::data_type::f32, memory::dims{1, op.ldb});
+template <class In>
+memory::desc weight_source(const GemmOperands<float, In>& op) {
+  if (op.trans_b == Trans::no) return row_major(op.k, op.n, op.ldb, data_type<In>());
+  return memory::desc({op.k, op.n}, data_type<In>(), memory::dims{1, op.ldb});
 }
 
 class OnednnPacked final : public PackedBackend<float> {
  public:
   void invalidate() override { ++version_; }
 
-  void product(const GemmOperands<float>& op, const float* bias) override {
-    try {
-      const Product& product = product_for(op, bias != nullptr);
-      const memory& weights = packed(product.pd.weights_desc(), op);
-      Runtime& rt = runtime();
-      // oneDNN wraps the caller's buffers; it never writes an input.
-      memory src(product.pd.src_desc(), rt.engine, const_cast<float*>(op.a));
-      memory dst(product.pd.dst_desc(), rt.engine, op.c);
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
-      if (bias) args.emplace(DNNL_ARG_BIAS, memory(product.pd.bias_desc(), rt.engine, const_cast<float*>(bias)));
-      product.matmul.execute(rt.stream, args);
-      rt.stream.wait();
-    } catch (const dnnl::error& e) {
-      throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
-                                      e.what(), static_cast<int>(e.status)));
-    }
+  void product(const GemmOperands<float>& op, const float* bias) override { multiply(op, bias); }
+  bool product_bf16(const GemmOperands<float, tensor::BFloat16>& op, const float* bias) override {
+    multiply(op, bias);
+    return true;
   }
 
   void gemm(const GemmOperands<float>& op) override { onednn_sgemm(op); }
@@ -98,15 +94,36 @@ class OnednnPacked final : public PackedBackend<float> {
     memory copy;
     long version = 0;
   };
-  // W or Wᵀ, with or without bias, m, n, k and the leading dimensions of X, W and Y.
-  using Shape = std::tuple<Trans, bool, int, int, int, int, int, int>;
+  // Operand type, W or Wᵀ, with or without bias, m, n, k and the leading dimensions of X, W and Y.
+  using Shape = std::tuple<memory::data_type, Trans, bool, int, int, int, int, int, int>;
 
-  const Product& product_for(const GemmOperands<float>& op, bool with_bias) {
-    const Shape shape{op.trans_b, with_bias, op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
+  // op.c = op.a op(W) (+ bias), W from its packed copy in the operands' type.
+  template <class In>
+  void multiply(const GemmOperands<float, In>& op, const float* bias) {
+    try {
+      const Product& product = product_for(op, bias != nullptr);
+      const memory& weights = packed(product.pd.weights_desc(), op);
+      Runtime& rt = runtime();
+      // oneDNN wraps the caller's buffers; it never writes an input.
+      memory src(product.pd.src_desc(), rt.engine, const_cast<In*>(op.a));
+      memory dst(product.pd.dst_desc(), rt.engine, op.c);
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, memory(product.pd.bias_desc(), rt.engine, const_cast<float*>(bias)));
+      product.matmul.execute(rt.stream, args);
+      rt.stream.wait();
+    } catch (const dnnl::error& e) {
+      throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
+                                      e.what(), static_cast<int>(e.status)));
+    }
+  }
+
+  template <class In>
+  const Product& product_for(const GemmOperands<float, In>& op, bool with_bias) {
+    const Shape shape{data_type<In>(), op.trans_b, with_bias, op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
     auto found = products_.find(shape);
     if (found == products_.end()) {
-      const memory::desc any({op.k, op.n}, memory::data_type::f32, memory::format_tag::any);
-      const memory::desc src = row_major(op.m, op.k, op.lda), dst = row_major(op.m, op.n, op.ldc);
+      const memory::desc any({op.k, op.n}, data_type<In>(), memory::format_tag::any);
+      const memory::desc src = row_major(op.m, op.k, op.lda, data_type<In>()), dst = row_major(op.m, op.n, op.ldc);
       const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
       const auto desc = with_bias ? dnnl::matmul::desc(src, any, bias, dst) : dnnl::matmul::desc(src, any, dst);
       dnnl::matmul::primitive_desc pd(desc, runtime().engine);
@@ -117,7 +134,8 @@ class OnednnPacked final : public PackedBackend<float> {
 
   // op(W) in `layout`, reordered from op.b when W changed since the last
   // reorder. Products of different m may want different layouts: one copy each.
-  const memory& packed(const memory::desc& layout, const GemmOperands<float>& op) {
+  template <class In>
+  const memory& packed(const memory::desc& layout, const GemmOperands<float, In>& op) {
     auto found = std::find_if(packed_.begin(), packed_.end(),
                               [&](const Packed& p) { return p.trans == op.trans_b && p.layout == layout; });
     if (found == packed_.end()) {
@@ -126,7 +144,7 @@ class OnednnPacked final : public PackedBackend<float> {
     Packed& entry = *found;
     if (entry.version != version_) {
       Runtime& rt = runtime();
-      memory source(weight_source(op), rt.engine, const_cast<float*>(op.b));
+      memory source(weight_source(op), rt.engine, const_cast<In*>(op.b));
       dnnl::reorder(source, entry.copy).execute(rt.stream, source, entry.copy);
       rt.stream.wait();
       entry.version = version_;

@@ -95,16 +95,36 @@ void PackedWeight<Scalar>::invalidate() {
   if (backend_) backend_->invalidate();
 }
 
-template <class Scalar>
-void PackedWeight<Scalar>::linear_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
-                                          const tensor::ConstMatrix<Scalar>& W, const tensor::ConstMatrix<Scalar>& bias,
-                                          const tensor::Matrix<Scalar>& Y) const {
+namespace {
+
+// X (m x k) times W (k x n) plus a 1 x n bias into Y (m x n), or an input error printing all four.
+template <class XView, class WView, class BiasView, class YView>
+void check_forward(const XView& X, const WView& W, const BiasView& bias, const YView& Y) {
   const std::size_t m = X.extent(0), k = X.extent(1), n = W.extent(1);
   if (W.extent(0) != k || bias.extent(0) != 1 || bias.extent(1) != n || Y.extent(0) != m || Y.extent(1) != n) {
     throw input_error(fmt::format("packed linear shapes do not fit: X is {}, W is {}, bias is {}, Y is {}",
                                   tensor::shape_string(X), tensor::shape_string(W), tensor::shape_string(bias),
                                   tensor::shape_string(Y)));
   }
+}
+
+// dY (m x n) times Wᵀ (W k x n) into dX (m x k), or an input error printing all three.
+template <class DyView, class WView, class DxView>
+void check_input_gradient(const DyView& dY, const WView& W, const DxView& dX) {
+  const std::size_t m = dY.extent(0), n = dY.extent(1), k = W.extent(0);
+  if (W.extent(1) != n || dX.extent(0) != m || dX.extent(1) != k) {
+    throw input_error(fmt::format("packed input gradient shapes do not fit: dY is {}, W is {}, dX is {}",
+                                  tensor::shape_string(dY), tensor::shape_string(W), tensor::shape_string(dX)));
+  }
+}
+
+}  // namespace
+
+template <class Scalar>
+void PackedWeight<Scalar>::linear_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
+                                          const tensor::ConstMatrix<Scalar>& W, const tensor::ConstMatrix<Scalar>& bias,
+                                          const tensor::Matrix<Scalar>& Y) const {
+  check_forward(X, W, bias, Y);
   product(space, Trans::no, X, W, &bias, Y);
 }
 
@@ -112,12 +132,27 @@ template <class Scalar>
 void PackedWeight<Scalar>::input_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& dY,
                                           const tensor::ConstMatrix<Scalar>& W,
                                           const tensor::Matrix<Scalar>& dX) const {
-  const std::size_t m = dY.extent(0), n = dY.extent(1), k = W.extent(0);
-  if (W.extent(1) != n || dX.extent(0) != m || dX.extent(1) != k) {
-    throw input_error(fmt::format("packed input gradient shapes do not fit: dY is {}, W is {}, dX is {}",
-                                  tensor::shape_string(dY), tensor::shape_string(W), tensor::shape_string(dX)));
-  }
-  product(space, Trans::yes, dY, W, nullptr, dX);
+  check_input_gradient(dY, W, dX);
+  product<Scalar, Scalar>(space, Trans::yes, dY, W, nullptr, dX);
+}
+
+template <class Scalar>
+void PackedWeight<Scalar>::linear_forward(const tensor::ExecutionSpace& space,
+                                          const tensor::ConstMatrix<tensor::BFloat16>& X,
+                                          const tensor::ConstMatrix<tensor::BFloat16>& W,
+                                          const tensor::ConstMatrix<float>& bias,
+                                          const tensor::Matrix<float>& Y) const {
+  check_forward(X, W, bias, Y);
+  product(space, Trans::no, X, W, &bias, Y);
+}
+
+template <class Scalar>
+void PackedWeight<Scalar>::input_gradient(const tensor::ExecutionSpace& space,
+                                          const tensor::ConstMatrix<tensor::BFloat16>& dY,
+                                          const tensor::ConstMatrix<tensor::BFloat16>& W,
+                                          const tensor::Matrix<float>& dX) const {
+  check_input_gradient(dY, W, dX);
+  product<tensor::BFloat16, float>(space, Trans::yes, dY, W, nullptr, dX);
 }
 
 template <class Scalar>
@@ -142,21 +177,39 @@ void PackedWeight<Scalar>::weight_gradient(const tensor::ExecutionSpace& space, 
 }
 
 template <class Scalar>
-void PackedWeight<Scalar>::product(const tensor::ExecutionSpace& space, Trans trans_w,
-                                   const tensor::ConstMatrix<Scalar>& A, const tensor::ConstMatrix<Scalar>& W,
-                                   const tensor::ConstMatrix<Scalar>* bias, const tensor::Matrix<Scalar>& C) const {
-  if (!backend_) {
-    gemm(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);
-    if (bias) add_row(space, *bias, C);
-    return;
-  }
+template <class In, class Out>
+void PackedWeight<Scalar>::product(const tensor::ExecutionSpace& space, Trans trans_w, const tensor::ConstMatrix<In>& A,
+                                   const tensor::ConstMatrix<In>& W, const tensor::ConstMatrix<Out>* bias,
+                                   const tensor::Matrix<Out>& C) const {
+  constexpr bool bf16 = std::is_same_v<In, tensor::BFloat16>;
   const auto m = static_cast<int>(C.extent(0)), n = static_cast<int>(C.extent(1)), k = static_cast<int>(A.extent(1));
-  if (m == 0 || n == 0) return;
+  const detail::GemmOperands<Out, In> op{Trans::no,
+                                         trans_w,
+                                         m,
+                                         n,
+                                         k,
+                                         1,
+                                         A.data(),
+                                         static_cast<int>(A.stride(0)),
+                                         W.data(),
+                                         static_cast<int>(W.stride(0)),
+                                         0,
+                                         C.data(),
+                                         static_cast<int>(C.stride(0))};
   // The backend runs on the calling thread: earlier kernels must have finished.
-  space.fence();
-  backend_->product({Trans::no, trans_w, m, n, k, 1, A.data(), static_cast<int>(A.stride(0)), W.data(),
-                     static_cast<int>(W.stride(0)), 0, C.data(), static_cast<int>(C.stride(0))},
-                    bias ? bias->data() : nullptr);
+  if (backend_ && (m == 0 || n == 0)) return;
+  if (backend_) space.fence();
+  if constexpr (bf16 && std::is_same_v<Scalar, float>) {
+    if (backend_ && backend_->product_bf16(op, bias ? bias->data() : nullptr)) return;
+  } else if constexpr (!bf16) {
+    if (backend_) return backend_->product(op, bias ? bias->data() : nullptr);
+  }
+  if constexpr (bf16) {
+    gemm_bf16(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);
+  } else {
+    gemm(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);
+  }
+  if (bias) add_row(space, *bias, C);
 }
 
 template bool packed_gemm_available<float>();

@@ -84,8 +84,8 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
       ranks_(env.collectives.size(Group::tensor)),
       gemm_(kernels.gemm),
       precision_(kernels.precision) {
-  if (bf16() && (!std::is_same_v<Scalar, float> || gemm_ == kernels::GemmPath::packed)) {
-    throw input_error(fmt::format("Linear {}: bf16 GEMMs need float32 layers on the vendor or portable path", name));
+  if (bf16() && !std::is_same_v<Scalar, float>) {
+    throw input_error(fmt::format("Linear {}: bf16 GEMMs need a float32 layer", name));
   }
   const Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? 0 : 1, blocks, env.collectives);
   const Shard bias_shard = shard_of(split_, 1, blocks, env.collectives);
@@ -182,6 +182,10 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
       env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
     }
     kernels::add_row(space, bias_.value, Y);
+  } else if (gemm_ == kernels::GemmPath::packed && bf16()) {
+    if constexpr (std::is_same_v<Scalar, float>) {
+      packed_.linear_forward(space, input.matrix<tensor::BFloat16>(), weight_bf16_, bias_.value, Y);
+    }
   } else if (gemm_ == kernels::GemmPath::packed) {
     packed_.linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
   } else {
@@ -208,7 +212,11 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
             ? tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::linear::partial_dx", rows, input_dim()))
             : input_grads.at(0);
     const auto dX = sum.matrix<Scalar>();
-    if (gemm_ == kernels::GemmPath::packed) {
+    if (gemm_ == kernels::GemmPath::packed && bf16()) {
+      if constexpr (std::is_same_v<Scalar, float>) {
+        packed_.input_gradient(env_.exec.space(), gradient.matrix<tensor::BFloat16>(), weight_bf16_, dX);
+      }
+    } else if (gemm_ == kernels::GemmPath::packed) {
       packed_.input_gradient(env_.exec.space(), gradient.matrix<Scalar>(), weight_.value, dX);
     } else {
       multiply(Trans::no, Trans::yes, gradient, weight_operand(), 0, dX);
@@ -230,7 +238,7 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   const tensor::Tensor& gradient = ctx.saved("dy");
   const auto& space = env_.exec.space();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.
-  if (gemm_ == kernels::GemmPath::packed) {
+  if (gemm_ == kernels::GemmPath::packed && !bf16()) {
     packed_.weight_gradient(space, input.matrix<Scalar>(), gradient.matrix<Scalar>(), weight_.grad);
   } else {
     multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad);

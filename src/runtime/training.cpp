@@ -76,9 +76,21 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
     log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
   }
   if (config.compute.precision == config::Precision::bf16) {
-    log::info("compute.precision = bf16: Linear GEMMs in bfloat16 with float32 sums on {}",
-              config.compute.gemm == config::GemmKind::portable ? std::string("the portable kernel")
-                                                                : kernels::bf16_gemm_library());
+    const auto library = [&]() -> std::string {
+      switch (config.compute.gemm) {
+        case config::GemmKind::portable:
+          return "the portable kernel";
+        case config::GemmKind::packed:
+          return fmt::format(
+              "the packed path for the products by W and Wᵀ ({}; oneDNN packs W in bfloat16) and {} "
+              "for the weight gradient",
+              kernels::packed_gemm_library(), kernels::bf16_gemm_library());
+        case config::GemmKind::vendor:
+          break;
+      }
+      return kernels::bf16_gemm_library();
+    };
+    log::info("compute.precision = bf16: Linear GEMMs in bfloat16 with float32 sums on {}", library());
   }
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
   return comm::collectively(comm::world(), watchdog, "set-up",

@@ -19,6 +19,7 @@
 
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/tensor/matrix.hpp"
+#include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::kernels {
 
@@ -67,6 +68,16 @@ class PackedWeight {
   void input_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& dY,
                       const tensor::ConstMatrix<Scalar>& W, const tensor::Matrix<Scalar>& dX) const;
 
+  // compute.precision = bf16: the same two products on bfloat16 X (or dY) and
+  // W (the Linear's rounded copy of its master weight) with float32 sums, bias
+  // and output, from W's copy packed in bfloat16 where the backend packs
+  // bfloat16 (oneDNN) and gemm_bf16 on the vendor path otherwise.
+  void linear_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::BFloat16>& X,
+                      const tensor::ConstMatrix<tensor::BFloat16>& W, const tensor::ConstMatrix<float>& bias,
+                      const tensor::Matrix<float>& Y) const;
+  void input_gradient(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::BFloat16>& dY,
+                      const tensor::ConstMatrix<tensor::BFloat16>& W, const tensor::Matrix<float>& dX) const;
+
   // dW += Xᵀ dY with X m x k, dY m x n and dW k x n (the Linear's weight
   // gradient, accumulating microbatches). Nothing is packed: X and dY are new
   // on every call. Deterministic like linear_forward; shapes that do not fit
@@ -75,10 +86,12 @@ class PackedWeight {
                        const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dW) const;
 
  private:
-  // C = A op(W) (+ bias unless null), shapes checked.
-  void product(const tensor::ExecutionSpace& space, Trans trans_w, const tensor::ConstMatrix<Scalar>& A,
-               const tensor::ConstMatrix<Scalar>& W, const tensor::ConstMatrix<Scalar>* bias,
-               const tensor::Matrix<Scalar>& C) const;
+  // C = A op(W) (+ bias unless null), shapes checked; A and W hold In
+  // (Scalar, or bfloat16 with a float C).
+  template <class In, class Out>
+  void product(const tensor::ExecutionSpace& space, Trans trans_w, const tensor::ConstMatrix<In>& A,
+               const tensor::ConstMatrix<In>& W, const tensor::ConstMatrix<Out>* bias,
+               const tensor::Matrix<Out>& C) const;
 
   std::unique_ptr<detail::PackedBackend<Scalar>> backend_;  // null: the vendor GEMM and a bias kernel
 };

@@ -18,6 +18,7 @@
 #include "catch.hpp"
 #include "input_error.hpp"
 #include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/precision.hpp"
 #include "random_matrix.hpp"
 
@@ -100,6 +101,36 @@ TEST_CASE("bf16 GEMM on every path is within float32 summation error of a float6
   ExecutionSpace().fence();
   const Exact truth = exact(ta, tb, m, n, k, alpha, widened_to_host(A), widened_to_host(B), beta, c);
   CHECK(worst_ratio(to_host<float>(C), truth) <= (k + 2) * u);
+}
+
+// The Linear's two products by W on the packed path (oneDNN on W packed in
+// bfloat16 where the build has it, gemm_bf16 otherwise): the same bound, with
+// the bias added in float32 after the sum.
+TEST_CASE("packed bf16 products by W and W^T are within float32 summation error", "[kernels][gemm][bf16]") {
+  const auto [m, k, n] = GENERATE(std::tuple{32, 512, 512}, std::tuple{17, 65, 33});
+  const auto A = rounded(random_matrix<float>(m, k, 10));
+  const auto W = rounded(random_matrix<float>(k, n, 11));
+  const auto dY = rounded(random_matrix<float>(m, n, 12));
+  const auto bias = random_matrix<float>(1, n, 13);
+  auto Y = zero_matrix<float>("test::Y", m, n);
+  auto dX = zero_matrix<float>("test::dX", m, k);
+  PackedWeight<float> packed;
+  INFO(packed_gemm_library());
+  packed.linear_forward(ExecutionSpace(), A, W, bias, Y);
+  packed.input_gradient(ExecutionSpace(), dY, W, dX);
+  ExecutionSpace().fence();
+
+  const auto b = to_host<float>(bias);
+  Exact forward =
+      exact(Trans::no, Trans::no, m, n, k, 1, widened_to_host(A), widened_to_host(W), 0, std::vector<float>(m * n));
+  for (int e = 0; e < m * n; ++e) {
+    forward.value[e] += b[e % n];
+    forward.scale[e] += std::abs(b[e % n]);
+  }
+  CHECK(worst_ratio(to_host<float>(Y), forward) <= (k + 2) * u);
+  const Exact backward =
+      exact(Trans::no, Trans::yes, m, k, n, 1, widened_to_host(dY), widened_to_host(W), 0, std::vector<float>(m * k));
+  CHECK(worst_ratio(to_host<float>(dX), backward) <= (n + 2) * u);
 }
 
 TEST_CASE("bf16 GEMM of float32 operands is within the bfloat16 rounding bound", "[kernels][gemm][bf16]") {

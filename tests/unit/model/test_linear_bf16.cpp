@@ -67,7 +67,7 @@ TEST_CASE("a bf16 Linear matches float64 finite differences within the bfloat16 
   constexpr int rows = 16, in = 96, out = 40;
   tensor::ExecContext exec;
   SerialCollectives collectives(exec);
-  const auto path = GENERATE(kernels::GemmPath::vendor, kernels::GemmPath::portable);
+  const auto path = GENERATE(kernels::GemmPath::vendor, kernels::GemmPath::portable, kernels::GemmPath::packed);
   Linear<float> layer(in, out, "linear", kernels::stream_key(1, 2), WeightInit::of(config::InitKind::uniform, in, out),
                       KernelChoice{path, kernels::AttentionPath::gemm, config::Precision::bf16}, {exec, collectives});
   const auto W = layer.parameters()[0], b = layer.parameters()[1];
