@@ -176,7 +176,7 @@ std::vector<KeySpec> build_schema() {
       choice("compute.gemm", name(d.compute.gemm), choice_names<GemmKind>(),
              "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available; packed: as vendor, but each Linear's weight is "
              "reordered once per step into oneDNN's blocked layout, W for the forward and W^T for the "
-             "input-gradient products, and the weight gradient X^T dY runs on oneDNN's sgemm (the vendor path in "
+             "input-gradient products, and the weight gradient X^T dY runs on oneDNN's matmul (the vendor path in "
              "builds without oneDNN, on CUDA and in double precision); on CPUs for which oneDNN has no blocked "
              "layout, such as AVX2 ones, libxsmm kernels on weights packed in panels, where the build has libxsmm; "
              "or the portable Kokkos kernel"),

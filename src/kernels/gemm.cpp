@@ -65,7 +65,7 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
           leading_dimension(C)};
 }
 
-// Host float32 GEMMs go to oneDNN's sgemm where OpenBLAS runs a pre-AVX
+// Host float32 GEMMs go to oneDNN's matmul where OpenBLAS runs a pre-AVX2
 // kernel (it does not know the CPU) and oneDNN has AVX2 or newer JIT kernels
 // for it: 5 to 7 times faster at the Linear shapes on Sapphire Rapids, where
 // OpenBLAS 0.3.21 runs Prescott's SSE3 code (docs/performance.md).
@@ -83,7 +83,7 @@ template <class Scalar>
 void host_gemm(const detail::GemmOperands<Scalar>& op) {
 #if defined(KPIPE_HAVE_DNNL)
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (float_gemm_on_onednn()) return detail::onednn_sgemm(op);
+    if (float_gemm_on_onednn()) return detail::onednn_gemm(op);
   }
 #endif
   detail::cblas_gemm(op);
@@ -109,7 +109,7 @@ std::string vendor_gemm_library() {
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
       if (float_gemm_on_onednn()) {
         return fmt::format(
-            "{} sgemm for float32 and cblas for float64, as OpenBLAS runs its generic {} kernel on "
+            "{} matmul for float32 and cblas for float64, as OpenBLAS runs its generic {} kernel on "
             "this CPU",
             detail::onednn_version(), detail::cblas_kernel());
       }
@@ -245,7 +245,7 @@ void gemm_bf16(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b
   space.fence();  // oneDNN and CBLAS run on the calling thread
 #if defined(KPIPE_HAVE_DNNL)
   if (!detail::onednn_bf16_kernel().empty()) {
-    detail::onednn_gemm_bf16(operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
+    detail::onednn_gemm(operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
     return;
   }
 #endif

@@ -47,8 +47,9 @@ void cblas_gemm(const GemmOperands<Scalar>& op);
 // The kernel OpenBLAS picked for this CPU ("SkylakeX", "Haswell", "Zen", or
 // "Prescott" where it does not know the CPU), "" for another CBLAS.
 std::string cblas_kernel();
-// Whether that kernel predates AVX (Prescott, Core2, Penryn, Dunnington,
-// Nehalem, Atom): OpenBLAS 0.3.21 runs Prescott's SSE3 code on Sapphire Rapids.
+// Whether that kernel predates AVX2 (Prescott, Nehalem, Sandybridge,
+// Barcelona, ...): on a CPU with AVX2 it means OpenBLAS did not recognise the
+// CPU, as 0.3.21 runs Prescott's SSE3 code on Sapphire Rapids.
 bool cblas_kernel_is_generic();
 
 // cuBLAS on the space's stream, for CudaSpace (gemm_cublas.cpp, with KOKKOS_ENABLE_CUDA).
@@ -87,7 +88,7 @@ class PackedBackend {
   virtual void gemm(const GemmOperands<Scalar>& op) = 0;
 };
 
-// oneDNN matmul on blocked weights and sgemm for the weight gradient, for
+// oneDNN matmul on blocked weights and onednn_gemm for the weight gradient, for
 // host memory (gemm_onednn.cpp, with KPIPE_HAVE_DNNL).
 std::unique_ptr<PackedBackend<float>> make_onednn_packed();
 // Whether oneDNN picks a blocked weights layout on this CPU; where it does
@@ -95,13 +96,15 @@ std::unique_ptr<PackedBackend<float>> make_onednn_packed();
 bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
-// oneDNN's float32 GEMM (JIT kernels for AVX2 and newer), one thread.
-void onednn_sgemm(const GemmOperands<float>& op);
+// C = alpha op(A) op(B) + beta C on row-major float32 or bfloat16 A and B
+// with oneDNN's matmul primitive (one per shape, one thread), never
+// dnnl::sgemm: oneDNN 2.6.3's sgemm corrupts the heap when a signal (a
+// preemption signal) arrives during the call, the primitive does not. For
+// bfloat16 only where onednn_bf16_kernel() names a kernel.
+template <class In>
+void onednn_gemm(const GemmOperands<float, In>& op);
 // Whether this CPU has AVX2 or newer, for which oneDNN has JIT kernels.
 bool onednn_has_avx2_kernels();
-// oneDNN's bf16 matmul on row-major operands (gemm_onednn.cpp, with
-// KPIPE_HAVE_DNNL). Only where onednn_bf16_kernel() names a kernel.
-void onednn_gemm_bf16(const GemmOperands<float, tensor::BFloat16>& op);
 // The kernel oneDNN picks for a bf16 matmul on this CPU ("brg:avx512_core_amx_bf16"),
 // or "" where it has none but its reference loops, which are slower than
 // widening to float32 for the vendor GEMM.

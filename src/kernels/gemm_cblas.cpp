@@ -35,7 +35,9 @@ std::string cblas_kernel() {
 bool cblas_kernel_is_generic() {
   static const bool generic = [] {
     const std::string kernel = cblas_kernel();
-    for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom"}) {
+    // OpenBLAS' x86-64 kernels older than AVX2, Intel's and AMD's.
+    for (const char* old : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge", "Opteron",
+                            "Opteron(SSE3)", "Barcelona", "Bobcat", "Bulldozer", "Piledriver", "Nano"}) {
       if (kernel == old) return true;
     }
     return false;

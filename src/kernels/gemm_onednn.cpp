@@ -4,10 +4,12 @@
 // are each reordered into their layout on first use after an invalidate(),
 // Wᵀ straight from W's row-major storage read through transposed strides. The
 // bias is the primitive's bias argument (added once per output, no extra pass
-// over Y). The weight gradient Xᵀ dY, with nothing to pack, is oneDNN's
-// sgemm: at the Linear shapes it beat both OpenBLAS and a matmul with Xᵀ read
-// through transposed strides. A primitive (or sgemm) of fixed shape and
-// thread count computes every output in a fixed order: deterministic.
+// over Y). The weight gradient Xᵀ dY, with nothing to pack, is a matmul on
+// the row-major operands, Xᵀ read through transposed strides (onednn_gemm,
+// also the float32 vendor path where OpenBLAS does not know the CPU). Never
+// dnnl::sgemm, which corrupts the heap when a signal arrives during the call.
+// A primitive of fixed shape and thread count computes every output in a
+// fixed order: deterministic.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,8 +53,6 @@ Runtime& runtime() {
   return shared;
 }
 
-char transpose(Trans trans) { return trans == Trans::no ? 'N' : 'T'; }
-
 // A row-major rows x cols matrix whose rows lie `ld` elements apart.
 memory::desc row_major(int rows, int cols, int ld, memory::data_type type = memory::data_type::f32) {
   return memory::desc({rows, cols}, type, memory::dims{ld, 1});
@@ -81,7 +81,7 @@ class OnednnPacked final : public PackedBackend<float> {
     return true;
   }
 
-  void gemm(const GemmOperands<float>& op) override { onednn_sgemm(op); }
+  void gemm(const GemmOperands<float>& op) override { onednn_gemm(op); }
 
  private:
   struct Product {
@@ -179,16 +179,6 @@ bool onednn_blocks_weights() {
   return blocks;
 }
 
-void onednn_sgemm(const GemmOperands<float>& op) {
-  runtime();  // pins oneDNN to one thread before its first call
-  const dnnl::status status = dnnl::sgemm(transpose(op.trans_a), transpose(op.trans_b), op.m, op.n, op.k, op.alpha,
-                                          op.a, op.lda, op.b, op.ldb, op.beta, op.c, op.ldc);
-  if (status != dnnl::status::success) {
-    throw runtime_error(fmt::format("oneDNN sgemm of {}x{} by {}x{} failed (status {})", op.m, op.k, op.k, op.n,
-                                    static_cast<int>(status)));
-  }
-}
-
 bool onednn_has_avx2_kernels() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx2; }
 
 namespace {
@@ -200,10 +190,11 @@ memory::desc operand(int rows, int cols, int ld, Trans trans, memory::data_type 
                             : memory::desc({rows, cols}, type, memory::dims{1, ld});
 }
 
-// A bf16 matmul of one shape: op(A) and op(B) bf16, C float32 = alpha op(A)
-// op(B) + beta C (alpha as the output scale, beta as a sum post-op).
-dnnl::matmul::primitive_desc bf16_matmul(const GemmOperands<float, tensor::BFloat16>& op) {
-  const auto bf16 = memory::data_type::bf16;
+// A matmul of one shape on row-major operands: op(A) and op(B) of In, C
+// float32 = alpha op(A) op(B) + beta C (alpha as the output scale, beta as a
+// sum post-op).
+template <class In>
+dnnl::matmul::primitive_desc plain_matmul(const GemmOperands<float, In>& op) {
   dnnl::primitive_attr attr;
   if (op.alpha != 1.0f) attr.set_output_scales(0, {op.alpha});
   if (op.beta != 0.0f) {
@@ -211,14 +202,16 @@ dnnl::matmul::primitive_desc bf16_matmul(const GemmOperands<float, tensor::BFloa
     sum.append_sum(op.beta);
     attr.set_post_ops(sum);
   }
-  const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, bf16),
-                                operand(op.k, op.n, op.ldb, op.trans_b, bf16), row_major(op.m, op.n, op.ldc));
+  const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, data_type<In>()),
+                                operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
+                                row_major(op.m, op.n, op.ldc));
   return dnnl::matmul::primitive_desc(desc, attr, runtime().engine);
 }
 
 }  // namespace
 
-void onednn_gemm_bf16(const GemmOperands<float, tensor::BFloat16>& op) {
+template <class In>
+void onednn_gemm(const GemmOperands<float, In>& op) {
   // One primitive per shape, transpositions, leading dimensions and scalars.
   using Shape = std::tuple<Trans, Trans, int, int, int, int, int, int, float, float>;
   struct Matmul {
@@ -230,22 +223,25 @@ void onednn_gemm_bf16(const GemmOperands<float, tensor::BFloat16>& op) {
     const Shape shape{op.trans_a, op.trans_b, op.m, op.n, op.k, op.lda, op.ldb, op.ldc, op.alpha, op.beta};
     auto found = matmuls.find(shape);
     if (found == matmuls.end()) {
-      const auto pd = bf16_matmul(op);
+      const auto pd = plain_matmul(op);
       found = matmuls.emplace(shape, Matmul{pd, dnnl::matmul(pd)}).first;
     }
     const auto& pd = found->second.pd;
     Runtime& rt = runtime();
     // oneDNN wraps the caller's buffers; it never writes an input.
-    memory a(pd.src_desc(), rt.engine, const_cast<tensor::BFloat16*>(op.a));
-    memory b(pd.weights_desc(), rt.engine, const_cast<tensor::BFloat16*>(op.b));
+    memory a(pd.src_desc(), rt.engine, const_cast<In*>(op.a));
+    memory b(pd.weights_desc(), rt.engine, const_cast<In*>(op.b));
     memory c(pd.dst_desc(), rt.engine, op.c);
     found->second.primitive.execute(rt.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     rt.stream.wait();
   } catch (const dnnl::error& e) {
-    throw runtime_error(fmt::format("oneDNN bf16 matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k,
-                                    op.n, e.what(), static_cast<int>(e.status)));
+    throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
+                                    e.what(), static_cast<int>(e.status)));
   }
 }
+
+template void onednn_gemm<float>(const GemmOperands<float>&);
+template void onednn_gemm<tensor::BFloat16>(const GemmOperands<float, tensor::BFloat16>&);
 
 std::string onednn_bf16_kernel() {
   // Asked once, at a Linear's shape (32 rows by 1024 x 1024). oneDNN 2.6 has
@@ -256,7 +252,7 @@ std::string onednn_bf16_kernel() {
     const GemmOperands<float, tensor::BFloat16> probe{Trans::no, Trans::no, rows, n,    k,       1.0f, nullptr,
                                                       k,         nullptr,   n,    0.0f, nullptr, n};
     try {
-      const std::string name = bf16_matmul(probe).impl_info_str();
+      const std::string name = plain_matmul(probe).impl_info_str();
       return name.rfind("ref", 0) == 0 ? std::string() : name;
     } catch (const dnnl::error&) {
       return std::string();  // no bf16 matmul at all: widen for the vendor GEMM

@@ -58,7 +58,8 @@ std::string packed_gemm_library() {
   const PackedLibrary library = packed_library();
 #if defined(KPIPE_HAVE_DNNL)
   if (library == PackedLibrary::onednn) {
-    return detail::onednn_version() + " matmul on blocked weights, sgemm for the weight gradient (float)";
+    return detail::onednn_version() +
+           " matmul on blocked weights, and on the row-major operands for the weight gradient";
   }
 #endif
   if (library == PackedLibrary::libxsmm) {
@@ -196,13 +197,15 @@ void PackedWeight<Scalar>::product(const tensor::ExecutionSpace& space, Trans tr
                                          0,
                                          C.data(),
                                          static_cast<int>(C.stride(0))};
-  // The backend runs on the calling thread: earlier kernels must have finished.
-  if (backend_ && (m == 0 || n == 0)) return;
-  if (backend_) space.fence();
-  if constexpr (bf16 && std::is_same_v<Scalar, float>) {
-    if (backend_ && backend_->product_bf16(op, bias ? bias->data() : nullptr)) return;
-  } else if constexpr (!bf16) {
-    if (backend_) return backend_->product(op, bias ? bias->data() : nullptr);
+  if (backend_ && m > 0 && n > 0) {
+    // The backend runs on the calling thread: earlier kernels must have finished.
+    space.fence();
+    const Out* bias_row = bias ? bias->data() : nullptr;
+    if constexpr (!bf16) {
+      return backend_->product(op, bias_row);
+    } else if constexpr (std::is_same_v<Scalar, float>) {
+      if (backend_->product_bf16(op, bias_row)) return;  // false: this backend packs float32 only
+    }
   }
   if constexpr (bf16) {
     gemm_bf16(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);

@@ -243,14 +243,10 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   } else {
     multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad);
   }
-  if constexpr (std::is_same_v<Scalar, float>) {
-    if (bf16()) {
-      kernels::add_column_sums(space, gradient.matrix<tensor::BFloat16>(), bias_.grad);
-    } else {
-      kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
-    }
-  } else {
+  if (!bf16()) {
     kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
+  } else if constexpr (std::is_same_v<Scalar, float>) {
+    kernels::add_column_sums(space, gradient.matrix<tensor::BFloat16>(), bias_.grad);
   }
   ctx.clear();
 }

@@ -64,9 +64,12 @@ print(measured, simulated, transfer * 1e3)
 EOF
 )
 echo "fitted time per boundary transfer $transfer ms; step measured $measured ms, simulated $simulated ms"
-/usr/bin/python3 -c "import sys; m, s, l = map(float, sys.argv[1:]); sys.exit(0 if abs(s - m) <= 0.1 * m and l > 1.0 else 1)" \
+# Shared memory moves a 64 KiB boundary in about 20 us; the shaped link in 0.6
+# to 3 ms, depending on how much of tbf's 64 KB burst the previous message
+# left (0.67 ms in a CI run under load, with the oneDNN float32 GEMMs).
+/usr/bin/python3 -c "import sys; m, s, l = map(float, sys.argv[1:]); sys.exit(0 if abs(s - m) <= 0.1 * m and l > 0.5 else 1)" \
   "$measured" "$simulated" "$transfer" ||
-  { echo "the calibration does not fit the slow link (within 10%, a transfer above 1 ms)"; exit 1; }
+  { echo "the calibration does not fit the slow link (within 10%, a transfer above 0.5 ms)"; exit 1; }
 
 "$mpiexec" -n 2 "$kpipe" "${run[@]}" --json "$work/one.json" >"$work/one.log" 2>&1 ||
   { echo "the run on one host failed"; tail -n 20 "$work/one.log"; exit 1; }

@@ -1,11 +1,12 @@
 #pragma once
 // The one GEMM of kpipe (DESIGN.md §3). The vendor path hands the call to the
 // BLAS that serves the matrices' memory space (CBLAS on the host, cuBLAS in
-// CudaSpace; on the host float32 goes to oneDNN's sgemm instead where
-// OpenBLAS does not know the CPU and runs a generic pre-AVX kernel, as
-// vendor_gemm_library() says); the portable path is a Kokkos TeamPolicy kernel that tiles
-// through scratch memory and runs on every backend. The deck chooses with
-// compute.gemm; where no vendor BLAS exists the portable kernel serves both.
+// CudaSpace; on the host float32 goes to oneDNN's matmul instead where
+// OpenBLAS does not know the CPU and runs a generic pre-AVX2 kernel, as
+// vendor_gemm_library() says); the portable path is a Kokkos TeamPolicy
+// kernel that tiles through scratch memory and runs on every backend. The
+// deck chooses with compute.gemm; where no vendor BLAS exists the portable
+// kernel serves both.
 // The packed path (packed_gemm.hpp) is a property of a weight, not of a call:
 // gemm() runs GemmPath::packed as the vendor path.
 
@@ -23,7 +24,7 @@ enum class Trans { no, yes };
 using GemmPath = config::GemmKind;
 
 // The library behind GemmPath::vendor in this build on this CPU: "cblas
-// (OpenBLAS, SkylakeX kernel)", "oneDNN 2.6.3 sgemm for float32 and cblas for
+// (OpenBLAS, SkylakeX kernel)", "oneDNN 2.6.3 matmul for float32 and cblas for
 // float64, as ...", "cublas", or "portable" when there is none for the
 // default memory space.
 std::string vendor_gemm_library();

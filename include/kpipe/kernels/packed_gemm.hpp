@@ -33,7 +33,8 @@ template <class Scalar>
 bool packed_gemm_available();
 
 // What GemmPath::packed runs in this build, for the run log: "oneDNN 2.6.3
-// matmul on blocked weights, sgemm for the weight gradient (float)", "libxsmm
+// matmul on blocked weights, and on the row-major operands for the weight
+// gradient", "libxsmm
 // kernels on weights packed in panels of 32 columns, …" or "the vendor path
 // (cblas), as this build has neither oneDNN nor libxsmm".
 std::string packed_gemm_library();
