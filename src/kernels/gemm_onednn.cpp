@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
@@ -219,6 +220,14 @@ void onednn_gemm(const GemmOperands<float, In>& op) {
     dnnl::matmul primitive;
   };
   static std::map<Shape, Matmul> matmuls;
+  if (op.k == 0) {
+    // No products (oneDNN divides by k): C = beta C, and beta = 0 does not read C, as in BLAS.
+    for (int i = 0; i < op.m; ++i) {
+      float* row = op.c + static_cast<std::ptrdiff_t>(i) * op.ldc;
+      for (int j = 0; j < op.n; ++j) row[j] = op.beta == 0.0f ? 0.0f : op.beta * row[j];
+    }
+    return;
+  }
   try {
     const Shape shape{op.trans_a, op.trans_b, op.m, op.n, op.k, op.lda, op.ldb, op.ldc, op.alpha, op.beta};
     auto found = matmuls.find(shape);
