@@ -65,11 +65,10 @@ constexpr memory::data_type data_type() {
   return std::is_same_v<In, tensor::BFloat16> ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
-// op(B) (k x n) as it lies in memory: B row-major, or Bᵀ of B's row-major n x k.
-template <class In>
-memory::desc weight_source(const GemmOperands<float, In>& op) {
-  if (op.trans_b == Trans::no) return row_major(op.k, op.n, op.ldb, data_type<In>());
-  return memory::desc({op.k, op.n}, data_type<In>(), memory::dims{1, op.ldb});
+// op(X), rows x cols, as it lies in memory: X row-major with rows `ld`
+// elements apart, or Xᵀ of X's row-major cols x rows.
+memory::desc operand(int rows, int cols, int ld, Trans trans, memory::data_type type) {
+  return trans == Trans::no ? row_major(rows, cols, ld, type) : memory::desc({rows, cols}, type, memory::dims{1, ld});
 }
 
 class OnednnPacked final : public PackedBackend<float> {
@@ -145,7 +144,7 @@ class OnednnPacked final : public PackedBackend<float> {
     Packed& entry = *found;
     if (entry.version != version_) {
       Runtime& rt = runtime();
-      memory source(weight_source(op), rt.engine, const_cast<In*>(op.b));
+      memory source(operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()), rt.engine, const_cast<In*>(op.b));
       dnnl::reorder(source, entry.copy).execute(rt.stream, source, entry.copy);
       rt.stream.wait();
       entry.version = version_;
@@ -183,13 +182,6 @@ bool onednn_blocks_weights() {
 bool onednn_has_avx2_kernels() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx2; }
 
 namespace {
-
-// op(X), rows x cols, as it lies in memory: X row-major with rows `ld`
-// elements apart, or Xᵀ of X's row-major cols x rows.
-memory::desc operand(int rows, int cols, int ld, Trans trans, memory::data_type type) {
-  return trans == Trans::no ? memory::desc({rows, cols}, type, memory::dims{ld, 1})
-                            : memory::desc({rows, cols}, type, memory::dims{1, ld});
-}
 
 // A matmul of one shape on row-major operands: op(A) and op(B) of In, C
 // float32 = alpha op(A) op(B) + beta C (alpha as the output scale, beta as a

@@ -122,10 +122,7 @@ std::vector<TensorDecl> Linear<Scalar>::saved(int rows) const {
 template <class Scalar>
 tensor::Tensor Linear<Scalar>::gathered_rows(const tensor::Tensor& local, const char* label) const {
   const auto rows = static_cast<int>(local.spec().extent(0)), columns = static_cast<int>(local.spec().extent(1));
-  const tensor::Tensor whole =
-      local.spec().dtype() == tensor::DType::bfloat16
-          ? tensor::Tensor(env_.exec.pool().take<tensor::BFloat16>(label, ranks_ * rows, columns))
-          : tensor::Tensor(env_.exec.pool().take<Scalar>(label, ranks_ * rows, columns));
+  const tensor::Tensor whole = env_.exec.pool().take(label, local.spec().dtype(), ranks_ * rows, columns);
   env_.collectives.all_gather(Group::tensor, local, whole);
   return whole;
 }

@@ -196,12 +196,10 @@ void Stage<Scalar>::restore(int mb, Stashed& entry) {
                         "store restores matrices of the stage's scalar type or bfloat16 only",
                         stage_name(layers_), spilled.spec.to_string(), spilled.key, mb));
       }
-      const int rows = static_cast<int>(spilled.spec.extent(0)), cols = static_cast<int>(spilled.spec.extent(1));
       // compute.precision = bf16: a Linear's saved input is its bfloat16 copy.
       const tensor::Tensor into =
-          dtype == tensor::DType::bfloat16
-              ? tensor::Tensor(exec_.pool().take<tensor::BFloat16>("kpipe::model::restored_stash", rows, cols))
-              : tensor::Tensor(exec_.pool().take<Scalar>("kpipe::model::restored_stash", rows, cols));
+          exec_.pool().take("kpipe::model::restored_stash", dtype, static_cast<int>(spilled.spec.extent(0)),
+                            static_cast<int>(spilled.spec.extent(1)));
       store.take(mb, spilled.key, into);
       restored.push_back(into);
     }

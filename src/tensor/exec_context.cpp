@@ -12,6 +12,18 @@ void tally(const Pools& pools, std::size_t& buffers, std::size_t& bytes) {
 }
 }  // namespace
 
+Tensor Workspace::take(const std::string& label, DType dtype, int rows, int cols) {
+  switch (dtype) {
+    case DType::float32:
+      return take<float>(label, rows, cols);
+    case DType::float64:
+      return take<double>(label, rows, cols);
+    case DType::bfloat16:
+      return take<BFloat16>(label, rows, cols);
+  }
+  return {};
+}
+
 std::size_t Workspace::buffers() const {
   std::size_t buffers = 0, bytes = 0;
   tally(float_pools_, buffers, bytes);

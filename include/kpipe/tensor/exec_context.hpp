@@ -14,6 +14,7 @@
 #include "kpipe/tensor/compat.hpp"
 #include "kpipe/tensor/matrix.hpp"
 #include "kpipe/tensor/spec.hpp"
+#include "kpipe/tensor/tensor.hpp"
 
 namespace kpipe::tensor {
 
@@ -33,6 +34,10 @@ class Workspace {
     if (it == by_label.end()) it = by_label.emplace(label, BufferPool<Matrix<Scalar>>(label)).first;
     return it->second.take(rows, cols);
   }
+
+  // The same for a rows x cols matrix of `dtype`, as a Tensor: for buffers
+  // whose element type is known only at run time (a saved tensor's).
+  Tensor take(const std::string& label, DType dtype, int rows, int cols);
 
   // Buffers and bytes allocated so far, free or not.
   std::size_t buffers() const;
