@@ -88,3 +88,15 @@ if(KPIPE_LIBXSMM_INCLUDE_DIR AND KPIPE_LIBXSMM_LIBRARY AND KPIPE_HAVE_CBLAS AND 
 else()
   set(KPIPE_HAVE_LIBXSMM OFF)
 endif()
+
+# SentencePiece is optional: it backs data.tokenizer = "sentencepiece"
+# (Debian's libsentencepiece-dev); without it that choice is refused in one line.
+find_path(KPIPE_SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+find_library(KPIPE_SENTENCEPIECE_LIBRARY sentencepiece)
+if(KPIPE_SENTENCEPIECE_INCLUDE_DIR AND KPIPE_SENTENCEPIECE_LIBRARY)
+  set(KPIPE_HAVE_SENTENCEPIECE ON)
+  message(STATUS "kpipe: SentencePiece found; data.tokenizer = \"sentencepiece\" uses it")
+else()
+  set(KPIPE_HAVE_SENTENCEPIECE OFF)
+  message(STATUS "kpipe: no SentencePiece; data.tokenizer = \"sentencepiece\" is refused")
+endif()

@@ -14,6 +14,7 @@ packages=(
   libxsmm-dev                                 # libxsmm for "packed" where oneDNN has no blocked layout (AVX2; optional)
   libtoml11-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libxxhash-dev                               # xxHash: checkpoint checksums
+  libsentencepiece-dev sentencepiece          # subword tokens (data.tokenizer = "sentencepiece"), spm_train
   catch2 libbenchmark-dev
   clang-format                                # the committed .clang-format, checked by a test
   shellcheck                                  # every shell script is linted by a test

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <string>
@@ -71,8 +72,8 @@ int generate_command(const runtime::Environment&, const GenerateOptions& options
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
   runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
-  const auto vocabulary = runtime::load_vocabulary(config.data, config.model.vocab);
-  const std::vector<std::int32_t> prompt = vocabulary.encode(options.prompt, "the prompt");
+  const auto tokenizer = runtime::load_tokenizer(config.data, config.model.vocab);
+  const std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt, "the prompt");
   const auto owned = runtime::build_pipeline(config, runtime::Mode::infer);
   Pipeline& pipeline = *owned;
   if (config.checkpoint.restart.empty()) {
@@ -85,11 +86,18 @@ int generate_command(const runtime::Environment&, const GenerateOptions& options
   const bool root = log::is_root();
   if (root) std::fputs(options.prompt.c_str(), stdout);
   const double start = comm::wall_time();
+  // Subwords are decoded in context (a piece alone loses the space before
+  // it): each new token prints what it adds to the decoded text so far.
+  std::vector<std::int32_t> text_tokens = prompt;
+  std::size_t printed = tokenizer->decode(prompt).size();
   runtime::abort_on_error([&] {
     return runtime::generate_tokens(pipeline, prompt, options.sampling, config.inference,
                                     [&](const std::vector<int>& tokens) {
                                       if (!root) return;
-                                      std::fputs(vocabulary.decode(tokens).c_str(), stdout);
+                                      text_tokens.insert(text_tokens.end(), tokens.begin(), tokens.end());
+                                      const std::string text = tokenizer->decode(text_tokens);
+                                      if (text.size() > printed) std::fputs(text.c_str() + printed, stdout);
+                                      printed = std::max(printed, text.size());
                                       std::fflush(stdout);
                                     });
   });

@@ -89,11 +89,11 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
   runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
-  const auto vocabulary = runtime::load_vocabulary(config.data, config.model.vocab);
+  const auto tokenizer = runtime::load_tokenizer(config.data, config.model.vocab);
   const std::string text =
       comm::broadcast_from_root(comm::world(), [&] { return runtime::read_request_trace_text(options.requests_path); });
   const runtime::Trace trace =
-      runtime::parse_request_trace(text, options.requests_path, vocabulary, config.model.context);
+      runtime::parse_request_trace(text, options.requests_path, *tokenizer, config.model.context);
   for (const runtime::Clipped& clipped : trace.clipped) {
     log::info("serve: request {} asks for {} new tokens; {} fit the context of {}", clipped.request, clipped.requested,
               trace.requests.at(static_cast<std::size_t>(clipped.request)).max_new_tokens, config.model.context);
@@ -145,7 +145,7 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
                             {"arrival", r.arrival},
                             {"prompt_tokens", r.prompt.size()},
                             {"generated", r.generated},
-                            {"text", vocabulary.decode(r.generated)},
+                            {"text", tokenizer->decode(r.generated)},
                             {"token_times", r.token_times},
                             {"rejected", r.rejected}});
       }

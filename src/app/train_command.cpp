@@ -22,6 +22,7 @@
 #include "kpipe/runtime/profile_recorder.hpp"
 #include "kpipe/runtime/run_report.hpp"
 #include "kpipe/runtime/timeline.hpp"
+#include "kpipe/runtime/token_source.hpp"
 #include "kpipe/runtime/training.hpp"
 #include "kpipe/schedule/simulate.hpp"
 
@@ -76,22 +77,33 @@ int inference_batches(const Pipeline& pipeline, const config::RunConfig& config)
   return static_cast<int>(samples / B);
 }
 
-// "loss 1.234567 (1.781 bits per token)" for a language model, "loss 1.234567" otherwise.
-std::string loss_text(const Pipeline& pipeline, double loss) {
+// Characters per token of a language model's validation text (1 for
+// characters), for its loss in bits per character.
+double validation_characters_per_token(const Pipeline& pipeline, const config::RunConfig& config) {
+  if (pipeline.spec().model.kind != model::ModelKind::transformer) return 1.0;
+  return runtime::characters_per_token(config.data, pipeline.spec());
+}
+
+// "loss 1.234567 (1.781 bits per token)" for a language model, with bits per
+// character for subword tokens, "loss 1.234567" otherwise.
+std::string loss_text(const Pipeline& pipeline, double loss, double characters_per_token) {
   if (pipeline.spec().model.kind != model::ModelKind::transformer) return fmt::format("loss {:.6f}", loss);
-  return fmt::format("loss {:.6f} ({:.4f} bits per token)", loss, loss / std::log(2.0));
+  const double bits = loss / std::log(2.0);
+  if (characters_per_token == 1.0) return fmt::format("loss {:.6f} ({:.4f} bits per token)", loss, bits);
+  return fmt::format("loss {:.6f} ({:.4f} bits per token, {:.4f} bits per character at {:.3f} characters a token)",
+                     loss, bits, bits / characters_per_token, characters_per_token);
 }
 
 // train.eval_every: the validation loss with the weights after `steps_done` steps.
-double validate(Pipeline& pipeline, int steps_done, runtime::RunReport& report) {
+double validate(Pipeline& pipeline, int steps_done, double characters_per_token, runtime::RunReport& report) {
   const double start = comm::wall_time();
   const runtime::Evaluation total =
       runtime::global_evaluation(pipeline.grid(), runtime::abort_on_error([&] { return pipeline.validate(); }));
   // Each batch's scaled losses add up to its mean loss.
   const double loss = total.loss / std::max(1, total.batches);
   report.add_validation(steps_done, loss);
-  log::info("validation after step {}: {} over {} batches ({:.2f} s)", steps_done, loss_text(pipeline, loss),
-            total.batches, comm::wall_time() - start);
+  log::info("validation after step {}: {} over {} batches ({:.2f} s)", steps_done,
+            loss_text(pipeline, loss, characters_per_token), total.batches, comm::wall_time() - start);
   return loss;
 }
 
@@ -138,6 +150,8 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
   }
 
   runtime::RunReport report(pipeline, loaded.config);
+  const double characters_per_token =
+      loaded.config.train.eval_every > 0 ? validation_characters_per_token(pipeline, loaded.config) : 1.0;
   const int first = restore(pipeline, checkpoint, &report);
   if (first > steps) {
     throw input_error(
@@ -178,7 +192,9 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
               steps, loss, samples_per_step / (comm::wall_time() - step_start),
               duration(elapsed / (step - first + 1) * (steps - step - 1)));
     const int eval_every = loaded.config.train.eval_every;
-    if (eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps)) validate(pipeline, step + 1, report);
+    if (eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps)) {
+      validate(pipeline, step + 1, characters_per_token, report);
+    }
     std::string checkpointed;  // this step's checkpoint file, if it wrote one
     if (checkpoint.every > 0 && (step + 1) % checkpoint.every == 0) checkpointed = write_checkpoint(step + 1);
     if (const int signal = preemption.agreed(comm::world()); signal != 0 && step + 1 < steps) {
@@ -236,7 +252,7 @@ int infer_command(const runtime::Environment& env, const RunOptions& options) {
   // A language model predicts every position: its samples are tokens.
   const char* unit = pipeline.spec().model.kind == model::ModelKind::transformer ? "tokens" : "samples";
   log::info("inference: {} {} in {} batches, mean {}{}, {:.0f} {}/s", total.samples, unit, batches,
-            loss_text(pipeline, mean_loss),
+            loss_text(pipeline, mean_loss, validation_characters_per_token(pipeline, loaded.config)),
             classification
                 ? fmt::format(", accuracy {:.2f}%", 100.0 * total.correct / std::max<std::int64_t>(1, total.samples))
                 : "",

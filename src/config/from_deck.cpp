@@ -135,6 +135,7 @@ ModelConfig model_config(const Deck& deck) {
   model.seed = static_cast<std::uint64_t>(deck.integer("model.seed"));
   model.init = choice<InitKind>(deck, "model.init");
   model.vocab = static_cast<int>(deck.integer("model.vocab"));
+  model.vocab_divisible_by = static_cast<int>(deck.integer("model.vocab_divisible_by"));
   model.context = static_cast<int>(deck.integer("model.context"));
   model.dim = static_cast<int>(deck.integer("model.dim"));
   model.heads = static_cast<int>(deck.integer("model.heads"));
@@ -265,7 +266,8 @@ void check_transformer(const Deck& deck, const RunConfig& config) {
 
 // The widths tensor parallelism splits across the t ranks of a stage: an
 // MLP's hidden widths (column-parallel outputs, row-parallel inputs); a
-// transformer's heads, width, MLP width and vocabulary.
+// transformer's heads, width and MLP width (its vocabulary is padded to a
+// multiple of t).
 std::vector<std::pair<std::string, int>> split_widths(const ModelConfig& model) {
   if (model.kind != ModelKind::transformer) {
     std::vector<std::pair<std::string, int>> widths;
@@ -274,8 +276,7 @@ std::vector<std::pair<std::string, int>> split_widths(const ModelConfig& model) 
   }
   return {{"model.heads", model.heads},
           {"model.dim", model.dim},
-          {"the MLP width model.mlp_ratio * model.dim", model.mlp_ratio * model.dim},
-          {"model.vocab", model.vocab}};
+          {"the MLP width model.mlp_ratio * model.dim", model.mlp_ratio * model.dim}};
 }
 
 // Each tensor rank holds 1/t of every split width, so t must divide each.
@@ -324,8 +325,32 @@ void check_inference(const Deck& deck, const RunConfig& config) {
 }
 
 // Every rule that involves more than one key.
+// A SentencePiece tokenizer encodes a transformer's text with its model file.
+void check_tokenizer(const Deck& deck, const RunConfig& config) {
+  const DataConfig& data = config.data;
+  if (data.tokenizer == TokenizerKind::character) {
+    if (!data.tokenizer_model.empty()) {
+      throw input_error(fmt::format("{} is set but {}; set data.tokenizer = \"sentencepiece\" or remove it",
+                                    deck.describe("data.tokenizer_model"), deck.describe("data.tokenizer")));
+    }
+    return;
+  }
+  if (config.model.kind != ModelKind::transformer || data.source != "text") {
+    throw input_error(fmt::format(
+        "{} tokenizes a transformer's text, but {} and {}; set model.kind = \"transformer\" and data.source = "
+        "\"text\"",
+        deck.describe("data.tokenizer"), deck.describe("model.kind"), deck.describe("data.source")));
+  }
+  if (data.tokenizer_model.empty()) {
+    throw input_error(
+        fmt::format("{} needs its model file; set data.tokenizer_model (examples/lm/prepare_bpe.sh trains one)",
+                    deck.describe("data.tokenizer")));
+  }
+}
+
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_transformer(deck, config);
+  check_tokenizer(deck, config);
   check_tensor_parallel(deck, config);
   check_sequence_parallel(deck, config);
   check_inference(deck, config);
@@ -362,6 +387,8 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));
   config.data.source = deck.string("data.source");
   config.data.path = deck.string("data.path");
+  config.data.tokenizer = choice<TokenizerKind>(deck, "data.tokenizer");
+  config.data.tokenizer_model = deck.string("data.tokenizer_model");
   config.compute.gemm = choice<GemmKind>(deck, "compute.gemm");
   config.compute.attention = choice<AttentionKind>(deck, "compute.attention");
   config.compute.precision = choice<Precision>(deck, "compute.precision");

@@ -85,6 +85,10 @@ std::vector<KeySpec> build_schema() {
              "auto: gpt2 for a transformer, uniform otherwise"),
       integer("model.vocab", d.model.vocab, 0, 1 << 24,
               "transformer: token vocabulary size; must equal the data's (the error names the right value)"),
+      integer("model.vocab_divisible_by", d.model.vocab_divisible_by, 1, 1 << 16,
+              "transformer: the embedding and LM head hold model.vocab rounded up to a multiple of this times "
+              "pipeline.tensor_parallel (Megatron-LM's make-vocab-size-divisible-by); the padded logits are masked, "
+              "checkpoints hold the true vocabulary"),
       integer("model.context", d.model.context, 1, 1 << 16, "transformer: tokens per sequence (T)"),
       integer("model.dim", d.model.dim, 1, 1 << 16, "transformer: model width; a multiple of model.heads"),
       integer("model.heads", d.model.heads, 1, 1024, "transformer: attention heads per block"),
@@ -128,6 +132,12 @@ std::vector<KeySpec> build_schema() {
       text("data.path", d.data.path,
            "HDF5 dataset read when data.source = \"hdf5\" (examples/data/ makes them), or the UTF-8 text "
            "when data.source = \"text\""),
+      choice("data.tokenizer", name(d.data.tokenizer), choice_names<TokenizerKind>(),
+             "transformer with data.source = \"text\": one token per character (char), or the subwords of the "
+             "SentencePiece model data.tokenizer_model (examples/lm/prepare_bpe.sh trains one); model.vocab must "
+             "equal its size"),
+      text("data.tokenizer_model", d.data.tokenizer_model,
+           "The SentencePiece model file (.model) of data.tokenizer = \"sentencepiece\""),
       choice("data.task", name(d.data.task), choice_names<Task>(),
              "Classification (integer labels, cross_entropy) or regression (float targets, mse)"),
       integer("data.seed", d.data.seed, 0, int_max,

@@ -53,7 +53,7 @@ std::size_t first_non_text_byte(const std::string& text) {
   return std::min(at, invalid_utf8_offset(text));
 }
 
-std::string read_input_file(const std::string& path, const InputFile& kind) {
+std::string read_input_bytes(const std::string& path, const InputFile& kind) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat refuses it next.
   const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file.fd < 0) throw input_error(open_failure(path, kind, errno));
@@ -63,7 +63,7 @@ std::string read_input_file(const std::string& path, const InputFile& kind) {
                                   S_ISDIR(info.st_mode) ? "a directory" : "a device, pipe or socket"));
   }
   const auto too_large = [&](std::uintmax_t size) {
-    return input_error(fmt::format("{} '{}' is {} bytes; a {} is a small text file (at most {} bytes)", kind.what,
+    return input_error(fmt::format("{} '{}' is {} bytes; a {} is a small file (at most {} bytes)", kind.what,
                                    printable(path), size, kind.what, kind.max_bytes));
   };
   if (static_cast<std::uintmax_t>(info.st_size) > kind.max_bytes) throw too_large(info.st_size);
@@ -83,6 +83,11 @@ std::string read_input_file(const std::string& path, const InputFile& kind) {
     length += static_cast<std::size_t>(got);
   }
   if (length > kind.max_bytes) throw too_large(length);
+  return text;
+}
+
+std::string read_input_file(const std::string& path, const InputFile& kind) {
+  std::string text = read_input_bytes(path, kind);
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   if (const auto at = first_non_text_byte(text); at != std::string::npos) {
     throw input_error(fmt::format("{} '{}' is not a UTF-8 text file (byte 0x{:02x} at offset {}); pass a text {}",

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <utility>
+
 #include "kpipe/kernels/embedding.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/kv_cache.hpp"
@@ -22,16 +25,20 @@ Parameter<Scalar> table(const std::string& name, int rows, int cols, Shard shard
 }  // namespace
 
 template <class Scalar>
-TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
-                                       LayerEnvironment env)
+TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int padded_vocab, int context, int dim, const std::string& name,
+                                       std::uint64_t init_key, LayerEnvironment env)
     : env_(env),
-      token_(table<Scalar>(name + ".token", vocab, dim,
-                           Shard::along(0, env.collectives.rank(Group::tensor), env.collectives.size(Group::tensor)))),
+      token_(table<Scalar>(name + ".token", padded_vocab, dim,
+                           Shard::along(0, env.collectives.rank(Group::tensor), env.collectives.size(Group::tensor))
+                               .padded_after(0, vocab))),
       position_(table<Scalar>(name + ".position", context, dim)),
       first_(token_.shard.index * static_cast<int>(token_.value.extent(0))) {
   const auto& space = env_.exec.space();
-  // The counter-based stream gives the shard's rows as they are in the whole table.
+  // The counter-based stream gives the shard's rows as they are in the whole
+  // table, whatever the padding; the padding rows are zero and never looked up.
   kernels::fill_normal(space, kernels::stream_key(init_key, 0), first_, 0.0, gpt2_embedding_std, token_.value);
+  const int rows = token_.value.extent_int(0), real_rows = std::clamp(vocab - first_, 0, rows);
+  Kokkos::deep_copy(space, Kokkos::subview(token_.value, std::make_pair(real_rows, rows), Kokkos::ALL), Scalar(0));
   kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
   // Vocabulary-parallel: the shards' lookups are summed, and the position must count once.
   added_position_ = token_.shard.index == 0

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
@@ -59,25 +62,36 @@ int local_extent(int extent, const Shard& shard, int axis) {
 }
 
 // `weight` as `init` would fill the whole input x output matrix, cut to the
-// slice `shard`: the shard of the unsharded initialisation.
+// slice `shard`: the shard of the unsharded initialisation. A padded shard's
+// real columns are filled as an unpadded matrix's, the padding is zero.
 template <class Scalar>
 void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key, int input,
                       int output, const Shard& shard, const tensor::Matrix<Scalar>& weight) {
-  if (shard.full()) {
+  if (shard.full() && !shard.padded()) {
     initialise(space, init, key, weight);
     return;
   }
-  const auto whole = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::whole_weight", input, output);
-  initialise(space, init, key, whole);
-  copy_shard<Scalar>(space, whole, shard, weight);
-  space.fence();  // `whole` goes out of scope
+  const auto real = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::whole_weight", input,
+                                                         shard.padded() ? shard.valid : output);
+  initialise(space, init, key, real);
+  auto whole = real;
+  if (shard.padded()) {
+    whole = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::padded_weight", input, output);
+    with_padding<Scalar>(space, real, shard, whole);
+  }
+  if (shard.full()) {
+    Kokkos::deep_copy(space, weight, whole);
+  } else {
+    copy_shard<Scalar>(space, whole, shard, weight);
+  }
+  space.fence();  // `real` and `whole` go out of scope
 }
 
 }  // namespace
 
 template <class Scalar>
 Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
-                       KernelChoice kernels, LayerEnvironment env, TensorSplit split, int blocks)
+                       KernelChoice kernels, LayerEnvironment env, TensorSplit split, int blocks, int real_outputs)
     : env_(env),
       split_(env.collectives.size(Group::tensor) == 1 ? TensorSplit::none : split),
       sequence_parallel_(env.sequence_parallel),
@@ -87,8 +101,20 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
   if (bf16() && !std::is_same_v<Scalar, float>) {
     throw input_error(fmt::format("Linear {}: bf16 GEMMs need a float32 layer", name));
   }
-  const Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? 0 : 1, blocks, env.collectives);
-  const Shard bias_shard = shard_of(split_, 1, blocks, env.collectives);
+  if (real_outputs == -1) real_outputs = output;
+  if (real_outputs < 1 || real_outputs > output ||
+      (real_outputs < output && (split_ == TensorSplit::row || blocks > 1))) {
+    throw runtime_error(
+        fmt::format("Linear {}: {} real of {} outputs; only a whole or column-parallel Linear of "
+                    "one block masks outputs",
+                    name, real_outputs, output));
+  }
+  Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? 0 : 1, blocks, env.collectives);
+  Shard bias_shard = shard_of(split_, 1, blocks, env.collectives);
+  if (real_outputs < output) {
+    weight_shard = weight_shard.padded_after(1, real_outputs);
+    bias_shard = bias_shard.padded_after(1, real_outputs);
+  }
   const int rows = local_extent(input, weight_shard, 0);
   const int columns = local_extent(output, weight_shard, 1);
   weight_ = {name + ".weight", tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", rows, columns),
@@ -189,7 +215,19 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
     multiply(Trans::no, Trans::no, input, weight_operand(), 0, Y);
     kernels::add_row(space, bias_.value, Y);
   }
+  mask_padding(Y);
   if (ctx) ctx->save("x", local);
+}
+
+template <class Scalar>
+void Linear<Scalar>::mask_padding(const tensor::Matrix<Scalar>& Y) const {
+  if (!weight_.shard.padded()) return;
+  // This rank's columns are [first, first + n) of the outputs; those from `valid` on are padding.
+  const int n = output_dim(), first = weight_.shard.index * n;
+  const int real = std::clamp(weight_.shard.valid - first, 0, n);
+  if (real == n) return;
+  Kokkos::deep_copy(env_.exec.space(), Kokkos::subview(Y, Kokkos::ALL, std::make_pair(real, n)),
+                    std::numeric_limits<Scalar>::lowest());
 }
 
 template <class Scalar>

@@ -63,7 +63,7 @@ std::vector<LayerSpec> transformer_layers(const ModelSpec& spec) {
   std::vector<LayerSpec> out;
   out.push_back(layer_of(spec, layer_kind("embedding"), spec.context, width));
   for (int b = 0; b < spec.blocks; ++b) out.push_back(layer_of(spec, block, width, width));
-  out.push_back(layer_of(spec, layer_kind("lm_head"), width, spec.context * spec.vocab));
+  out.push_back(layer_of(spec, layer_kind("lm_head"), width, spec.context * spec.padded_vocab(1)));
   return out;
 }
 
@@ -81,13 +81,14 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   spec.init = config.init;
   if (config.kind == ModelKind::transformer) {
     spec.vocab = config.vocab;
+    spec.vocab_divisible_by = config.vocab_divisible_by;
     spec.context = config.context;
     spec.dim = config.dim;
     spec.heads = config.heads;
     spec.blocks = config.layers;
     spec.mlp_ratio = config.mlp_ratio;
     spec.input_dim = config.context;
-    spec.output_dim = config.context * config.vocab;
+    spec.output_dim = spec.context * spec.padded_vocab(1);
     spec.hidden.clear();
   }
   spec.block = config.block;

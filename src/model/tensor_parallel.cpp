@@ -72,6 +72,41 @@ tensor::Matrix<Scalar> gather_shards(tensor::ExecContext& exec, Collectives& col
   return whole;
 }
 
+namespace {
+
+// Calls `use` with the real entries of a padded global tensor: its first
+// `valid` along `axis`.
+template <class View, class Use>
+void with_real_part(const View& whole, const Shard& shard, Use use) {
+  const std::pair<std::size_t, std::size_t> real{0, static_cast<std::size_t>(shard.valid)};
+  if (shard.axis == 0) {
+    use(Kokkos::subview(whole, real, Kokkos::ALL));
+  } else {
+    use(Kokkos::subview(whole, Kokkos::ALL, real));
+  }
+}
+
+}  // namespace
+
+template <class Scalar>
+tensor::Matrix<Scalar> without_padding(const tensor::ExecutionSpace& space, const tensor::Matrix<Scalar>& whole,
+                                       const Shard& shard) {
+  if (!shard.padded()) return whole;
+  const int rows = shard.axis == 0 ? shard.valid : whole.extent_int(0);
+  const int columns = shard.axis == 1 ? shard.valid : whole.extent_int(1);
+  const auto real = tensor::uninitialized_matrix<Scalar>("kpipe::model::without_padding", rows, columns);
+  with_real_part(whole, shard, [&](const auto& part) { Kokkos::deep_copy(space, real, part); });
+  return real;
+}
+
+template <class Scalar>
+void with_padding(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& real, const Shard& shard,
+                  const tensor::Matrix<Scalar>& whole) {
+  if (!shard.padded()) return;
+  Kokkos::deep_copy(space, whole, Scalar(0));
+  with_real_part(whole, shard, [&](const auto& part) { Kokkos::deep_copy(space, part, real); });
+}
+
 template <class Scalar>
 void sum_row_partials(Collectives& collectives, const std::vector<Parameter<Scalar>>& parameters) {
   for (const auto& p : parameters) {
@@ -87,6 +122,15 @@ template tensor::Matrix<float> gather_shards<float>(tensor::ExecContext&, Collec
                                                     const tensor::ConstMatrix<float>&);
 template tensor::Matrix<double> gather_shards<double>(tensor::ExecContext&, Collectives&, const Shard&,
                                                       const tensor::ConstMatrix<double>&);
+
+template tensor::Matrix<float> without_padding<float>(const tensor::ExecutionSpace&, const tensor::Matrix<float>&,
+                                                      const Shard&);
+template tensor::Matrix<double> without_padding<double>(const tensor::ExecutionSpace&, const tensor::Matrix<double>&,
+                                                        const Shard&);
+template void with_padding<float>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<float>&, const Shard&,
+                                  const tensor::Matrix<float>&);
+template void with_padding<double>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<double>&, const Shard&,
+                                   const tensor::Matrix<double>&);
 
 template void sum_row_partials<float>(Collectives&, const std::vector<Parameter<float>>&);
 template void sum_row_partials<double>(Collectives&, const std::vector<Parameter<double>>&);

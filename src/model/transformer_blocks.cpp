@@ -29,6 +29,11 @@ class LinearFactory {
   std::unique_ptr<Layer<Scalar>> column(int in, int out, const std::string& part, int blocks = 1) {
     return make(in, out, part, gpt2_std, TensorSplit::column, blocks);
   }
+  // The LM projection onto the padded vocabulary, its padding masked.
+  std::unique_ptr<Layer<Scalar>> logits(int in, const std::string& part) {
+    const int padded = model_.padded_vocab(env_.collectives.size(Group::tensor));
+    return make(in, padded, part, gpt2_std, TensorSplit::column, 1, model_.vocab);
+  }
   // A row-parallel output projection into the residual stream, whose GPT-2
   // initialisation shrinks with depth so the stream's variance stays bounded.
   std::unique_ptr<Layer<Scalar>> row(int in, int out, const std::string& part) {
@@ -39,10 +44,12 @@ class LinearFactory {
 
  private:
   std::unique_ptr<Layer<Scalar>> make(int in, int out, const std::string& part, double std, TensorSplit split,
-                                      int blocks) {
+                                      int blocks, int real_outputs = -1) {
     const auto key = detail::stream(detail::Stream::weights, model_.seed, index_, next_++);
-    return std::make_unique<Linear<Scalar>>(in, out, name(part), key, WeightInit::of(init_kind(model_), in, out, std),
-                                            kernels_, env_, split, blocks);
+    const int fan_out = real_outputs == -1 ? out : real_outputs;
+    return std::make_unique<Linear<Scalar>>(in, out, name(part), key,
+                                            WeightInit::of(init_kind(model_), in, fan_out, std), kernels_, env_, split,
+                                            blocks, real_outputs);
   }
 
   const ModelSpec& model_;
@@ -92,7 +99,7 @@ std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, K
   std::vector<std::unique_ptr<Layer<Scalar>>> head;
   head.push_back(std::make_unique<LayerNorm<Scalar>>(model.dim, linear.name("norm"), env));
   // Vocabulary-parallel logits: the loss never gathers them (vocab_parallel_cross_entropy).
-  head.push_back(linear.column(model.dim, model.vocab, "lm_head"));
+  head.push_back(linear.logits(model.dim, "lm_head"));
   return std::make_unique<PerPosition<Scalar>>(chain(std::move(head), env), model.context);
 }
 

@@ -122,6 +122,8 @@ int Vocabulary::id_of(char32_t symbol) const {
   return found == rest_.end() ? -1 : found->second;
 }
 
+std::string Vocabulary::description() const { return fmt::format("{} distinct characters", size()); }
+
 std::vector<std::int32_t> Vocabulary::encode(std::string_view utf8, std::string_view what) const {
   return encode(decode_utf8(utf8, what), what);
 }

@@ -38,46 +38,71 @@ std::vector<Held<Scalar>> held_state(const Pipeline<Scalar>& pipeline) {
   return held;
 }
 
-// The global tensors of `held`: shards gathered whole from their tensor group
-// (collective over it), whole tensors as they are.
+// Whether `held` is this rank's own storage of the tensor a checkpoint holds.
+template <class Scalar>
+bool stored_as_held(const Held<Scalar>& held) {
+  return held.shard.full() && !held.shard.padded();
+}
+
+// The extent along `axis` of the global tensor of `held`, padding included.
+template <class Scalar>
+int global_extent(const Held<Scalar>& held, int axis) {
+  return held.value.extent_int(axis) * (held.shard.axis == axis ? held.shard.count : 1);
+}
+
+// The global tensors of `held` as checkpoints store them: shards gathered
+// whole from their tensor group (collective over it), padding cut off.
 template <class Scalar>
 std::vector<io::NamedMatrix<Scalar>> gathered(const comm::ProcessGrid& grid, const std::vector<Held<Scalar>>& held) {
   tensor::ExecContext exec;
   GridCollectives collectives(grid, exec);
   std::vector<io::NamedMatrix<Scalar>> named;
   for (const auto& h : held) {
-    named.push_back(
-        {h.name, h.shard.full() ? h.value : model::gather_shards<Scalar>(exec, collectives, h.shard, h.value)});
+    const auto whole = h.shard.full() ? h.value : model::gather_shards<Scalar>(exec, collectives, h.shard, h.value);
+    named.push_back({h.name, model::without_padding<Scalar>(exec.space(), whole, h.shard)});
   }
   return named;
 }
 
-// Where to read the global tensors of `held`: the tensor itself when whole, a
-// buffer of the global shape for a shard (see keep_shards).
+// Where to read the stored tensors of `held`: the tensor itself where it is
+// stored as held, else a buffer of the stored shape (see keep_shards).
 template <class Scalar>
 std::vector<io::NamedMatrix<Scalar>> global_buffers(const std::vector<Held<Scalar>>& held) {
   std::vector<io::NamedMatrix<Scalar>> named;
   for (const auto& h : held) {
-    if (h.shard.full()) {
+    if (stored_as_held(h)) {
       named.push_back({h.name, h.value});
       continue;
     }
-    const int axis = h.shard.axis;
-    const int rows = h.value.extent_int(0) * (axis == 0 ? h.shard.count : 1);
-    const int columns = h.value.extent_int(1) * (axis == 1 ? h.shard.count : 1);
-    named.push_back({h.name, tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_global", rows, columns)});
+    int extents[2] = {global_extent(h, 0), global_extent(h, 1)};
+    if (h.shard.padded()) extents[h.shard.axis] = h.shard.valid;
+    named.push_back(
+        {h.name, tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_global", extents[0], extents[1])});
   }
   return named;
 }
 
-// Each shard of `held` from its global tensor read into `buffers`.
+// Each tensor of `held` from its stored tensor read into `buffers`: padded
+// with zeros, and cut to the rank's shard.
 template <class Scalar>
 void keep_shards(const std::vector<Held<Scalar>>& held, const std::vector<io::NamedMatrix<Scalar>>& buffers) {
+  const tensor::ExecutionSpace space;
   for (std::size_t i = 0; i < held.size(); ++i) {
-    if (!held[i].shard.full()) {
-      model::copy_shard<Scalar>(tensor::ExecutionSpace(), buffers[i].value, held[i].shard, held[i].value);
+    const Held<Scalar>& h = held[i];
+    if (stored_as_held(h)) continue;
+    auto whole = buffers[i].value;
+    if (h.shard.padded()) {
+      whole = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_padded", global_extent(h, 0),
+                                                   global_extent(h, 1));
+      model::with_padding<Scalar>(space, buffers[i].value, h.shard, whole);
+    }
+    if (h.shard.full()) {
+      Kokkos::deep_copy(space, h.value, whole);
+    } else {
+      model::copy_shard<Scalar>(space, whole, h.shard, h.value);
     }
   }
+  space.fence();  // the buffers go out of scope
 }
 
 template <class Scalar>

@@ -35,6 +35,7 @@ struct Loaded {
   std::vector<std::int32_t> tokens;
   int vocabulary_size = 0;
   std::string vocabulary_text;  // "65 distinct characters", for the model.vocab message
+  std::int64_t characters = 0;  // the characters the tokens spell (text), else 0
 };
 
 const char* split_name(io::Split split) { return split == io::Split::train ? "training" : "validation"; }
@@ -47,28 +48,60 @@ std::string read_file(const std::string& path) {
                                 "token stream, docs/formats.md)"});
 }
 
-// The whole file's code points; empty text is an input error.
-std::vector<char32_t> text_code_points(const std::string& path) {
-  const std::string text = read_file(path);
+// The whole file, checked to be non-empty UTF-8.
+std::string text_of(const std::string& path) {
+  std::string text = read_file(path);
   if (text.empty()) {
     throw input_error(fmt::format("data.path '{}' is empty; set data.path to a UTF-8 text file to train on", path));
   }
+  return text;
+}
+
+std::vector<char32_t> code_points_of(const std::string& text, const std::string& path) {
   return model::decode_utf8(text, fmt::format("data.path '{}'", path));
 }
 
-// Tokens before this index train, the rest validate (bible_kjv.py's int(0.9 N), exactly).
-std::size_t train_tokens(std::size_t n) { return n * 9 / 10; }
+// Characters before this index train, the rest validate (bible_kjv.py's
+// int(0.9 N), exactly), whatever the tokenizer: every tokenizer validates on
+// the same text.
+std::size_t train_characters(std::size_t n) { return n * 9 / 10; }
 
-Loaded text_split(const std::string& path, io::Split split) {
-  const auto code_points = text_code_points(path);
-  const auto vocabulary = model::Vocabulary::of_text(code_points);
-  const auto all = vocabulary.encode(code_points);
-  const auto middle = all.begin() + static_cast<std::ptrdiff_t>(train_tokens(all.size()));
+// The byte offset of code point `index` of valid UTF-8 `text`.
+std::size_t byte_offset(const std::string& text, std::size_t index) {
+  std::size_t seen = 0;
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const bool starts_character = (static_cast<unsigned char>(text[at]) & 0xc0U) != 0x80;
+    if (starts_character && seen++ == index) return at;
+  }
+  return text.size();
+}
+
+// The tokenizer of a text file: its characters, or a SentencePiece model.
+std::unique_ptr<model::Tokenizer> text_tokenizer(const config::DataConfig& data,
+                                                 const std::vector<char32_t>& code_points) {
+  if (data.tokenizer == config::TokenizerKind::sentencepiece) return model::load_sentencepiece(data.tokenizer_model);
+  return std::make_unique<model::Vocabulary>(model::Vocabulary::of_text(code_points));
+}
+
+Loaded text_split(const config::DataConfig& data, io::Split split) {
+  const std::string text = text_of(data.path);
+  const auto code_points = code_points_of(text, data.path);
+  const auto tokenizer = text_tokenizer(data, code_points);
+  const std::size_t middle = train_characters(code_points.size());
+  const bool train = split == io::Split::train;
   Loaded loaded;
-  loaded.tokens = split == io::Split::train ? std::vector<std::int32_t>(all.begin(), middle)
-                                            : std::vector<std::int32_t>(middle, all.end());
-  loaded.vocabulary_size = vocabulary.size();
-  loaded.vocabulary_text = fmt::format("{} distinct characters", vocabulary.size());
+  if (data.tokenizer == config::TokenizerKind::character) {
+    const auto all = static_cast<const model::Vocabulary&>(*tokenizer).encode(code_points);
+    loaded.tokens = train ? std::vector<std::int32_t>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(middle))
+                          : std::vector<std::int32_t>(all.begin() + static_cast<std::ptrdiff_t>(middle), all.end());
+  } else {
+    const std::size_t at = byte_offset(text, middle);
+    const std::string_view part = train ? std::string_view(text).substr(0, at) : std::string_view(text).substr(at);
+    loaded.tokens = tokenizer->encode(part, fmt::format("data.path '{}'", data.path));
+  }
+  loaded.vocabulary_size = tokenizer->size();
+  loaded.vocabulary_text = tokenizer->description();
+  loaded.characters = static_cast<std::int64_t>(train ? middle : code_points.size() - middle);
   return loaded;
 }
 
@@ -135,7 +168,7 @@ std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataC
   Loaded loaded;
   switch (token_stream_of(data)) {
     case Stream::text:
-      loaded = text_split(data.path, split);
+      loaded = text_split(data, split);
       break;
     case Stream::hdf5:
       loaded = hdf5_split(data.path, split);
@@ -165,26 +198,34 @@ model::Vocabulary synthetic_vocabulary(int size) {
   return model::Vocabulary(std::move(symbols));
 }
 
-model::Vocabulary load_vocabulary(const config::DataConfig& data, int vocab) {
-  model::Vocabulary vocabulary;
+std::unique_ptr<model::Tokenizer> load_tokenizer(const config::DataConfig& data, int vocab) {
+  std::unique_ptr<model::Tokenizer> tokenizer;
   std::string described;
   switch (token_stream_of(data)) {
     case Stream::text:
-      vocabulary = model::Vocabulary::of_text(text_code_points(data.path));
-      described = fmt::format("data.path '{}' has {} distinct characters", data.path, vocabulary.size());
+      tokenizer = text_tokenizer(data, code_points_of(text_of(data.path), data.path));
+      described = fmt::format("data.path '{}' has {}", data.path, tokenizer->description());
       break;
     case Stream::hdf5:
-      vocabulary = hdf5_vocabulary(data.path, io::read_token_stream(data.path, io::Split::train));
-      described = fmt::format("data.path '{}' has a vocabulary of {} symbols", data.path, vocabulary.size());
+      tokenizer = std::make_unique<model::Vocabulary>(
+          hdf5_vocabulary(data.path, io::read_token_stream(data.path, io::Split::train)));
+      described = fmt::format("data.path '{}' has a vocabulary of {} symbols", data.path, tokenizer->size());
       break;
     case Stream::synthetic:
-      return synthetic_vocabulary(vocab);
+      return std::make_unique<model::Vocabulary>(synthetic_vocabulary(vocab));
   }
-  if (vocabulary.size() != vocab) {
+  if (tokenizer->size() != vocab) {
     throw input_error(
-        fmt::format("model.vocab = {} but {}; set model.vocab = {}", vocab, described, vocabulary.size()));
+        fmt::format("model.vocab = {} but {}; set model.vocab = {}", vocab, described, tokenizer->size()));
   }
-  return vocabulary;
+  return tokenizer;
+}
+
+double characters_per_token(const config::DataConfig& data, const model::TrainerSpec& spec) {
+  if (token_stream_of(data) != Stream::text || data.tokenizer == config::TokenizerKind::character) return 1.0;
+  const Loaded validation = text_split(data, io::Split::test);
+  check_against_model(validation, data, spec, io::Split::test);
+  return static_cast<double>(validation.characters) / static_cast<double>(validation.tokens.size());
 }
 
 template <class Scalar>

@@ -28,6 +28,7 @@ enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
 enum class GemmKind { vendor, packed, portable };
 enum class AttentionKind { gemm, fused };
+enum class TokenizerKind { character, sentencepiece };
 enum class Precision { fp32, bf16 };
 enum class LrSchedule { constant, cosine };
 enum class Recompute { none, full };
@@ -63,6 +64,7 @@ KPIPE_CHOICES(Task, {"classification", Task::classification}, {"regression", Tas
 KPIPE_CHOICES(GemmKind, {"vendor", GemmKind::vendor}, {"packed", GemmKind::packed}, {"portable", GemmKind::portable})
 KPIPE_CHOICES(AttentionKind, {"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused})
 KPIPE_CHOICES(Precision, {"fp32", Precision::fp32}, {"bf16", Precision::bf16})
+KPIPE_CHOICES(TokenizerKind, {"char", TokenizerKind::character}, {"sentencepiece", TokenizerKind::sentencepiece})
 KPIPE_CHOICES(LrSchedule, {"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine})
 KPIPE_CHOICES(Recompute, {"none", Recompute::none}, {"full", Recompute::full})
 KPIPE_CHOICES(ActivationStore, {"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5})
@@ -97,7 +99,10 @@ struct ModelConfig {
   std::uint64_t seed = 1234;
   InitKind init = InitKind::automatic;  // automatic: gpt2 for a transformer, uniform otherwise
   // transformer
-  int vocab = 0;     // symbols of the token data
+  int vocab = 0;  // symbols of the token data
+  // The embedding and LM head hold vocab rounded up to a multiple of this
+  // times t (Megatron-LM's make-vocab-size-divisible-by); the padding is masked.
+  int vocab_divisible_by = 128;
   int context = 64;  // T: tokens per sequence
   int dim = 128;     // model width
   int heads = 4;
@@ -141,6 +146,10 @@ struct DataConfig {
   std::string path;  // what the source reads: the HDF5 dataset (hdf5), UTF-8 text (text)
   Task task = Task::classification;
   std::uint64_t seed = 42;
+  // A transformer's text: one token per character, or SentencePiece subwords
+  // of the model file tokenizer_model.
+  TokenizerKind tokenizer = TokenizerKind::character;
+  std::string tokenizer_model;
 };
 
 // pipeline.*, with the derived microbatch count m = B / (b·d).

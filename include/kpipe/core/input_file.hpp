@@ -17,6 +17,9 @@ struct InputFile {
 };
 
 std::string read_input_file(const std::string& path, const InputFile& kind);
+// The bytes of a binary input file (a tokenizer model), with the same checks
+// but the text ones.
+std::string read_input_bytes(const std::string& path, const InputFile& kind);
 
 // Offset of the first byte that cannot be in a UTF-8 text file (a control
 // character other than tab, newline and carriage return, or a broken UTF-8

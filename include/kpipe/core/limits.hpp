@@ -78,6 +78,10 @@ inline constexpr std::size_t request_trace_bytes = std::size_t{256} << 20;
 // stream, read by hyperslab.
 inline constexpr std::size_t text_data_bytes = std::size_t{256} << 20;
 
+// A SentencePiece model file (data.tokenizer_model): a 32k vocabulary is
+// under 1 MiB; 64 MiB bounds a hostile one before it is parsed.
+inline constexpr std::size_t tokenizer_model_bytes = std::size_t{64} << 20;
+
 // A --json summary of kpipe run, sweep or serve, read back by kpipe plan
 // --costs: kilobytes; 64 MiB bounds a hostile one.
 inline constexpr std::size_t summary_json_bytes = std::size_t{64} << 20;

@@ -30,15 +30,28 @@ namespace kpipe::model {
 // parameter. With `blocks` > 1 the axis is that many equal blocks, each split
 // into `count` shards, and the shard is slice `index` of every block: a fused
 // Q|K|V projection whose rank holds the Q, K and V columns of its heads.
+//
+// A padded vocabulary pads the global tensor along `axis` past its first
+// `valid` entries (0: none); the padding is zero, masked, and not stored in
+// checkpoints, so a checkpoint restarts at any padding.
 struct Shard {
   int axis = 0;
   int index = 0;
   int count = 1;
   int blocks = 1;
+  int valid = 0;
 
   bool full() const { return count == 1; }
+  bool padded() const { return valid > 0; }
   static Shard whole() { return {}; }
   static Shard along(int axis, int index, int count, int blocks = 1) { return {axis, index, count, blocks}; }
+  // This shard of a global tensor whose first `valid` entries along `axis` are real.
+  Shard padded_after(int padded_axis, int valid_entries) const {
+    Shard shard = *this;
+    if (full()) shard.axis = padded_axis;
+    shard.valid = valid_entries;
+    return shard;
+  }
 };
 
 // A trainable matrix and its gradient buffer (same shape). Biases and norm

@@ -31,11 +31,17 @@ namespace kpipe::model {
 // and at every weights_changed(). The saved "x" and "dy" are those bfloat16
 // copies, half the bytes; outputs, input gradients, the bias and every
 // gradient stay float32.
+//
+// Outputs at or past `real_outputs` (-1: none; a padded vocabulary's logits; whole or
+// column-parallel Linears) are padding: their weights and bias start zero,
+// the real ones as an unpadded layer's, and their outputs are the lowest
+// finite value, so no softmax gives them weight, their gradient is zero and
+// they never learn. Checkpoints store the real columns only (Shard::valid).
 template <class Scalar>
 class Linear final : public Layer<Scalar> {
  public:
   Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init, KernelChoice kernels,
-         LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1);
+         LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1, int real_outputs = -1);
 
   const char* kind() const override { return "linear"; }
   int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
@@ -55,6 +61,8 @@ class Linear final : public Layer<Scalar> {
   int row_factor() const { return sequence_parallel_ && split_ == TensorSplit::column ? ranks_ : 1; }
   int row_divisor() const { return sequence_parallel_ && split_ == TensorSplit::row ? ranks_ : 1; }
   bool bf16() const { return precision_ == config::Precision::bf16; }
+  // Writes the lowest finite value to the padding columns of this rank's outputs Y.
+  void mask_padding(const tensor::Matrix<Scalar>& Y) const;
   // A pooled buffer of the group's rows of `local`, stacked in rank order.
   tensor::Tensor gathered_rows(const tensor::Tensor& local, const char* label) const;
   // `x` as the GEMMs take it: itself, or rounded to bfloat16 in a pooled buffer.

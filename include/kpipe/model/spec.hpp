@@ -44,8 +44,10 @@ struct ModelSpec {
   std::uint64_t seed = 0;
   config::InitKind init = config::InitKind::automatic;
   // transformer: vocabulary, context T, width, heads, blocks, MLP ratio. Its
-  // samples are sequences: input_dim = T token ids, output_dim = T·vocab logits.
+  // samples are sequences: input_dim = T token ids, output_dim = T·padded_vocab(1) logits.
   int vocab = 0;
+  // The embedding and LM head hold padded_vocab(t) tokens (model.vocab_divisible_by).
+  int vocab_divisible_by = 1;
   int context = 0;
   int dim = 0;
   int heads = 1;
@@ -60,6 +62,13 @@ struct ModelSpec {
   // The loss treats each as a sample of its own (targets hold rows·positions
   // labels), so the mean loss is over all B·T positions.
   int positions() const { return kind == ModelKind::transformer ? context : 1; }
+  // The vocabulary rounded up to a multiple of vocab_divisible_by · t, so each
+  // of t tensor ranks holds an equal share (Megatron-LM). Tokens at or past
+  // vocab are padding: never an input, their logits masked.
+  int padded_vocab(int tensor_ranks) const {
+    const int multiple = vocab_divisible_by * tensor_ranks;
+    return (vocab + multiple - 1) / multiple * multiple;
+  }
 
   // The model of a run configuration.
   static ModelSpec from_config(const config::ModelConfig& config);

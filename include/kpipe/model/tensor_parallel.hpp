@@ -17,6 +17,17 @@ template <class Scalar>
 void copy_shard(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& whole, const Shard& shard,
                 const tensor::Matrix<Scalar>& local);
 
+// A padded global tensor of `shard` cut to its first shard.valid entries
+// along shard.axis (a copy), or `whole` itself when not padded.
+template <class Scalar>
+tensor::Matrix<Scalar> without_padding(const tensor::ExecutionSpace& space, const tensor::Matrix<Scalar>& whole,
+                                       const Shard& shard);
+// whole = `real` followed by zeros along shard.axis: the padded global tensor
+// of `shard` (`whole` itself when not padded, `real` then is it).
+template <class Scalar>
+void with_padding(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& real, const Shard& shard,
+                  const tensor::Matrix<Scalar>& whole);
+
 // The whole tensor whose shard `shard` this rank holds as `local`, gathered
 // from every rank of the tensor group (a copy of local when whole).
 // Collective over the tensor group.

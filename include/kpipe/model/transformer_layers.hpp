@@ -34,7 +34,9 @@ namespace kpipe::model {
 template <class Scalar>
 class TokenEmbedding final : public Layer<Scalar> {
  public:
-  TokenEmbedding(int vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
+  // The token table holds padded_vocab rows (ModelSpec::padded_vocab), those
+  // at or past `vocab` zero: no id reaches them.
+  TokenEmbedding(int vocab, int padded_vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
                  LayerEnvironment env);
 
   const char* kind() const override { return "embedding"; }
@@ -57,7 +59,7 @@ class TokenEmbedding final : public Layer<Scalar> {
   int sequence_shards() const { return env_.sequence_parallel ? env_.collectives.size(Group::tensor) : 1; }
 
   LayerEnvironment env_;
-  Parameter<Scalar> token_;                // vocab x dim, or this rank's vocab/t rows
+  Parameter<Scalar> token_;                // padded vocab x dim, or this rank's padded vocab/t rows
   Parameter<Scalar> position_;             // T x dim
   int first_;                              // the first token id of token_'s rows
   tensor::Matrix<Scalar> added_position_;  // position_, or zeros on tensor ranks other than 0
@@ -142,7 +144,7 @@ std::unique_ptr<Layer<Scalar>> make_decoder_block(const ModelSpec& model, int in
                                                   LayerEnvironment env);
 
 // The head on rows x (T·dim): final LayerNorm and the untied LM projection
-// to rows x (T·vocab) logits.
+// to rows x (T·padded vocab) logits, the padding masked (Linear's real_outputs).
 template <class Scalar>
 std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, KernelChoice kernels,
                                             LayerEnvironment env);

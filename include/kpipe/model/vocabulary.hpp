@@ -1,8 +1,8 @@
 #pragma once
-// A character vocabulary: token id i is the i-th symbol, a Unicode code
-// point. A language model trains on ids; `kpipe generate` encodes its prompt
+// A character vocabulary (data.tokenizer = "char"): token id i is the i-th
+// symbol, a Unicode code point. A language model trains on ids; `kpipe generate` encodes its prompt
 // and decodes its samples with the vocabulary of the training data
-// (runtime::load_vocabulary).
+// (runtime::load_tokenizer).
 //
 // UTF-8 is decoded strictly (no overlong forms, surrogates or code points past
 // U+10FFFF), so a file in another encoding is an input error at the byte that
@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kpipe/model/tokenizer.hpp"
+
 namespace kpipe::model {
 
 // The code points of `utf8`. `what` names the text in the error ("data.path
@@ -24,7 +26,7 @@ std::vector<char32_t> decode_utf8(std::string_view utf8, std::string_view what =
 // Appends the UTF-8 form of `code_point` (a valid scalar value) to `out`.
 void append_utf8(std::string& out, char32_t code_point);
 
-class Vocabulary {
+class Vocabulary final : public Tokenizer {
  public:
   Vocabulary() = default;
   // Symbols in token order; a repeated symbol is an input error.
@@ -32,19 +34,21 @@ class Vocabulary {
   // The sorted distinct code points of `code_points`.
   static Vocabulary of_text(const std::vector<char32_t>& code_points);
 
-  int size() const { return static_cast<int>(symbols_.size()); }
+  int size() const override { return static_cast<int>(symbols_.size()); }
   const std::vector<char32_t>& symbols() const { return symbols_; }
   // Token id of `symbol`, or -1 when it is not in the vocabulary.
   int id_of(char32_t symbol) const;
 
   // Token ids of `utf8`; a character outside the vocabulary is an input error
   // naming it, its position and the vocabulary's size.
-  std::vector<std::int32_t> encode(std::string_view utf8, std::string_view what = "the text") const;
+  std::vector<std::int32_t> encode(std::string_view utf8, std::string_view what = "the text") const override;
   // Token ids of decoded code points (as encode, without the UTF-8 step).
   std::vector<std::int32_t> encode(const std::vector<char32_t>& code_points, std::string_view what = "the text") const;
   // UTF-8 of token ids; an id outside [0, size()) is an input error.
-  std::string decode(const std::int32_t* ids, std::size_t count) const;
-  std::string decode(const std::vector<std::int32_t>& ids) const { return decode(ids.data(), ids.size()); }
+  std::string decode(const std::int32_t* ids, std::size_t count) const override;
+  using Tokenizer::decode;
+  // "65 distinct characters".
+  std::string description() const override;
   // Every symbol in token order, as one UTF-8 string (the HDF5 attribute `vocabulary`).
   std::string utf8() const;
 

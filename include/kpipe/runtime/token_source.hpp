@@ -1,14 +1,16 @@
 #pragma once
 // A transformer's data (model.kind = "transformer"): a token stream split in
 // two, served as model::TokenStreamSource sequences. make_data_source calls
-// make_token_source for a transformer; `kpipe generate` calls load_vocabulary
+// make_token_source for a transformer; `kpipe generate` calls load_tokenizer
 // to encode its prompt and decode its samples.
 //
 // data.source picks the stream:
-//   text       data.path is UTF-8 text; the vocabulary is the sorted distinct
-//              code points of the whole file, the tokens their indices; the
-//              first 90% (floor(N·9/10)) train, the rest validate, as
-//              examples/data/bible_kjv.py splits.
+//   text       data.path is UTF-8 text; its first 90% of characters
+//              (floor(N·9/10)) train, the rest validate, as
+//              examples/data/bible_kjv.py splits. data.tokenizer = "char": the
+//              vocabulary is the sorted distinct code points of the whole
+//              file, the tokens their indices; "sentencepiece": each part is
+//              encoded by the SentencePiece model data.tokenizer_model.
 //   hdf5       a token-stream file (docs/formats.md, "Token streams"):
 //              /train/tokens, /test/tokens and the vocabulary attribute.
 //   synthetic  model::markov_tokens over model.vocab symbols from data.seed:
@@ -25,6 +27,7 @@
 #include "kpipe/config/run_config.hpp"
 #include "kpipe/io/dataset.hpp"
 #include "kpipe/model/data_source.hpp"
+#include "kpipe/model/tokenizer.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/model/vocabulary.hpp"
 #include "kpipe/tensor/exec_context.hpp"
@@ -36,9 +39,14 @@ namespace kpipe::runtime {
 std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataConfig& data,
                                                              const model::TrainerSpec& spec, io::Split split);
 
-// The vocabulary whose ids the configured stream holds, checked against
+// The tokenizer whose ids the configured stream holds, checked against
 // model.vocab = `vocab`.
-model::Vocabulary load_vocabulary(const config::DataConfig& data, int vocab);
+std::unique_ptr<model::Tokenizer> load_tokenizer(const config::DataConfig& data, int vocab);
+
+// Characters per token of the validation split: 1 but for subword tokens, so
+// that loss per token / ln 2 / this is bits per character, the measure that
+// compares tokenizers.
+double characters_per_token(const config::DataConfig& data, const model::TrainerSpec& spec);
 
 // The synthetic stream's symbols: the first `size` printable characters in
 // code point order: ' ' to '~' (95), then from U+00A1 on, skipping the soft

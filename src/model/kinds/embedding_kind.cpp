@@ -11,7 +11,7 @@ LayerKind embedding_layer_kind() {
   kind.footprint = [](const ModelSpec& model, const LayerSpec& spec, const FootprintQuery& query) {
     const std::int64_t t = query.tensor_ranks, rows = query.rows, in = spec.input_dim, out = spec.output_dim;
     LayerFootprint f;
-    f.parameters = (model.vocab / t + model.context) * std::int64_t{model.dim};
+    f.parameters = (model.padded_vocab(static_cast<int>(t)) / t + model.context) * std::int64_t{model.dim};
     f.forward_flops = rows * out;                    // the sum of the two tables
     f.saved = rows * in;                             // the token ids
     f.kept_for_weight_gradient = rows * (in + out);  // the ids and the (gathered) output gradient
@@ -24,8 +24,9 @@ LayerKind embedding_layer_kind() {
   };
   set_factories(kind, [](auto scalar, const LayerBuild& build) -> std::unique_ptr<Layer<decltype(scalar)>> {
     const ModelSpec& model = build.model;
-    return std::make_unique<TokenEmbedding<decltype(scalar)>>(model.vocab, model.context, model.dim, build.name(),
-                                                              build.weight_stream(0), build.env);
+    const int t = build.env.collectives.size(Group::tensor);
+    return std::make_unique<TokenEmbedding<decltype(scalar)>>(
+        model.vocab, model.padded_vocab(t), model.context, model.dim, build.name(), build.weight_stream(0), build.env);
   });
   return kind;
 }

@@ -45,7 +45,7 @@ std::vector<int> prompt_tokens(const json& ids, int vocab) {
   return prompt;
 }
 
-std::vector<int> prompt_of(const json& line, const model::Vocabulary& vocabulary) {
+std::vector<int> prompt_of(const json& line, const model::Tokenizer& vocabulary) {
   const bool text = line.contains("prompt"), ids = line.contains("prompt_tokens");
   if (text && ids) throw input_error("has both \"prompt\" and \"prompt_tokens\"; give one of them");
   if (ids) return prompt_tokens(line["prompt_tokens"], vocabulary.size());
@@ -106,7 +106,7 @@ void check_fields(const json& line) {
 }
 
 // One line as a request, or an input error saying what is wrong with it.
-Request request_of(std::string_view text, const model::Vocabulary& vocabulary, int context, double previous) {
+Request request_of(std::string_view text, const model::Tokenizer& vocabulary, int context, double previous) {
   if (json_depth(text) > limits::json_depth) {
     throw input_error(
         fmt::format("nests JSON more than {} deep; write one flat request per line: {}", limits::json_depth, example));
@@ -133,7 +133,7 @@ Request request_of(std::string_view text, const model::Vocabulary& vocabulary, i
 
 }  // namespace
 
-Trace parse_request_trace(std::string_view text, std::string_view name, const model::Vocabulary& vocabulary,
+Trace parse_request_trace(std::string_view text, std::string_view name, const model::Tokenizer& vocabulary,
                           int context) {
   Trace trace;
   double previous = 0.0;
@@ -166,7 +166,7 @@ std::string read_request_trace_text(const std::string& path) {
       path, {"request trace", limits::request_trace_bytes, "; examples/inference/make_trace.py writes traces"});
 }
 
-Trace read_request_trace(const std::string& path, const model::Vocabulary& vocabulary, int context) {
+Trace read_request_trace(const std::string& path, const model::Tokenizer& vocabulary, int context) {
   return parse_request_trace(read_request_trace_text(path), path, vocabulary, context);
 }
 

@@ -273,7 +273,9 @@ class Server {
     for (const Segment& segment : microbatch.segments) {
       row += static_cast<std::size_t>(segment.length);
       if (!segment.sample) continue;
-      const auto first = logits.begin() + static_cast<std::ptrdiff_t>((row - 1) * model_.vocab);
+      // A row holds the padded vocabulary's logits; the padding is never a candidate.
+      const auto stride = static_cast<std::size_t>(model_.padded_vocab(1));
+      const auto first = logits.begin() + static_cast<std::ptrdiff_t>((row - 1) * stride);
       const std::vector<double> scores(first, first + model_.vocab);
       const std::uint64_t stream = kernels::stream_key(inference_.seed, 0x73657276, segment.request);  // "serv"
       const double u = kernels::uniform01(stream, static_cast<std::uint64_t>(segment.start + segment.length));

@@ -117,8 +117,8 @@ ServePlan plan_serving(const config::RunConfig& config, const std::string& reque
   ServePlan serving;
   serving.stages = plan.spec.p * plan.spec.v;
   const StageCostModel costs = costs_path.empty() ? flop_model(spec) : measured_costs(costs_path, serving.stages);
-  const auto vocabulary = load_vocabulary(config.data, spec.model.vocab);
-  const Trace trace = read_request_trace(requests_path, vocabulary, spec.model.context);
+  const auto tokenizer = load_tokenizer(config.data, spec.model.vocab);
+  const Trace trace = read_request_trace(requests_path, *tokenizer, spec.model.context);
   if (trace.error) throw input_error(*trace.error);
   serving.costs = costs.description;
   serving.requests = trace.requests.size();

@@ -50,8 +50,9 @@ std::vector<runtime::Request> requests() {
 }
 
 // Greedy continuation of `prompt` by the whole model, recomputing the full
-// window for every token.
-std::vector<int> reference_decode(model::Stage<double>& model, std::vector<int> prompt, int tokens) {
+// window for every token. Its logits are `padded` wide (ModelSpec::padded_vocab),
+// the tokens past `vocab` padding.
+std::vector<int> reference_decode(model::Stage<double>& model, int padded, std::vector<int> prompt, int tokens) {
   std::vector<int> generated;
   for (int n = 0; n < tokens; ++n) {
     const int length = static_cast<int>(prompt.size());
@@ -59,10 +60,10 @@ std::vector<int> reference_decode(model::Stage<double>& model, std::vector<int> 
     std::copy(prompt.begin(), prompt.end(), window.begin());
     const auto X = tensor::uninitialized_matrix<double>("x", 1, context);
     tensor::from_host<double>(window, X);
-    const auto Y = tensor::uninitialized_matrix<double>("y", 1, context * vocab);
+    const auto Y = tensor::uninitialized_matrix<double>("y", 1, context * padded);
     model.forward_no_grad(X, Y);
     const auto logits = tensor::to_host<double>(Y);
-    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(length - 1) * vocab;
+    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(length - 1) * padded;
     const int token = static_cast<int>(std::max_element(row, row + vocab) - row);
     generated.push_back(token);
     prompt.push_back(token);
@@ -90,7 +91,8 @@ TEST_CASE("served greedy tokens equal the sequential reference decoder", "[runti
   tensor::ExecContext exec;
   model::Stage<double> whole(spec.model, model::LayerRange{0, static_cast<int>(spec.model.layers().size())}, {}, exec);
   std::vector<std::vector<int>> expected;
-  for (const auto& request : trace) expected.push_back(reference_decode(whole, request.prompt, request.max_new_tokens));
+  for (const auto& request : trace)
+    expected.push_back(reference_decode(whole, spec.model.padded_vocab(1), request.prompt, request.max_new_tokens));
 
   // 8 blocks of 4 tokens hold the largest request (14 + 9 tokens: 6
   // blocks) but not the trace at once, so admission must wait for releases.

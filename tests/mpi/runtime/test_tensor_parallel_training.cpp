@@ -53,9 +53,12 @@ std::string model_keys(const std::string& kind, const std::string& schedule) {
         kind);
   }
   // Embedding, 2 blocks and the head: 4 partition units for p · v <= 4; the
-  // fused attention kernels under the interleaved schedule, GEMM attention under 1F1B.
+  // fused attention kernels under the interleaved schedule, GEMM attention
+  // under 1F1B. t does not divide the vocabulary: it is padded to 15 tokens
+  // at t = 1 and to 20 at t = 2, where the second rank holds 3 real ones.
   return fmt::format(
-      "model.kind = \"transformer\"\nmodel.vocab = 12\nmodel.context = 8\nmodel.dim = 16\nmodel.heads = 4\n"
+      "model.kind = \"transformer\"\nmodel.vocab = 13\nmodel.vocab_divisible_by = 5\nmodel.context = 8\n"
+      "model.dim = 16\nmodel.heads = 4\n"
       "model.layers = 2\nmodel.mlp_ratio = 2\ncompute.attention = \"{}\"\n",
       schedule == "interleaved" ? "fused" : "gemm");
 }
@@ -74,13 +77,15 @@ config::RunConfig config_for(const std::string& kind, int d, const std::string& 
   return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
-// Every parameter this rank holds, gathered whole from its tensor group, by name.
+// Every parameter this rank holds, gathered whole from its tensor group, by
+// name; a padded vocabulary's padding (t-dependent) cut off.
 std::map<std::string, std::vector<float>> whole_parameters(runtime::Pipeline<float>& pipeline) {
   tensor::ExecContext exec;
   runtime::GridCollectives collectives(pipeline.grid(), exec);
   std::map<std::string, std::vector<float>> whole;
   for (const auto& p : pipeline.parameters()) {
-    whole[p.name] = tensor::to_host<float>(model::gather_shards<float>(exec, collectives, p.shard, p.value));
+    const auto gathered = model::gather_shards<float>(exec, collectives, p.shard, p.value);
+    whole[p.name] = tensor::to_host<float>(model::without_padding<float>(exec.space(), gathered, p.shard));
   }
   return whole;
 }
@@ -93,7 +98,9 @@ int sharded_parameters(const runtime::Pipeline<float>& pipeline) {
 
 std::map<std::string, std::vector<float>> by_name(const std::vector<model::Parameter<float>>& parameters) {
   std::map<std::string, std::vector<float>> values;
-  for (const auto& p : parameters) values[p.name] = tensor::to_host<float>(p.value);
+  for (const auto& p : parameters) {
+    values[p.name] = tensor::to_host<float>(model::without_padding<float>(tensor::ExecutionSpace(), p.value, p.shard));
+  }
   return values;
 }
 
@@ -266,7 +273,10 @@ TEST_CASE("a tensor-parallel stage computes the unsharded F, B and W in float64"
   const int me = grid.tensor_rank();
   for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
     for (const bool sequence_parallel : {false, true}) {
-      const model::ModelSpec spec = model::ModelSpec::from_config(config_for(kind, 1, "1f1b").model);
+      model::ModelSpec spec = model::ModelSpec::from_config(config_for(kind, 1, "1f1b").model);
+      // The same padded vocabulary (16) whole and in 4 shards, so the whole
+      // tensors slice into the shards: the last holds 1 real token and 3 masked.
+      spec.vocab_divisible_by = ranks;
       const model::LayerRange all{0, spec.layer_count()};
       model::StageOptions options;
       options.sequence_parallel = sequence_parallel;

@@ -56,9 +56,11 @@ TEST_CASE("a transformer stage's traffic per microbatch, worked out by hand", "[
   CHECK(stages[1].tensor_forward.calls == 4);
   CHECK(stages[1].tensor_backward.bytes == 3 * boundary);
   CHECK(stages[1].tensor_backward.calls == 3);
-  // Stage 0 holds (64/2 + 32) x 64 embedding values and a block of two LayerNorms (4 x 64), QKV 64 x 192/2 + 96,
-  // projection 64/2 x 64 + 64, MLP up 64 x 256/2 + 128 and down 256/2 x 64 + 64.
-  CHECK(stages[0].gradient_bytes == 4 * (64 * 64 + 256 + (6144 + 96) + (2048 + 64) + (8192 + 128) + (8192 + 64)));
+  // Stage 0 holds (256/2 + 32) x 64 embedding values (the vocabulary of 64 padded to a multiple of 128 · t) and a
+  // block of two LayerNorms (4 x 64), QKV 64 x 192/2 + 96, projection 64/2 x 64 + 64, MLP up 64 x 256/2 + 128 and
+  // down 256/2 x 64 + 64.
+  CHECK(stages[0].gradient_bytes ==
+        4 * ((128 + 32) * 64 + 256 + (6144 + 96) + (2048 + 64) + (8192 + 128) + (8192 + 64)));
 }
 
 TEST_CASE("without scatter/gather a boundary tensor travels whole", "[model][traffic]") {

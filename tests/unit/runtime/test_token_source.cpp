@@ -1,12 +1,14 @@
 // A transformer's data: text files and HDF5 token streams written at test
 // time, the synthetic Markov stream, the 90/10 split, make_data_source's
-// dispatch, the vocabulary for `kpipe generate`, and every input error the
-// user can meet, each naming the value to change.
+// dispatch, the vocabulary for `kpipe generate`, subword tokens of a
+// SentencePiece model, and every input error the user can meet, each naming
+// the value to change.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -89,7 +91,8 @@ TEST_CASE("text source: the file's sorted characters are the vocabulary; 90% tra
   const auto data = data_of("text", path);
   // "\n", " ", "0"-"9", ":", "e", "i", "l", "n", "é"
   const auto spec = transformer(18, 8);
-  const auto vocabulary = runtime::load_vocabulary(data, spec.model.vocab);
+  const auto tokenizer = runtime::load_tokenizer(data, spec.model.vocab);
+  const auto& vocabulary = dynamic_cast<const model::Vocabulary&>(*tokenizer);
   CHECK(vocabulary.size() == 18);
   CHECK(vocabulary.utf8() == "\n 0123456789:eiln\xc3\xa9");
   const auto train = runtime::load_tokens(data, spec, io::Split::train);
@@ -139,7 +142,7 @@ TEST_CASE("text source: input errors name the value and the fix", "[runtime][tok
   CHECK(contains(message, fmt::format("model.vocab = 80 but data.path '{}' has 18 distinct characters; set "
                                       "model.vocab = 18",
                                       path)));
-  message = input_error_of([&] { runtime::load_vocabulary(data, 80); });
+  message = input_error_of([&] { runtime::load_tokenizer(data, 80); });
   CHECK(contains(message, "set model.vocab = 18"));
   // 430 characters: 387 train, 43 validate.
   message = input_error_of([&] { runtime::load_tokens(data, transformer(18, 64), io::Split::test); });
@@ -171,7 +174,8 @@ TEST_CASE("hdf5 source: a token-stream file's splits and vocabulary", "[runtime]
   const auto spec = transformer(5, 6);
   CHECK(*runtime::load_tokens(data, spec, io::Split::train) == train);
   CHECK(*runtime::load_tokens(data, spec, io::Split::test) == test);
-  const auto vocabulary = runtime::load_vocabulary(data, spec.model.vocab);
+  const auto tokenizer = runtime::load_tokenizer(data, spec.model.vocab);
+  const auto& vocabulary = dynamic_cast<const model::Vocabulary&>(*tokenizer);
   CHECK(vocabulary.symbols() == std::vector<char32_t>{U'a', U'b', U' ', U'c', U'\u00e9'});
   tensor::ExecContext exec;
   const auto source = runtime::make_data_source<double>(data, spec, io::Split::test, exec);
@@ -231,10 +235,55 @@ TEST_CASE("synthetic source: a seeded Markov stream over model.vocab symbols", "
   CHECK(test->size() == 1 << 13);
   CHECK(*train == *runtime::load_tokens(data, spec, io::Split::train));
   CHECK(*std::max_element(train->begin(), train->end()) == 11);
-  const auto vocabulary = runtime::load_vocabulary(data, spec.model.vocab);
+  const auto tokenizer = runtime::load_tokenizer(data, spec.model.vocab);
+  const auto& vocabulary = dynamic_cast<const model::Vocabulary&>(*tokenizer);
   CHECK(vocabulary.utf8() == " !\"#$%&'()*+");
   CHECK(runtime::synthetic_vocabulary(96).symbols().back() == U'\u00a1');
   CHECK(runtime::synthetic_vocabulary(95 + 13).symbols().back() == U'\u00ae');  // past the soft hyphen
   // A long context still finds enough tokens.
   CHECK(runtime::load_tokens(data, transformer(12, 8192), io::Split::test)->size() == 4 * 8193);
+}
+
+TEST_CASE("a SentencePiece model tokenizes the text source: the same 90/10 split of the characters, exactly decoded",
+          "[runtime][tokens]") {
+  const std::string lm = std::string(KPIPE_SOURCE_DIR) + "/tests/data/lm/";
+  config::DataConfig data = data_of("text", lm + "genesis.txt");
+  data.tokenizer = config::TokenizerKind::sentencepiece;
+  data.tokenizer_model = lm + "genesis-bpe.model";  // 384 pieces (tests/data/lm/genesis-bpe.toml)
+  if (!KPIPE_HAVE_SENTENCEPIECE) {
+    CHECK(contains(input_error_of([&] { runtime::load_tokenizer(data, 384); }), "built with SentencePiece"));
+    return;
+  }
+  const auto spec = transformer(384, 16);
+  const auto tokenizer = runtime::load_tokenizer(data, 384);
+  CHECK(tokenizer->size() == 384);
+  std::ifstream file(data.path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::size_t characters = model::decode_utf8(text).size();
+  const std::size_t middle = characters * 9 / 10;
+
+  // Each split decodes to exactly its characters, split where the character model splits.
+  const auto train = runtime::load_tokens(data, spec, io::Split::train);
+  const auto test = runtime::load_tokens(data, spec, io::Split::test);
+  const std::string train_text = tokenizer->decode(*train);
+  CHECK(model::decode_utf8(train_text).size() == middle);
+  CHECK(train_text + tokenizer->decode(*test) == text);
+  // Subwords: fewer tokens than characters, and bits per character scale by their ratio.
+  CHECK(train->size() < middle);
+  CHECK(runtime::characters_per_token(data, spec) ==
+        Approx(static_cast<double>(characters - middle) / static_cast<double>(test->size())));
+  CHECK(runtime::characters_per_token(data_of("text", data.path), transformer(43, 16)) == 1.0);
+  // A prompt round-trips, spaces and newlines included (byte fallback, identity normalisation).
+  const std::string prompt = "In the beginning God\ncreated  the heaven";
+  CHECK(tokenizer->decode(tokenizer->encode(prompt)) == prompt);
+
+  // Every bad input names what to change.
+  CHECK(contains(input_error_of([&] { runtime::load_tokenizer(data, 400); }), "set model.vocab = 384"));
+  CHECK(contains(input_error_of([&] { (void)tokenizer->decode({384}); }), "outside the 384 pieces"));
+  config::DataConfig missing = data;
+  missing.tokenizer_model = lm + "no-such.model";
+  CHECK(contains(input_error_of([&] { runtime::load_tokenizer(missing, 384); }), "no such file"));
+  config::DataConfig corrupt = data;
+  corrupt.tokenizer_model = lm + "genesis.txt";
+  CHECK(contains(input_error_of([&] { runtime::load_tokenizer(corrupt, 384); }), "is no SentencePiece model"));
 }

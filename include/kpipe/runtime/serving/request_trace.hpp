@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kpipe/model/vocabulary.hpp"
+#include "kpipe/model/tokenizer.hpp"
 
 namespace kpipe::runtime {
 
@@ -41,13 +41,13 @@ struct Trace {
 
 // The requests of `text`, named `name` in errors, for a model with this
 // vocabulary and context (tokens per sequence).
-Trace parse_request_trace(std::string_view text, std::string_view name, const model::Vocabulary& vocabulary,
+Trace parse_request_trace(std::string_view text, std::string_view name, const model::Tokenizer& vocabulary,
                           int context);
 // The text of the trace file `path` (an input error when it cannot be read
 // as text), for a caller that reads on one rank and broadcasts.
 std::string read_request_trace_text(const std::string& path);
 // The requests of the file `path`. A file that cannot be read as text is
 // an input error (thrown: there is no request to serve).
-Trace read_request_trace(const std::string& path, const model::Vocabulary& vocabulary, int context);
+Trace read_request_trace(const std::string& path, const model::Tokenizer& vocabulary, int context);
 
 }  // namespace kpipe::runtime
