@@ -71,7 +71,7 @@ int generate_command(const runtime::Environment&, const GenerateOptions& options
     throw input_error(fmt::format("{} has model.kind = \"{}\"; kpipe generate samples text from a transformer deck",
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
-  runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
+  runtime::require_servable(config.pipeline);
   const auto tokenizer = runtime::load_tokenizer(config.data, config.model.vocab);
   const std::vector<std::int32_t> prompt = tokenizer->encode(options.prompt, "the prompt");
   const auto owned = runtime::build_pipeline(config, runtime::Mode::infer);

@@ -88,7 +88,7 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
     throw input_error(fmt::format("{} has model.kind = \"{}\"; kpipe serve generates text with a transformer deck",
                                   options.deck.path, loaded.deck.string("model.kind")));
   }
-  runtime::require_one_tensor_rank(config.pipeline.tensor_parallel);
+  runtime::require_servable(config.pipeline);
   const auto tokenizer = runtime::load_tokenizer(config.data, config.model.vocab);
   const std::string text =
       comm::broadcast_from_root(comm::world(), [&] { return runtime::read_request_trace_text(options.requests_path); });
@@ -101,9 +101,13 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
   const auto owned = runtime::build_pipeline(config, runtime::Mode::infer);
   restore(*owned, config.checkpoint);
   const std::string batching = loaded.deck.string("inference.batching");
-  log::info("serve: {} requests from {}, batching \"{}\", token budget {}, KV cache {} MiB per stage",
+  const int t = config.pipeline.tensor_parallel;
+  log::info("serve: {} requests from {}, batching \"{}\", token budget {}, KV cache {} MiB per stage{}",
             trace.requests.size(), options.requests_path, batching, config.inference.token_budget,
-            config.inference.kv_cache_mib);
+            config.inference.kv_cache_mib,
+            t > 1 ? fmt::format(" and tensor rank (each of the {} holds its {} heads' keys and values)", t,
+                                config.model.heads / t)
+                  : "");
   const runtime::ServeResult result =
       runtime::abort_on_error([&] { return runtime::serve(*owned, trace.requests, config.inference); });
   if (log::is_root()) {
@@ -123,6 +127,8 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
     const double rate = l.tokens / std::max(result.seconds, 1e-12);
     log::info("serve: {} requests ({} rejected), {} tokens in {:.2f} s: {:.1f} tokens/s in {} microbatches",
               result.requests.size(), rejected, l.tokens, result.seconds, rate, result.microbatches);
+    log::info("serve: KV cache {} blocks of {} tokens per stage{}, at most {} in use", result.kv_blocks,
+              config.inference.block_tokens, t > 1 ? " and tensor rank" : "", result.peak_kv_blocks);
     log::info(
         "serve: time to first token p50 {:.4f} p90 {:.4f} p99 {:.4f} s; between tokens p50 {:.4f} p90 {:.4f} "
         "p99 {:.4f} s",

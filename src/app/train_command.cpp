@@ -188,7 +188,7 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
     const double loss = runtime::global_loss(pipeline.grid(), result);
     report.add_step(loss, step_start - start, comm::wall_time() - step_start, result);
     const double elapsed = comm::wall_time() - start;
-    log::info("step {:>{}}/{}  loss {:.6f}  {:>9.0f} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
+    log::info("step {:>{}}/{}  loss {:.6f}  {:>9.4g} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
               steps, loss, samples_per_step / (comm::wall_time() - step_start),
               duration(elapsed / (step - first + 1) * (steps - step - 1)));
     const int eval_every = loaded.config.train.eval_every;

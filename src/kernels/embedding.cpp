@@ -74,9 +74,10 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
                           const Kokkos::View<const int*, tensor::MemorySpace>& positions,
                           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
                           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
-                          const tensor::Matrix<Scalar>& Y) {
+                          const tensor::Matrix<Scalar>& Y, int first) {
   const std::size_t n = ids.extent(0);
   const int dim = static_cast<int>(token.extent(1));
+  const int vocab = static_cast<int>(token.extent(0));
   if (ids.extent(1) != 1 || positions.extent(0) != n || Y.extent(0) != n || Y.extent(1) != token.extent(1) ||
       position.extent(1) != token.extent(1)) {
     throw input_error(fmt::format(
@@ -89,10 +90,11 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
       "kpipe::kernels::embedding_forward_at", Policy(space, static_cast<int>(n), Kokkos::AUTO),
       KOKKOS_LAMBDA(const Member& team) {
         const int i = team.league_rank();
-        const int id = static_cast<int>(ids(i, 0));
+        const int row = static_cast<int>(ids(i, 0)) - first;
+        const bool mine = row >= 0 && row < vocab;  // a vocabulary shard holds some ids only
         const int t = positions(i);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim),
-                             [&](int j) { Y(i, j) = token(id, j) + position(t, j); });
+                             [&](int j) { Y(i, j) = (mine ? token(row, j) : Scalar(0)) + position(t, j); });
       });
 }
 
@@ -158,7 +160,7 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
   template void embedding_forward_at<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,      \
                                              const Kokkos::View<const int*, tensor::MemorySpace>&,                   \
                                              const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
-                                             const tensor::Matrix<Scalar>&);                                         \
+                                             const tensor::Matrix<Scalar>&, int);                                    \
   template void embedding_backward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,        \
                                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,        \
                                            const tensor::Matrix<Scalar>&, int);

@@ -98,7 +98,8 @@ void TokenEmbedding<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList
                                    CachedBatch<Scalar>& batch) const {
   const auto region = env_.exec.region("kpipe::model::embedding::infer");
   kernels::embedding_forward_at(env_.exec.space(), inputs.at(0).matrix<Scalar>(), batch.paged().position, token_.value,
-                                position_.value, outputs.at(0).matrix<Scalar>());
+                                added_position_, outputs.at(0).matrix<Scalar>(), first_);
+  env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
 }
 
 template class TokenEmbedding<float>;

@@ -77,7 +77,8 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       env_{exec, collectives, options.sequence_parallel && collectives.size(Group::tensor) > 1},
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
       positions_(model.positions()),
-      dim_(model.kind == ModelKind::transformer ? model.dim : 0),
+      // A tensor rank's attention holds heads/t heads: its KV cache dim/t of each token's K and V.
+      dim_(model.kind == ModelKind::transformer ? model.dim / collectives.size(Group::tensor) : 0),
       attention_layers_(decoder_blocks(model, layers)) {}
 
 template <class Scalar>

@@ -122,7 +122,7 @@ void RunReport::print() const {
       pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double s) { return s; });
   const schedule::Bubble measured = steady_bubble(&runtime::MeasuredBubble::bubble);
   const schedule::Bubble spans = steady_bubble(&runtime::MeasuredBubble::span);
-  log::info("summary: {} steps in {:.2f} s, final loss {:.6f} (first {:.6f}), {:.0f} samples/s", losses_.size(),
+  log::info("summary: {} steps in {:.2f} s, final loss {:.6f} (first {:.6f}), {:.4g} samples/s", losses_.size(),
             seconds_, losses_.back(), losses_.front(), samples_per_second);
   const std::string simulated =
       predicted_ ? fmt::format("simulated (deck costs) idle/useful {:.3f}, idle/total {:.3f}",

@@ -1,6 +1,8 @@
 # A tiny character transformer trains 4 steps on 2 ranks with validation and a
 # checkpoint; greedy sampling from that checkpoint on 2 ranks (its stages on
-# different ranks) must print exactly what 1 rank prints, and continue the prompt.
+# different ranks) and on a tensor group of 2 (each rank holding half the
+# heads, their KV cache and half the padded vocabulary, restarted from the
+# t = 1 checkpoint) must print exactly what 1 rank prints, and continue the prompt.
 function(kpipe_step name)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 240)
   if(NOT code EQUAL 0)
@@ -19,6 +21,8 @@ endif()
 set(sampling checkpoint.restart=${WORK_DIR}/step-4.h5 "prompt=In the beginning" tokens=40 temperature=0)
 kpipe_step(one_rank ${KPIPE} generate ${deck} pipeline.stages=1 ${sampling})
 kpipe_step(two_ranks ${MPIEXEC} -n 2 ${KPIPE} generate ${deck} ${sampling})
+kpipe_step(tensor_ranks ${MPIEXEC} -n 2 ${KPIPE} generate ${deck} pipeline.stages=1 pipeline.tensor_parallel=2
+           ${sampling})
 # The sample starts with the prompt and ends before the closing log line; its
 # 40 characters may hold newlines (the vocabulary has them).
 function(kpipe_sample output result)
@@ -33,9 +37,13 @@ function(kpipe_sample output result)
 endfunction()
 kpipe_sample("${one_rank_output}" one_rank)
 kpipe_sample("${two_ranks_output}" two_ranks)
-message("1 rank:  '${one_rank}'\n2 ranks: '${two_ranks}'")
+kpipe_sample("${tensor_ranks_output}" tensor_ranks)
+message("1 rank:  '${one_rank}'\n2 ranks: '${two_ranks}'\nt = 2:   '${tensor_ranks}'")
 if(NOT one_rank STREQUAL two_ranks)
   message(FATAL_ERROR "pipelined sampling differs from one rank's")
+endif()
+if(NOT one_rank STREQUAL tensor_ranks)
+  message(FATAL_ERROR "tensor-parallel sampling differs from one rank's")
 endif()
 string(LENGTH "${two_ranks}" length)
 if(NOT length EQUAL 56)

@@ -19,15 +19,16 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position, const tensor::Matrix<Scalar>& Y,
                        int first = 0);
 
-// One token per row, for incremental inference: Y[i, j] = token[ids(i, 0),
-// j] + position[positions(i), j] with ids n x 1 and Y n x dim.
+// One token per row, for incremental inference: Y[i, j] = token[ids(i, 0) -
+// first, j] + position[positions(i), j] with ids n x 1 and Y n x dim; a
+// vocabulary shard's table as in embedding_forward.
 template <class Scalar>
 void embedding_forward_at(const tensor::ExecutionSpace& space,
                           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                           const Kokkos::View<const int*, tensor::MemorySpace>& positions,
                           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
                           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position,
-                          const tensor::Matrix<Scalar>& Y);
+                          const tensor::Matrix<Scalar>& Y, int first = 0);
 
 // dtoken[v - first, j] += Σ dY[s, t·dim + j] over the positions (s, t)
 // holding token v, in ascending (s, t) order, for the rows [first, first +

@@ -48,6 +48,7 @@ std::vector<int> generate_tokens(Pipeline<Scalar>& pipeline, std::vector<int> pr
       generated = result.requests.front().generated;
     }
     comm::broadcast(pipeline.grid().pipeline(), pipeline.schedule().placement.place(0).rank, generated);
+    comm::broadcast(pipeline.grid().tensor(), 0, generated);  // the scheduler's tensor group led it
     if (generated.front() < 0) {
       throw input_error(fmt::format("a window of {} tokens does not fit inference.kv_cache_mib = {}; raise it", T,
                                     inference.kv_cache_mib));

@@ -17,6 +17,8 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/kv_cache.hpp"
+#include "kpipe/model/tensor_parallel.hpp"
+#include "kpipe/runtime/grid_collectives.hpp"
 #include "kpipe/runtime/serving/generation.hpp"
 #include "kpipe/runtime/serving/serve_scheduler.hpp"
 
@@ -61,13 +63,15 @@ Microbatch decode(const std::vector<std::int32_t>& header) {
 }  // namespace
 
 template <class Scalar>
-int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference) {
+int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference, int tensor_ranks) {
   int most = 0;
   for (const model::LayerRange& stage : spec.stages) {
     most = std::max(most, static_cast<int>(model::decoder_blocks(spec.model, stage).size()));
   }
   if (most == 0) return 1 << 30;
-  const std::size_t per_block = model::KvCache<Scalar>::bytes_per_block(most, spec.model.dim, inference.block_tokens);
+  // A tensor rank caches the K and V of its heads/t heads: inference.kv_cache_mib is per tensor rank.
+  const std::size_t per_block =
+      model::KvCache<Scalar>::bytes_per_block(most, spec.model.dim / tensor_ranks, inference.block_tokens);
   const double budget = inference.kv_cache_mib * 1024.0 * 1024.0;
   const int blocks = static_cast<int>(budget / static_cast<double>(per_block));
   if (blocks < 1) {
@@ -79,8 +83,8 @@ int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfi
   return blocks;
 }
 
-template int kv_cache_blocks<float>(const model::TrainerSpec&, const config::InferenceConfig&);
-template int kv_cache_blocks<double>(const model::TrainerSpec&, const config::InferenceConfig&);
+template int kv_cache_blocks<float>(const model::TrainerSpec&, const config::InferenceConfig&, int);
+template int kv_cache_blocks<double>(const model::TrainerSpec&, const config::InferenceConfig&, int);
 
 BatchLimits batch_limits(const config::InferenceConfig& inference, int kv_blocks, int context, int p) {
   BatchLimits limits;
@@ -110,6 +114,12 @@ std::size_t header_entries(std::int64_t tokens, std::size_t requests) {
   return 8 + 4 * static_cast<std::size_t>(tokens) + requests;
 }
 
+// With t > 1 tensor ranks a stage's rank leads its tensor group: the
+// scheduler and the mailbox run between the leads (tensor rank 0) as they do
+// without tensor parallelism, and a lead shares each microbatch it runs with
+// its group (a broadcast of the header and the input), whose ranks compute
+// the stage with it (their heads' KV cache, their vocabulary shard); at the
+// last stage the group gathers the logits for the lead to sample.
 template <class Scalar>
 class Server {
  public:
@@ -120,9 +130,12 @@ class Server {
         model_(pipeline.spec().model),
         placement_(pipeline.schedule().placement),
         group_(pipeline.grid().pipeline()),
+        tensor_(pipeline.grid().tensor()),
+        lead_(pipeline.grid().tensor_rank() == 0),
+        collectives_(pipeline.grid(), exec_),
         me_(pipeline.grid().pipeline_rank()),
         root_(placement_.place(0).rank),
-        blocks_(kv_cache_blocks<Scalar>(pipeline.spec(), inference)),
+        blocks_(kv_cache_blocks<Scalar>(pipeline.spec(), inference, pipeline.grid().tensor_size())),
         most_tokens_(largest_microbatch(inference, model_.context, requests.size())),
         mailbox_(group_, pipeline.watchdog(), header_entries(most_tokens_, requests.size()),
                  static_cast<std::size_t>(most_tokens_) * static_cast<std::size_t>(model_.dim)) {
@@ -136,7 +149,9 @@ class Server {
   ServeResult run() {
     comm::barrier(group_);
     start_ = comm::wall_time();
-    if (me_ == root_) {
+    if (!lead_) {
+      follow();
+    } else if (me_ == root_) {
       schedule_requests();
     } else {
       for (;;) {
@@ -146,6 +161,7 @@ class Server {
         handle(packet);
       }
     }
+    if (lead_) share({stop}, {});
     mailbox_.complete_sends("kpipe serve's last messages");
     result_.work = gather_work();
     result_.kv_blocks = blocks_;
@@ -228,9 +244,50 @@ class Server {
     }
   }
 
+  // A lead's message to its tensor group: the header (stop, or a stage's
+  // microbatch) and the stage input. Without tensor parallelism, nothing.
+  void share(std::vector<std::int32_t> header, std::vector<Scalar> input) {
+    if (comm::size_of(tensor_) == 1) return;
+    std::vector<int> sizes = {static_cast<int>(header.size()), static_cast<int>(input.size())};
+    comm::broadcast(tensor_, 0, sizes);
+    comm::broadcast(tensor_, 0, header);
+    comm::broadcast(tensor_, 0, input);
+  }
+
+  // A tensor rank other than the lead: runs each stage its lead shares, until stop.
+  void follow() {
+    for (;;) {
+      std::vector<int> sizes(2);
+      comm::broadcast(tensor_, 0, sizes);
+      std::vector<std::int32_t> header(static_cast<std::size_t>(sizes[0]));
+      std::vector<Scalar> input(static_cast<std::size_t>(sizes[1]));
+      comm::broadcast(tensor_, 0, header);
+      comm::broadcast(tensor_, 0, input);
+      if (header.at(0) == stop) return;
+      compute_stage(header.at(1), decode(header), input);
+    }
+  }
+
   // Runs model stage `stage` on the microbatch's tokens and passes the
   // result on: to the next stage's rank, or sampled back to the scheduler.
   void run_stage(int stage, const Microbatch& microbatch, const std::vector<Scalar>& input) {
+    share(encode(stage, microbatch), input);
+    const std::vector<Scalar> output = compute_stage(stage, microbatch, input);
+    if (stage + 1 < placement_.stage_count()) {
+      const int next = placement_.place(stage + 1).rank;
+      if (next == me_) return run_stage(stage + 1, microbatch, output);
+      return mailbox_.send(next, encode(stage + 1, microbatch), output);
+    }
+    std::vector<std::int32_t> header = {sampled, microbatch.id};
+    const auto chosen = sample(microbatch, output);
+    header.insert(header.end(), chosen.begin(), chosen.end());
+    if (root_ == me_) return deliver(microbatch.id, chosen);
+    mailbox_.send(root_, header, {});
+  }
+
+  // Stage `stage` on the microbatch, on every rank of the tensor group: its
+  // output, the last stage's logits gathered whole.
+  std::vector<Scalar> compute_stage(int stage, const Microbatch& microbatch, const std::vector<Scalar>& input) {
     model::KvBlockTable& table = tables_.at(stage);
     for (int request : microbatch.released) table.release(request);
     model::TokenBatch tokens;
@@ -250,19 +307,16 @@ class Server {
     const auto Y =
         tensor::uninitialized_matrix<Scalar>("kpipe::runtime::serve_output", n, compute.token_output_width());
     compute.infer(table, tokens, X, Y);
-    const std::vector<Scalar> output = tensor::to_host<Scalar>(Y);
-    work_.push_back({me_, stage, microbatch.id, n, attended_positions(microbatch), begin, now()});
+    const bool logits = stage + 1 == placement_.stage_count();
+    const std::vector<Scalar> output =
+        tensor::to_host<Scalar>(logits ? model::gather_shards<Scalar>(exec_, collectives_, vocabulary_shard(), Y) : Y);
+    if (lead_) work_.push_back({me_, stage, microbatch.id, n, attended_positions(microbatch), begin, now()});
+    return output;
+  }
 
-    if (stage + 1 < placement_.stage_count()) {
-      const int next = placement_.place(stage + 1).rank;
-      if (next == me_) return run_stage(stage + 1, microbatch, output);
-      return mailbox_.send(next, encode(stage + 1, microbatch), output);
-    }
-    std::vector<std::int32_t> header = {sampled, microbatch.id};
-    const auto chosen = sample(microbatch, output);
-    header.insert(header.end(), chosen.begin(), chosen.end());
-    if (root_ == me_) return deliver(microbatch.id, chosen);
-    mailbox_.send(root_, header, {});
+  // This rank's columns of the logits: its tensor rank's share of the padded vocabulary.
+  model::Shard vocabulary_shard() const {
+    return model::Shard::along(1, pipeline_.grid().tensor_rank(), pipeline_.grid().tensor_size());
   }
 
   // One token per sampling segment, from the logits of its last token. The
@@ -274,7 +328,7 @@ class Server {
       row += static_cast<std::size_t>(segment.length);
       if (!segment.sample) continue;
       // A row holds the padded vocabulary's logits; the padding is never a candidate.
-      const auto stride = static_cast<std::size_t>(model_.padded_vocab(1));
+      const auto stride = static_cast<std::size_t>(model_.padded_vocab(pipeline_.grid().tensor_size()));
       const auto first = logits.begin() + static_cast<std::ptrdiff_t>((row - 1) * stride);
       const std::vector<double> scores(first, first + model_.vocab);
       const std::uint64_t stream = kernels::stream_key(inference_.seed, 0x73657276, segment.request);  // "serv"
@@ -316,6 +370,10 @@ class Server {
   const model::ModelSpec& model_;
   const schedule::Placement& placement_;
   comm::Communicator group_;
+  comm::Communicator tensor_;
+  bool lead_;  // tensor rank 0: runs the stage's part in the pipeline
+  tensor::ExecContext exec_;
+  GridCollectives collectives_;
   int me_;
   int root_;
   int blocks_;
@@ -358,12 +416,10 @@ double measured_bubble(const std::vector<StageWork>& work) {
   return busy > 0 ? idle / busy : 0.0;
 }
 
-void require_one_tensor_rank(int tensor_parallel) {
-  if (tensor_parallel == 1) return;
+void require_servable(const config::PipelineConfig& pipeline) {
+  if (pipeline.tensor_parallel == 1 || !pipeline.sequence_parallel) return;
   throw input_error(
-      fmt::format("kpipe serve and generate do not split the KV cache over tensor ranks yet; set "
-                  "pipeline.tensor_parallel = 1 (it is {})",
-                  tensor_parallel));
+      "kpipe serve and generate run whole token rows on every tensor rank; set pipeline.sequence_parallel = false");
 }
 
 template <class Scalar>
@@ -380,7 +436,6 @@ ServeResult serve(Pipeline<Scalar>& pipeline, const std::vector<Request>& reques
       throw input_error(fmt::format("kpipe serve runs one pipeline; set pipeline.data_parallel = 1 (it is {})",
                                     pipeline.grid().replicas()));
     }
-    require_one_tensor_rank(pipeline.grid().tensor_size());
     const std::int64_t tokens = largest_microbatch(inference, model.context, requests.size());
     const std::size_t bytes = comm::Mailbox<Scalar>::capacity(header_entries(tokens, requests.size()),
                                                               static_cast<std::size_t>(tokens * model.dim));

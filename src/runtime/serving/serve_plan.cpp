@@ -122,7 +122,7 @@ ServePlan plan_serving(const config::RunConfig& config, const std::string& reque
   if (trace.error) throw input_error(*trace.error);
   serving.costs = costs.description;
   serving.requests = trace.requests.size();
-  serving.kv_blocks = kv_cache_blocks<float>(spec, config.inference);
+  serving.kv_blocks = kv_cache_blocks<float>(spec, config.inference, config.pipeline.tensor_parallel);
   serving.limits = batch_limits(config.inference, serving.kv_blocks, spec.model.context, plan.spec.p);
   for (const std::string batching : {"request", "uniform"}) {
     serving.policies.push_back(simulate_policy(batching, trace.requests, serving.limits, costs));

@@ -4,7 +4,11 @@
 // chunk prefills, and with a KV cache small enough that requests must wait
 // for each other's blocks. The reference runs the whole model on the full
 // window for every new token (no cache, no batching): an independent path.
+// With t = 2 tensor ranks per stage the served tokens, greedy and sampled,
+// are t = 1's, and the KV cache budget, per tensor rank, holds twice the
+// blocks.
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <random>
@@ -24,13 +28,16 @@ namespace {
 constexpr int vocab = 13;
 constexpr int context = 24;
 
-config::RunConfig deck(int p, const std::string& batching, int token_budget, double kv_cache_mib) {
-  const std::string text = fmt::format(
-      "model.kind = \"transformer\"\nmodel.vocab = {}\nmodel.context = {}\nmodel.dim = 16\nmodel.heads = 2\n"
-      "model.layers = 4\nmodel.mlp_ratio = 2\nmodel.seed = 5\ntrain.global_batch = 4\ntrain.microbatch_size = 1\n"
-      "pipeline.stages = {}\ninference.batching = \"{}\"\ninference.token_budget = {}\ninference.max_sequences = 4\n"
-      "inference.kv_cache_mib = {}\ninference.block_tokens = 4\nruntime.watchdog_seconds = 60\n",
-      vocab, context, p, batching, token_budget, kv_cache_mib);
+config::RunConfig deck(int p, const std::string& batching, int token_budget, double kv_cache_mib, int t = 1) {
+  const std::string text =
+      fmt::format("pipeline.tensor_parallel = {}\n", t) +
+      fmt::format(
+          "model.kind = \"transformer\"\nmodel.vocab = {}\nmodel.context = {}\nmodel.dim = 16\nmodel.heads = 2\n"
+          "model.layers = 4\nmodel.mlp_ratio = 2\nmodel.seed = 5\ntrain.global_batch = 4\ntrain.microbatch_size = 1\n"
+          "pipeline.stages = {}\ninference.batching = \"{}\"\ninference.token_budget = {}\ninference.max_sequences = "
+          "4\n"
+          "inference.kv_cache_mib = {}\ninference.block_tokens = 4\nruntime.watchdog_seconds = 60\n",
+          vocab, context, p, batching, token_budget, kv_cache_mib);
   return config::run_config(config::parse_deck(text, "serve.toml"));
 }
 
@@ -137,4 +144,47 @@ TEST_CASE("a request that can never fit the KV cache is rejected and the others 
     CHECK(result.requests[r].generated.size() == static_cast<std::size_t>(trace[r].max_new_tokens));
   }
   CHECK(result.peak_kv_blocks <= 5);
+}
+
+TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the KV blocks", "[runtime][serve]") {
+  const int world = comm::size_of(comm::world());
+  if (world % 2 != 0) return;
+  const int p = world / 2;
+  const auto trace = requests();
+  for (const double temperature : {0.0, 0.8}) {
+    INFO(fmt::format("p={} temperature={}", p, temperature));
+    // t = 1 on the first p ranks, then t = 2 on all: world rank 0 schedules both.
+    std::vector<std::vector<int>> expected;
+    int blocks = 0;
+    MPI_Comm first;
+    MPI_Comm_split(MPI_COMM_WORLD, comm::rank_of(comm::world()) < p ? 0 : MPI_UNDEFINED, 0, &first);
+    config::RunConfig config = deck(p, "uniform", 5, 1.0);
+    config = deck(p, "uniform", 5, kv_cache_mib_for(config, 8));
+    config.inference.temperature = temperature;
+    config.inference.seed = 7;
+    if (first != MPI_COMM_NULL) {
+      runtime::Pipeline<double> pipeline(config, first, runtime::Mode::infer);
+      const runtime::ServeResult result = runtime::serve(pipeline, trace, config.inference);
+      for (const auto& served : result.requests) expected.push_back(served.generated);
+      blocks = result.kv_blocks;
+      MPI_Comm_free(&first);
+    }
+    config::RunConfig split = deck(p, "uniform", 5, config.inference.kv_cache_mib, 2);
+    split.inference.temperature = temperature;
+    split.inference.seed = 7;
+    runtime::Pipeline<double> pipeline(split, comm::world(), runtime::Mode::infer);
+    CHECK(pipeline.grid().tensor_size() == 2);
+    const runtime::ServeResult result = runtime::serve(pipeline, trace, split.inference);
+    if (comm::rank_of(comm::world()) != 0) continue;
+    REQUIRE(result.requests.size() == trace.size());
+    REQUIRE(expected.size() == trace.size());
+    for (std::size_t r = 0; r < trace.size(); ++r) {
+      INFO("request " << r);
+      CHECK(result.requests[r].rejected.empty());
+      CHECK(result.requests[r].generated == expected[r]);
+    }
+    CHECK(blocks == 8);
+    CHECK(result.kv_blocks >= 2 * blocks);  // each tensor rank caches half the heads
+    CHECK(result.peak_kv_blocks <= result.kv_blocks);
+  }
 }

@@ -51,9 +51,11 @@ struct ServeResult {
 
 // The KV blocks of inference.kv_cache_mib every stage holds: the stage with
 // the most decoder blocks decides, since all stages follow one block table.
-// An input error when the budget holds no block.
+// The budget is per rank: a tensor rank of `tensor_ranks` caches its
+// heads' share, so a block costs it 1/t. An input error when the budget
+// holds no block.
 template <class Scalar>
-int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference);
+int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference, int tensor_ranks = 1);
 
 // The scheduler's limits for a deck's inference keys on p ranks.
 BatchLimits batch_limits(const config::InferenceConfig& inference, int kv_blocks, int context, int p);
@@ -67,14 +69,16 @@ double percentile(std::vector<double> values, double fraction);
 // compute to its last: the bubble that unequal microbatches leave.
 double measured_bubble(const std::vector<StageWork>& work);
 
-// Serving keeps the KV cache of a stage on one rank: an input error naming
-// pipeline.tensor_parallel unless it is 1. kpipe serve and generate check it
-// before building the pipeline.
-void require_one_tensor_rank(int tensor_parallel);
+// Serving runs whole token rows on every tensor rank (each caches the K and
+// V of its heads): an input error naming pipeline.sequence_parallel when it
+// is set with t > 1. kpipe serve and generate check it before building the
+// pipeline.
+void require_servable(const config::PipelineConfig& pipeline);
 
 // Serves `requests` on the pipeline (built in inference mode); every rank of
 // the pipeline calls it with the same requests. The result is complete on
-// the scheduler's rank (the first stage's), empty elsewhere.
+// the scheduler's rank (the first stage's tensor rank 0), empty elsewhere.
+// With t > 1 each tensor rank caches the K and V of its heads/t heads.
 template <class Scalar>
 ServeResult serve(Pipeline<Scalar>& pipeline, const std::vector<Request>& requests,
                   const config::InferenceConfig& inference);
