@@ -89,16 +89,11 @@ Loaded text_split(const config::DataConfig& data, io::Split split) {
   const auto tokenizer = text_tokenizer(data, code_points);
   const std::size_t middle = train_characters(code_points.size());
   const bool train = split == io::Split::train;
+  // Each part encoded alone: subwords never straddle the cut.
+  const std::size_t at = byte_offset(text, middle);
+  const std::string_view part = train ? std::string_view(text).substr(0, at) : std::string_view(text).substr(at);
   Loaded loaded;
-  if (data.tokenizer == config::TokenizerKind::character) {
-    const auto all = static_cast<const model::Vocabulary&>(*tokenizer).encode(code_points);
-    loaded.tokens = train ? std::vector<std::int32_t>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(middle))
-                          : std::vector<std::int32_t>(all.begin() + static_cast<std::ptrdiff_t>(middle), all.end());
-  } else {
-    const std::size_t at = byte_offset(text, middle);
-    const std::string_view part = train ? std::string_view(text).substr(0, at) : std::string_view(text).substr(at);
-    loaded.tokens = tokenizer->encode(part, fmt::format("data.path '{}'", data.path));
-  }
+  loaded.tokens = tokenizer->encode(part, fmt::format("data.path '{}'", data.path));
   loaded.vocabulary_size = tokenizer->size();
   loaded.vocabulary_text = tokenizer->description();
   loaded.characters = static_cast<std::int64_t>(train ? middle : code_points.size() - middle);
