@@ -22,7 +22,11 @@ struct Executor<Scalar>::Slots {
 
 namespace {
 
-// Takes the tensor out of a slot, failing loudly if the schedule never filled it.
+// Takes the tensor out of a slot, failing loudly if the schedule never filled
+// it. The slot is emptied explicitly: Kokkos 3.4's View copies on move (its
+// ViewTracker has no move constructor), and a slot still holding its buffer
+// keeps it from the pool, so the last stage held every microbatch's logits
+// and their gradient until the step ended.
 template <class View>
 View take(View& slot, const Action& action, const char* what) {
   if (slot.data() == nullptr) {
@@ -31,7 +35,9 @@ View take(View& slot, const Action& action, const char* what) {
                     "produced; the schedule is inconsistent",
                     schedule::describe(action), what, action.microbatch, action.chunk));
   }
-  return std::move(slot);
+  View taken = slot;
+  slot = View();
+  return taken;
 }
 
 }  // namespace

@@ -86,7 +86,8 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   MemoryEstimate estimate;
   estimate.baseline = baseline_bytes;
   std::vector<model::StageFootprint> chunks;  // elements
-  std::int64_t widest_boundary = 0;           // elements
+  std::int64_t widest_boundary = 0;           // elements of a tensor between stages
+  std::int64_t loss_input = 0;                // elements of the last stage's output, which the loss takes
   model::FootprintQuery query;
   query.rows = spec.microbatch_size;
   query.tensor_ranks = tensor_ranks;
@@ -99,7 +100,12 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     estimate.packed_weights += footprint.linear_weights * scalar;
     estimate.workspace = std::max(estimate.workspace, footprint.workspace * scalar);
     chunks.push_back(footprint);
-    widest_boundary = std::max({widest_boundary, footprint.input_per_microbatch, footprint.output_per_microbatch});
+    widest_boundary = std::max(widest_boundary, footprint.input_per_microbatch);
+    if (stage + 1 == schedule.placement.stage_count()) {
+      loss_input = footprint.output_per_microbatch;
+    } else {
+      widest_boundary = std::max(widest_boundary, footprint.output_per_microbatch);
+    }
   }
   // Packed copies exist only where the packed path has a backend: W, and in training Wᵀ.
   const bool packed = spec.stage.kernels.gemm == kernels::GemmPath::packed && kernels::packed_gemm_available<float>();
@@ -112,10 +118,14 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output
   // gradient slots, the receive window (peak stash + 1), and the same again
-  // for host staging when MPI cannot reach device memory.
+  // for host staging when MPI cannot reach device memory. The last stage's
+  // output never travels: the output the loss reads, a gradient waiting for
+  // each stashed microbatch's B, and with recomputation the output B
+  // recomputes (the logits of a language model, its largest tensors).
   const std::int64_t peak = schedule::peak_stash(schedule.ranks.at(rank)).peak;
   const std::int64_t in_flight = 2 * (peak + 1) + (peak + 1);
-  estimate.buffers = in_flight * widest_boundary * scalar * (staged ? 2 : 1);
+  const std::int64_t loss_buffers = training ? 1 + peak + (recompute ? 1 : 0) : 1;
+  estimate.buffers = (in_flight * widest_boundary * (staged ? 2 : 1) + loss_buffers * loss_input) * scalar;
   return estimate;
 }
 
