@@ -138,6 +138,13 @@ template void broadcast<float>(Communicator, int, std::vector<float>&);
 template void broadcast<double>(Communicator, int, std::vector<double>&);
 template void broadcast<int>(Communicator, int, std::vector<int>&);
 
+void broadcast(Communicator comm, int root, std::vector<int>& values, const Watchdog& watchdog, double idle_seconds) {
+  MPI_Request request;
+  MPI_Ibcast(values.data(), static_cast<int>(values.size()), MPI_INT, root, comm, &request);
+  watchdog.wait(
+      request, [] { return std::string("in a broadcast over all ranks of its group"); }, idle_seconds);
+}
+
 std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine) {
   return gather_equal(comm, mine, MPI_DOUBLE);
 }

@@ -12,6 +12,8 @@
 
 namespace kpipe::comm {
 
+class Watchdog;
+
 // A communicator of the process grid (world, pipeline or data-parallel group).
 using Communicator = MPI_Comm;
 
@@ -51,6 +53,10 @@ std::vector<std::int64_t> sum(Communicator comm, const std::vector<std::int64_t>
 // of the same size (float, double or int).
 template <class T>
 void broadcast(Communicator comm, int root, std::vector<T>& values);
+// As broadcast (int), the wait watched by `watchdog` with `idle_seconds` of
+// grace before its time counts: a root that may rightly have nothing to send
+// yet (a serving lead waiting for a request trace's next arrival).
+void broadcast(Communicator comm, int root, std::vector<int>& values, const Watchdog& watchdog, double idle_seconds);
 
 // Every rank's `mine`, rank after rank; every rank must give the same count.
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine);

@@ -254,11 +254,12 @@ class Server {
     comm::broadcast(tensor_, 0, input);
   }
 
-  // A tensor rank other than the lead: runs each stage its lead shares, until stop.
+  // A tensor rank other than the lead: runs each stage its lead shares, until
+  // stop. Its lead may rightly be idle until the trace's next arrival.
   void follow() {
     for (;;) {
       std::vector<int> sizes(2);
-      comm::broadcast(tensor_, 0, sizes);
+      comm::broadcast(tensor_, 0, sizes, pipeline_.watchdog(), until_next_arrival());
       std::vector<std::int32_t> header(static_cast<std::size_t>(sizes[0]));
       std::vector<Scalar> input(static_cast<std::size_t>(sizes[1]));
       comm::broadcast(tensor_, 0, header);

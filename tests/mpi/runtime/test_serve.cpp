@@ -188,3 +188,25 @@ TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the 
     CHECK(result.peak_kv_blocks <= result.kv_blocks);
   }
 }
+
+TEST_CASE("t = 2 tensor ranks wait out a gap in the trace longer than the watchdog", "[runtime][serve]") {
+  const int world = comm::size_of(comm::world());
+  if (world % 2 != 0) return;
+  auto trace = requests();
+  trace.resize(2);
+  trace[1].arrival = 1.5;  // the leads and their groups idle past runtime.watchdog_seconds
+  config::RunConfig config = deck(world / 2, "uniform", 5, 1.0, 2);
+  config.runtime.watchdog_seconds = 1.0;
+  // kpipe watches every collective at runtime.watchdog_seconds (load_deck); so does this test, then lets the
+  // tests after it wait as long as they need.
+  comm::watch_collectives(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
+  runtime::Pipeline<double> pipeline(config, comm::world(), runtime::Mode::infer);
+  const runtime::ServeResult result = runtime::serve(pipeline, trace, config.inference);
+  comm::watch_collectives(3600.0, comm::rank_of(comm::world()));
+  if (comm::rank_of(comm::world()) != 0) return;
+  REQUIRE(result.requests.size() == 2);
+  for (const auto& served : result.requests) {
+    CHECK(served.rejected.empty());
+    CHECK(served.generated.size() == static_cast<std::size_t>(trace[served.id].max_new_tokens));
+  }
+}
