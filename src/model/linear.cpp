@@ -74,17 +74,8 @@ void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& ini
   const auto real = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::whole_weight", input,
                                                          shard.padded() ? shard.valid : output);
   initialise(space, init, key, real);
-  auto whole = real;
-  if (shard.padded()) {
-    whole = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::padded_weight", input, output);
-    with_padding<Scalar>(space, real, shard, whole);
-  }
-  if (shard.full()) {
-    Kokkos::deep_copy(space, weight, whole);
-  } else {
-    copy_shard<Scalar>(space, whole, shard, weight);
-  }
-  space.fence();  // `real` and `whole` go out of scope
+  copy_real_shard<Scalar>(space, real, shard, weight);
+  space.fence();  // `real` goes out of scope
 }
 
 }  // namespace

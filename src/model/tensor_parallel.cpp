@@ -100,11 +100,19 @@ tensor::Matrix<Scalar> without_padding(const tensor::ExecutionSpace& space, cons
 }
 
 template <class Scalar>
-void with_padding(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& real, const Shard& shard,
-                  const tensor::Matrix<Scalar>& whole) {
-  if (!shard.padded()) return;
+void copy_real_shard(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& real, const Shard& shard,
+                     const tensor::Matrix<Scalar>& local) {
+  if (!shard.padded()) {
+    copy_shard<Scalar>(space, real, shard, local);
+    return;
+  }
+  const int rows = local.extent_int(0) * (shard.axis == 0 ? shard.count : 1);
+  const int columns = local.extent_int(1) * (shard.axis == 1 ? shard.count : 1);
+  const auto whole = tensor::uninitialized_matrix<Scalar>("kpipe::model::padded_whole", rows, columns);
   Kokkos::deep_copy(space, whole, Scalar(0));
   with_real_part(whole, shard, [&](const auto& part) { Kokkos::deep_copy(space, part, real); });
+  copy_shard<Scalar>(space, whole, shard, local);
+  space.fence();  // `whole` goes out of scope
 }
 
 template <class Scalar>
@@ -127,10 +135,10 @@ template tensor::Matrix<float> without_padding<float>(const tensor::ExecutionSpa
                                                       const Shard&);
 template tensor::Matrix<double> without_padding<double>(const tensor::ExecutionSpace&, const tensor::Matrix<double>&,
                                                         const Shard&);
-template void with_padding<float>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<float>&, const Shard&,
-                                  const tensor::Matrix<float>&);
-template void with_padding<double>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<double>&, const Shard&,
-                                   const tensor::Matrix<double>&);
+template void copy_real_shard<float>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<float>&, const Shard&,
+                                     const tensor::Matrix<float>&);
+template void copy_real_shard<double>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<double>&, const Shard&,
+                                      const tensor::Matrix<double>&);
 
 template void sum_row_partials<float>(Collectives&, const std::vector<Parameter<float>>&);
 template void sum_row_partials<double>(Collectives&, const std::vector<Parameter<double>>&);

@@ -88,19 +88,7 @@ template <class Scalar>
 void keep_shards(const std::vector<Held<Scalar>>& held, const std::vector<io::NamedMatrix<Scalar>>& buffers) {
   const tensor::ExecutionSpace space;
   for (std::size_t i = 0; i < held.size(); ++i) {
-    const Held<Scalar>& h = held[i];
-    if (stored_as_held(h)) continue;
-    auto whole = buffers[i].value;
-    if (h.shard.padded()) {
-      whole = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_padded", global_extent(h, 0),
-                                                   global_extent(h, 1));
-      model::with_padding<Scalar>(space, buffers[i].value, h.shard, whole);
-    }
-    if (h.shard.full()) {
-      Kokkos::deep_copy(space, h.value, whole);
-    } else {
-      model::copy_shard<Scalar>(space, whole, h.shard, h.value);
-    }
+    if (!stored_as_held(held[i])) model::copy_real_shard<Scalar>(space, buffers[i].value, held[i].shard, held[i].value);
   }
   space.fence();  // the buffers go out of scope
 }

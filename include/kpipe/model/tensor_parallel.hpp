@@ -22,11 +22,12 @@ void copy_shard(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<S
 template <class Scalar>
 tensor::Matrix<Scalar> without_padding(const tensor::ExecutionSpace& space, const tensor::Matrix<Scalar>& whole,
                                        const Shard& shard);
-// whole = `real` followed by zeros along shard.axis: the padded global tensor
-// of `shard` (`whole` itself when not padded, `real` then is it).
+// local = the slice `shard` of the global tensor whose real entries are
+// `real` (its padding, past shard.valid along shard.axis, zero): copy_shard
+// of the padded tensor; copy_shard itself when `shard` is not padded.
 template <class Scalar>
-void with_padding(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& real, const Shard& shard,
-                  const tensor::Matrix<Scalar>& whole);
+void copy_real_shard(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& real, const Shard& shard,
+                     const tensor::Matrix<Scalar>& local);
 
 // The whole tensor whose shard `shard` this rank holds as `local`, gathered
 // from every rank of the tensor group (a copy of local when whole).
