@@ -19,6 +19,7 @@ packages=(
   clang-format                                # the committed .clang-format, checked by a test
   shellcheck                                  # every shell script is linted by a test
   python3-h5py python3-numpy python3-matplotlib
+  python3-torch python3-venv                  # PyTorch under transformers (a venv from PyPI) in the GPT-2 interop test
   slurm-wlm munge                             # a one-node Slurm for the job-script tests (tests/slurm)
   iproute2                                    # network namespaces and tc for the two-host tests (tests/hosts)
   nftables                                    # packet loss on the two hosts' link (tests/hosts/degraded_link.sh)

@@ -91,4 +91,17 @@ struct TraceOptions {
 };
 int trace_command(const runtime::Environment& env, const TraceOptions& options);
 
+// GPT-2 in Hugging Face's format (gpt2_commands.cpp, docs/formats.md).
+struct ExportOptions {
+  std::string checkpoint;  // a transformer checkpoint of kpipe run
+  std::string directory;   // gets config.json and model.safetensors
+};
+int export_command(const runtime::Environment& env, const ExportOptions& options);
+
+struct ImportOptions {
+  std::string directory;             // config.json and model.safetensors (save_pretrained)
+  std::string checkpoint_directory;  // gets step-0.h5 and model.toml
+};
+int import_command(const runtime::Environment& env, const ImportOptions& options);
+
 }  // namespace kpipe::app

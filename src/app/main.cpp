@@ -124,6 +124,22 @@ int run_cli(const runtime::Environment& env, std::vector<std::string> args) {
   trace->add_option("--step", trace_options.step, "The step the SVG draws (default: the last)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
 
+  app::ExportOptions export_options;
+  auto* export_model = cli.add_subcommand(
+      "export", "Write a transformer checkpoint as Hugging Face GPT-2 (config.json, model.safetensors)");
+  export_model->add_option("CHECKPOINT", export_options.checkpoint, "A transformer checkpoint (step-<N>.h5)")
+      ->required();
+  export_model->add_option("DIR", export_options.directory, "Directory for config.json and model.safetensors")
+      ->required();
+  app::ImportOptions import_options;
+  auto* import_model = cli.add_subcommand(
+      "import", "Read a Hugging Face GPT-2 directory into a kpipe checkpoint (step-0.h5) and its model keys");
+  import_model->add_option("DIR", import_options.directory, "Directory holding config.json and model.safetensors")
+      ->required();
+  import_model
+      ->add_option("CHECKPOINT_DIR", import_options.checkpoint_directory, "Directory for step-0.h5 and model.toml")
+      ->required();
+
   check_command(cli, args);
   try {
     std::reverse(args.begin(), args.end());  // CLI11 takes the arguments reversed
@@ -142,6 +158,8 @@ int run_cli(const runtime::Environment& env, std::vector<std::string> args) {
   if (*run) return app::run_command(env, run_options);
   if (*infer) return app::infer_command(env, run_options);
   if (*trace) return app::trace_command(env, trace_options);
+  if (*export_model) return app::export_command(env, export_options);
+  if (*import_model) return app::import_command(env, import_options);
   if (*generate) return app::generate_command(env, app::split_generate_arguments(generate_deck));
   if (*serve) {
     app::ServeOptions serve_options = app::split_serve_arguments(serve_deck);

@@ -136,6 +136,7 @@ ModelConfig model_config(const Deck& deck) {
   model.init = choice<InitKind>(deck, "model.init");
   model.vocab = static_cast<int>(deck.integer("model.vocab"));
   model.vocab_divisible_by = static_cast<int>(deck.integer("model.vocab_divisible_by"));
+  model.head_bias = deck.boolean("model.head_bias");
   model.context = static_cast<int>(deck.integer("model.context"));
   model.dim = static_cast<int>(deck.integer("model.dim"));
   model.heads = static_cast<int>(deck.integer("model.heads"));

@@ -74,7 +74,8 @@ std::vector<KeySpec> build_schema() {
       integer("model.output_dim", d.model.output_dim, 1, limits::layer_width,
               "Classes (classification) or targets (regression)"),
       choice("model.activation", name(d.model.activation), choice_names<ActivationKind>(),
-             "Activation after each hidden Linear"),
+             "Activation after each hidden Linear; transformer: in each block's MLP (gelu: the exact erf form, "
+             "gelu_tanh: GPT-2's tanh approximation, Hugging Face's gelu_new)"),
       choice("model.loss", name(d.model.loss), choice_names<LossKind>(),
              "Loss: softmax cross-entropy (classification) or mean squared error (regression)"),
       integer("model.seed", d.model.seed, 0, int_max,
@@ -89,6 +90,8 @@ std::vector<KeySpec> build_schema() {
               "transformer: the embedding and LM head hold model.vocab rounded up to a multiple of this times "
               "pipeline.tensor_parallel (Megatron-LM's make-vocab-size-divisible-by); the padded logits are masked, "
               "checkpoints hold the true vocabulary"),
+      boolean("model.head_bias", d.model.head_bias,
+              "transformer: the LM head adds a learned bias to the logits; false as GPT-2 (needed by kpipe export)"),
       integer("model.context", d.model.context, 1, 1 << 16, "transformer: tokens per sequence (T)"),
       integer("model.dim", d.model.dim, 1, 1 << 16, "transformer: model width; a multiple of model.heads"),
       integer("model.heads", d.model.heads, 1, 1024, "transformer: attention heads per block"),

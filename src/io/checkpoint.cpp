@@ -553,17 +553,28 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
   return info;
 }
 
-}  // namespace
-
-template <class Scalar>
-CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
-                               const std::vector<NamedMatrix<Scalar>>& parameters,
-                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares) {
+void require_checkpoint_file(const std::string& file) {
   std::error_code error;
   if (!fs::is_regular_file(file, error)) {
     throw input_error(fmt::format("{}: no such checkpoint file ({})", file,
                                   fs::exists(file, error) ? "not a regular file" : "it does not exist"));
   }
+}
+
+}  // namespace
+
+std::string checkpoint_deck(const std::string& file) {
+  require_checkpoint_file(file);
+  const File checkpoint = File::open(file);
+  check_format(file, checkpoint);
+  return checkpoint.string_attribute("deck");
+}
+
+template <class Scalar>
+CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
+                               const std::vector<NamedMatrix<Scalar>>& parameters,
+                               const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares) {
+  require_checkpoint_file(file);
   const hdf5::Rehearsal rehearsal(file,
                                   [&] { read_file(file, model, parameters, optimizer_state, share, shares, false); });
   return read_file(file, model, parameters, optimizer_state, share, shares, true);

@@ -41,6 +41,23 @@ struct Gelu {
     return cdf + x * fast_math::normal_pdf(x);
   }
 };
+// GPT-2's GELU (Hugging Face's gelu_new): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+struct GeluTanh {
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar inner(Scalar x) {
+    return Scalar(0.79788456080286535588) * (x + Scalar(0.044715) * x * x * x);
+  }
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar value(Scalar x) {
+    return Scalar(0.5) * x * (Scalar(1) + fast_math::tanh(inner(x)));
+  }
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static Scalar derivative(Scalar x) {
+    const Scalar t = fast_math::tanh(inner(x));
+    const Scalar slope = Scalar(0.79788456080286535588) * (Scalar(1) + Scalar(3 * 0.044715) * x * x);
+    return Scalar(0.5) * (Scalar(1) + t) + Scalar(0.5) * x * ((Scalar(1) - t) * (Scalar(1) + t)) * slope;
+  }
+};
 struct Relu {
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION static Scalar value(Scalar x) {
@@ -96,6 +113,8 @@ void with_activation(Activation f, Run&& run) {
   switch (f) {
     case Activation::gelu:
       return run(Gelu{});
+    case Activation::gelu_tanh:
+      return run(GeluTanh{});
     case Activation::relu:
       return run(Relu{});
     case Activation::tanh:

@@ -36,20 +36,22 @@ FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) {
 // in B; a row-parallel one reduce-scatters its output in F and all-gathers
 // its output gradient in B. A reduce-scatter contributes the whole buffer,
 // an all-gather this rank's rows.
-FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient) {
+FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient,
+                                           bool bias) {
   const std::int64_t t = ranks_, rows = rows_, region = region_rows();
+  const std::int64_t biases = bias ? out : 0;
   LayerFootprint& f = footprint_;
   f.forward_flops += 2 * rows * in * out / (split == TensorSplit::none ? 1 : t);
   switch (ranks_ == 1 ? TensorSplit::none : split) {
     case TensorSplit::none:
-      f.parameters += in * out + out;
+      f.parameters += in * out + biases;
       f.linear_weights += in * out;
       f.saved += region * in;
       f.kept_for_weight_gradient += region * (in + out);
-      if (sequence_parallel_) f.row_partial += {in * out + out, 2};
+      if (sequence_parallel_) f.row_partial += {in * out + biases, bias ? 2 : 1};
       break;
     case TensorSplit::column:
-      f.parameters += in * out / t + out / t;
+      f.parameters += in * out / t + biases / t;
       f.linear_weights += in * out / t;
       f.saved += region * in;
       f.kept_for_weight_gradient += region * in + rows * out / t;
@@ -61,7 +63,7 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
       }
       break;
     case TensorSplit::row:
-      f.parameters += in * out / t + out;
+      f.parameters += in * out / t + biases;
       f.linear_weights += in * out / t;
       f.saved += rows * in / t;
       f.kept_for_weight_gradient += rows * in / t + rows * out;

@@ -82,9 +82,11 @@ void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& ini
 
 template <class Scalar>
 Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
-                       KernelChoice kernels, LayerEnvironment env, TensorSplit split, int blocks, int real_outputs)
+                       KernelChoice kernels, LayerEnvironment env, TensorSplit split, int blocks, int real_outputs,
+                       bool bias)
     : env_(env),
       split_(env.collectives.size(Group::tensor) == 1 ? TensorSplit::none : split),
+      has_bias_(bias),
       sequence_parallel_(env.sequence_parallel),
       ranks_(env.collectives.size(Group::tensor)),
       gemm_(kernels.gemm),
@@ -195,7 +197,7 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
       multiply(Trans::no, Trans::no, input, weight_operand(), 0, Y);
       env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
     }
-    kernels::add_row(space, bias_.value, Y);
+    if (has_bias_) kernels::add_row(space, bias_.value, Y);
   } else if (gemm_ == kernels::GemmPath::packed && bf16()) {
     if constexpr (std::is_same_v<Scalar, float>) {
       packed_.linear_forward(space, input.matrix<tensor::BFloat16>(), weight_bf16_, bias_.value, Y);
@@ -204,7 +206,7 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
     packed_.linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
   } else {
     multiply(Trans::no, Trans::no, input, weight_operand(), 0, Y);
-    kernels::add_row(space, bias_.value, Y);
+    if (has_bias_) kernels::add_row(space, bias_.value, Y);
   }
   mask_padding(Y);
   if (ctx) ctx->save("x", local);
@@ -269,10 +271,12 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   } else {
     multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad);
   }
-  if (!bf16()) {
+  if (has_bias_ && !bf16()) {
     kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
-  } else if constexpr (std::is_same_v<Scalar, float>) {
-    kernels::add_column_sums(space, gradient.matrix<tensor::BFloat16>(), bias_.grad);
+  } else if (has_bias_) {
+    if constexpr (std::is_same_v<Scalar, float>) {
+      kernels::add_column_sums(space, gradient.matrix<tensor::BFloat16>(), bias_.grad);
+    }
   }
   ctx.clear();
 }

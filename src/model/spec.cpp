@@ -82,6 +82,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   if (config.kind == ModelKind::transformer) {
     spec.vocab = config.vocab;
     spec.vocab_divisible_by = config.vocab_divisible_by;
+    spec.head_bias = config.head_bias;
     spec.context = config.context;
     spec.dim = config.dim;
     spec.heads = config.heads;

@@ -29,10 +29,10 @@ class LinearFactory {
   std::unique_ptr<Layer<Scalar>> column(int in, int out, const std::string& part, int blocks = 1) {
     return make(in, out, part, gpt2_std, TensorSplit::column, blocks);
   }
-  // The LM projection onto the padded vocabulary, its padding masked.
+  // The LM projection onto the padded vocabulary, its padding masked; its bias as model.head_bias says.
   std::unique_ptr<Layer<Scalar>> logits(int in, const std::string& part) {
     const int padded = model_.padded_vocab(env_.collectives.size(Group::tensor));
-    return make(in, padded, part, gpt2_std, TensorSplit::column, 1, model_.vocab);
+    return make(in, padded, part, gpt2_std, TensorSplit::column, 1, model_.vocab, model_.head_bias);
   }
   // A row-parallel output projection into the residual stream, whose GPT-2
   // initialisation shrinks with depth so the stream's variance stays bounded.
@@ -44,12 +44,12 @@ class LinearFactory {
 
  private:
   std::unique_ptr<Layer<Scalar>> make(int in, int out, const std::string& part, double std, TensorSplit split,
-                                      int blocks, int real_outputs = -1) {
+                                      int blocks, int real_outputs = -1, bool bias = true) {
     const auto key = detail::stream(detail::Stream::weights, model_.seed, index_, next_++);
     const int fan_out = real_outputs == -1 ? out : real_outputs;
     return std::make_unique<Linear<Scalar>>(in, out, name(part), key,
                                             WeightInit::of(init_kind(model_), in, fan_out, std), kernels_, env_, split,
-                                            blocks, real_outputs);
+                                            blocks, real_outputs, bias);
   }
 
   const ModelSpec& model_;
@@ -84,7 +84,7 @@ std::unique_ptr<Layer<Scalar>> make_decoder_block(const ModelSpec& model, int in
   std::vector<std::unique_ptr<Layer<Scalar>>> mlp;
   mlp.push_back(std::make_unique<LayerNorm<Scalar>>(d, linear.name("mlp_norm"), env));
   mlp.push_back(linear.column(d, hidden, "mlp.fc"));
-  mlp.push_back(std::make_unique<ActivationLayer<Scalar>>(kernels::Activation::gelu, hidden / t, env));
+  mlp.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, hidden / t, env));
   mlp.push_back(linear.row(hidden, d, "mlp.proj"));
   std::vector<std::unique_ptr<Layer<Scalar>>> block;
   block.push_back(std::make_unique<Residual<Scalar>>(chain(std::move(attention), env), env));

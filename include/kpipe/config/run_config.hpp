@@ -22,7 +22,7 @@ namespace kpipe::config {
 
 enum class ModelKind { mlp, residual_mlp, transformer };
 enum class InitKind { automatic, uniform, he, xavier, gpt2 };
-enum class ActivationKind { gelu, relu, tanh };
+enum class ActivationKind { gelu, gelu_tanh, relu, tanh };
 enum class LossKind { cross_entropy, mse };
 enum class OptimizerKind { sgd, adamw };
 enum class Task { classification, regression };
@@ -56,8 +56,8 @@ KPIPE_CHOICES(ModelKind, {"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::re
               {"transformer", ModelKind::transformer})
 KPIPE_CHOICES(InitKind, {"auto", InitKind::automatic}, {"uniform", InitKind::uniform}, {"he", InitKind::he},
               {"xavier", InitKind::xavier}, {"gpt2", InitKind::gpt2})
-KPIPE_CHOICES(ActivationKind, {"gelu", ActivationKind::gelu}, {"relu", ActivationKind::relu},
-              {"tanh", ActivationKind::tanh})
+KPIPE_CHOICES(ActivationKind, {"gelu", ActivationKind::gelu}, {"gelu_tanh", ActivationKind::gelu_tanh},
+              {"relu", ActivationKind::relu}, {"tanh", ActivationKind::tanh})
 KPIPE_CHOICES(LossKind, {"cross_entropy", LossKind::cross_entropy}, {"mse", LossKind::mse})
 KPIPE_CHOICES(OptimizerKind, {"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKind::adamw})
 KPIPE_CHOICES(Task, {"classification", Task::classification}, {"regression", Task::regression})
@@ -103,8 +103,9 @@ struct ModelConfig {
   // The embedding and LM head hold vocab rounded up to a multiple of this
   // times t (Megatron-LM's make-vocab-size-divisible-by); the padding is masked.
   int vocab_divisible_by = 128;
-  int context = 64;  // T: tokens per sequence
-  int dim = 128;     // model width
+  bool head_bias = true;  // transformer: the LM head adds a bias (GPT-2's has none)
+  int context = 64;       // T: tokens per sequence
+  int dim = 128;          // model width
   int heads = 4;
   int layers = 4;  // transformer blocks
   int mlp_ratio = 4;

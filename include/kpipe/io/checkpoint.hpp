@@ -101,6 +101,10 @@ struct ModelShape {
 // (ranks that hold the same tensor, data-parallel replicas, list it alike).
 std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelShape>& mine);
 
+// The deck attribute of kpipe checkpoint `file` (format and schema checked;
+// read_checkpoint verifies its checksum), to learn the model before reading it.
+std::string checkpoint_deck(const std::string& file);
+
 // Per rank, no communication: opens `file` read-only, checks the format and
 // schema version, checks that its parameters are exactly `model` (one line
 // naming the first difference otherwise), verifies the checksum of every

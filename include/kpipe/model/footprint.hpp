@@ -84,7 +84,8 @@ class FootprintBuilder {
   FootprintBuilder& layer_norm(std::int64_t width);
   // A Linear `in` x `out` (+ bias) split `split`; `input_gradient` false for
   // a model's first layer outside sequence parallelism (no sum in B).
-  FootprintBuilder& linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient = true);
+  FootprintBuilder& linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient = true,
+                           bool bias = true);
   // An elementwise function of `rows` x `width` saving its derivative.
   FootprintBuilder& elementwise(std::int64_t rows, std::int64_t width);
   // Causal attention over `positions`-long sequences (rows()/positions of

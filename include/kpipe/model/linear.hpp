@@ -37,11 +37,15 @@ namespace kpipe::model {
 // the real ones as an unpadded layer's, and their outputs are the lowest
 // finite value, so no softmax gives them weight, their gradient is zero and
 // they never learn. Checkpoints store the real columns only (Shard::valid).
+//
+// Without `bias` (GPT-2's LM head, model.head_bias = false) b is a zero row
+// that is no parameter: nothing learns it, checkpoints do not hold it.
 template <class Scalar>
 class Linear final : public Layer<Scalar> {
  public:
   Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init, KernelChoice kernels,
-         LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1, int real_outputs = -1);
+         LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1, int real_outputs = -1,
+         bool bias = true);
 
   const char* kind() const override { return "linear"; }
   int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
@@ -52,7 +56,10 @@ class Linear final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
-  std::vector<Parameter<Scalar>> parameters() const override { return {weight_, bias_}; }
+  std::vector<Parameter<Scalar>> parameters() const override {
+    if (!has_bias_) return {weight_};
+    return {weight_, bias_};
+  }
   void weights_changed() override;
 
  private:
@@ -75,6 +82,7 @@ class Linear final : public Layer<Scalar> {
 
   LayerEnvironment env_;
   TensorSplit split_;  // none whenever the tensor group has one rank
+  bool has_bias_;
   bool sequence_parallel_;
   int ranks_;  // of the tensor group
   Parameter<Scalar> weight_;

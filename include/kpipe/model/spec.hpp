@@ -48,6 +48,7 @@ struct ModelSpec {
   int vocab = 0;
   // The embedding and LM head hold padded_vocab(t) tokens (model.vocab_divisible_by).
   int vocab_divisible_by = 1;
+  bool head_bias = true;  // the LM head's Linear has a bias (model.head_bias)
   int context = 0;
   int dim = 0;
   int heads = 1;

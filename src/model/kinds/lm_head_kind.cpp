@@ -11,7 +11,7 @@ LayerKind lm_head_layer_kind() {
   kind.footprint = [](const ModelSpec& model, const LayerSpec&, const FootprintQuery& query) {
     return FootprintBuilder(query, query.rows * std::int64_t{model.context})
         .layer_norm(model.dim)
-        .linear(model.dim, model.padded_vocab(query.tensor_ranks), TensorSplit::column)
+        .linear(model.dim, model.padded_vocab(query.tensor_ranks), TensorSplit::column, true, model.head_bias)
         .footprint();
   };
   set_factories(kind, [](auto scalar, const LayerBuild& build) {

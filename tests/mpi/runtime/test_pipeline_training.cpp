@@ -221,6 +221,12 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
           config.compute.precision = config::Precision::bf16;
           INFO("bf16");
           check_against_reference(config);
+          // GPT-2's head (no bias) and GELU (tanh form), as kpipe export writes them.
+          config.compute.precision = config::Precision::fp32;
+          config.model.head_bias = false;
+          config.model.activation = config::ActivationKind::gelu_tanh;
+          INFO("GPT-2 head and GELU");
+          check_against_reference(config);
         }
       }
     }

@@ -17,12 +17,14 @@ Matrix<Scalar> random_matrix(int rows, int cols, std::uint64_t stream) {
 }
 
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
 double relu(double x) { return x > 0 ? x : 0; }
 
 }  // namespace
 
 TEST_CASE("activations match their formulas, derivatives their finite differences", "[kernels][elementwise]") {
-  const auto [f, formula] = GENERATE(std::pair{Activation::gelu, &gelu}, std::pair{Activation::relu, &relu},
+  const auto [f, formula] = GENERATE(std::pair{Activation::gelu, &gelu}, std::pair{Activation::gelu_tanh, &gelu_tanh},
+                                     std::pair{Activation::relu, &relu},
                                      std::pair{Activation::tanh, static_cast<double (*)(double)>(&std::tanh)});
   const auto X = random_matrix<double>(7, 13, 1);
   const auto dY = random_matrix<double>(7, 13, 2);

@@ -38,9 +38,13 @@ class ShapeOnlyCollectives final : public Collectives {
 };
 
 ModelSpec model_of(const std::string& kind) {
-  if (kind == "transformer") {
+  if (kind == "transformer" || kind == "gpt2") {
     ModelSpec spec = test::small_transformer(16, 4, config::InitKind::he, 5);
     spec.heads = 4;
+    if (kind == "gpt2") {  // GPT-2's LM head has no bias
+      spec.head_bias = false;
+      spec.activation = kernels::Activation::gelu_tanh;
+    }
     return spec;
   }
   ModelSpec spec = test::residual_model(7);
@@ -66,11 +70,12 @@ tensor::Matrix<double> input_of(const ModelSpec& model, const Stage<double>& sta
 
 TEST_CASE("each layer kind's footprint is what its layers hold on a tensor-parallel rank",
           "[model][memory][footprint]") {
-  const std::string kind = GENERATE("mlp", "residual_mlp", "transformer");
+  const std::string kind = GENERATE("mlp", "residual_mlp", "transformer", "gpt2");
   const int t = GENERATE(1, 2, 4);
   const bool sequence_parallel = GENERATE(false, true);
   const auto attention = GENERATE(kernels::AttentionPath::gemm, kernels::AttentionPath::fused);
-  if (kind != "transformer" && attention == kernels::AttentionPath::fused) return;
+  const bool transformer = kind == "transformer" || kind == "gpt2";
+  if (!transformer && attention == kernels::AttentionPath::fused) return;
   const ModelSpec model = model_of(kind);
   const int layers = model.layer_count();
   constexpr int rows = 8;  // samples; t divides them

@@ -75,7 +75,8 @@ TEST_CASE("Linear gradients match finite differences", "[model][gradients]") {
 
 TEST_CASE("activation gradients match finite differences", "[model][gradients]") {
   tensor::ExecContext exec;
-  const auto f = GENERATE(kernels::Activation::gelu, kernels::Activation::relu, kernels::Activation::tanh);
+  const auto f = GENERATE(kernels::Activation::gelu, kernels::Activation::gelu_tanh, kernels::Activation::relu,
+                          kernels::Activation::tanh);
   SerialCollectives collectives(exec);
   ActivationLayer<double> layer(f, 6, {exec, collectives});
   check_layer(layer, 3);
