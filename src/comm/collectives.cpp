@@ -66,6 +66,16 @@ int size_of(Communicator comm) {
   return size;
 }
 
+SubCommunicator::SubCommunicator(Communicator comm, int color, int key) : comm_(MPI_COMM_NULL) {
+  watched("a communicator split", [&] { MPI_Comm_split(comm, color < 0 ? MPI_UNDEFINED : color, key, &comm_); });
+}
+
+SubCommunicator::~SubCommunicator() {
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+bool SubCommunicator::empty() const { return comm_ == MPI_COMM_NULL; }
+
 void barrier(Communicator comm, const char* what) {
   MPI_Request request;
   MPI_Ibarrier(comm, &request);

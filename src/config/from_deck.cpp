@@ -137,6 +137,7 @@ ModelConfig model_config(const Deck& deck) {
   model.vocab = static_cast<int>(deck.integer("model.vocab"));
   model.vocab_divisible_by = static_cast<int>(deck.integer("model.vocab_divisible_by"));
   model.head_bias = deck.boolean("model.head_bias");
+  model.tie_embeddings = deck.boolean("model.tie_embeddings");
   model.context = static_cast<int>(deck.integer("model.context"));
   model.dim = static_cast<int>(deck.integer("model.dim"));
   model.heads = static_cast<int>(deck.integer("model.heads"));
@@ -256,6 +257,12 @@ void check_transformer(const Deck& deck, const RunConfig& config) {
         fmt::format("{}: a transformer needs its vocabulary size; set it to the number of symbols in "
                     "the data (a wrong value is reported with the right one)",
                     deck.describe("model.vocab")));
+  }
+  if (model.tie_embeddings && model.head_bias) {
+    throw input_error(
+        fmt::format("{} makes the LM head the token embedding's transpose, which has no bias; set "
+                    "model.head_bias = false",
+                    deck.describe("model.tie_embeddings")));
   }
   if (config.data.task != Task::classification || model.loss != LossKind::cross_entropy) {
     throw input_error(

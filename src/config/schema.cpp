@@ -92,6 +92,9 @@ std::vector<KeySpec> build_schema() {
               "checkpoints hold the true vocabulary"),
       boolean("model.head_bias", d.model.head_bias,
               "transformer: the LM head adds a learned bias to the logits; false as GPT-2 (needed by kpipe export)"),
+      boolean("model.tie_embeddings", d.model.tie_embeddings,
+              "transformer: the LM head is the token embedding's transpose, one parameter (GPT-2, Megatron-LM): "
+              "with p > 1 the first and last stage sum its gradient each step; needs model.head_bias = false"),
       integer("model.context", d.model.context, 1, 1 << 16, "transformer: tokens per sequence (T)"),
       integer("model.dim", d.model.dim, 1, 1 << 16, "transformer: model width; a multiple of model.heads"),
       integer("model.heads", d.model.heads, 1, 1024, "transformer: attention heads per block"),

@@ -26,7 +26,7 @@ Parameter<Scalar> table(const std::string& name, int rows, int cols, Shard shard
 
 template <class Scalar>
 TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int padded_vocab, int context, int dim, const std::string& name,
-                                       std::uint64_t init_key, LayerEnvironment env)
+                                       std::uint64_t init_key, LayerEnvironment env, bool tied)
     : env_(env),
       token_(table<Scalar>(name + ".token", padded_vocab, dim,
                            Shard::along(0, env.collectives.rank(Group::tensor), env.collectives.size(Group::tensor))
@@ -40,6 +40,7 @@ TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int padded_vocab, int context,
   const int rows = token_.value.extent_int(0), real_rows = std::clamp(vocab - first_, 0, rows);
   Kokkos::deep_copy(space, Kokkos::subview(token_.value, std::make_pair(real_rows, rows), Kokkos::ALL), Scalar(0));
   kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
+  if (tied) token_.tie = Parameter<Scalar>::Tie::owner;
   // Vocabulary-parallel: the shards' lookups are summed, and the position must count once.
   added_position_ = token_.shard.index == 0
                         ? position_.value

@@ -47,12 +47,9 @@ void initialise(const tensor::ExecutionSpace& space, const WeightInit& init, std
 
 namespace {
 
-// This rank's shard of a parameter split `split` along its outputs (column)
-// or inputs (row), or whole when `axis` is not the one split.
+// This rank's shard of a matrix that `split` cuts along `axis`, or whole when unsplit.
 Shard shard_of(TensorSplit split, int axis, int blocks, const Collectives& collectives) {
   if (split == TensorSplit::none) return Shard::whole();
-  const int splits_axis = split == TensorSplit::column ? 1 : 0;
-  if (axis != splits_axis) return Shard::whole();
   return Shard::along(axis, collectives.rank(Group::tensor), collectives.size(Group::tensor), blocks);
 }
 
@@ -61,18 +58,20 @@ int local_extent(int extent, const Shard& shard, int axis) {
   return shard.axis == axis ? extent / shard.count : extent;
 }
 
-// `weight` as `init` would fill the whole input x output matrix, cut to the
+// `weight` as `init` would fill the whole rows x cols matrix, cut to the
 // slice `shard`: the shard of the unsharded initialisation. A padded shard's
-// real columns are filled as an unpadded matrix's, the padding is zero.
+// real entries are filled as an unpadded matrix's, the padding is zero.
 template <class Scalar>
-void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key, int input,
-                      int output, const Shard& shard, const tensor::Matrix<Scalar>& weight) {
+void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& init, std::uint64_t key, int rows,
+                      int cols, const Shard& shard, const tensor::Matrix<Scalar>& weight) {
   if (shard.full() && !shard.padded()) {
     initialise(space, init, key, weight);
     return;
   }
-  const auto real = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::whole_weight", input,
-                                                         shard.padded() ? shard.valid : output);
+  const bool padded = shard.padded();
+  const auto real = tensor::uninitialized_matrix<Scalar>("kpipe::model::linear::whole_weight",
+                                                         padded && shard.axis == 0 ? shard.valid : rows,
+                                                         padded && shard.axis == 1 ? shard.valid : cols);
   initialise(space, init, key, real);
   copy_real_shard<Scalar>(space, real, shard, weight);
   space.fence();  // `real` goes out of scope
@@ -83,10 +82,11 @@ void initialise_shard(const tensor::ExecutionSpace& space, const WeightInit& ini
 template <class Scalar>
 Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init,
                        KernelChoice kernels, LayerEnvironment env, TensorSplit split, int blocks, int real_outputs,
-                       bool bias)
+                       bool bias, WeightLayout layout)
     : env_(env),
       split_(env.collectives.size(Group::tensor) == 1 ? TensorSplit::none : split),
       has_bias_(bias),
+      transposed_(layout == WeightLayout::output_by_input),
       sequence_parallel_(env.sequence_parallel),
       ranks_(env.collectives.size(Group::tensor)),
       gemm_(kernels.gemm),
@@ -102,21 +102,26 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
                     "one block masks outputs",
                     name, real_outputs, output));
   }
-  Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? 0 : 1, blocks, env.collectives);
-  Shard bias_shard = shard_of(split_, 1, blocks, env.collectives);
+  if (transposed_ && gemm_ == kernels::GemmPath::packed) gemm_ = kernels::GemmPath::vendor;
+  // The axes of W that hold the inputs and the outputs.
+  const int in_axis = transposed_ ? 1 : 0, out_axis = 1 - in_axis;
+  Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? in_axis : out_axis, blocks, env.collectives);
+  Shard bias_shard = split_ == TensorSplit::column ? shard_of(split_, 1, blocks, env.collectives) : Shard::whole();
   if (real_outputs < output) {
-    weight_shard = weight_shard.padded_after(1, real_outputs);
+    weight_shard = weight_shard.padded_after(out_axis, real_outputs);
     bias_shard = bias_shard.padded_after(1, real_outputs);
   }
-  const int rows = local_extent(input, weight_shard, 0);
-  const int columns = local_extent(output, weight_shard, 1);
+  const int whole_rows = transposed_ ? output : input, whole_columns = transposed_ ? input : output;
+  const int rows = local_extent(whole_rows, weight_shard, 0);
+  const int columns = local_extent(whole_columns, weight_shard, 1);
+  const int bias_columns = local_extent(output, bias_shard, 1);
   weight_ = {name + ".weight", tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".weight", rows, columns),
              tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", rows, columns), weight_shard, true};
-  bias_ = {name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, columns),
-           tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, columns), bias_shard};
+  bias_ = {name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, bias_columns),
+           tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, bias_columns), bias_shard};
   // Between the pairs a Linear sees only this rank's rows: its gradients are partial.
   weight_.row_partial = bias_.row_partial = sequence_parallel_ && split_ == TensorSplit::none;
-  initialise_shard(env_.exec.space(), init, init_key, input, output, weight_shard, weight_.value);
+  initialise_shard(env_.exec.space(), init, init_key, whole_rows, whole_columns, weight_shard, weight_.value);
   if (bf16()) {
     weight_bf16_ =
         tensor::uninitialized_matrix<tensor::BFloat16>("kpipe::model::" + name + ".weight.bf16", rows, columns);
@@ -205,7 +210,7 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
   } else if (gemm_ == kernels::GemmPath::packed) {
     packed_.linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
   } else {
-    multiply(Trans::no, Trans::no, input, weight_operand(), 0, Y);
+    multiply(Trans::no, transposed_ ? Trans::yes : Trans::no, input, weight_operand(), 0, Y);
     if (has_bias_) kernels::add_row(space, bias_.value, Y);
   }
   mask_padding(Y);
@@ -247,7 +252,7 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
     } else if (gemm_ == kernels::GemmPath::packed) {
       packed_.input_gradient(env_.exec.space(), gradient.matrix<Scalar>(), weight_.value, dX);
     } else {
-      multiply(Trans::no, Trans::yes, gradient, weight_operand(), 0, dX);
+      multiply(Trans::no, transposed_ ? Trans::no : Trans::yes, gradient, weight_operand(), 0, dX);
     }
     if (row_factor() > 1) {
       env_.collectives.reduce_scatter_sum(Group::tensor, sum, input_grads.at(0));
@@ -268,6 +273,8 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.
   if (gemm_ == kernels::GemmPath::packed && !bf16()) {
     packed_.weight_gradient(space, input.matrix<Scalar>(), gradient.matrix<Scalar>(), weight_.grad);
+  } else if (transposed_) {
+    multiply(Trans::yes, Trans::no, gradient, input, 1, weight_.grad);
   } else {
     multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad);
   }

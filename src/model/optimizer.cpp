@@ -58,11 +58,12 @@ std::vector<typename Optimizer<Scalar>::State> Optimizer<Scalar>::state() const 
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const std::string& name = parameters_[i].name;
     const Shard& shard = parameters_[i].shard;
+    const bool copy = parameters_[i].tie == Parameter<Scalar>::Tie::copy;
     if (spec_.kind == OptimizerKind::sgd) {
-      out.push_back({name + ".momentum_buffer", first_[i], shard});
+      out.push_back({name + ".momentum_buffer", first_[i], shard, copy});
     } else {
-      out.push_back({name + ".exp_avg", first_[i], shard});
-      out.push_back({name + ".exp_avg_sq", second_[i], shard});
+      out.push_back({name + ".exp_avg", first_[i], shard, copy});
+      out.push_back({name + ".exp_avg_sq", second_[i], shard, copy});
     }
   }
   return out;
@@ -72,8 +73,25 @@ template <class Scalar>
 std::vector<double> gradient_squared_norms(const tensor::ExecContext& exec,
                                            const std::vector<Parameter<Scalar>>& parameters) {
   std::vector<double> norms;
-  for (const auto& p : parameters) norms.push_back(kernels::squared_norm<Scalar>(exec.space(), p.grad));
+  for (const auto& p : parameters) {
+    norms.push_back(p.tie == Parameter<Scalar>::Tie::copy ? 0.0 : kernels::squared_norm<Scalar>(exec.space(), p.grad));
+  }
   return norms;
+}
+
+template <class Scalar>
+bool sum_tied_gradients(const tensor::ExecContext& exec, const std::vector<Parameter<Scalar>>& parameters) {
+  using Tie = typename Parameter<Scalar>::Tie;
+  const Parameter<Scalar>* owner = nullptr;
+  const Parameter<Scalar>* copy = nullptr;
+  for (const auto& p : parameters) {
+    if (p.tie == Tie::owner) owner = &p;
+    if (p.tie == Tie::copy) copy = &p;
+  }
+  if (!owner || !copy) return owner || copy;
+  kernels::add(exec.space(), owner->grad, copy->grad, owner->grad);
+  Kokkos::deep_copy(exec.space(), copy->grad, owner->grad);
+  return false;
 }
 
 double global_norm(const std::vector<double>& squared_norms) {
@@ -96,7 +114,8 @@ double clip_gradients(const tensor::ExecContext& exec, const std::vector<Paramet
   template std::vector<double> gradient_squared_norms<Scalar>(const tensor::ExecContext&,                           \
                                                               const std::vector<Parameter<Scalar>>&);               \
   template double clip_gradients<Scalar>(const tensor::ExecContext&, const std::vector<Parameter<Scalar>>&, double, \
-                                         double);
+                                         double);                                                                   \
+  template bool sum_tied_gradients<Scalar>(const tensor::ExecContext&, const std::vector<Parameter<Scalar>>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -83,6 +83,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
     spec.vocab = config.vocab;
     spec.vocab_divisible_by = config.vocab_divisible_by;
     spec.head_bias = config.head_bias;
+    spec.tie_embeddings = config.tie_embeddings;
     spec.context = config.context;
     spec.dim = config.dim;
     spec.heads = config.heads;

@@ -32,6 +32,10 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
     const bool first = s == 0, last = s + 1 == ranges.size();
     const LayerFootprint layers = layers_footprint(model, range, query);
     stage.gradient_bytes = layers.parameters * scalar_bytes;
+    // The tied matrix's ends: the token table in the first stage, its copy in the last.
+    if (model.tie_embeddings && first != last) {
+      stage.tied_bytes = std::int64_t{model.padded_vocab(t)} / t * model.dim * scalar_bytes;
+    }
     LinkVolume forward = layers.tensor_forward, backward = layers.tensor_backward;
     // Recomputation runs the layers' F again in B; the loss is not recomputed.
     if (recompute) backward += forward;
@@ -60,7 +64,11 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
 
 StepTraffic step_traffic(const std::vector<const StageTraffic*>& stages, int microbatches, int data_parallel) {
   StepTraffic step;
+  // One end of the tied matrix here and the other on another rank: one sum of its gradient.
+  int tied_ends = 0;
+  for (const StageTraffic* stage : stages) tied_ends += stage->tied_bytes > 0 ? 1 : 0;
   for (const StageTraffic* stage : stages) {
+    if (tied_ends == 1) step.tied += LinkVolume{stage->tied_bytes, stage->tied_bytes > 0 ? 1 : 0};
     step.pipeline += stage->pipeline.times(microbatches);
     step.tensor += stage->tensor_forward.times(microbatches);
     step.tensor += stage->tensor_backward.times(microbatches);

@@ -124,6 +124,8 @@ double SequentialTrainer<Scalar>::step() {
   }
   for (std::size_t i = 0; i < replica_sum_.size(); ++i)
     Kokkos::deep_copy(exec_.space(), params[i].grad, replica_sum_[i]);
+  // After the replicas, as the pipeline sums across its first and last stage.
+  sum_tied_gradients(exec_, params);
   if (spec_.optimizer.grad_clip > 0) {
     clip_gradients(exec_, params, global_norm(gradient_squared_norms(exec_, params)), spec_.optimizer.grad_clip);
   }

@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "kpipe/kernels/random.hpp"
 #include "kpipe/model/activation_layer.hpp"
 #include "kpipe/model/layer_norm_layer.hpp"
 #include "kpipe/model/linear.hpp"
@@ -59,6 +60,21 @@ class LinearFactory {
   int next_ = 0;
 };
 
+// The LM projection as a copy of the token table: its layout (padded vocab x
+// dim, vocabulary rows split over the tensor group), its values (the
+// embedding's stream at layer 0), no bias.
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> tied_logits(const ModelSpec& model, const std::string& name, KernelChoice kernels,
+                                           LayerEnvironment env) {
+  const int padded = model.padded_vocab(env.collectives.size(Group::tensor));
+  const auto key = kernels::stream_key(detail::stream(detail::Stream::weights, model.seed, 0, 0), 0);
+  auto head =
+      std::make_unique<Linear<Scalar>>(model.dim, padded, name, key, WeightInit{true, gpt2_std}, kernels, env,
+                                       TensorSplit::column, 1, model.vocab, false, WeightLayout::output_by_input);
+  head->tie(token_table_parameter);
+  return head;
+}
+
 template <class Scalar>
 std::unique_ptr<Layer<Scalar>> chain(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env) {
   return std::make_unique<Sequential<Scalar>>(std::move(layers), env);
@@ -99,7 +115,8 @@ std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, K
   std::vector<std::unique_ptr<Layer<Scalar>>> head;
   head.push_back(std::make_unique<LayerNorm<Scalar>>(model.dim, linear.name("norm"), env));
   // Vocabulary-parallel logits: the loss never gathers them (vocab_parallel_cross_entropy).
-  head.push_back(linear.logits(model.dim, "lm_head"));
+  head.push_back(model.tie_embeddings ? tied_logits<Scalar>(model, linear.name("lm_head"), kernels, env)
+                                      : linear.logits(model.dim, "lm_head"));
   return std::make_unique<PerPosition<Scalar>>(chain(std::move(head), env), model.context);
 }
 

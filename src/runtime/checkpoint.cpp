@@ -1,5 +1,7 @@
 #include "kpipe/runtime/checkpoint.hpp"
 
+#include <algorithm>
+
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/watchdog.hpp"
 #include "kpipe/core/fault.hpp"
@@ -14,19 +16,23 @@ namespace kpipe::runtime {
 namespace {
 
 // A tensor this rank holds: its global name, its value, and which shard of
-// the global tensor it is (tensor parallelism; whole otherwise).
+// the global tensor it is (tensor parallelism; whole otherwise). A tied
+// copy's tensors are read by their owner's name but never written.
 template <class Scalar>
 struct Held {
   std::string name;
   tensor::Matrix<Scalar> value;
   model::Shard shard;
+  bool tied_copy = false;
 };
 
 template <class Scalar>
 std::vector<Held<Scalar>> held_tensors(const Pipeline<Scalar>& pipeline) {
   std::vector<Held<Scalar>> held;
-  for (const auto& parameter : pipeline.parameters())
-    held.push_back({parameter.name, parameter.value, parameter.shard});
+  for (const auto& parameter : pipeline.parameters()) {
+    held.push_back(
+        {parameter.name, parameter.value, parameter.shard, parameter.tie == model::Parameter<Scalar>::Tie::copy});
+  }
   return held;
 }
 
@@ -34,7 +40,15 @@ template <class Scalar>
 std::vector<Held<Scalar>> held_state(const Pipeline<Scalar>& pipeline) {
   std::vector<Held<Scalar>> held;
   if (!pipeline.optimizer()) return held;
-  for (const auto& state : pipeline.optimizer()->state()) held.push_back({state.name, state.value, state.shard});
+  for (const auto& state : pipeline.optimizer()->state())
+    held.push_back({state.name, state.value, state.shard, state.tied_copy});
+  return held;
+}
+
+// What of `held` a checkpoint stores: all but the tied copies.
+template <class Scalar>
+std::vector<Held<Scalar>> written(std::vector<Held<Scalar>> held) {
+  held.erase(std::remove_if(held.begin(), held.end(), [](const Held<Scalar>& h) { return h.tied_copy; }), held.end());
   return held;
 }
 
@@ -121,8 +135,8 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
   // tensors its tensor groups gather, each by its tensor rank 0.
   std::vector<io::NamedMatrix<Scalar>> parameters, state;
   if (grid.replica() == 0) {
-    parameters = gathered(grid, held_tensors(pipeline));
-    state = gathered(grid, held_state(pipeline));
+    parameters = gathered(grid, written(held_tensors(pipeline)));
+    state = gathered(grid, written(held_state(pipeline)));
   }
   if (grid.tensor_rank() != 0) {
     parameters.clear();

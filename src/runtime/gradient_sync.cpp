@@ -30,6 +30,18 @@ std::vector<double> whole_parameter_norms(comm::Communicator tensor,
   return norms;
 }
 
+// Whether this rank holds one end of a tied matrix and not the other.
+template <class Scalar>
+bool holds_one_tied_end(const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks) {
+  using Tie = typename model::Parameter<Scalar>::Tie;
+  bool owner = false, copy = false;
+  for (const auto& p : model::parameters_of(chunks)) {
+    owner = owner || p.tie == Tie::owner;
+    copy = copy || p.tie == Tie::copy;
+  }
+  return owner != copy;
+}
+
 }  // namespace
 
 template <class Scalar>
@@ -41,7 +53,12 @@ GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule
       chunks_(chunks),
       grad_clip_(grad_clip),
       reducer_(grid.data(), gradient_bucket_bytes, gradient_in_place_bytes, stage_through_host, watchdog),
+      tied_group_(grid.pipeline(), holds_one_tied_end(chunks) ? 0 : -1, grid.pipeline_rank()),
       exec_(exec) {
+  if (!tied_group_.empty()) {
+    tied_reducer_ = std::make_unique<comm::GradientReducer<Scalar>>(
+        tied_group_.get(), gradient_bucket_bytes, gradient_in_place_bytes, stage_through_host, watchdog);
+  }
   for (const auto& chunk : chunks_) started_.emplace_back(static_cast<std::size_t>(chunk->layers().count), false);
 }
 
@@ -61,14 +78,21 @@ void GradientSync<Scalar>::progress() {
 
 template <class Scalar>
 void GradientSync<Scalar>::reduce() {
-  if (grid_.replicas() == 1) return;
-  for (std::size_t c = 0; c < chunks_.size(); ++c) {
-    for (std::size_t layer = 0; layer < started_[c].size(); ++layer) {
-      if (!started_[c][layer]) start(static_cast<int>(c), static_cast<int>(layer));
-      started_[c][layer] = false;
+  if (grid_.replicas() > 1) {
+    for (std::size_t c = 0; c < chunks_.size(); ++c) {
+      for (std::size_t layer = 0; layer < started_[c].size(); ++layer) {
+        if (!started_[c][layer]) start(static_cast<int>(c), static_cast<int>(layer));
+        started_[c][layer] = false;
+      }
     }
+    reducer_.finish();
   }
-  reducer_.finish();
+  // After the replicas' sums, as the sequential reference adds the two ends.
+  const auto parameters = model::parameters_of(chunks_);
+  if (!model::sum_tied_gradients(exec_, parameters)) return;
+  for (const auto& p : parameters) {
+    if (p.tie != model::Parameter<Scalar>::Tie::none) tied_reducer_->sum({comm::flat<Scalar>(p.grad)});
+  }
 }
 
 template <class Scalar>

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "kpipe/comm/collectives.hpp"
@@ -88,7 +89,8 @@ void RunReport::finish(double seconds) {
       steady_mean(sum_exposed_, [](double x) { return x; }),
       static_cast<double>(pipeline_.transport().bytes_sent()),
       static_cast<double>(pipeline_.collectives().bytes_contributed() + pipeline_.transport().bytes_gathered()),
-      static_cast<double>(pipeline_.gradient_sync().bytes_summed())};
+      static_cast<double>(pipeline_.gradient_sync().bytes_summed()),
+      static_cast<double>(pipeline_.gradient_sync().tied_bytes_summed())};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
   calibrated_ = calibration_.finish();
   if (!log::is_root()) return;
@@ -107,7 +109,7 @@ void RunReport::finish(double seconds) {
     rows_.push_back({static_cast<int>(row[0]), static_cast<int>(row[1]), static_cast<int>(row[2]),
                      static_cast<int>(row[3]), static_cast<int>(row[4]), row[5], row[6], row[7], row[8], row[9],
                      row[10], per_step(row[11], predicted.pipeline), per_step(row[12], predicted.tensor),
-                     per_step(row[13], predicted.data)});
+                     per_step(row[13], predicted.data), per_step(row[14], predicted.tied)});
   }
 }
 
@@ -165,14 +167,17 @@ void RunReport::print() const {
               row.mib_sent, row.estimated_mib, row.peak_resident_mib);
   }
   log::info("communication per step and rank, bytes measured / predicted (kpipe plan):");
-  log::info("{:>6} {:>6} {:>7} {:>25} {:>25} {:>25}", "stage", "tensor", "replica", "pipeline", "tensor group",
-            "data-parallel");
+  const bool tied =
+      std::any_of(rows_.begin(), rows_.end(), [](const RankRow& row) { return row.tied_bytes.predicted > 0; });
+  log::info("{:>6} {:>6} {:>7} {:>25} {:>25} {:>25}{}", "stage", "tensor", "replica", "pipeline", "tensor group",
+            "data-parallel", tied ? fmt::format(" {:>25}", "tied embedding") : "");
   for (const auto& row : rows_) {
     const auto pair = [](const LinkBytes& link) {
       return fmt::format("{:.0f} / {:.0f}", link.measured, link.predicted);
     };
-    log::info("{:>6} {:>6} {:>7} {:>25} {:>25} {:>25}", row.stage, row.tensor_rank, row.replica,
-              pair(row.pipeline_bytes), pair(row.tensor_bytes), pair(row.data_bytes));
+    log::info("{:>6} {:>6} {:>7} {:>25} {:>25} {:>25}{}", row.stage, row.tensor_rank, row.replica,
+              pair(row.pipeline_bytes), pair(row.tensor_bytes), pair(row.data_bytes),
+              tied ? fmt::format(" {:>25}", pair(row.tied_bytes)) : "");
   }
   for (const auto& checkpoint : checkpoints_) {
     log::info("checkpoint: {} ({:.2f} MiB in {:.3f} s)", checkpoint["file"].get<std::string>(),
@@ -201,7 +206,8 @@ nlohmann::json RunReport::json() const {
                      {"bytes_per_step",
                       {{"pipeline", link_json(row.pipeline_bytes)},
                        {"tensor", link_json(row.tensor_bytes)},
-                       {"data", link_json(row.data_bytes)}}}});
+                       {"data", link_json(row.data_bytes)},
+                       {"tied", link_json(row.tied_bytes)}}}});
   }
   const auto& s = pipeline_.schedule();
   return {

@@ -39,14 +39,16 @@ double link_time(const model::LinkVolume& link, const config::SimConfig& sim) {
 }
 
 std::string describe(const model::StepTraffic& step, const config::SimConfig& sim) {
-  return fmt::format("{}, {}, {}", describe("pipeline", step.pipeline, "messages", sim),
-                     describe("tensor", step.tensor, "collectives", sim), describe("data", step.data, "sums", sim));
+  return fmt::format("{}, {}, {}{}", describe("pipeline", step.pipeline, "messages", sim),
+                     describe("tensor", step.tensor, "collectives", sim), describe("data", step.data, "sums", sim),
+                     step.tied.calls > 0 ? ", " + describe("tied embedding", step.tied, "sums", sim) : "");
 }
 
 nlohmann::json traffic_json(const model::StepTraffic& step, const config::SimConfig& sim) {
   return {{"pipeline", link_json(step.pipeline, sim)},
           {"tensor", link_json(step.tensor, sim)},
-          {"data", link_json(step.data, sim)}};
+          {"data", link_json(step.data, sim)},
+          {"tied", link_json(step.tied, sim)}};
 }
 
 void log_traffic(const config::RunConfig& config, const std::vector<model::StageTraffic>& stages,
@@ -61,7 +63,9 @@ void log_traffic(const config::RunConfig& config, const std::vector<model::Stage
   }
   if (boundaries > limits::listed_ranks) log::info("... and {} boundaries more", boundaries - limits::listed_ranks);
   const auto ranks = runtime::predicted_traffic(stages, schedule, config.pipeline.data_parallel);
-  const auto total = [](const model::StepTraffic& r) { return r.pipeline.bytes + r.tensor.bytes + r.data.bytes; };
+  const auto total = [](const model::StepTraffic& r) {
+    return r.pipeline.bytes + r.tensor.bytes + r.data.bytes + r.tied.bytes;
+  };
   if (schedule.p > limits::listed_ranks) {
     const auto most =
         std::max_element(ranks.begin(), ranks.end(), [&](const auto& a, const auto& b) { return total(a) < total(b); });

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Hugging Face GPT-2 interop (kpipe export / import, docs/formats.md): a model
-# trained by kpipe on 2 ranks, exported, loads in transformers' GPT2LMHeadModel
-# and its loss on the validation windows equals `kpipe infer`'s within 1e-4; a
-# GPT-2 written by PyTorch (save_pretrained, tied head, gelu_new) imports and
-# `kpipe infer` on 2 ranks reproduces PyTorch's loss within 1e-4.
+# trained by kpipe on 2 ranks (its LM head tied to the token table, and not),
+# exported, loads in transformers' GPT2LMHeadModel and its loss on the
+# validation windows equals `kpipe infer`'s within 1e-4; a GPT-2 written by
+# PyTorch (save_pretrained, tied head, gelu_new) imports and `kpipe infer` on
+# 2 ranks reproduces PyTorch's loss within 1e-4.
 #
 # transformers and safetensors come from PyPI into a virtual environment over
 # Debian's python3 (which has python3-torch); transformers is pinned to 4.38,
@@ -26,15 +27,20 @@ fi
 hf() { "$venv/bin/python" "$here/hf_gpt2.py" "$@"; }
 mean_loss() { /usr/bin/python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['mean_loss'])" "$1"; }
 
-# kpipe -> transformers: GPT-2's head (no bias) and GELU.
-gpt2_keys=(model.head_bias=false model.activation=gelu_tanh)
-"$mpiexec" -n 2 "$kpipe" run tests/data/lm/genesis.toml "${gpt2_keys[@]}" train.steps=60 train.lr=0.01 \
-  checkpoint.every=60 checkpoint.path="$work/trained" >"$work/run.log" 2>&1 ||
-  { echo "training failed"; tail -n 20 "$work/run.log"; exit 1; }
-"$mpiexec" -n 2 "$kpipe" infer tests/data/lm/genesis.toml "${gpt2_keys[@]}" checkpoint.restart="$work/trained/step-60.h5" \
-  --json "$work/infer.json" >"$work/infer.log" 2>&1 || { echo "infer failed"; tail -n 20 "$work/infer.log"; exit 1; }
-"$kpipe" export "$work/trained/step-60.h5" "$work/exported" | grep "^export:" || { echo "export failed"; exit 1; }
-hf loss "$work/exported" "$text" 16 8 "$(mean_loss "$work/infer.json")" || { echo "exported model: losses differ"; exit 1; }
+# kpipe -> transformers: GPT-2's head (no bias) and GELU, tied to the token table (GPT-2) or not.
+for tie in true false; do
+  keys=(model.head_bias=false model.activation=gelu_tanh "model.tie_embeddings=$tie")
+  "$mpiexec" -n 2 "$kpipe" run tests/data/lm/genesis.toml "${keys[@]}" train.steps=60 train.lr=0.01 \
+    checkpoint.every=60 checkpoint.path="$work/trained-$tie" >"$work/run.log" 2>&1 ||
+    { echo "training failed"; tail -n 20 "$work/run.log"; exit 1; }
+  "$mpiexec" -n 2 "$kpipe" infer tests/data/lm/genesis.toml "${keys[@]}" \
+    checkpoint.restart="$work/trained-$tie/step-60.h5" --json "$work/infer.json" >"$work/infer.log" 2>&1 ||
+    { echo "infer failed"; tail -n 20 "$work/infer.log"; exit 1; }
+  "$kpipe" export "$work/trained-$tie/step-60.h5" "$work/exported-$tie" | grep "^export:" ||
+    { echo "export failed"; exit 1; }
+  hf loss "$work/exported-$tie" "$text" 16 8 "$(mean_loss "$work/infer.json")" ||
+    { echo "exported model (tie_embeddings = $tie): losses differ"; exit 1; }
+done
 
 # PyTorch -> kpipe.
 torch_loss=$(hf make "$work/pytorch" "$text" 16 8) || { echo "writing the PyTorch model failed"; exit 1; }

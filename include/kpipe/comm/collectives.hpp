@@ -35,6 +35,23 @@ Communicator world();
 Communicator self();
 int rank_of(Communicator comm);
 int size_of(Communicator comm);
+
+// The ranks of `comm` that pass the same `color` (negative: in none; the
+// object is then empty), ordered by `key`, as a communicator that lives as
+// long as the object. Collective over `comm`, under the watchdog.
+class SubCommunicator {
+ public:
+  SubCommunicator(Communicator comm, int color, int key);
+  ~SubCommunicator();
+  SubCommunicator(const SubCommunicator&) = delete;
+  SubCommunicator& operator=(const SubCommunicator&) = delete;
+
+  bool empty() const;
+  Communicator get() const { return comm_; }
+
+ private:
+  Communicator comm_;
+};
 // Under the watchdog; `what` names it in the watchdog's line.
 void barrier(Communicator comm, const char* what = "a barrier");
 // Every rank's host name (MPI_Get_processor_name), in rank order: ranks

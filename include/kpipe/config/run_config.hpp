@@ -103,9 +103,10 @@ struct ModelConfig {
   // The embedding and LM head hold vocab rounded up to a multiple of this
   // times t (Megatron-LM's make-vocab-size-divisible-by); the padding is masked.
   int vocab_divisible_by = 128;
-  bool head_bias = true;  // transformer: the LM head adds a bias (GPT-2's has none)
-  int context = 64;       // T: tokens per sequence
-  int dim = 128;          // model width
+  bool head_bias = true;        // transformer: the LM head adds a bias (GPT-2's has none)
+  bool tie_embeddings = false;  // transformer: the LM head is the token embedding's transpose (GPT-2)
+  int context = 64;             // T: tokens per sequence
+  int dim = 128;                // model width
   int heads = 4;
   int layers = 4;  // transformer blocks
   int mlp_ratio = 4;

@@ -69,6 +69,13 @@ struct Parameter {
   // rank's rows, so grad is a partial sum, to be summed over the tensor group
   // before clipping and the optimizer (model::sum_row_partials).
   bool row_partial = false;
+  // Tied parameters (model.tie_embeddings): the token table (owner) and the LM
+  // head (copy) hold one matrix under the owner's name, each on the rank of
+  // its stage. After the data-parallel sums both gradients become their sum
+  // (model::sum_tied_gradients, or across the two ranks), so the same
+  // optimizer step keeps them equal; the copy stays out of checkpoints and
+  // counts zero in the clipping norm, so the matrix counts once.
+  enum class Tie { none, owner, copy } tie = Tie::none;
 };
 
 // A named tensor a layer declares: "x" rows x 64 float32.

@@ -40,16 +40,23 @@ namespace kpipe::model {
 //
 // Without `bias` (GPT-2's LM head, model.head_bias = false) b is a zero row
 // that is no parameter: nothing learns it, checkpoints do not hold it.
+//
+// WeightLayout::output_by_input stores W transposed, output x input (a tied
+// LM head: the token table's layout, Y = X Tᵀ), split along its rows when
+// column-parallel; its GEMMs transpose instead (never the packed path).
+// tie(owner) makes W a tied copy of the parameter `owner` (Parameter::Tie).
+enum class WeightLayout { input_by_output, output_by_input };
+
 template <class Scalar>
 class Linear final : public Layer<Scalar> {
  public:
   Linear(int input, int output, const std::string& name, std::uint64_t init_key, WeightInit init, KernelChoice kernels,
          LayerEnvironment env, TensorSplit split = TensorSplit::none, int blocks = 1, int real_outputs = -1,
-         bool bias = true);
+         bool bias = true, WeightLayout layout = WeightLayout::input_by_output);
 
   const char* kind() const override { return "linear"; }
-  int input_dim() const override { return static_cast<int>(weight_.value.extent(0)); }
-  int output_dim() const override { return static_cast<int>(weight_.value.extent(1)); }
+  int input_dim() const override { return static_cast<int>(weight_.value.extent(transposed_ ? 1 : 0)); }
+  int output_dim() const override { return static_cast<int>(weight_.value.extent(transposed_ ? 0 : 1)); }
   int output_rows(int rows) const override { return rows * row_factor() / row_divisor(); }
   int input_rows(int rows) const override { return rows * row_divisor() / row_factor(); }
   std::vector<TensorDecl> saved(int rows) const override;
@@ -61,6 +68,11 @@ class Linear final : public Layer<Scalar> {
     return {weight_, bias_};
   }
   void weights_changed() override;
+  // W becomes the tied copy of `owner`, named as it (model.tie_embeddings).
+  void tie(const std::string& owner) {
+    weight_.name = owner;
+    weight_.tie = Parameter<Scalar>::Tie::copy;
+  }
 
  private:
   // Sequence parallelism: a column-parallel Linear gathers the group's rows
@@ -83,6 +95,7 @@ class Linear final : public Layer<Scalar> {
   LayerEnvironment env_;
   TensorSplit split_;  // none whenever the tensor group has one rank
   bool has_bias_;
+  bool transposed_;  // WeightLayout::output_by_input
   bool sequence_parallel_;
   int ranks_;  // of the tensor group
   Parameter<Scalar> weight_;

@@ -42,6 +42,7 @@ class Optimizer {
     std::string name;
     tensor::Matrix<Scalar> value;
     Shard shard = Shard::whole();
+    bool tied_copy = false;  // of a tied copy's parameter: its owner's state holds the same
   };
   std::vector<State> state() const;
 
@@ -54,12 +55,20 @@ class Optimizer {
   int steps_ = 0;
 };
 
-// The squared L2 norm of every gradient, one entry per parameter. Ranks that
-// hold different stages exchange these lists, not partial sums, so that every
-// rank adds the same numbers in the same order.
+// The squared L2 norm of every gradient, one entry per parameter (a tied
+// copy's is zero: its matrix counts once, as its owner). Ranks that hold
+// different stages exchange these lists, not partial sums, so that every rank
+// adds the same numbers in the same order.
 template <class Scalar>
 std::vector<double> gradient_squared_norms(const tensor::ExecContext& exec,
                                            const std::vector<Parameter<Scalar>>& parameters);
+
+// Where `parameters` hold both a tied matrix's owner and its copy (one rank
+// holds the first and the last stage): both gradients become owner + copy,
+// what the sum across two ranks gives (a + b == b + a). Returns whether any
+// tied parameter is left for another rank to sum with.
+template <class Scalar>
+bool sum_tied_gradients(const tensor::ExecContext& exec, const std::vector<Parameter<Scalar>>& parameters);
 
 // The square root of the squared norms added in the order given.
 double global_norm(const std::vector<double>& squared_norms);

@@ -48,7 +48,8 @@ struct ModelSpec {
   int vocab = 0;
   // The embedding and LM head hold padded_vocab(t) tokens (model.vocab_divisible_by).
   int vocab_divisible_by = 1;
-  bool head_bias = true;  // the LM head's Linear has a bias (model.head_bias)
+  bool head_bias = true;        // the LM head's Linear has a bias (model.head_bias)
+  bool tie_embeddings = false;  // the LM head's weight is the token table's transpose (model.tie_embeddings)
   int context = 0;
   int dim = 0;
   int heads = 1;

@@ -30,6 +30,9 @@ struct StageTraffic {
   // each rank computed from its rows only (LayerNorms, unpaired Linears).
   LinkVolume tensor_step;
   std::int64_t gradient_bytes = 0;  // the rank's parameter shard's gradients: one data-parallel sum per step
+  // model.tie_embeddings: the first and the last stage's shard of the tied
+  // matrix, whose gradient the two sum once per step (0 elsewhere).
+  std::int64_t tied_bytes = 0;
 };
 
 // One rank's volume per training step, per link.
@@ -37,6 +40,7 @@ struct StepTraffic {
   LinkVolume pipeline;  // boundary activations and gradients to the neighbour stages
   LinkVolume tensor;    // tensor-group collectives, the boundary all-gathers included
   LinkVolume data;      // data-parallel gradient sums (none when d = 1)
+  LinkVolume tied;      // the tied matrix's gradient sum between the first and last stage's ranks
 };
 
 // The shares a boundary tensor travels in: t with scatter/gather or sequence
@@ -58,7 +62,8 @@ inline bool boundary_gathered(const config::PipelineConfig& pipeline) {
 std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const std::vector<LayerRange>& partition);
 
 // A rank's volume per step from its model stages' traffic: m microbatches
-// through each, and the gradient sums once when d > 1.
+// through each, the gradient sums once when d > 1, and the tied matrix's sum
+// once where the rank holds one of its two ends.
 StepTraffic step_traffic(const std::vector<const StageTraffic*>& stages, int microbatches, int data_parallel);
 
 }  // namespace kpipe::model

@@ -35,9 +35,10 @@ template <class Scalar>
 class TokenEmbedding final : public Layer<Scalar> {
  public:
   // The token table holds padded_vocab rows (ModelSpec::padded_vocab), those
-  // at or past `vocab` zero: no id reaches them.
+  // at or past `vocab` zero: no id reaches them. `tied`: the table is the
+  // owner of a tied LM head's weight (model.tie_embeddings).
   TokenEmbedding(int vocab, int padded_vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
-                 LayerEnvironment env);
+                 LayerEnvironment env, bool tied = false);
 
   const char* kind() const override { return "embedding"; }
   int input_dim() const override { return context(); }
@@ -143,8 +144,13 @@ template <class Scalar>
 std::unique_ptr<Layer<Scalar>> make_decoder_block(const ModelSpec& model, int index, KernelChoice kernels,
                                                   LayerEnvironment env);
 
-// The head on rows x (T·dim): final LayerNorm and the untied LM projection
-// to rows x (T·padded vocab) logits, the padding masked (Linear's real_outputs).
+// The head on rows x (T·dim): final LayerNorm and the LM projection to
+// rows x (T·padded vocab) logits, the padding masked (Linear's real_outputs).
+// Tied (model.tie_embeddings): the projection's weight is a copy of the
+// token table (token_table_parameter) in its layout, drawn as the embedding
+// draws it, and the two gradients are summed every step (Parameter::Tie).
+inline constexpr const char* token_table_parameter = "layer0.token";  // the embedding is layer 0
+
 template <class Scalar>
 std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, KernelChoice kernels,
                                             LayerEnvironment env);

@@ -1,6 +1,8 @@
 #pragma once
 // The end of a training step before the optimizer: data-parallel gradient
-// sums across replicas, then global-norm clipping with the norm summed in
+// sums across replicas, the sum of a tied matrix's two gradients (its owner
+// on the first stage, its copy on the last: model.tie_embeddings), then
+// global-norm clipping with the norm summed in
 // global layer order on every rank, so that all ranks (and the sequential
 // reference) agree on the clip factor bitwise. The sums of a layer may start
 // as soon as its gradient is final (pipeline.overlap_grad_reduce), while the
@@ -9,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/gradient_reducer.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/model/stage.hpp"
@@ -30,12 +33,16 @@ class GradientSync {
   // Advances the sums in flight (between actions).
   void progress();
   // Sums the gradients of every replica of this rank's chunks, in place:
-  // starts what start() did not, then waits for all.
+  // starts what start() did not, then waits for all; then sums the tied
+  // gradients (model::sum_tied_gradients), with the other rank where one
+  // end of the tie is here and the other elsewhere.
   void reduce();
   // Scales every gradient so the whole model's L2 norm is at most grad_clip (> 0 only).
   void clip();
   // Bytes of this rank's gradients summed across the replicas so far.
   std::uint64_t bytes_summed() const { return reducer_.bytes_summed(); }
+  // Bytes of this rank's tied gradient summed with the other end so far.
+  std::uint64_t tied_bytes_summed() const { return tied_reducer_ ? tied_reducer_->bytes_summed() : 0; }
 
  private:
   // The squared norm of every gradient of the whole model, in global layer order.
@@ -46,6 +53,10 @@ class GradientSync {
   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks_;
   double grad_clip_;
   comm::GradientReducer<Scalar> reducer_;
+  // The two ranks of this (tensor rank, replica) that hold one end each of
+  // the tied matrix, and the sum between them (empty elsewhere).
+  comm::SubCommunicator tied_group_;
+  std::unique_ptr<comm::GradientReducer<Scalar>> tied_reducer_;
   std::vector<std::vector<bool>> started_;  // [chunk][layer]: summing since start() in this step
   tensor::ExecContext& exec_;
   // How many norms every (rank, chunk) has, [rank · v + chunk], and every

@@ -53,7 +53,7 @@ class RunReport {
     // of them came after the last compute action of any rank (not hidden).
     double sum_in_flight = 0.0, sum_exposed = 0.0;
     // Bytes sent per step, by link: measured (the run's counters over its steps) against predicted.
-    LinkBytes pipeline_bytes, tensor_bytes, data_bytes;
+    LinkBytes pipeline_bytes, tensor_bytes, data_bytes, tied_bytes;
   };
   // Of every rank's gradient sums, the fraction hidden behind compute.
   double hidden_fraction() const;

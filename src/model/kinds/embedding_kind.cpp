@@ -25,8 +25,9 @@ LayerKind embedding_layer_kind() {
   set_factories(kind, [](auto scalar, const LayerBuild& build) -> std::unique_ptr<Layer<decltype(scalar)>> {
     const ModelSpec& model = build.model;
     const int t = build.env.collectives.size(Group::tensor);
-    return std::make_unique<TokenEmbedding<decltype(scalar)>>(
-        model.vocab, model.padded_vocab(t), model.context, model.dim, build.name(), build.weight_stream(0), build.env);
+    return std::make_unique<TokenEmbedding<decltype(scalar)>>(model.vocab, model.padded_vocab(t), model.context,
+                                                              model.dim, build.name(), build.weight_stream(0),
+                                                              build.env, model.tie_embeddings);
   });
   return kind;
 }

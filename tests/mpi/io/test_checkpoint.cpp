@@ -31,8 +31,10 @@ namespace {
 constexpr int half = 3;  // N
 
 // A tiny MLP, or a tiny transformer whose vocabulary t does not divide: it
-// is padded to 15 tokens at t = 1 and to 20 at t = 2.
+// is padded to 15 tokens at t = 1 and to 20 at t = 2; "tied": its LM head
+// tied to the token table (one matrix in the checkpoint).
 std::string model_keys(const std::string& kind) {
+  if (kind == "tied") return model_keys("transformer") + "model.head_bias = false\nmodel.tie_embeddings = true\n";
   if (kind == "transformer") {
     return "model.kind = \"transformer\"\nmodel.vocab = 13\nmodel.vocab_divisible_by = 5\nmodel.context = 8\n"
            "model.dim = 16\nmodel.heads = 4\nmodel.layers = 2\nmodel.mlp_ratio = 2\n";
@@ -130,9 +132,10 @@ TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]")
   const std::string directory = scratch_directory();
   // packed and bf16: the restored weights reach the products through their
   // packed or bfloat16 copies.
-  for (const std::string schedule : {"1f1b", "interleaved", "1f1b packed", "1f1b bf16"}) {
+  for (const std::string schedule : {"1f1b", "interleaved", "1f1b packed", "1f1b bf16", "interleaved tied"}) {
     INFO(schedule);
-    auto config = config_for(2, 1, schedule.substr(0, schedule.find(' ')), directory);
+    const bool tied = schedule.find("tied") != std::string::npos;
+    auto config = config_for(2, 1, schedule.substr(0, schedule.find(' ')), directory, 1, tied ? "tied" : "mlp");
     if (schedule.find("packed") != std::string::npos) config.compute.gemm = config::GemmKind::packed;
     if (schedule.find("bf16") != std::string::npos) config.compute.precision = config::Precision::bf16;
     const Weights uninterrupted = train(config, MPI_COMM_WORLD, 0, 2 * half);
@@ -242,7 +245,7 @@ TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
 TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on t = 2", "[checkpoint]") {
   if (comm::size_of(comm::world()) != 4) return;
   // The transformer's padded vocabulary: the checkpoint holds its 13 tokens.
-  const std::string kind = GENERATE("mlp", "transformer");
+  const std::string kind = GENERATE("mlp", "transformer", "tied");
   INFO(kind);
   const std::string directory = scratch_directory();
   // t = 2 (p = 2, d = 1): N steps, a checkpoint, N more steps.

@@ -228,6 +228,15 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
           INFO("GPT-2 head and GELU");
           check_against_reference(config);
         }
+        // Tied embeddings: the first and last stage on two ranks (1F1B,
+        // interleaved) or on one (ZB-V's V places both on rank 0).
+        if (schedule == "1f1b" || schedule == "interleaved" || schedule == "zb-v") {
+          config.compute.precision = config::Precision::fp32;
+          config.model.head_bias = false;
+          config.model.tie_embeddings = true;
+          INFO("tied embeddings");
+          check_against_reference(config);
+        }
       }
     }
   }

@@ -44,8 +44,12 @@ namespace {
 constexpr int steps = 5;
 constexpr int t = 2;
 
-// The model keys of a tiny `kind`: every width tensor parallelism splits is even.
+// The model keys of a tiny `kind`: every width tensor parallelism splits is
+// even. "tied": the transformer with its LM head tied to the token table.
 std::string model_keys(const std::string& kind, const std::string& schedule) {
+  if (kind == "tied") {
+    return model_keys("transformer", schedule) + "model.head_bias = false\nmodel.tie_embeddings = true\n";
+  }
   if (kind != "transformer") {
     return fmt::format(
         "model.kind = \"{}\"\nmodel.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16]\n"
@@ -123,7 +127,7 @@ double largest_difference(const std::map<std::string, std::vector<float>>& actua
 
 TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
-  for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
+  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied"}) {
     for (const std::string schedule : {"1f1b", "interleaved"}) {
       // Without, then with sequence parallelism.
       std::vector<std::map<std::string, std::vector<float>>> weights;
@@ -219,11 +223,12 @@ TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_
   constexpr int run_steps = 2;
   // What `per_step` comes to over the run, as the counters count it.
   const auto over_run = [](std::int64_t per_step) { return static_cast<std::uint64_t>(run_steps * per_step); };
-  for (const std::string kind : {"mlp", "residual_mlp", "transformer"}) {
+  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied"}) {
     for (const std::string schedule : {"1f1b", "interleaved"}) {
       for (const auto& [scatter_gather, sequence_parallel] : {std::pair{false, false}, {true, false}, {true, true}}) {
         // Not yet held: an interleaved sequence-parallel MLP sums 32 bytes a step more than predicted on rank 1.
-        if (sequence_parallel && schedule == "interleaved" && kind != "transformer") continue;
+        const bool transformer = kind == "transformer" || kind == "tied";
+        if (sequence_parallel && schedule == "interleaved" && !transformer) continue;
         config::RunConfig config = config_for(kind, d, schedule);
         config.pipeline.scatter_gather = scatter_gather;
         config.pipeline.sequence_parallel = sequence_parallel;
@@ -246,6 +251,9 @@ TEST_CASE("the bytes sent per link are the predicted volume", "[runtime][tensor_
         CHECK(pipeline.collectives().bytes_contributed() + pipeline.transport().bytes_gathered() ==
               over_run(predicted.tensor.bytes));
         CHECK(pipeline.gradient_sync().bytes_summed() == over_run(predicted.data.bytes));
+        // The tied matrix's shard, once a step, on the two ranks that hold its ends (p = 2: both).
+        CHECK(pipeline.gradient_sync().tied_bytes_summed() == over_run(predicted.tied.bytes));
+        CHECK((kind == "tied") == (predicted.tied.bytes > 0));
         CHECK(predicted.tensor.bytes > 0);
         CHECK((d == 1) == (predicted.data.bytes == 0));
         if (schedule == "1f1b" && rank == 0) {

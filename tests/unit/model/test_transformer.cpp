@@ -12,6 +12,7 @@
 #include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/loss.hpp"
 #include "kpipe/model/memory.hpp"
+#include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/model/transformer_layers.hpp"
 #include "test_models.hpp"
@@ -139,6 +140,60 @@ TEST_CASE("a whole transformer with its loss matches finite differences", "[mode
     INFO(p.name);
     CHECK(relative_error(tensor::to_host<double>(p.grad), numeric_gradient(p.value, loss)) < tolerance);
   }
+}
+
+TEST_CASE("a tied LM head shares the token table: one matrix, the sum of both gradients",
+          "[model][transformer][gradients]") {
+  tensor::ExecContext exec;
+  auto spec = tiny_transformer();
+  spec.head_bias = false;
+  spec.tie_embeddings = true;
+  spec.vocab_divisible_by = 4;  // 7 padded to 8: the padding row stays out of both uses
+  spec.output_dim = spec.context * spec.padded_vocab(1);
+  const int rows = 2;
+  Stage<double> stage(spec, {0, spec.layer_count()}, {{kernels::GemmPath::vendor, AttentionPath::gemm}, false}, exec);
+  const auto parameters = stage.parameters();
+  using Tie = Parameter<double>::Tie;
+  const auto owner = std::find_if(parameters.begin(), parameters.end(), [](auto& p) { return p.tie == Tie::owner; });
+  const auto copy = std::find_if(parameters.begin(), parameters.end(), [](auto& p) { return p.tie == Tie::copy; });
+  REQUIRE(owner != parameters.end());
+  REQUIRE(copy != parameters.end());
+  CHECK(owner->name == token_table_parameter);
+  CHECK(copy->name == owner->name);
+  // Drawn alike: the head starts as the table (padding row zero in both), and no bias.
+  CHECK(tensor::to_host<double>(copy->value) == tensor::to_host<double>(owner->value));
+  CHECK(std::none_of(parameters.begin(), parameters.end(), [](auto& p) {
+    return p.name.find(".bias") != p.name.npos && p.name.find("lm_head") != p.name.npos;
+  }));
+  // Order-one values, as in the untied check, in both copies.
+  kernels::fill_uniform(exec.space(), 40, -1, 1, owner->value);
+  kernels::fill_uniform(exec.space(), 41, -1, 1, parameters[1].value);
+  Kokkos::deep_copy(Kokkos::subview(owner->value, std::make_pair(spec.vocab, 8), Kokkos::ALL), 0.0);
+  Kokkos::deep_copy(copy->value, owner->value);
+  const auto X = token_ids<double>(rows, spec, 9);
+  auto targets = make_targets<double>(spec, rows);
+  targets.labels = next_tokens(rows * spec.context, spec.vocab);
+  auto Y = tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim);
+  auto dY = tensor::uninitialized_matrix<double>("test::dy", rows, spec.output_dim);
+  const double scale = loss_scale(spec, rows);
+  stage.zero_grad();
+  stage.forward(0, X, Y);
+  loss_and_gradient(exec, spec.loss, Y, targets, scale, dY);
+  stage.backward(0, dY, tensor::Matrix<double>());
+  CHECK_FALSE(sum_tied_gradients(exec, parameters));  // both ends here: nothing left to send
+  CHECK(tensor::to_host<double>(copy->grad) == tensor::to_host<double>(owner->grad));
+
+  // The loss as a function of the one shared matrix: both copies move together.
+  const auto loss = [&] {
+    Kokkos::deep_copy(copy->value, owner->value);
+    stage.forward_no_grad(X, Y);
+    return loss_and_gradient(exec, spec.loss, Y, targets, scale, dY);
+  };
+  const auto real_rows = Kokkos::subview(owner->value, std::make_pair(0, spec.vocab), Kokkos::ALL);
+  const auto numeric = numeric_gradient(tensor::Matrix<double>(real_rows), loss);
+  auto analytic = tensor::to_host<double>(owner->grad);
+  analytic.resize(numeric.size());  // the real rows come first
+  CHECK(relative_error(analytic, numeric) < tolerance);
 }
 
 TEST_CASE("position t of a transformer never depends on later tokens", "[model][transformer]") {

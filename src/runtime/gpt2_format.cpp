@@ -1,4 +1,4 @@
-#include "gpt2_format.hpp"
+#include "kpipe/runtime/gpt2_format.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,7 +8,7 @@
 
 #include "kpipe/core/error.hpp"
 
-namespace kpipe::app::gpt2 {
+namespace kpipe::runtime::gpt2 {
 
 using nlohmann::json;
 
@@ -63,7 +63,8 @@ std::vector<Pair> pairs(const config::ModelConfig& m) {
   }
   const std::string head = "layer" + std::to_string(m.layers + 1) + ".";
   norm(head + "norm", "ln_f");
-  out.push_back({head + "lm_head.weight", "lm_head.weight", d, m.vocab, L::transposed});
+  // Tied, the head is the token table (wte) itself.
+  if (!m.tie_embeddings) out.push_back({head + "lm_head.weight", "lm_head.weight", d, m.vocab, L::transposed});
   return out;
 }
 
@@ -121,11 +122,12 @@ class ConfigReader {
   std::string where_;
 };
 
-}  // namespace
-
+// Whether config.json ties the LM head to the token embedding (GPT-2's default).
 bool tied(const json& config) {
   return !config.contains("tie_word_embeddings") || config["tie_word_embeddings"] != false;
 }
+
+}  // namespace
 
 config::ModelConfig model_of(const json& config, const std::string& where) {
   const ConfigReader read(config, where);
@@ -142,6 +144,7 @@ config::ModelConfig model_of(const json& config, const std::string& where) {
   m.layers = read.positive("n_layer", 4096);
   m.heads = read.positive("n_head", 1024);
   m.head_bias = false;
+  m.tie_embeddings = tied(config);
   if (m.dim % m.heads != 0) read.refuse(fmt::format("n_embd = {} is not a multiple of n_head = {}", m.dim, m.heads));
   m.mlp_ratio = 4;
   if (read.has("n_inner")) {
@@ -207,7 +210,7 @@ json config_of(const config::ModelConfig& m) {
           {"n_inner", m.dim * m.mlp_ratio},
           {"activation_function", hf_activation(m.activation)},
           {"layer_norm_epsilon", layer_norm_epsilon},
-          {"tie_word_embeddings", false},
+          {"tie_word_embeddings", m.tie_embeddings},
           {"scale_attn_weights", true},
           {"scale_attn_by_inverse_layer_idx", false},
           {"reorder_and_upcast_attn", false},
@@ -249,7 +252,7 @@ std::map<std::string, io::HostTensor> to_gpt2(const config::ModelConfig& model,
   return out;
 }
 
-std::map<std::string, io::HostTensor> from_gpt2(const config::ModelConfig& model, bool tied,
+std::map<std::string, io::HostTensor> from_gpt2(const config::ModelConfig& model,
                                                 const std::map<std::string, io::HostTensor>& tensors,
                                                 const std::string& where) {
   // GPT2Model's names, whichever prefix the file uses; the causal-mask
@@ -267,26 +270,25 @@ std::map<std::string, io::HostTensor> from_gpt2(const config::ModelConfig& model
   std::map<std::string, io::HostTensor> out;
   std::set<std::string> used;
   for (const Pair& pair : pairs(model)) {
-    const std::string source = is_head(pair) && tied ? "wte.weight" : pair.hf;
-    const auto found = by_name.find(source);
+    const auto found = by_name.find(pair.hf);
     if (found == by_name.end()) {
       throw input_error(
-          fmt::format("{}: no tensor '{}' (or '{}{}'), which config.json's model needs{}", where, source, body_prefix,
-                      source, is_head(pair) ? "; with tie_word_embeddings = false the file must hold the head" : ""));
+          fmt::format("{}: no tensor '{}' (or '{}{}'), which config.json's model needs{}", where, pair.hf, body_prefix,
+                      pair.hf, is_head(pair) ? "; with tie_word_embeddings = false the file must hold the head" : ""));
     }
-    used.insert(source);
+    used.insert(pair.hf);
     const io::HostTensor& tensor = *found->second;
-    const auto expected = is_head(pair) && tied ? std::vector<std::int64_t>{pair.cols, pair.rows} : pair.hf_shape();
-    if (tensor.shape != expected) {
-      throw input_error(fmt::format("{}: tensor '{}' is {} but config.json's model needs {}", where, source,
-                                    shape_text(tensor.shape), shape_text(expected)));
+    if (tensor.shape != pair.hf_shape()) {
+      throw input_error(fmt::format("{}: tensor '{}' is {} but config.json's model needs {}", where, pair.hf,
+                                    shape_text(tensor.shape), shape_text(pair.hf_shape())));
     }
     io::HostTensor mine = pair.layout == Pair::Layout::transposed ? transposed(tensor, pair.cols, pair.rows) : tensor;
     mine.shape = {pair.rows, pair.cols};
     out[pair.kpipe] = std::move(mine);
   }
   for (const auto& [name, tensor] : by_name) {
-    if (!used.count(name) && !(tied && name == "lm_head.weight")) {
+    // A tied model's file may hold the head as a second name of wte.
+    if (!used.count(name) && !(model.tie_embeddings && name == "lm_head.weight")) {
       throw input_error(
           fmt::format("{}: tensor '{}' has no place in a GPT-2 model of config.json's shape; kpipe "
                       "import reads GPT2LMHeadModel weights",
@@ -296,4 +298,4 @@ std::map<std::string, io::HostTensor> from_gpt2(const config::ModelConfig& model
   return out;
 }
 
-}  // namespace kpipe::app::gpt2
+}  // namespace kpipe::runtime::gpt2
