@@ -11,6 +11,8 @@ namespace {
 // ones packed into buckets of at most 16 MiB (one MPI call each).
 constexpr std::size_t gradient_bucket_bytes = 16u << 20;
 constexpr std::size_t gradient_in_place_bytes = 64u << 10;
+// The tied matrix's two ends swap their gradient in pieces of this size.
+constexpr std::size_t tied_piece_bytes = 4u << 20;
 
 // The squared norms of `parameters`' gradients as of the whole parameters: a
 // shard's is summed over its tensor group in rank order (the same sum on
@@ -56,8 +58,8 @@ GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule
       tied_group_(grid.pipeline(), holds_one_tied_end(chunks) ? 0 : -1, grid.pipeline_rank()),
       exec_(exec) {
   if (!tied_group_.empty()) {
-    tied_reducer_ = std::make_unique<comm::GradientReducer<Scalar>>(
-        tied_group_.get(), gradient_bucket_bytes, gradient_in_place_bytes, stage_through_host, watchdog);
+    tied_sum_ =
+        std::make_unique<comm::PairSum<Scalar>>(tied_group_.get(), tied_piece_bytes, stage_through_host, watchdog);
   }
   for (const auto& chunk : chunks_) started_.emplace_back(static_cast<std::size_t>(chunk->layers().count), false);
 }
@@ -91,7 +93,7 @@ void GradientSync<Scalar>::reduce() {
   const auto parameters = model::parameters_of(chunks_);
   if (!model::sum_tied_gradients(exec_, parameters)) return;
   for (const auto& p : parameters) {
-    if (p.tie != model::Parameter<Scalar>::Tie::none) tied_reducer_->sum({comm::flat<Scalar>(p.grad)});
+    if (p.tie != model::Parameter<Scalar>::Tie::none) tied_sum_->sum(comm::flat<Scalar>(p.grad));
   }
 }
 

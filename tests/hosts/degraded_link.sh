@@ -42,17 +42,22 @@ EOF
 
 cd "$root" || exit 1
 run=(run benchmarks/decks/compute_bound.toml runtime.watchdog_seconds=5)
-"$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:1,10.77.0.2:1 -n 2 "${network[@]}" \
-  "$kpipe" "${run[@]}" --json "$work/slow.json")" >"$work/slow.log" 2>&1 ||
-  { echo "the run over the slow, lossy link failed"; tail -n 20 "$work/slow.log"; exit 1; }
-dropped=$(ip netns exec kpipe-h1 nft list table inet kpipe_faults | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
-shaped=$(tc -s -n kpipe-h1 qdisc show dev kpipe-h1-eth | sed -n 's/.*overlimits \([0-9]*\).*/\1/p')
-echo "the link dropped $dropped packets and held back $shaped at its rate"
-if [ "${dropped:-0}" -eq 0 ] || [ "${shaped:-0}" -eq 0 ]; then echo "the link was not degraded"; exit 1; fi
-
-calibration=$(grep "^calibration: step" "$work/slow.log") || { echo "no calibration line"; exit 1; }
-echo "$calibration"
-read -r measured simulated transfer < <(/usr/bin/python3 - "$work/slow.json" "$calibration" <<'EOF'
+# One run over the slow, lossy link; succeeds when its calibration fits the
+# link (a fitted transfer above 0.5 ms, the step predicted within 10%).
+# Shared memory moves a 64 KiB boundary in about 20 us; the shaped link in 0.6
+# to 3 ms, depending on how much of tbf's 64 KB burst the previous message
+# left (0.67 ms in a CI run under load, with the oneDNN float32 GEMMs).
+slow_run() {
+  "$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:1,10.77.0.2:1 -n 2 "${network[@]}" \
+    "$kpipe" "${run[@]}" --json "$work/slow.json")" >"$work/slow.log" 2>&1 ||
+    { echo "the run over the slow, lossy link failed"; tail -n 20 "$work/slow.log"; exit 1; }
+  dropped=$(ip netns exec kpipe-h1 nft list table inet kpipe_faults | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+  shaped=$(tc -s -n kpipe-h1 qdisc show dev kpipe-h1-eth | sed -n 's/.*overlimits \([0-9]*\).*/\1/p')
+  echo "the link dropped $dropped packets and held back $shaped at its rate"
+  if [ "${dropped:-0}" -eq 0 ] || [ "${shaped:-0}" -eq 0 ]; then echo "the link was not degraded"; exit 1; fi
+  calibration=$(grep "^calibration: step" "$work/slow.log") || { echo "no calibration line"; exit 1; }
+  echo "$calibration"
+  read -r measured simulated transfer < <(/usr/bin/python3 - "$work/slow.json" "$calibration" <<'EOF'
 import json, re, sys
 line = sys.argv[2]
 measured = float(re.search(r"calibration: step ([0-9.]+) ms", line).group(1))
@@ -62,14 +67,19 @@ bandwidth = fit["link_bandwidth_bytes_per_second"]  # 0: the fit put it all in t
 transfer = fit["link_latency_seconds"] + (fit["bytes_per_transfer"] / bandwidth if bandwidth > 0 else 0.0)
 print(measured, simulated, transfer * 1e3)
 EOF
-)
-echo "fitted time per boundary transfer $transfer ms; step measured $measured ms, simulated $simulated ms"
-# Shared memory moves a 64 KiB boundary in about 20 us; the shaped link in 0.6
-# to 3 ms, depending on how much of tbf's 64 KB burst the previous message
-# left (0.67 ms in a CI run under load, with the oneDNN float32 GEMMs).
-/usr/bin/python3 -c "import sys; m, s, l = map(float, sys.argv[1:]); sys.exit(0 if abs(s - m) <= 0.1 * m and l > 0.5 else 1)" \
-  "$measured" "$simulated" "$transfer" ||
-  { echo "the calibration does not fit the slow link (within 10%, a transfer above 0.5 ms)"; exit 1; }
+  )
+  echo "fitted time per boundary transfer $transfer ms; step measured $measured ms, simulated $simulated ms"
+  /usr/bin/python3 -c "import sys; m, s, l = map(float, sys.argv[1:]); sys.exit(0 if abs(s - m) <= 0.1 * m and l > 0.5 else 1)" \
+    "$measured" "$simulated" "$transfer"
+}
+# The fit times compute and transfers: another process on the two cores (a
+# parallel test) skews it, so a run whose calibration misses gets two more
+# tries; every try must survive the link and be degraded.
+for attempt in 1 2 3; do
+  slow_run && break
+  [ "$attempt" -lt 3 ] || { echo "the calibration does not fit the slow link (within 10%, a transfer above 0.5 ms)"; exit 1; }
+  echo "try $attempt: the calibration missed the link (a busy machine?); again"
+done
 
 "$mpiexec" -n 2 "$kpipe" "${run[@]}" --json "$work/one.json" >"$work/one.log" 2>&1 ||
   { echo "the run on one host failed"; tail -n 20 "$work/one.log"; exit 1; }

@@ -13,6 +13,7 @@
 
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/gradient_reducer.hpp"
+#include "kpipe/comm/pair_sum.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/schedule/schedule.hpp"
@@ -42,7 +43,7 @@ class GradientSync {
   // Bytes of this rank's gradients summed across the replicas so far.
   std::uint64_t bytes_summed() const { return reducer_.bytes_summed(); }
   // Bytes of this rank's tied gradient summed with the other end so far.
-  std::uint64_t tied_bytes_summed() const { return tied_reducer_ ? tied_reducer_->bytes_summed() : 0; }
+  std::uint64_t tied_bytes_summed() const { return tied_sum_ ? tied_sum_->bytes_summed() : 0; }
 
  private:
   // The squared norm of every gradient of the whole model, in global layer order.
@@ -56,7 +57,7 @@ class GradientSync {
   // The two ranks of this (tensor rank, replica) that hold one end each of
   // the tied matrix, and the sum between them (empty elsewhere).
   comm::SubCommunicator tied_group_;
-  std::unique_ptr<comm::GradientReducer<Scalar>> tied_reducer_;
+  std::unique_ptr<comm::PairSum<Scalar>> tied_sum_;
   std::vector<std::vector<bool>> started_;  // [chunk][layer]: summing since start() in this step
   tensor::ExecContext& exec_;
   // How many norms every (rank, chunk) has, [rank · v + chunk], and every
