@@ -40,7 +40,8 @@ std::int64_t proc_kib(const char* file, const std::string& key) {
 // Peak elements held along a rank's action list (the footprints of its
 // chunks): F adds the stash; B swaps it for what W needs, W releases that, BW
 // releases the stash. With recomputation B and BW first rebuild the layers'
-// saved tensors, for a moment.
+// saved tensors, for a moment. BW is B then W (Stage::backward): between the
+// two it holds what B keeps for W, every layer's output gradient among it.
 std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
                               const std::vector<model::StageFootprint>& chunks, bool recompute) {
   using schedule::ActionKind;
@@ -60,6 +61,7 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
         held -= c.kept_for_weight_gradient;
         break;
       default:
+        peak = std::max(peak, held - c.stash_per_microbatch + c.kept_for_weight_gradient);
         held -= c.stash_per_microbatch;
     }
     peak = std::max(peak, held);

@@ -18,7 +18,8 @@ void copy_shard(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<S
                 const tensor::Matrix<Scalar>& local);
 
 // A padded global tensor of `shard` cut to its first shard.valid entries
-// along shard.axis (a copy), or `whole` itself when not padded.
+// along shard.axis (its leading rows as a view of `whole`, columns as a
+// copy), or `whole` itself when not padded. Read it, never write it.
 template <class Scalar>
 tensor::Matrix<Scalar> without_padding(const tensor::ExecutionSpace& space, const tensor::Matrix<Scalar>& whole,
                                        const Shard& shard);
