@@ -5,6 +5,7 @@
 // against what a built transformer stage stashes.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "catch.hpp"
@@ -83,6 +84,45 @@ void check_layer(Layer<double>& layer, const tensor::Matrix<double>& X, bool inp
   }
 }
 
+// The mean next-token loss of a whole-model stage on fixed tokens:
+// gradients() runs F and BW once, the call operator the loss alone (the
+// function finite differences probe).
+class TokenLoss {
+ public:
+  TokenLoss(tensor::ExecContext& exec, Stage<double>& stage, const ModelSpec& spec, int rows)
+      : exec_(exec),
+        stage_(stage),
+        spec_(spec),
+        X_(token_ids<double>(rows, spec, 9)),
+        targets_(make_targets<double>(spec, rows)),
+        Y_(tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim)),
+        dY_(tensor::uninitialized_matrix<double>("test::dy", rows, spec.output_dim)),
+        scale_(loss_scale(spec, rows)) {
+    targets_.labels = next_tokens(rows * spec.context, spec.vocab);
+  }
+
+  void gradients() {
+    stage_.zero_grad();
+    stage_.forward(0, X_, Y_);
+    loss_and_gradient(exec_, spec_.loss, Y_, targets_, scale_, dY_);
+    stage_.backward(0, dY_, tensor::Matrix<double>());
+  }
+
+  double operator()() {
+    stage_.forward_no_grad(X_, Y_);
+    return loss_and_gradient(exec_, spec_.loss, Y_, targets_, scale_, dY_);
+  }
+
+ private:
+  tensor::ExecContext& exec_;
+  Stage<double>& stage_;
+  const ModelSpec& spec_;
+  tensor::Matrix<double> X_;
+  Targets<double> targets_;
+  tensor::Matrix<double> Y_, dY_;
+  double scale_;
+};
+
 }  // namespace
 
 TEST_CASE("transformer layers match finite differences", "[model][transformer][gradients]") {
@@ -118,27 +158,13 @@ TEST_CASE("a whole transformer with its loss matches finite differences", "[mode
   for (int table = 0; table < 2; ++table) {
     kernels::fill_uniform(exec.space(), 40 + table, -1, 1, stage.parameters()[table].value);
   }
-  const auto X = token_ids<double>(rows, spec, 9);
-  auto targets = make_targets<double>(spec, rows);
-  targets.labels = next_tokens(rows * spec.context, spec.vocab);
-  auto Y = tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim);
-  auto dY = tensor::uninitialized_matrix<double>("test::dy", rows, spec.output_dim);
-  const double scale = loss_scale(spec, rows);
-
-  stage.zero_grad();
-  stage.forward(0, X, Y);
-  loss_and_gradient(exec, spec.loss, Y, targets, scale, dY);
-  stage.backward(0, dY, tensor::Matrix<double>());
-
-  const auto loss = [&] {
-    stage.forward_no_grad(X, Y);
-    return loss_and_gradient(exec, spec.loss, Y, targets, scale, dY);
-  };
+  TokenLoss loss(exec, stage, spec, rows);
+  loss.gradients();
   // At initialisation the loss is near ln(vocab): the head's logits are small.
   CHECK(std::abs(loss() - std::log(spec.vocab)) < 1.0);
   for (const auto& p : stage.parameters()) {
     INFO(p.name);
-    CHECK(relative_error(tensor::to_host<double>(p.grad), numeric_gradient(p.value, loss)) < tolerance);
+    CHECK(relative_error(tensor::to_host<double>(p.grad), numeric_gradient(p.value, std::ref(loss))) < tolerance);
   }
 }
 
@@ -170,24 +196,15 @@ TEST_CASE("a tied LM head shares the token table: one matrix, the sum of both gr
   kernels::fill_uniform(exec.space(), 41, -1, 1, parameters[1].value);
   Kokkos::deep_copy(Kokkos::subview(owner->value, std::make_pair(spec.vocab, 8), Kokkos::ALL), 0.0);
   Kokkos::deep_copy(copy->value, owner->value);
-  const auto X = token_ids<double>(rows, spec, 9);
-  auto targets = make_targets<double>(spec, rows);
-  targets.labels = next_tokens(rows * spec.context, spec.vocab);
-  auto Y = tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim);
-  auto dY = tensor::uninitialized_matrix<double>("test::dy", rows, spec.output_dim);
-  const double scale = loss_scale(spec, rows);
-  stage.zero_grad();
-  stage.forward(0, X, Y);
-  loss_and_gradient(exec, spec.loss, Y, targets, scale, dY);
-  stage.backward(0, dY, tensor::Matrix<double>());
+  TokenLoss shared_loss(exec, stage, spec, rows);
+  shared_loss.gradients();
   CHECK_FALSE(sum_tied_gradients(exec, parameters));  // both ends here: nothing left to send
   CHECK(tensor::to_host<double>(copy->grad) == tensor::to_host<double>(owner->grad));
 
   // The loss as a function of the one shared matrix: both copies move together.
   const auto loss = [&] {
     Kokkos::deep_copy(copy->value, owner->value);
-    stage.forward_no_grad(X, Y);
-    return loss_and_gradient(exec, spec.loss, Y, targets, scale, dY);
+    return shared_loss();
   };
   const auto real_rows = Kokkos::subview(owner->value, std::make_pair(0, spec.vocab), Kokkos::ALL);
   const auto numeric = numeric_gradient(tensor::Matrix<double>(real_rows), loss);
