@@ -191,6 +191,26 @@ TEST_CASE("tensor-parallel training is bitwise reproducible", "[runtime][tensor_
   }
 }
 
+// Tied embeddings on p = 4 ranks of t = 2 (8 ranks): the first and the last
+// stage two hops apart, with and without recomputation.
+TEST_CASE("tied embeddings at p = 4 and t = 2 match the unsharded reference", "[runtime][tensor_parallel]") {
+  if (comm::size_of(comm::world()) != 4 * t) return;
+  for (const auto recompute : {config::Recompute::none, config::Recompute::full}) {
+    config::RunConfig config = config_for("tied", 1, "1f1b");
+    config.pipeline.stages = 4;
+    config.pipeline.recompute = recompute;
+    runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+    tensor::ExecContext exec;
+    model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
+    for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+    for (int step = 0; step < steps; ++step) reference.step();
+    INFO(fmt::format("recompute {} stage {} tensor rank {}", recompute == config::Recompute::full,
+                     pipeline.grid().pipeline_rank(), pipeline.grid().tensor_rank()));
+    const double difference = largest_difference(whole_parameters(pipeline), by_name(reference.parameters()));
+    CHECK(difference < 1e-5);
+  }
+}
+
 TEST_CASE("scatter/gather at stage boundaries: bitwise the same, 1/t of the bytes", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
   for (const std::string kind : {"mlp", "transformer"}) {
