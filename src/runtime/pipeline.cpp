@@ -175,6 +175,16 @@ StepHooks Pipeline<Scalar>::step_hooks() {
 }
 
 template <class Scalar>
+Evaluation Pipeline<Scalar>::validate() {
+  const std::uint64_t sent = transport_.bytes_sent();
+  const std::uint64_t tensor = collectives_.bytes_contributed() + transport_.bytes_gathered();
+  const Evaluation evaluation = held_out_->evaluate();
+  validation_bytes_.pipeline += transport_.bytes_sent() - sent;
+  validation_bytes_.tensor += collectives_.bytes_contributed() + transport_.bytes_gathered() - tensor;
+  return evaluation;
+}
+
+template <class Scalar>
 StepResult Pipeline<Scalar>::run_step(int step) {
   step_ = step;
   fault::inject(fault::Phase::step, grid_.world_rank(), step);

@@ -76,19 +76,16 @@ void RunReport::finish(double seconds) {
     stashed_bytes += static_cast<double>(pipeline_.chunk(c).peak_stashed_bytes());
   }
   const std::vector<double> mine = {
-      static_cast<double>(grid.pipeline_rank()),
-      static_cast<double>(grid.tensor_rank()),
-      static_cast<double>(grid.replica()),
-      static_cast<double>(peak_stashed_),
+      static_cast<double>(grid.pipeline_rank()), static_cast<double>(grid.tensor_rank()),
+      static_cast<double>(grid.replica()), static_cast<double>(peak_stashed_),
       predicted_ ? static_cast<double>(predicted_->ranks[grid.pipeline_rank()].peak_stashed) : -1.0,
-      stashed_bytes / (1 << 20),
-      pipeline_.transport().bytes_sent() / double(1 << 20),
-      pipeline_.memory().total() / double(1 << 20),
-      runtime::peak_resident_bytes() / double(1 << 20),
-      steady_mean(sum_in_flight_, [](double x) { return x; }),
-      steady_mean(sum_exposed_, [](double x) { return x; }),
-      static_cast<double>(pipeline_.transport().bytes_sent()),
-      static_cast<double>(pipeline_.collectives().bytes_contributed() + pipeline_.transport().bytes_gathered()),
+      stashed_bytes / (1 << 20), pipeline_.transport().bytes_sent() / double(1 << 20),
+      pipeline_.memory().total() / double(1 << 20), runtime::peak_resident_bytes() / double(1 << 20),
+      steady_mean(sum_in_flight_, [](double x) { return x; }), steady_mean(sum_exposed_, [](double x) { return x; }),
+      // The training steps' own traffic, as kpipe plan predicts it: without the validation passes'.
+      static_cast<double>(pipeline_.transport().bytes_sent() - pipeline_.validation_bytes().pipeline),
+      static_cast<double>(pipeline_.collectives().bytes_contributed() + pipeline_.transport().bytes_gathered() -
+                          pipeline_.validation_bytes().tensor),
       static_cast<double>(pipeline_.gradient_sync().bytes_summed()),
       static_cast<double>(pipeline_.gradient_sync().tied_bytes_summed())};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);

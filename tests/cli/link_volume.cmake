@@ -1,7 +1,8 @@
 # kpipe run counts the bytes each rank sends per link and prints them next to
 # what kpipe plan predicts (issue 13): on the tensor-parallel example (p = 2,
 # t = 2), with scatter/gather on and off, every rank's measured bytes per step
-# equal the plan's for its stage, and a boundary carries 1/t of the tensor with
+# equal the plan's for its stage (the validation passes of train.eval_every
+# counted apart), and a boundary carries 1/t of the tensor with
 # scatter/gather, all of it without.
 #   cmake -DKPIPE=<kpipe> -DLOCAL_SH=<examples/jobs/local.sh> -DWORK_DIR=<dir> -P link_volume.cmake
 #   (from the repository root)
@@ -11,7 +12,7 @@ set(deck inputs/tensor_parallel.toml)
 set(t 2)
 
 foreach(scatter_gather true false)
-  set(keys pipeline.scatter_gather=${scatter_gather} train.steps=2)
+  set(keys pipeline.scatter_gather=${scatter_gather} train.steps=2 train.eval_every=1)
   execute_process(COMMAND ${KPIPE} plan ${deck} ${keys} --no-ascii --json ${WORK_DIR}/plan.json
                   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
   if(NOT code EQUAL 0)

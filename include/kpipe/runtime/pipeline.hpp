@@ -58,8 +58,15 @@ class Pipeline {
   const GradientSync<Scalar>& gradient_sync() const { return gradient_sync_; }
   // Training with train.eval_every: this rank's evaluation of the first
   // train.eval_batches validation batches with the current weights (see
-  // global_evaluation). Only with train.eval_every > 0.
-  Evaluation validate() { return held_out_->evaluate(); }
+  // global_evaluation). Only with train.eval_every > 0. Its boundary
+  // messages and tensor-group sums are counted in validation_bytes(), apart
+  // from the training steps' that kpipe plan predicts.
+  Evaluation validate();
+  struct ValidationBytes {
+    std::uint64_t pipeline = 0;  // boundary messages sent
+    std::uint64_t tensor = 0;    // tensor-group collectives and boundary all-gathers
+  };
+  const ValidationBytes& validation_bytes() const { return validation_bytes_; }
   // Inference: this rank's evaluation of the last step (see global_evaluation).
   const Evaluation& evaluation() const { return loss_head_.evaluation(); }
   // The model chunks of this rank: chunk c is the model stage
@@ -110,6 +117,7 @@ class Pipeline {
   Executor<Scalar> executor_;
   std::unique_ptr<HeldOutEvaluator<Scalar>> held_out_;  // training with train.eval_every only
   int step_ = 0;                                        // the step in flight, for messages
+  ValidationBytes validation_bytes_;
 };
 
 // Training: the global mean loss of a step, the same on every rank.
