@@ -103,6 +103,13 @@ void host_gemm_batched(const detail::BatchedGemmOperands<Scalar>& op) {
 
 }  // namespace
 
+BlasThreads vendor_blas_threads() {
+#if defined(KPIPE_HAVE_CBLAS)
+  if (default_vendor() == Vendor::cblas) return detail::cblas_threads();
+#endif
+  return {};
+}
+
 std::string vendor_gemm_library() {
   switch (default_vendor()) {
     case Vendor::cblas:

@@ -47,6 +47,8 @@ void cblas_gemm(const GemmOperands<Scalar>& op);
 // The kernel OpenBLAS picked for this CPU ("SkylakeX", "Haswell", "Zen", or
 // "Prescott" where it does not know the CPU), "" for another CBLAS.
 std::string cblas_kernel();
+// OpenBLAS' threads, looked up at run time like cblas_kernel.
+BlasThreads cblas_threads();
 // Whether that kernel predates AVX2 (Prescott, Nehalem, Sandybridge,
 // Barcelona, ...): on a CPU with AVX2 it means OpenBLAS did not recognise the
 // CPU, as 0.3.21 runs Prescott's SSE3 code on Sapphire Rapids.

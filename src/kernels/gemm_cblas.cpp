@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -30,6 +31,16 @@ std::string cblas_kernel() {
   using Corename = char* (*)();
   const auto corename = reinterpret_cast<Corename>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   return corename ? std::string(corename()) : std::string();
+}
+
+BlasThreads cblas_threads() {
+  using Count = int (*)();
+  const auto threads = reinterpret_cast<Count>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  const auto parallel = reinterpret_cast<Count>(::dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  BlasThreads blas;
+  if (threads) blas.threads = std::max(1, threads());
+  blas.own_pool = parallel && parallel() == 1;  // 0: sequential, 1: pthreads, 2: OpenMP
+  return blas;
 }
 
 bool cblas_kernel_is_generic() {

@@ -17,6 +17,7 @@
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/run_report.hpp"
+#include "kpipe/runtime/thread_check.hpp"
 
 namespace kpipe::runtime {
 
@@ -93,8 +94,10 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
     log::info("compute.precision = bf16: Linear GEMMs in bfloat16 with float32 sums on {}", library());
   }
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
-  return comm::collectively(comm::world(), watchdog, "set-up",
-                            [&] { return std::make_unique<Pipeline<float>>(config, comm::world(), mode); });
+  auto pipeline = comm::collectively(comm::world(), watchdog, "set-up",
+                                     [&] { return std::make_unique<Pipeline<float>>(config, comm::world(), mode); });
+  warn_if_oversubscribed(pipeline->grid());
+  return pipeline;
 }
 
 int restore(Pipeline<float>& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {

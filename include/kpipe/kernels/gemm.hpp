@@ -29,6 +29,16 @@ using GemmPath = config::GemmKind;
 // default memory space.
 std::string vendor_gemm_library();
 
+// The vendor BLAS' own threads: OpenBLAS' openblas_get_num_threads (1 for a
+// library that does not say), and whether they are a pool of its own beside
+// the caller's threads (OpenBLAS' pthreads build) rather than the caller's
+// OpenMP runtime or none.
+struct BlasThreads {
+  int threads = 1;
+  bool own_pool = false;
+};
+BlasThreads vendor_blas_threads();
+
 // C = alpha * op(A) * op(B) + beta * C with op(X) = X or X^T. As in BLAS,
 // beta == 0 overwrites C without reading it. Each path is deterministic: the
 // same inputs give bitwise the same C, which the reproducibility of training

@@ -1,0 +1,48 @@
+#include "kpipe/runtime/thread_check.hpp"
+
+#include <numeric>
+#include <vector>
+
+#include "catch.hpp"
+
+using namespace kpipe;
+using Catch::Matchers::Contains;
+using runtime::RankThreads;
+
+namespace {
+
+// A rank with `kokkos` threads, `blas` OpenBLAS threads (a pool of their own
+// or not) that may run on CPUs [first, first + count).
+RankThreads rank(int kokkos, int blas, bool pool, int first, int count) {
+  std::vector<int> cpus(static_cast<std::size_t>(count));
+  std::iota(cpus.begin(), cpus.end(), first);
+  return {kokkos, blas, pool, cpus};
+}
+
+}  // namespace
+
+TEST_CASE("ranks that have a core per busy thread are not warned about", "[runtime][threads]") {
+  CHECK(runtime::oversubscription_warning("n", {rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2)}).empty());
+  CHECK(runtime::oversubscription_warning("n", {rank(1, 1, true, 0, 1), rank(1, 1, true, 1, 1)}).empty());
+  // OpenMP threads with OpenBLAS on them: one pool, the larger of the two.
+  CHECK(runtime::oversubscription_warning("n", {rank(4, 4, false, 0, 4), rank(4, 4, false, 4, 4)}).empty());
+  CHECK(runtime::oversubscription_warning("n", {rank(1, 8, true, 0, 8)}).empty());
+}
+
+TEST_CASE("oversubscribed nodes get one line saying what to set", "[runtime][threads]") {
+  // More ranks than cores.
+  CHECK(runtime::oversubscription_warning("n", {rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2),
+                                                rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2)}) ==
+        "node n: 4 ranks x 1 Kokkos thread = 4 busy threads on 2 cores; run at most 2 ranks there; the run is slow, "
+        "not wrong");
+  // OpenBLAS' pthreads pool beside Kokkos' OpenMP threads: 2 + 2 - 1 busy threads a rank.
+  CHECK(runtime::oversubscription_warning("n", {rank(2, 2, true, 0, 4), rank(2, 2, true, 0, 4)}) ==
+        "node n: 2 ranks x 2 Kokkos threads and 2 OpenBLAS threads beside them = 6 busy threads on 4 cores; set "
+        "OPENBLAS_NUM_THREADS=1; the run is slow, not wrong");
+  // OpenMP's default of a thread per core in every rank.
+  CHECK_THAT(runtime::oversubscription_warning("n", {rank(4, 1, true, 0, 4), rank(4, 1, true, 0, 4)}),
+             Contains("2 ranks x 4 Kokkos threads = 8 busy threads on 4 cores; set OMP_NUM_THREADS=2"));
+  // A rank bound to one core that runs two threads, though the node has room.
+  CHECK_THAT(runtime::oversubscription_warning("n", {rank(2, 1, false, 0, 1), rank(1, 1, false, 1, 3)}),
+             Contains("node n: a rank runs 2 Kokkos threads (2 busy) on the 1 core it may use; bind it to more cores"));
+}
