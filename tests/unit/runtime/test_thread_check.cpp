@@ -31,8 +31,8 @@ TEST_CASE("ranks that have a core per busy thread are not warned about", "[runti
 
 TEST_CASE("oversubscribed nodes get one line saying what to set", "[runtime][threads]") {
   // More ranks than cores.
-  CHECK(runtime::oversubscription_warning("n", {rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2),
-                                                rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2)}) ==
+  CHECK(runtime::oversubscription_warning(
+            "n", {rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2), rank(1, 1, true, 0, 2)}) ==
         "node n: 4 ranks x 1 Kokkos thread = 4 busy threads on 2 cores; run at most 2 ranks there; the run is slow, "
         "not wrong");
   // OpenBLAS' pthreads pool beside Kokkos' OpenMP threads: 2 + 2 - 1 busy threads a rank.
