@@ -212,6 +212,7 @@ class Reader {
       HostTensor& tensor = file.tensors[e.name];
       tensor.shape = e.shape;
       tensor.values.resize(static_cast<std::size_t>(tensor.elements()));
+      if (tensor.values.empty()) continue;  // an empty tensor has no bytes to read
       bytes.resize(e.end - e.begin);
       in.seekg(static_cast<std::streamoff>(8 + header_bytes + e.begin));
       in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
