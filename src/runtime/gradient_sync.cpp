@@ -32,16 +32,14 @@ std::vector<double> whole_parameter_norms(comm::Communicator tensor,
   return norms;
 }
 
-// Whether this rank holds one end of a tied matrix and not the other.
+// The ends of a tied matrix among this rank's parameters: none, one, or both.
 template <class Scalar>
-bool holds_one_tied_end(const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks) {
-  using Tie = typename model::Parameter<Scalar>::Tie;
-  bool owner = false, copy = false;
-  for (const auto& p : model::parameters_of(chunks)) {
-    owner = owner || p.tie == Tie::owner;
-    copy = copy || p.tie == Tie::copy;
+std::vector<model::Parameter<Scalar>> tied_ends(const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks) {
+  std::vector<model::Parameter<Scalar>> tied;
+  for (auto& p : model::parameters_of(chunks)) {
+    if (p.tie != model::Parameter<Scalar>::Tie::none) tied.push_back(std::move(p));
   }
-  return owner != copy;
+  return tied;
 }
 
 }  // namespace
@@ -55,7 +53,8 @@ GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule
       chunks_(chunks),
       grad_clip_(grad_clip),
       reducer_(grid.data(), gradient_bucket_bytes, gradient_in_place_bytes, stage_through_host, watchdog),
-      tied_group_(grid.pipeline(), holds_one_tied_end(chunks) ? 0 : -1, grid.pipeline_rank()),
+      tied_(tied_ends(chunks)),
+      tied_group_(grid.pipeline(), tied_.size() == 1 ? 0 : -1, grid.pipeline_rank()),
       exec_(exec) {
   if (!tied_group_.empty()) {
     tied_sum_ =
@@ -90,11 +89,7 @@ void GradientSync<Scalar>::reduce() {
     reducer_.finish();
   }
   // After the replicas' sums, as the sequential reference adds the two ends.
-  const auto parameters = model::parameters_of(chunks_);
-  if (!model::sum_tied_gradients(exec_, parameters)) return;
-  for (const auto& p : parameters) {
-    if (p.tie != model::Parameter<Scalar>::Tie::none) tied_sum_->sum(comm::flat<Scalar>(p.grad));
-  }
+  if (model::sum_tied_gradients(exec_, tied_)) tied_sum_->sum(comm::flat<Scalar>(tied_.front().grad));
 }
 
 template <class Scalar>

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kpipe/comm/gradient_reducer.hpp"
 #include "kpipe/comm/watchdog.hpp"
 
 namespace kpipe::comm {
@@ -22,8 +23,9 @@ namespace kpipe::comm {
 template <class Scalar>
 class PairSum {
  public:
-  using MemorySpace = Kokkos::DefaultExecutionSpace::memory_space;
-  using Flat = Kokkos::View<Scalar*, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  // A gradient as GradientReducer takes it (comm::flat makes one).
+  using MemorySpace = typename GradientReducer<Scalar>::MemorySpace;
+  using Flat = typename GradientReducer<Scalar>::Flat;
 
   // `pair` has two ranks; `stage_through_host`: MPI cannot read device memory.
   PairSum(MPI_Comm pair, std::size_t piece_bytes, bool stage_through_host, const Watchdog& watchdog);

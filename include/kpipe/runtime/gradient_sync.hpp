@@ -54,8 +54,10 @@ class GradientSync {
   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks_;
   double grad_clip_;
   comm::GradientReducer<Scalar> reducer_;
-  // The two ranks of this (tensor rank, replica) that hold one end each of
-  // the tied matrix, and the sum between them (empty elsewhere).
+  // This rank's ends of the tied matrix (model.tie_embeddings); where it holds
+  // one, the two ranks of its (tensor rank, replica) that hold one end each,
+  // and the sum between them (empty elsewhere).
+  std::vector<model::Parameter<Scalar>> tied_;
   comm::SubCommunicator tied_group_;
   std::unique_ptr<comm::PairSum<Scalar>> tied_sum_;
   std::vector<std::vector<bool>> started_;  // [chunk][layer]: summing since start() in this step
