@@ -11,6 +11,7 @@
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
+#include "kpipe/model/optimizer.hpp"
 #include "kpipe/runtime/gpt2_format.hpp"
 
 namespace kpipe::runtime::gpt2 {
@@ -40,24 +41,6 @@ json read_config(const std::string& path) {
     throw input_error(fmt::format("{}: not valid JSON; rewrite it with save_pretrained", path));
   }
   return config;
-}
-
-// Zero optimizer state for `parameters`, named as `optimizer` keeps it: a run
-// restarting from step 0 starts its optimizer fresh.
-std::vector<io::NamedMatrix<float>> fresh_optimizer_state(const config::OptimizerConfig& optimizer,
-                                                          const std::vector<io::NamedMatrix<float>>& parameters) {
-  const std::vector<const char*> kinds = optimizer.kind == config::OptimizerKind::sgd
-                                             ? std::vector<const char*>{"momentum_buffer"}
-                                             : std::vector<const char*>{"exp_avg", "exp_avg_sq"};
-  std::vector<io::NamedMatrix<float>> state;
-  for (const auto& parameter : parameters) {
-    for (const char* kind : kinds) {
-      state.push_back({parameter.name + "." + kind,
-                       tensor::zero_matrix<float>("kpipe::import::" + parameter.name, parameter.value.extent_int(0),
-                                                  parameter.value.extent_int(1))});
-    }
-  }
-  return state;
 }
 
 }  // namespace
@@ -98,19 +81,25 @@ Imported read_directory(const std::string& directory) {
 
 std::string write_imported(const Imported& imported, const config::RunConfig& run, const std::string& deck,
                            const std::string& directory) {
-  std::vector<io::NamedMatrix<float>> parameters;
+  std::vector<model::Parameter<float>> parameters;
+  std::vector<io::NamedMatrix<float>> values;
   for (const auto& [name, tensor] : imported.parameters) {
     auto value = tensor::uninitialized_matrix<float>("kpipe::import::" + name, static_cast<int>(tensor.shape[0]),
                                                      static_cast<int>(tensor.shape[1]));
     tensor::from_host<float>(tensor.values, value);
-    parameters.push_back({name, value});
+    parameters.push_back({name, value, {}});
+    values.push_back({name, value});
   }
+  // The deck's optimizer, fresh: a run restarting from step 0 starts it anew.
+  tensor::ExecContext exec;
+  const model::Optimizer<float> optimizer(run.optimizer, parameters, exec);
+  std::vector<io::NamedMatrix<float>> state;
+  for (const auto& s : optimizer.state()) state.push_back({s.name, s.value});
   create_writable_directory(directory, "kpipe import's CHECKPOINT_DIR");
   io::CheckpointInfo info;
   info.deck = deck;
   info.schedule = run.pipeline.schedule;
-  return io::write_checkpoint<float>(comm::self(), directory, info, parameters,
-                                     fresh_optimizer_state(run.optimizer, parameters), std::numeric_limits<int>::max(),
+  return io::write_checkpoint<float>(comm::self(), directory, info, values, state, std::numeric_limits<int>::max(),
                                      /*fault_rank=*/-1);
 }
 

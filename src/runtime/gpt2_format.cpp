@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/model/transformer_layers.hpp"
 
 namespace kpipe::runtime::gpt2 {
 
@@ -43,7 +44,9 @@ constexpr double layer_norm_epsilon = 1e-5;  // kpipe's LayerNorm
 std::vector<Pair> pairs(const config::ModelConfig& m) {
   const std::int64_t d = m.dim, hidden = std::int64_t{m.dim} * m.mlp_ratio;
   using L = Pair::Layout;
-  std::vector<Pair> out = {{"layer0.token", "wte.weight", m.vocab, d}, {"layer0.position", "wpe.weight", m.context, d}};
+  // The embedding is layer 0: its token table (model::token_table_parameter) and positions.
+  std::vector<Pair> out = {{model::token_table_parameter, "wte.weight", m.vocab, d},
+                           {"layer0.position", "wpe.weight", m.context, d}};
   const auto norm = [&](const std::string& kpipe, const std::string& hf) {
     out.push_back({kpipe + ".gamma", hf + ".weight", 1, d, L::vector});
     out.push_back({kpipe + ".beta", hf + ".bias", 1, d, L::vector});
