@@ -88,12 +88,13 @@ typename std::vector<typename Transport<Scalar>::Pending>::iterator Transport<Sc
 }
 
 template <class Scalar>
-void Transport<Scalar>::wait(Pending& pending, const std::string& what) {
-  watchdog_.wait(pending.request, [&] { return what; });
+void Transport<Scalar>::wait(Pending& pending, FunctionRef<std::string()> what) {
+  watchdog_.wait(pending.request, what);
 }
 
 template <class Scalar>
-typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Message& whole, const std::string& what) {
+typename Transport<Scalar>::Matrix Transport<Scalar>::complete_receive(const Message& whole,
+                                                                       FunctionRef<std::string()> what) {
   const Message message = part_of(whole);
   auto it = find_receive(message);
   if (it == receives_.end()) {
@@ -172,7 +173,9 @@ void Transport<Scalar>::send(const Message& whole, const Matrix& data) {
 template <class Scalar>
 void Transport<Scalar>::complete_sends(const std::string& what) {
   for (auto& pending : sends_) {
-    wait(pending, fmt::format("{} (send of tag {} to rank {})", what, pending.message.tag, pending.message.peer));
+    wait(pending, [&] {
+      return fmt::format("{} (send of tag {} to rank {})", what, pending.message.tag, pending.message.peer);
+    });
   }
   sends_.clear();
 }

@@ -9,15 +9,24 @@
 namespace kpipe::comm {
 
 bool Watchdog::finished_in_time(MPI_Request& request, double idle_seconds) const {
-  const double deadline = MPI_Wtime() + seconds_ + std::max(idle_seconds, 0.0);
-  // Spin briefly for the common fast case, then back off so oversubscribed
-  // ranks leave the cores to the ranks doing the work.
+  const double start = MPI_Wtime();
+  const double deadline = start + seconds_ + std::max(idle_seconds, 0.0);
+  // Waits inside a pipeline step last microseconds to a millisecond: poll
+  // without sleeping (a sleep overshoots by the kernel's timer slack, tens of
+  // microseconds, which becomes latency on every transfer), yielding so that
+  // oversubscribed ranks still hand their core to the ranks doing the work.
+  // Longer waits (a peer writing a checkpoint) back off to millisecond sleeps.
   for (long polls = 0;; ++polls) {
     int done = 0;
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (done) return true;
-    if (MPI_Wtime() > deadline) return false;
-    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(polls > 100000 ? 1000 : 20));
+    const double now = MPI_Wtime();
+    if (now > deadline) return false;
+    if (now - start > kSpinSeconds) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else if (polls > kBusyPolls) {
+      std::this_thread::yield();
+    }
   }
 }
 

@@ -137,9 +137,12 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
                                double step_start) {
   const std::size_t key = slot_key(action.microbatch, action.chunk);
   const int mb = action.microbatch;
+  // The watchdog's message, built only when it fires.
   const auto waiting_for = [&](const char* what) {
-    return fmt::format("at action {} ({}) for the {} of microbatch {} chunk {} from rank {}", index,
-                       schedule::describe(action), what, mb, action.chunk, action.peer);
+    return [&, what] {
+      return fmt::format("at action {} ({}) for the {} of microbatch {} chunk {} from rank {}", index,
+                         schedule::describe(action), what, mb, action.chunk, action.peer);
+    };
   };
   switch (action.kind) {
     case ActionKind::forward: {

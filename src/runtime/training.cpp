@@ -18,6 +18,7 @@
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/run_report.hpp"
 #include "kpipe/runtime/thread_check.hpp"
+#include "kpipe/tensor/float_environment.hpp"
 
 namespace kpipe::runtime {
 
@@ -68,6 +69,7 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
 }  // namespace
 
 std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
+  log::info("floating point: {}", tensor::subnormal_mode());
   // Say which library runs the GEMMs: it depends on the build and the CPU.
   if (config.compute.gemm == config::GemmKind::vendor) {
     log::info("compute.gemm = vendor: {}", kernels::vendor_gemm_library());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kpipe/comm/watchdog.hpp"
+#include "kpipe/core/function_ref.hpp"
 #include "kpipe/tensor/buffer_pool.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
@@ -63,8 +64,8 @@ class Transport {
   void post_receive(const Message& message);
   int posted_receives() const { return static_cast<int>(receives_.size()); }
   // Completes a posted receive and hands its data over; `what` names the
-  // action and message for the watchdog.
-  Matrix complete_receive(const Message& message, const std::string& what);
+  // action and message for the watchdog, built only if it fires.
+  Matrix complete_receive(const Message& message, FunctionRef<std::string()> what);
 
   // Starts sending `data`, which is kept alive until the send completes; the
   // caller must not write to it before complete_sends().
@@ -89,7 +90,7 @@ class Transport {
     HostMatrix staging;
   };
 
-  void wait(Pending& pending, const std::string& what);
+  void wait(Pending& pending, FunctionRef<std::string()> what);
   // What this rank sends or receives of `message`: all of it, or with
   // scatter/gather its part, rows x cols/t.
   Message part_of(const Message& message) const;

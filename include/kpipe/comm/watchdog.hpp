@@ -31,6 +31,9 @@ class Watchdog {
  private:
   friend class Deadline;
   bool finished_in_time(MPI_Request& request, double idle_seconds) const;
+
+  static constexpr long kBusyPolls = 100;       // before the first yield
+  static constexpr double kSpinSeconds = 2e-3;  // polling before sleeping
   [[noreturn]] void abort_job(const std::string& waiting_for) const;
 
   double seconds_;

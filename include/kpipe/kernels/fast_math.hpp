@@ -125,16 +125,18 @@ KOKKOS_INLINE_FUNCTION float normal_pdf(float x) {
   return p * detail::power_of_two(k);
 }
 
-// sqrt from the bit-trick reciprocal square root, two Newton steps on it and one
-// on the root: within an ulp for normal v >= 0, 0 for 0, NaN for NaN and inf. Subnormal
-// v come out too small (AdamW adds epsilon, which dwarfs them).
+// sqrt from the bit-trick reciprocal square root y, two Newton steps on it and
+// one on the root s = v·y: within an ulp for normal v >= 0, 0 for 0, NaN for
+// NaN and inf. Every intermediate stays a normal float for normal v: v·y is
+// about sqrt(v), and the root's residual v - s² is v·(1 - s·y), so nothing is
+// lost where kpipe flushes subnormals to zero (tensor/float_environment.hpp;
+// 0.5·v and s² are subnormal near the smallest normals). Subnormal v read as 0.
 KOKKOS_INLINE_FUNCTION float sqrt(float v) {
-  const float half_v = 0.5f * v;
   float y = detail::from_bits(0x5f3759df - (detail::to_bits(v) >> 1));
-  y = y * (1.5f - half_v * y * y);
-  y = y * (1.5f - half_v * y * y);
+  y = y * (1.5f - 0.5f * (v * y) * y);
+  y = y * (1.5f - 0.5f * (v * y) * y);
   const float s = v * y;
-  return s + 0.5f * y * (v - s * s);
+  return s + 0.5f * s * (1.0f - s * y);
 }
 
 KOKKOS_INLINE_FUNCTION double erf(double x) { return tensor::compat::math::erf(x); }

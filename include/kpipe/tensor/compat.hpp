@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kpipe/tensor/float_environment.hpp"
+
 namespace kpipe::tensor::compat {
 
 // Kokkos 4 made concurrency() an instance member; 3.x has it static.
@@ -36,8 +38,10 @@ int concurrency(const ExecutionSpace& space = ExecutionSpace()) {
 // argv). The user decides when they asked: a --kokkos-disable-warnings[=...]
 // of their own, or KOKKOS_DISABLE_WARNINGS (Kokkos 3 aborts if flag and
 // variable disagree). Like Kokkos::initialize, it removes from argc/argv the
-// flags Kokkos consumed.
+// flags Kokkos consumed. Subnormals are flushed first, so that every thread
+// Kokkos starts inherits it (float_environment.hpp).
 inline void initialize(int& argc, char* argv[]) {
+  flush_subnormals_to_zero();
   static char disable_warnings[] = "--kokkos-disable-warnings";
   bool user_chose = argc < 1 || std::getenv("KOKKOS_DISABLE_WARNINGS") != nullptr;
   for (int i = 1; i < argc && !user_chose; ++i) {

@@ -49,7 +49,8 @@ TEST_CASE("messages around a ring arrive intact, posted early or late, staged or
       transport.send({next, tag, rows, cols}, make_message(rank, tag, rows, cols));
     // Receive in reverse tag order: matching is by tag, not by arrival.
     for (int tag = messages - 1; tag >= 0; --tag) {
-      const Matrix received = transport.complete_receive({previous, tag, rows, cols}, "test receive");
+      const Matrix received =
+          transport.complete_receive({previous, tag, rows, cols}, [] { return std::string("test receive"); });
       CHECK(mismatches(received, previous, tag) == 0);
     }
     transport.complete_sends("test sends");
@@ -69,7 +70,8 @@ TEST_CASE("receive buffers are reused once released", "[comm]") {
   const double* first_buffer = nullptr;
   for (int tag = 0; tag < 4; ++tag) {
     transport.send({next, tag, 3, 3}, make_message(rank, tag, 3, 3));
-    const Matrix received = transport.complete_receive({previous, tag, 3, 3}, "test receive");
+    const Matrix received =
+        transport.complete_receive({previous, tag, 3, 3}, [] { return std::string("test receive"); });
     CHECK(mismatches(received, previous, tag) == 0);
     if (tag == 0) first_buffer = received.data();
     // Each message is dropped before the next is posted, so one buffer serves all.

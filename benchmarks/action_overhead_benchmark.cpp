@@ -1,0 +1,112 @@
+// The fixed cost of each action kind (issue 27): a pipeline whose layers are
+// 1 wide and whose microbatches hold one sample, so an action computes next to
+// nothing and its measured time is what the executor, the stage, the pool and
+// MPI add around the work. For every kind, the median and the 10th percentile
+// of its durations over all ranks and timed steps; a receive's median includes
+// waiting for the peer, its 10th percentile is the cost when the message is
+// already there. JSON on stdout.
+//
+//   mpirun -n 2 action_overhead_benchmark benchmarks/decks/zero_work.toml [key=value ...]
+
+#include <mpi.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kpipe/config/from_deck.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/schedule/action.hpp"
+#include "kpipe/tensor/compat.hpp"
+
+using namespace kpipe;
+
+namespace {
+
+double quantile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))];
+}
+
+// Every rank's durations of one kind, on rank 0.
+std::vector<double> gather(const std::vector<double>& mine) {
+  int ranks = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(ranks), offsets(ranks);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    offsets[r] = total;
+    total += counts[r];
+  }
+  std::vector<double> all(rank == 0 ? total : 0);
+  MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return all;
+}
+
+nlohmann::json run(const config::RunConfig& config) {
+  runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+  const auto& actions = pipeline.schedule().ranks.at(pipeline.grid().pipeline_rank());
+  constexpr int warm_up = 3;  // allocations, first touch
+  for (int step = 0; step < warm_up; ++step) pipeline.run_step(step);
+
+  std::vector<std::vector<double>> seconds(schedule::action_kind_count);
+  std::vector<double> steps;
+  for (int step = warm_up; step < warm_up + config.train.steps; ++step) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    const runtime::StepResult result = pipeline.run_step(step);
+    steps.push_back(MPI_Wtime() - start);
+    for (const runtime::ActionTiming& t : result.timings) {
+      seconds[static_cast<std::size_t>(actions[t.index].kind)].push_back(t.end - t.start);
+    }
+  }
+  int ranks = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const auto& s = pipeline.schedule();
+  nlohmann::json kinds = nlohmann::json::object();
+  for (int k = 0; k < schedule::action_kind_count; ++k) {
+    const std::vector<double> all = gather(seconds[static_cast<std::size_t>(k)]);
+    if (all.empty()) continue;
+    kinds[std::string(schedule::name(static_cast<schedule::ActionKind>(k)))] = {
+        {"count", all.size()}, {"median_us", 1e6 * quantile(all, 0.5)}, {"p10_us", 1e6 * quantile(all, 0.1)}};
+  }
+  const std::vector<double> all_steps = gather(steps);
+  return {{"schedule", s.name},
+          {"ranks", ranks},
+          {"p", s.p},
+          {"m", s.m},
+          {"actions_per_step_rank0", actions.size()},
+          {"steps_timed", config.train.steps},
+          {"median_step_us", all_steps.empty() ? 0.0 : 1e6 * quantile(all_steps, 0.5)},
+          {"actions", kinds}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  kpipe::tensor::compat::initialize(argc, argv);
+  int rank = 0, code = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    if (argc < 2) throw input_error("usage: action_overhead_benchmark DECK [key=value ...]");
+    const std::vector<std::string> overrides(argv + 2, argv + argc);
+    const std::string text = config::read_deck_file(argv[1]);
+    const nlohmann::json result = run(config::run_config(config::parse_deck(text, argv[1], overrides)));
+    if (rank == 0) std::cout << result.dump(2) << std::endl;
+  } catch (const Error& e) {
+    if (rank == 0) std::fprintf(stderr, "action_overhead_benchmark: error: %s\n", e.what());
+    code = e.exit_code();
+  }
+  Kokkos::finalize();
+  MPI_Finalize();
+  return code;
+}
