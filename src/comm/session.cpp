@@ -6,12 +6,14 @@
 #include <cstdlib>
 
 #include "kpipe/comm/collectives.hpp"
+#include "kpipe/comm/eager_limit.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
 
 namespace kpipe::comm {
 
 Session::Session(int& argc, char**& argv) {
+  prefer_eager_shared_memory();
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);

@@ -11,19 +11,23 @@ namespace kpipe::comm {
 bool Watchdog::finished_in_time(MPI_Request& request, double idle_seconds) const {
   const double start = MPI_Wtime();
   const double deadline = start + seconds_ + std::max(idle_seconds, 0.0);
-  // Waits inside a pipeline step last microseconds to a millisecond: poll
-  // without sleeping (a sleep overshoots by the kernel's timer slack, tens of
-  // microseconds, which becomes latency on every transfer), yielding so that
-  // oversubscribed ranks still hand their core to the ranks doing the work.
-  // Longer waits (a peer writing a checkpoint) back off to millisecond sleeps.
+  // Waits inside a pipeline step last microseconds to milliseconds: poll
+  // without sleeping first (a sleep overshoots by the kernel's timer slack,
+  // tens of microseconds, which becomes latency on every transfer), yielding
+  // so that oversubscribed ranks still hand their core to the ranks doing the
+  // work; then short sleeps, whose overshoot is small beside the wait; and
+  // millisecond sleeps for long waits (a peer writing a checkpoint).
   for (long polls = 0;; ++polls) {
     int done = 0;
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (done) return true;
     const double now = MPI_Wtime();
     if (now > deadline) return false;
-    if (now - start > kSpinSeconds) {
+    const double waited = now - start;
+    if (waited > kShortSleepSeconds) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else if (waited > kPollSeconds) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     } else if (polls > kBusyPolls) {
       std::this_thread::yield();
     }

@@ -10,6 +10,7 @@
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/comm/collectives.hpp"
+#include "kpipe/comm/eager_limit.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/io/checkpoint.hpp"
@@ -70,6 +71,7 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
 
 std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
   log::info("floating point: {}", tensor::subnormal_mode());
+  log::info("MPI shared-memory eager limit: {}", comm::shared_memory_eager_limit());
   // Say which library runs the GEMMs: it depends on the build and the CPU.
   if (config.compute.gemm == config::GemmKind::vendor) {
     log::info("compute.gemm = vendor: {}", kernels::vendor_gemm_library());

@@ -32,8 +32,9 @@ class Watchdog {
   friend class Deadline;
   bool finished_in_time(MPI_Request& request, double idle_seconds) const;
 
-  static constexpr long kBusyPolls = 100;       // before the first yield
-  static constexpr double kSpinSeconds = 2e-3;  // polling before sleeping
+  static constexpr long kBusyPolls = 100;            // before the first yield
+  static constexpr double kPollSeconds = 2e-3;       // polling before sleeping
+  static constexpr double kShortSleepSeconds = 0.1;  // 20 us sleeps before 1 ms ones
   [[noreturn]] void abort_job(const std::string& waiting_for) const;
 
   double seconds_;
