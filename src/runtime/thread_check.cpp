@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -42,6 +43,31 @@ RankThreads parse(const unsigned char* bytes) {
 
 std::string plural(int n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
 
+// The CPUs any thread of this process may run on. Not the calling thread's
+// mask alone: OMP_PROC_BIND binds each OpenMP thread, the calling one
+// included, to one place, so its mask is one CPU while the rank's threads
+// together run on all of theirs.
+std::set<int> process_cpus() {
+  std::set<int> cpus;
+  const auto add = [&](pid_t thread) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(thread, sizeof set, &set) != 0) return;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.insert(cpu);
+    }
+  };
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      add(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  if (cpus.empty()) add(0);  // no /proc: this thread's mask
+  return cpus;
+}
+
 }  // namespace
 
 RankThreads this_rank_threads() {
@@ -50,13 +76,8 @@ RankThreads this_rank_threads() {
   const kernels::BlasThreads blas = kernels::vendor_blas_threads();
   rank.blas = blas.threads;
   rank.blas_pool = blas.own_pool;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) rank.cpus.push_back(cpu);
-    }
-  }
+  const std::set<int> cpus = process_cpus();
+  rank.cpus.assign(cpus.begin(), cpus.end());
   return rank;
 }
 

@@ -18,7 +18,7 @@ struct RankThreads {
   int kokkos = 1;          // Kokkos' host concurrency
   int blas = 1;            // the BLAS' own threads
   bool blas_pool = false;  // ... a pool beside Kokkos' threads (OpenBLAS pthreads)
-  std::vector<int> cpus;   // the CPUs this rank may run on
+  std::vector<int> cpus;   // the CPUs this rank's threads may run on, together
 
   // Threads the rank keeps busy: Kokkos' and the BLAS pool's beside them
   // (the calling thread is one of both), or the larger of the two when the
@@ -26,7 +26,8 @@ struct RankThreads {
   int busy() const { return blas_pool ? kokkos + blas - 1 : std::max(kokkos, blas); }
 };
 
-// This process: Kokkos' concurrency, kernels::vendor_blas_threads(), sched_getaffinity.
+// This process: Kokkos' concurrency, kernels::vendor_blas_threads(), and the
+// union of its threads' affinities (sched_getaffinity of each).
 RankThreads this_rank_threads();
 
 // The warning for the ranks of node `host` (without "kpipe: warning: "),

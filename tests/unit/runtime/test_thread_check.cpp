@@ -1,6 +1,11 @@
 #include "kpipe/runtime/thread_check.hpp"
 
+#include <sched.h>
+
+#include <condition_variable>
+#include <mutex>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "catch.hpp"
@@ -45,4 +50,47 @@ TEST_CASE("oversubscribed nodes get one line saying what to set", "[runtime][thr
   // A rank bound to one core that runs two threads, though the node has room.
   CHECK_THAT(runtime::oversubscription_warning("n", {rank(2, 1, false, 0, 1), rank(1, 1, false, 1, 3)}),
              Contains("node n: a rank runs 2 Kokkos threads (2 busy) on the 1 core it may use; bind it to more cores"));
+}
+
+TEST_CASE("a rank's CPUs are those of all its threads, not the calling thread's alone", "[runtime][threads]") {
+  // As OMP_PROC_BIND leaves an OpenMP rank: the calling thread bound to one
+  // CPU, another thread to the next one.
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+  std::vector<int> allowed;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) allowed.push_back(cpu);
+  }
+  if (allowed.size() < 2) {
+    WARN("one CPU: there are no two CPUs to bind two threads apart");
+    return;
+  }
+  const auto bind = [](int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0;
+  };
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool bound = false, done = false;
+  std::thread other([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    bound = bind(allowed[1]);
+    changed.notify_all();
+    changed.wait(lock, [&] { return done; });
+  });
+  std::vector<int> cpus;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return bound; });
+    REQUIRE(bind(allowed[0]));
+    cpus = runtime::this_rank_threads().cpus;
+    done = true;
+  }
+  changed.notify_all();
+  other.join();
+  REQUIRE(sched_setaffinity(0, sizeof all, &all) == 0);
+  CHECK(cpus == std::vector<int>{allowed[0], allowed[1]});
 }
