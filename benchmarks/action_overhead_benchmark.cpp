@@ -10,19 +10,15 @@
 
 #include <mpi.h>
 
-#include <Kokkos_Core.hpp>
 #include <algorithm>
-#include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "deck_benchmark_main.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/core/error.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/schedule/action.hpp"
-#include "kpipe/tensor/compat.hpp"
 
 using namespace kpipe;
 
@@ -91,22 +87,4 @@ nlohmann::json run(const config::RunConfig& config) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  kpipe::tensor::compat::initialize(argc, argv);
-  int rank = 0, code = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  try {
-    if (argc < 2) throw input_error("usage: action_overhead_benchmark DECK [key=value ...]");
-    const std::vector<std::string> overrides(argv + 2, argv + argc);
-    const std::string text = config::read_deck_file(argv[1]);
-    const nlohmann::json result = run(config::run_config(config::parse_deck(text, argv[1], overrides)));
-    if (rank == 0) std::cout << result.dump(2) << std::endl;
-  } catch (const Error& e) {
-    if (rank == 0) std::fprintf(stderr, "action_overhead_benchmark: error: %s\n", e.what());
-    code = e.exit_code();
-  }
-  Kokkos::finalize();
-  MPI_Finalize();
-  return code;
-}
+int main(int argc, char** argv) { return deck_benchmark_main(argc, argv, "action_overhead_benchmark", run); }

@@ -5,16 +5,13 @@
 //   mpirun -n 2 allocation_benchmark DECK [key=value ...]
 #include <Kokkos_Core.hpp>
 
-#include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "deck_benchmark_main.hpp"
 #include "kpipe/comm/collectives.hpp"
-#include "kpipe/comm/session.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/core/error.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/tensor/allocation_counter.hpp"
@@ -91,20 +88,6 @@ nlohmann::json run(const config::RunConfig& config, const std::string& deck_path
 }  // namespace
 
 int main(int argc, char** argv) {
-  comm::Session mpi(argc, argv);
-  kpipe::tensor::compat::initialize(argc, argv);
-  int status = 0;
-  try {
-    if (argc < 2) throw input_error("usage: allocation_benchmark DECK [key=value ...]");
-    const std::vector<std::string> overrides(argv + 2, argv + argc);
-    const config::RunConfig config =
-        config::run_config(config::parse_deck(config::read_deck_file(argv[1]), argv[1], overrides));
-    const nlohmann::json result = run(config, argv[1]);
-    if (mpi.rank() == 0) std::cout << result.dump(2) << "\n";
-  } catch (const Error& e) {
-    std::fprintf(stderr, "allocation_benchmark: error: %s\n", e.what());
-    status = e.exit_code();
-  }
-  Kokkos::finalize();
-  return status;
+  return deck_benchmark_main(argc, argv, "allocation_benchmark",
+                             [&](const config::RunConfig& config) { return run(config, argv[1]); });
 }
