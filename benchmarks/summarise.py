@@ -92,6 +92,23 @@ def pipeline(d):
                      "simulated", "measured"], rows))
 
 
+def action_overhead(d):
+    kinds = ["F", "B", "W", "LOSS", "SEND_ACT", "RECV_ACT", "SEND_GRAD", "RECV_GRAD", "OPTIMIZER_STEP"]
+    rows = []
+    for ranks in (2, 4):
+        path = os.path.join(d, f"action-overhead-{ranks}.json")
+        if not os.path.exists(path):
+            continue
+        a = load(path)["actions"]
+        rows.append([ranks] + [f"{a[k]['median_us']:.1f} / {a[k]['p10_us']:.1f}" if k in a else "–" for k in kinds])
+    if not rows:
+        return ""
+    return ("## Fixed cost per action kind (benchmarks/decks/zero_work.toml, ZB-H1; µs, median / 10th percentile)\n\n"
+            "Actions of next to no work: what the executor, the stage, the pool and MPI add around the compute. "
+            "A receive's median includes waiting for its peer.\n\n"
+            + table(["ranks"] + kinds, rows))
+
+
 def memory(d):
     rows = []
     for s in SCHEDULES:
@@ -248,7 +265,7 @@ def main():
         parts.append(f"Commit {e['commit']}{' (uncommitted changes)' if e['dirty'] else ''}, {e['cpu']}, "
                      f"{e['cores']} cores, load average at start {', '.join(f'{x:.2f}' for x in e['load_average_at_start'])}"
                      f"{', quick mode' if e['quick'] else ''}.\n")
-    for part in (kernels, pipeline, memory, gradient_sums, tensor_parallel, sweep, transformer, peer_mlp, peer_transformer):
+    for part in (kernels, pipeline, action_overhead, memory, gradient_sums, tensor_parallel, sweep, transformer, peer_mlp, peer_transformer):
         try:
             text = part(d)
         except FileNotFoundError:

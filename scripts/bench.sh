@@ -58,7 +58,8 @@ if ! grep -qs '^KPIPE_ENABLE_BENCHMARKS:BOOL=ON' "$build/CMakeCache.txt"; then
   say "configuring $build with benchmarks"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKPIPE_ENABLE_BENCHMARKS=ON >/dev/null
 fi
-cmake --build "$build" -j "$jobs" --target kpipe kernels_benchmark pipeline_benchmark transformer_benchmark >&2
+cmake --build "$build" -j "$jobs" --target kpipe kernels_benchmark pipeline_benchmark transformer_benchmark \
+  action_overhead_benchmark >&2
 kpipe=$build/src/app/kpipe
 bench=$build/benchmarks
 # shellcheck source=scripts/mpi-env.sh
@@ -92,6 +93,14 @@ for schedule in "${schedules[@]}"; do
   say "pipeline $schedule"
   mpirun -n 2 "$bench/pipeline_benchmark" "$deck" "pipeline.schedule=$schedule" \
     "pipeline.virtual_stages=$(chunks "$schedule")" "train.steps=$steps" >"$out/pipeline-$schedule.json"
+done
+
+# --- the fixed cost per action kind: actions of next to no work (layers 1
+# wide, one sample per microbatch) through the executor, at 2 and 4 ranks.
+for ranks in 2 4; do
+  say "action overhead, $ranks ranks"
+  mpirun -n "$ranks" --oversubscribe "$bench/action_overhead_benchmark" benchmarks/decks/zero_work.toml \
+    "pipeline.stages=$ranks" >"$out/action-overhead-$ranks.json"
 done
 
 # --- memory per schedule and recompute mode: the run's estimate, predicted and
