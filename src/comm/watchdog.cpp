@@ -24,11 +24,11 @@ bool Watchdog::finished_in_time(MPI_Request& request, double idle_seconds) const
     const double now = MPI_Wtime();
     if (now > deadline) return false;
     const double waited = now - start;
-    if (waited > kShortSleepSeconds) {
+    if (waited > short_sleep_seconds) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    } else if (waited > kPollSeconds) {
+    } else if (waited > poll_seconds) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
-    } else if (polls > kBusyPolls) {
+    } else if (polls > busy_polls) {
       std::this_thread::yield();
     }
   }

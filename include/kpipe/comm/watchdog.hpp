@@ -30,11 +30,13 @@ class Watchdog {
 
  private:
   friend class Deadline;
-  bool finished_in_time(MPI_Request& request, double idle_seconds) const;
+  // How a wait waits (watchdog.cpp): polls, yielding after busy_polls, for
+  // poll_seconds; then 20 us sleeps until short_sleep_seconds; then 1 ms ones.
+  static constexpr long busy_polls = 100;
+  static constexpr double poll_seconds = 2e-3;
+  static constexpr double short_sleep_seconds = 0.1;
 
-  static constexpr long kBusyPolls = 100;            // before the first yield
-  static constexpr double kPollSeconds = 2e-3;       // polling before sleeping
-  static constexpr double kShortSleepSeconds = 0.1;  // 20 us sleeps before 1 ms ones
+  bool finished_in_time(MPI_Request& request, double idle_seconds) const;
   [[noreturn]] void abort_job(const std::string& waiting_for) const;
 
   double seconds_;
