@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "deck_benchmark_main.hpp"
+#include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/schedule/action.hpp"
@@ -27,24 +28,6 @@ namespace {
 double quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))];
-}
-
-// Every rank's durations of one kind, on rank 0.
-std::vector<double> gather(const std::vector<double>& mine) {
-  int ranks = 0, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const int count = static_cast<int>(mine.size());
-  std::vector<int> counts(ranks), offsets(ranks);
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  int total = 0;
-  for (int r = 0; r < ranks; ++r) {
-    offsets[r] = total;
-    total += counts[r];
-  }
-  std::vector<double> all(rank == 0 ? total : 0);
-  MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  return all;
 }
 
 nlohmann::json run(const config::RunConfig& config) {
@@ -64,19 +47,17 @@ nlohmann::json run(const config::RunConfig& config) {
       seconds[static_cast<std::size_t>(actions[t.index].kind)].push_back(t.end - t.start);
     }
   }
-  int ranks = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   const auto& s = pipeline.schedule();
   nlohmann::json kinds = nlohmann::json::object();
   for (int k = 0; k < schedule::action_kind_count; ++k) {
-    const std::vector<double> all = gather(seconds[static_cast<std::size_t>(k)]);
+    const std::vector<double> all = comm::gather_varying_to_root(comm::world(), seconds[static_cast<std::size_t>(k)]);
     if (all.empty()) continue;
     kinds[std::string(schedule::name(static_cast<schedule::ActionKind>(k)))] = {
         {"count", all.size()}, {"median_us", 1e6 * quantile(all, 0.5)}, {"p10_us", 1e6 * quantile(all, 0.1)}};
   }
-  const std::vector<double> all_steps = gather(steps);
+  const std::vector<double> all_steps = comm::gather_varying_to_root(comm::world(), steps);
   return {{"schedule", s.name},
-          {"ranks", ranks},
+          {"ranks", comm::size_of(comm::world())},
           {"p", s.p},
           {"m", s.m},
           {"actions_per_step_rank0", actions.size()},
