@@ -9,7 +9,6 @@
 #include "gemm_backends.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/precision.hpp"
-#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels {
 
@@ -123,15 +122,10 @@ std::string vendor_gemm_library() {
       }
 #endif
 #if defined(KPIPE_HAVE_CBLAS)
-      if (const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace()); threads > 1) {
-        return fmt::format("cblas ({}), output columns split over {} Kokkos threads, one BLAS thread each",
-                           detail::cblas_kernel().empty() ? std::string("not OpenBLAS")
-                                                          : "OpenBLAS, " + detail::cblas_kernel() + " kernel",
-                           threads);
-      }
-      if (!detail::cblas_kernel().empty()) return fmt::format("cblas (OpenBLAS, {} kernel)", detail::cblas_kernel());
-#endif
+      return detail::cblas_library();
+#else
       return "cblas";
+#endif
     case Vendor::cublas:
       return "cublas";
     case Vendor::none:

@@ -47,6 +47,9 @@ void cblas_gemm(const GemmOperands<Scalar>& op);
 // The kernel OpenBLAS picked for this CPU ("SkylakeX", "Haswell", "Zen", or
 // "Prescott" where it does not know the CPU), "" for another CBLAS.
 std::string cblas_kernel();
+// For the run log: "cblas (OpenBLAS, SkylakeX kernel)", and in a threaded
+// host build how cblas_gemm splits a product over Kokkos' threads.
+std::string cblas_library();
 // OpenBLAS' threads, looked up at run time like cblas_kernel.
 BlasThreads cblas_threads();
 // Whether that kernel predates AVX2 (Prescott, Nehalem, Sandybridge,

@@ -87,6 +87,15 @@ std::string cblas_kernel() {
   return corename ? std::string(corename()) : std::string();
 }
 
+std::string cblas_library() {
+  const std::string kernel = cblas_kernel();
+  std::string library = kernel.empty() ? "cblas" : "cblas (OpenBLAS, " + kernel + " kernel)";
+  if (const int threads = host_threads(); threads > 1) {
+    library += ", output columns split over " + std::to_string(threads) + " Kokkos threads, one BLAS thread each";
+  }
+  return library;
+}
+
 BlasThreads cblas_threads() {
   if (host_threads() > 1) blas_on_one_thread();
   using Count = int (*)();
