@@ -11,29 +11,37 @@ namespace kpipe::tensor {
 
 namespace {
 
-std::string& mode() {
-  static std::string set = "not set";
-  return set;
+#if defined(__aarch64__)
+constexpr std::uint64_t fpcr_fz = std::uint64_t{1} << 24;
+
+std::uint64_t fpcr() {
+  std::uint64_t value = 0;
+  asm volatile("mrs %0, fpcr" : "=r"(value));
+  return value;
 }
+#endif
 
 }  // namespace
 
-std::string flush_subnormals_to_zero() {
+void flush_subnormals_to_zero() {
 #if defined(__x86_64__) || defined(_M_X64)
   _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
   _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
-  mode() = "subnormals flushed to zero (x86 FTZ and DAZ)";
 #elif defined(__aarch64__)
-  std::uint64_t fpcr = 0;
-  asm volatile("mrs %0, fpcr" : "=r"(fpcr));
-  asm volatile("msr fpcr, %0" : : "r"(fpcr | (std::uint64_t{1} << 24)));  // FZ
-  mode() = "subnormals flushed to zero (AArch64 FPCR.FZ)";
-#else
-  mode() = "subnormals kept (no flush-to-zero mode known on this CPU)";
+  asm volatile("msr fpcr, %0" : : "r"(fpcr() | fpcr_fz));
 #endif
-  return mode();
 }
 
-const std::string& subnormal_mode() { return mode(); }
+std::string subnormal_mode() {
+#if defined(__x86_64__) || defined(_M_X64)
+  const bool flushed =
+      _MM_GET_FLUSH_ZERO_MODE() == _MM_FLUSH_ZERO_ON && _MM_GET_DENORMALS_ZERO_MODE() == _MM_DENORMALS_ZERO_ON;
+  return flushed ? "subnormals flushed to zero (x86 FTZ and DAZ)" : "subnormals kept (x86 FTZ and DAZ off)";
+#elif defined(__aarch64__)
+  return (fpcr() & fpcr_fz) ? "subnormals flushed to zero (AArch64 FPCR.FZ)" : "subnormals kept (AArch64 FPCR.FZ off)";
+#else
+  return "subnormals kept (no flush-to-zero mode known on this CPU)";
+#endif
+}
 
 }  // namespace kpipe::tensor

@@ -14,10 +14,11 @@
 namespace kpipe::tensor {
 
 // Flushes subnormal results and inputs to zero on the calling thread (x86
-// MXCSR FTZ and DAZ; AArch64 FPCR.FZ). Returns what it set, for the run log.
-std::string flush_subnormals_to_zero();
+// MXCSR FTZ and DAZ; AArch64 FPCR.FZ); elsewhere nothing.
+void flush_subnormals_to_zero();
 
-// What flush_subnormals_to_zero set, or "not set" before it ran.
-const std::string& subnormal_mode();
+// The calling thread's mode, read from the CPU, for the run log:
+// "subnormals flushed to zero (x86 FTZ and DAZ)" or why they are kept.
+std::string subnormal_mode();
 
 }  // namespace kpipe::tensor
