@@ -2,8 +2,10 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/eager_limit.hpp"
@@ -37,8 +39,16 @@ void abort_job(const std::exception& error, int exit_code) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::fprintf(stderr, "kpipe: error: rank %d: %s\n", rank, error.what());
   std::fflush(stderr);
+  end_world(exit_code);
+}
+
+void end_world(int exit_code) {
+  std::thread([exit_code] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(abort_grace_seconds));
+    std::_Exit(exit_code);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, exit_code);
-  std::abort();  // MPI_Abort does not return
+  std::_Exit(exit_code);  // MPI_Abort does not return
 }
 
 }  // namespace kpipe::comm

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <thread>
+
+#include "kpipe/comm/session.hpp"
 
 namespace kpipe::comm {
 
@@ -40,8 +41,7 @@ void Watchdog::abort_job(const std::string& waiting_for) const {
                "a peer rank died, hangs, or the schedule is inconsistent\n",
                world_rank_, seconds_, waiting_for.c_str());
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest
+  end_world(1);
 }
 
 Deadline::Deadline(const Watchdog& watchdog, double seconds, std::string waiting_for)

@@ -12,6 +12,8 @@
 # step-4.h5 appears.
 # Usage: checkpoint_fault.sh MPIEXEC KPIPE RANK MODE (2 ranks, from the repository root)
 set -uo pipefail
+# shellcheck source=tests/support/bounded.sh
+source "$(dirname "$0")/../support/bounded.sh"
 mpiexec=$1 kpipe=$2 rank=$3 mode=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -33,11 +35,11 @@ case "$mode" in
   *) fail "MODE is fault, stall or restart-stall, not '$mode'" ;;
 esac
 start=$(date +%s)
-KPIPE_FAULT="$fault" timeout 60 "$mpiexec" -n 2 "$kpipe" run $deck train.steps=4 checkpoint.every=2 \
+KPIPE_FAULT="$fault" bounded 60 "$mpiexec" -n 2 "$kpipe" run $deck train.steps=4 checkpoint.every=2 \
   checkpoint.path="$work" checkpoint.restart="$work/step-2.h5" "${limit[@]}" >/dev/null 2>"$work/err"
 code=$?
 seconds=$(($(date +%s) - start))
-if [ "$code" -eq 0 ] || [ "$code" -eq 124 ]; then fail "the $mode run exited with $code after $seconds s"; fi
+if [ "$code" -eq 0 ] || [ "$code" -eq 124 ]; then fail "the $mode run exited with $code after $seconds s: $(cat "$work/err")"; fi
 if [ "$mode" = fault ]; then
   grep -q "kpipe: error: rank $rank: injected fault" "$work/err" || fail "no fault message: $(cat "$work/err")"
 else

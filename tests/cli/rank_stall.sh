@@ -8,16 +8,18 @@
 # waited in (WAITED_IN).
 # Usage: rank_stall.sh MPIEXEC KPIPE RANK PHASE WAITED_IN (2 ranks, from the repository root)
 set -uo pipefail
+# shellcheck source=tests/support/bounded.sh
+source "$(dirname "$0")/../support/bounded.sh"
 mpiexec=$1 kpipe=$2 rank=$3 phase=$4 waited_in=$5
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
 watchdog=3
 start=$(date +%s)
-KPIPE_FAULT="$rank:$phase" timeout 60 "$mpiexec" -n 2 "$kpipe" run inputs/quickstart.toml \
+KPIPE_FAULT="$rank:$phase" bounded 60 "$mpiexec" -n 2 "$kpipe" run inputs/quickstart.toml \
   "runtime.watchdog_seconds=$watchdog" >/dev/null 2>"$err"
 code=$?
 seconds=$(($(date +%s) - start))
-if [ "$code" -eq 0 ] || [ "$code" -eq 124 ]; then echo "the run exited with $code after $seconds s"; exit 1; fi
+if [ "$code" -eq 0 ] || [ "$code" -eq 124 ]; then echo "the run exited with $code after $seconds s: $(cat "$err")"; exit 1; fi
 [ "$seconds" -le $((watchdog + 5 + 2)) ] || { echo "the job took $seconds s to end (watchdog $watchdog s)"; exit 1; }
 grep "kpipe: error: watchdog: rank $((1 - rank)) waited more than $watchdog s" "$err" | grep -q "$waited_in" ||
   { echo "no watchdog line from the waiting rank: $(cat "$err")"; exit 1; }

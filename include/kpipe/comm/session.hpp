@@ -26,4 +26,12 @@ class Session {
 // `exit_code`; for errors that strike one rank while the others wait on it.
 [[noreturn]] void abort_job(const std::exception& error, int exit_code);
 
+// MPI_Abort with a bound: Open MPI's abort waits for its launcher's
+// acknowledgement, which has hung (open-mpi/ompi#3225, #5528), and a rank
+// that never ends holds the whole job. A rank not ended within
+// `abort_grace_seconds` ends itself with `exit_code`; the launcher then
+// ends the others as it does for any rank that exits without MPI_Finalize.
+inline constexpr double abort_grace_seconds = 2.0;
+[[noreturn]] void end_world(int exit_code);
+
 }  // namespace kpipe::comm
