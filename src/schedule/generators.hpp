@@ -60,5 +60,28 @@ void append_one_f_one_b(std::vector<Action>& out, int count, int warmup, Forward
 // so that a microbatch on its way through the rank's later stages never waits
 // for memory (no deadlock).
 RankGenerator zero_bubble_planner(const ScheduleSpec& spec, const Placement& placement, std::vector<int> stash_limit);
+// The same planner's per-rank compute actions, for callers that compare plans.
+std::vector<std::vector<Action>> zero_bubble_plan(const ScheduleSpec& spec, const Placement& placement,
+                                                  std::vector<int> stash_limit);
+
+// The cost-aware plan of a V (zb-v) at the exact F, B, W and latency of
+// `costs` (v_shape_planner.cpp); nullopt when no variant of its heuristic
+// places every action (small m), for the caller to keep another plan.
+std::optional<std::vector<std::vector<Action>>> v_shape_plan(int p, int m, const PlanningCosts& costs);
+
+// How a plan of compute actions runs when every action waits for its inputs
+// and a message between ranks costs the latency: the worst rank's idle share
+// of its own span (first compute to last, the zero-bubble papers' measure)
+// and the makespan.
+struct PlanTiming {
+  double worst_span_bubble = 0.0;
+  double makespan = 0.0;
+};
+PlanTiming time_plan(const std::vector<std::vector<Action>>& plan, const Placement& placement,
+                     const PlanningCosts& costs, int m);
+
+// Hands out each rank's list of a plan once, then releases it, so that
+// generate_lowered() holds the compute form of at most the ranks not lowered yet.
+RankGenerator hand_out(std::vector<std::vector<Action>> plan);
 
 }  // namespace kpipe::schedule::detail

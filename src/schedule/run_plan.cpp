@@ -39,6 +39,8 @@ RunPlan run_plan(const config::RunConfig& config) {
   plan.costs.comm_latency = config.sim.comm_latency;
   plan.costs.comm_bandwidth = config.sim.comm_bandwidth;
   plan.costs.max_in_flight = config.sim.max_in_flight;
+  plan.spec.costs = {plan.costs.forward, plan.costs.backward_input, plan.costs.backward_weight,
+                     plan.costs.comm_latency};
   return plan;
 }
 

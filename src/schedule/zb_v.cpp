@@ -11,10 +11,22 @@ namespace {
 // first and the last stage are both on rank 0 and the turn at stage p-1 -> p
 // stays on rank p-1. Each rank may stash 2p (microbatch, chunk) activations,
 // each half a pipeline stage: 1F1B's peak of p full-stage microbatches.
-// The planner fills the warm-up with F's of both chunks and the gaps with W's.
+// Two planners, and the plan whose worst rank idles the smallest share of its
+// span at the planning costs is kept (the list planner's on a tie): the list
+// planner fills the warm-up with F's of both chunks and every gap with W's,
+// which is exact at F = B = W and free messages; the V heuristic of Qi et al.
+// plans at the real F, B, W and latency, which is where the list planner's
+// W's start to hold up the gradient chain.
 RankGenerator generator(const ScheduleSpec& spec) {
-  return zero_bubble_planner(spec, Placement::v_shape(spec.p),
-                             std::vector<int>(static_cast<std::size_t>(spec.p), 2 * spec.p));
+  const Placement placement = Placement::v_shape(spec.p);
+  auto plan = zero_bubble_plan(spec, placement, std::vector<int>(static_cast<std::size_t>(spec.p), 2 * spec.p));
+  if (auto planned = v_shape_plan(spec.p, spec.m, spec.costs)) {
+    if (time_plan(*planned, placement, spec.costs, spec.m).worst_span_bubble <
+        time_plan(plan, placement, spec.costs, spec.m).worst_span_bubble) {
+      plan = std::move(*planned);
+    }
+  }
+  return hand_out(std::move(plan));
 }
 
 std::optional<std::string> check(const ShapeCheck& shape) {

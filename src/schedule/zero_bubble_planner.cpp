@@ -128,13 +128,19 @@ class Planner {
 
 }  // namespace
 
+std::vector<std::vector<Action>> zero_bubble_plan(const ScheduleSpec& spec, const Placement& placement,
+                                                  std::vector<int> stash_limit) {
+  return Planner(spec, placement, std::move(stash_limit)).run();
+}
+
 RankGenerator zero_bubble_planner(const ScheduleSpec& spec, const Placement& placement, std::vector<int> stash_limit) {
-  auto plan =
-      std::make_shared<std::vector<std::vector<Action>>>(Planner(spec, placement, std::move(stash_limit)).run());
-  // Each rank's list is handed out once and then released, so that
-  // generate_lowered() holds the compute form of at most the ranks not lowered yet.
-  return [plan](int rank, std::vector<Action>& out) {
-    auto& actions = (*plan)[static_cast<std::size_t>(rank)];
+  return hand_out(zero_bubble_plan(spec, placement, std::move(stash_limit)));
+}
+
+RankGenerator hand_out(std::vector<std::vector<Action>> plan) {
+  auto shared = std::make_shared<std::vector<std::vector<Action>>>(std::move(plan));
+  return [shared](int rank, std::vector<Action>& out) {
+    auto& actions = (*shared)[static_cast<std::size_t>(rank)];
     out.insert(out.end(), actions.begin(), actions.end());
     std::vector<Action>().swap(actions);
   };

@@ -13,6 +13,16 @@ namespace kpipe::schedule {
 
 struct ScheduleInfo;  // registry.hpp
 
+// The costs a cost-aware generator (zb-v) plans with: one model stage's F, B
+// and W, and the latency of a message between ranks, in the units of
+// sim.cost_*. Unit costs and free messages unless the deck says otherwise.
+struct PlanningCosts {
+  double forward = 1.0;
+  double backward_input = 1.0;
+  double backward_weight = 1.0;
+  double latency = 0.0;
+};
+
 // What to generate: a schedule name (see schedule_names()) and its shape.
 struct ScheduleSpec {
   std::string name;
@@ -23,6 +33,7 @@ struct ScheduleSpec {
   // looks it up and checks the shape once); null: generation looks `name` up
   // and checks the shape itself.
   const ScheduleInfo* entry = nullptr;
+  PlanningCosts costs{};
 };
 
 struct Schedule {
