@@ -20,6 +20,7 @@
 #include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/schedule/run_plan.hpp"
 #include "kpipe/schedule/simulate.hpp"
 #include "tiny_dataset.hpp"
 
@@ -31,14 +32,15 @@ constexpr int steps = 5;
 
 // A small model with enough layers for p · v = 8 model stages, m = 8
 // microbatches per replica, and clipping tight enough to act every step.
-config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& recompute) {
+config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& recompute,
+                             const std::string& extra = "") {
   const int v = schedule == "interleaved" || schedule == "zb-v" ? 2 : 1;
   const std::string text = fmt::format(
       "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16, 16, 16]\nmodel.output_dim = 5\n"
       "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\ntrain.grad_clip = 0.05\n"
       "pipeline.stages = {}\npipeline.data_parallel = {}\npipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\n"
-      "pipeline.recompute = \"{}\"\nruntime.watchdog_seconds = 60\n",
-      32 * d, steps, p, d, schedule, v, recompute);
+      "pipeline.recompute = \"{}\"\nruntime.watchdog_seconds = 60\n{}",
+      32 * d, steps, p, d, schedule, v, recompute, extra);
   return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
@@ -105,6 +107,22 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
       }
     }
   }
+}
+
+// At uneven costs and a message latency zb-v is planned by the V heuristic
+// (a different order from the unit-cost plan, checked), which keeps each
+// chunk's microbatches in ascending order: still bitwise.
+TEST_CASE("zb-v planned at the deck's uneven costs is bitwise the sequential reference", "[runtime]") {
+  const int p = comm::size_of(comm::world());
+  if (p != 2 && p != 4) return;
+  const std::string costs =
+      "sim.cost_forward = 2.0\nsim.cost_backward_input = 2.0\nsim.cost_backward_weight = 1.2\n"
+      "sim.comm_latency = 0.3\n";
+  const config::RunConfig config = config_for(p, 1, "zb-v", "none", costs);
+  const config::RunConfig unit = config_for(p, 1, "zb-v", "none");
+  CHECK(schedule::make_schedule(schedule::run_plan(config)).ranks !=
+        schedule::make_schedule(schedule::run_plan(unit)).ranks);
+  check_against_reference(config);
 }
 
 // Kernel choices that change how each Linear multiplies, not where: with
