@@ -10,8 +10,10 @@
 // AVX-512 brings FMA, and without contraction every clone rounds exactly as
 // the baseline does, so results do not depend on the CPU a run lands on.
 
+#include <algorithm>
 #include <cstdint>
 
+#include "kpipe/tensor/compat.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 #if defined(__x86_64__) && defined(__ELF__) && !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(__clang__) && \
@@ -39,6 +41,12 @@ KPIPE_VECTOR_CLONES void host_loop(const F& f, std::int64_t begin, std::int64_t 
 template <class F>
 void for_each(const tensor::ExecutionSpace& space, const char* name, std::int64_t n, std::int64_t grain, const F& f) {
   if constexpr (host_memory) {
+    // Fewer than `grain` indices per thread: smaller blocks, one per thread,
+    // so that the small tensors of short microbatches still use every host
+    // thread (the idle ones spin in the fork-join anyway), down to grain/16.
+    const std::int64_t threads = tensor::compat::concurrency(space);
+    if (threads > 1 && n < grain * threads)
+      grain = std::max<std::int64_t>({1, grain / 16, (n + threads - 1) / threads});
     Kokkos::parallel_for(
         name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (n + grain - 1) / grain),
         KOKKOS_LAMBDA(std::int64_t block) {

@@ -156,3 +156,33 @@ TEST_CASE("zb-v at uneven costs and latencies: valid, 1F1B's peak stash, each ch
     }
   }
 }
+
+// Issue 24's bar: ZB-V is never worse than ZB-H1 at the same memory (1F1B's
+// peak), compared at equal model size: a ZB-V chunk costs half a ZB-H1 stage.
+TEST_CASE("zb-v leaves no more idle time than zb-h1 at the same costs", "[schedule][zero-bubble]") {
+  for (const PlanningCosts& chunk : {PlanningCosts{1.0, 1.0, 1.0, 0.0}, PlanningCosts{1.0, 1.0, 1.0, 0.2},
+                                     PlanningCosts{1.0, 1.2, 0.6, 0.1}, PlanningCosts{14.316, 14.306, 9.639, 1.619}}) {
+    for (const int p : {2, 4, 8}) {
+      for (const int m : {p, 2 * p, 4 * p}) {
+        CAPTURE(chunk.forward, chunk.backward_input, chunk.backward_weight, chunk.latency, p, m);
+        ScheduleSpec v_spec{"zb-v", p, 2, m};
+        v_spec.costs = chunk;
+        Schedule v = generate(v_spec);
+        lower(v);
+        CostModel v_costs;
+        v_costs.forward = chunk.forward;
+        v_costs.backward_input = chunk.backward_input;
+        v_costs.backward_weight = chunk.backward_weight;
+        v_costs.comm_latency = chunk.latency;
+        CostModel h1_costs = v_costs;
+        h1_costs.forward *= 2;
+        h1_costs.backward_input *= 2;
+        h1_costs.backward_weight *= 2;
+        const SimulationResult zb_v = simulate(v, v_costs);
+        const SimulationResult zb_h1 = simulate(lowered("zb-h1", p, m), h1_costs);
+        CHECK(zb_v.makespan <= zb_h1.makespan);
+        CHECK(zb_v.span_bubble().idle_over_total <= zb_h1.span_bubble().idle_over_total);
+      }
+    }
+  }
+}
