@@ -58,9 +58,7 @@ void append_one_f_one_b(std::vector<Action>& out, int count, int warmup, Forward
 // in ascending microbatch order. A chunk holding an earlier model stage than
 // another chunk of the same rank leaves one stash slot per later chunk free,
 // so that a microbatch on its way through the rank's later stages never waits
-// for memory (no deadlock).
-RankGenerator zero_bubble_planner(const ScheduleSpec& spec, const Placement& placement, std::vector<int> stash_limit);
-// The same planner's per-rank compute actions, for callers that compare plans.
+// for memory (no deadlock). Returns each rank's compute actions.
 std::vector<std::vector<Action>> zero_bubble_plan(const ScheduleSpec& spec, const Placement& placement,
                                                   std::vector<int> stash_limit);
 

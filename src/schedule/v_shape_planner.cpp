@@ -10,8 +10,8 @@ namespace kpipe::schedule::detail {
 
 namespace {
 
-// Rank r of a V holds model stage r (chunk `down`, on the way out from rank
-// 0) and model stage 2p-1-r (chunk `up`, on the way back).
+// Rank r of a V (Placement::v_shape) holds model stage r (chunk `down`, on
+// the way out from rank 0) and model stage 2p-1-r (chunk `up`, on the way back).
 constexpr int down = 0;
 constexpr int up = 1;
 
@@ -40,6 +40,7 @@ class VShapePass {
   VShapePass(int p, int m, const PlanningCosts& costs, Variant variant, const std::vector<double>& approved)
       : p_(p),
         m_(m),
+        placement_(Placement::v_shape(p)),
         costs_(costs),
         variant_(variant),
         approved_(approved),
@@ -92,30 +93,23 @@ class VShapePass {
   };
 
   Rank& rank(int r) { return ranks_[static_cast<std::size_t>(r)]; }
-  int stage(int r, int chunk) const { return chunk == down ? r : 2 * p_ - 1 - r; }
   int memory_limit() const { return forward_memory * 2 * p_; }
+  double& end_at(std::vector<double>& ends, int stage, int j) { return ends[static_cast<std::size_t>(stage) * m_ + j]; }
   double& end(std::vector<double>& ends, int r, int chunk, int j) {
-    return ends[static_cast<std::size_t>(stage(r, chunk)) * m_ + j];
+    return end_at(ends, placement_.stage(r, chunk), j);
   }
 
-  // The rank that sends rank r's next `kind` of `chunk` its input, or -1
-  // when it comes from rank r itself (the turn of the V, the loss) or from
-  // nowhere (the first stage).
-  int sender(int r, ActionKind kind, int chunk) const {
-    const bool forward = kind == ActionKind::forward;
-    if (chunk == down) return forward ? (r > 0 ? r - 1 : -1) : (r < p_ - 1 ? r + 1 : -1);
-    return forward ? (r < p_ - 1 ? r + 1 : -1) : (r > 0 ? r - 1 : -1);
-  }
-
-  // When that input reaches rank r: pending while its sender has not placed
-  // it; nullopt when rank r makes it itself (no wait worth filling).
+  // When the input of rank r's next `kind` of `chunk` reaches it from the
+  // stage before (a forward) or after (a backward): pending while that stage's
+  // rank has not placed it; nullopt when rank r makes it itself (the turn of
+  // the V, the loss) or nobody does (the first stage): no wait worth filling.
   std::optional<double> arrival(int r, ActionKind kind, int chunk) {
-    const int from = sender(r, kind, chunk);
-    if (from < 0) return std::nullopt;
     const bool forward = kind == ActionKind::forward;
+    const int from = placement_.stage(r, chunk) + (forward ? -1 : 1);
+    if (from < 0 || from >= placement_.stage_count() || placement_.place(from).rank == r) return std::nullopt;
     const int j = forward ? rank(r).forwards[chunk] : rank(r).backwards[chunk];
     if (j >= m_) throw Unplaceable{};
-    const double sent = end(forward ? forward_end_ : backward_end_, from, chunk, j);
+    const double sent = end_at(forward ? forward_end_ : backward_end_, from, j);
     return sent == pending ? pending : sent + costs_.latency;
   }
 
@@ -266,6 +260,7 @@ class VShapePass {
   }
 
   int p_, m_;
+  Placement placement_;
   PlanningCosts costs_;
   Variant variant_;
   const std::vector<double>& approved_;

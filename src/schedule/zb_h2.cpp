@@ -14,7 +14,7 @@ namespace {
 RankGenerator generator(const ScheduleSpec& spec) {
   std::vector<int> stash_limit(static_cast<std::size_t>(spec.p));
   for (int r = 0; r < spec.p; ++r) stash_limit[static_cast<std::size_t>(r)] = 2 * (spec.p - r) - 1;
-  return zero_bubble_planner(spec, Placement::looped(spec.p, 1), std::move(stash_limit));
+  return hand_out(zero_bubble_plan(spec, Placement::looped(spec.p, 1), std::move(stash_limit)));
 }
 
 std::optional<std::string> check(const ShapeCheck& shape) { return one_chunk_per_rank(shape, "zb-h2"); }

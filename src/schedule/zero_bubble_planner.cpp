@@ -133,10 +133,6 @@ std::vector<std::vector<Action>> zero_bubble_plan(const ScheduleSpec& spec, cons
   return Planner(spec, placement, std::move(stash_limit)).run();
 }
 
-RankGenerator zero_bubble_planner(const ScheduleSpec& spec, const Placement& placement, std::vector<int> stash_limit) {
-  return hand_out(zero_bubble_plan(spec, placement, std::move(stash_limit)));
-}
-
 RankGenerator hand_out(std::vector<std::vector<Action>> plan) {
   auto shared = std::make_shared<std::vector<std::vector<Action>>>(std::move(plan));
   return [shared](int rank, std::vector<Action>& out) {

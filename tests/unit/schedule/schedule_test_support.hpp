@@ -11,10 +11,22 @@
 
 namespace kpipe::schedule::testing {
 
-inline Schedule lowered(const std::string& name, int p, int m, int v = 1) {
-  Schedule schedule = generate({name, p, v, m});
+inline Schedule lowered(const std::string& name, int p, int m, int v = 1, const PlanningCosts& costs = {}) {
+  ScheduleSpec spec{name, p, v, m};
+  spec.costs = costs;
+  Schedule schedule = generate(spec);
   lower(schedule);
   return schedule;
+}
+
+// The simulator's costs of the planning costs: model stages of F, B and W, latency per transfer.
+inline CostModel simulated_costs(const PlanningCosts& planning) {
+  CostModel costs;
+  costs.forward = planning.forward;
+  costs.backward_input = planning.backward_input;
+  costs.backward_weight = planning.backward_weight;
+  costs.comm_latency = planning.latency;
+  return costs;
 }
 
 // F = 1 and BW = B + W = 1: every time in these tests is an exact binary fraction.

@@ -100,6 +100,16 @@ TEST_CASE("zb-v's turn at rank p-1 is a hand-over, not a message", "[schedule][z
   }
 }
 
+namespace {
+// Each chunk's F's, B's and W's in ascending microbatch order, which keeps runs bitwise.
+void check_each_chunk_in_order(const Schedule& s) {
+  for (int r = 0; r < s.p; ++r) {
+    std::map<std::pair<int, int>, int> next;  // (kind, chunk) -> the microbatch expected next
+    for (const Action& a : compute_actions(s, r)) CHECK(a.microbatch == next[{static_cast<int>(a.kind), a.chunk}]++);
+  }
+}
+}  // namespace
+
 // Qi et al., "Zero Bubble Pipeline Parallelism" (arXiv 2401.10241), Table 8:
 // the 6.2B model on p = 16, m = 128 with profiled per-chunk costs F = 14.316,
 // B = 14.306, W = 9.639 and 1.619 per transfer; the authors' ZB-V leaves its
@@ -108,28 +118,17 @@ TEST_CASE("zb-v's turn at rank p-1 is a hand-over, not a message", "[schedule][z
 TEST_CASE("zb-v at the zero-bubble paper's 6.2B costs: the worst rank's span bubble is the paper's 0.027",
           "[schedule][zero-bubble]") {
   const int p = 16, m = 128;
-  ScheduleSpec spec{"zb-v", p, 2, m};
-  spec.costs = {14.316, 14.306, 9.639, 1.619};
-  Schedule s = generate(spec);
-  lower(s);
+  const PlanningCosts costs{14.316, 14.306, 9.639, 1.619};
+  const Schedule s = lowered("zb-v", p, m, 2, costs);
   REQUIRE(find_problem(s) == std::nullopt);
-  CostModel costs;
-  costs.forward = spec.costs.forward;
-  costs.backward_input = spec.costs.backward_input;
-  costs.backward_weight = spec.costs.backward_weight;
-  costs.comm_latency = spec.costs.latency;
-  const SimulationResult result = simulate(s, costs);
+  const SimulationResult result = simulate(s, simulated_costs(costs));
   double worst = 0.0;
   for (const RankStats& rank : result.ranks) {
     worst = std::max(worst, (rank.span - rank.busy) / rank.span);
     CHECK(rank.peak_stashed <= 2 * p);  // 1F1B's peak, as at unit costs
   }
   CHECK(worst <= 0.0275);
-  // Each chunk's F's, B's and W's still run in ascending microbatch order, which keeps runs bitwise.
-  for (int r = 0; r < p; ++r) {
-    std::map<std::pair<int, int>, int> next;  // (kind, chunk) -> the microbatch expected next
-    for (const Action& a : compute_actions(s, r)) CHECK(a.microbatch == next[{static_cast<int>(a.kind), a.chunk}]++);
-  }
+  check_each_chunk_in_order(s);
 }
 
 TEST_CASE("zb-v at uneven costs and latencies: valid, 1F1B's peak stash, each chunk in microbatch order",
@@ -139,19 +138,11 @@ TEST_CASE("zb-v at uneven costs and latencies: valid, 1F1B's peak stash, each ch
     for (const int p : {1, 2, 3, 5, 8}) {
       for (const int m : {1, 2, p, 2 * p, 3 * p + 1}) {
         CAPTURE(costs.forward, costs.backward_input, costs.backward_weight, costs.latency, p, m);
-        ScheduleSpec spec{"zb-v", p, 2, m};
-        spec.costs = costs;
-        Schedule s = generate(spec);
-        lower(s);
+        const Schedule s = lowered("zb-v", p, m, 2, costs);
         REQUIRE(find_problem(s) == std::nullopt);
         const SimulationResult result = simulate(s, unit_forward_input_weight());
         for (const RankStats& rank : result.ranks) CHECK(rank.peak_stashed <= 2 * p);
-        for (int r = 0; r < p; ++r) {
-          std::map<std::pair<int, int>, int> next;
-          for (const Action& a : compute_actions(s, r)) {
-            CHECK(a.microbatch == next[{static_cast<int>(a.kind), a.chunk}]++);
-          }
-        }
+        check_each_chunk_in_order(s);
       }
     }
   }
@@ -165,20 +156,12 @@ TEST_CASE("zb-v leaves no more idle time than zb-h1 at the same costs", "[schedu
     for (const int p : {2, 4, 8}) {
       for (const int m : {p, 2 * p, 4 * p}) {
         CAPTURE(chunk.forward, chunk.backward_input, chunk.backward_weight, chunk.latency, p, m);
-        ScheduleSpec v_spec{"zb-v", p, 2, m};
-        v_spec.costs = chunk;
-        Schedule v = generate(v_spec);
-        lower(v);
-        CostModel v_costs;
-        v_costs.forward = chunk.forward;
-        v_costs.backward_input = chunk.backward_input;
-        v_costs.backward_weight = chunk.backward_weight;
-        v_costs.comm_latency = chunk.latency;
+        const CostModel v_costs = simulated_costs(chunk);
         CostModel h1_costs = v_costs;
         h1_costs.forward *= 2;
         h1_costs.backward_input *= 2;
         h1_costs.backward_weight *= 2;
-        const SimulationResult zb_v = simulate(v, v_costs);
+        const SimulationResult zb_v = simulate(lowered("zb-v", p, m, 2, chunk), v_costs);
         const SimulationResult zb_h1 = simulate(lowered("zb-h1", p, m), h1_costs);
         CHECK(zb_v.makespan <= zb_h1.makespan);
         CHECK(zb_v.span_bubble().idle_over_total <= zb_h1.span_bubble().idle_over_total);
