@@ -20,9 +20,12 @@ namespace {
 RankGenerator generator(const ScheduleSpec& spec) {
   const Placement placement = Placement::v_shape(spec.p);
   auto plan = zero_bubble_plan(spec, placement, std::vector<int>(static_cast<std::size_t>(spec.p), 2 * spec.p));
-  if (auto planned = v_shape_plan(spec.p, spec.m, spec.costs)) {
-    if (time_plan(*planned, placement, spec.costs, spec.m).worst_span_bubble <
-        time_plan(plan, placement, spec.costs, spec.m).worst_span_bubble) {
+  // No plan idles less than not at all: the heuristic (several passes, most
+  // of a large plan's generation time) runs only when the list plan idles.
+  const double list_bubble = time_plan(plan, placement, spec.costs, spec.m).worst_span_bubble;
+  if (list_bubble > 0.0) {
+    auto planned = v_shape_plan(spec.p, spec.m, spec.costs);
+    if (planned && time_plan(*planned, placement, spec.costs, spec.m).worst_span_bubble < list_bubble) {
       plan = std::move(*planned);
     }
   }
