@@ -195,6 +195,7 @@ SimConfig sim_config(const Deck& deck) {
   sim.cost_forward = deck.real("sim.cost_forward");
   sim.cost_backward_input = deck.real("sim.cost_backward_input");
   sim.cost_backward_weight = deck.real("sim.cost_backward_weight");
+  sim.overlap = deck.real("sim.overlap");
   sim.comm_latency = deck.real("sim.comm_latency");
   sim.comm_bandwidth = deck.real("sim.comm_bandwidth");
   sim.max_in_flight = static_cast<int>(deck.integer("sim.max_in_flight"));

@@ -213,6 +213,9 @@ std::vector<KeySpec> build_schema() {
            "Simulated time of one B (input gradient)"),
       real("sim.cost_backward_weight", d.sim.cost_backward_weight, 0.0, limits::sim_cost, true,
            "Simulated time of one W (weight gradient); BW = B + W"),
+      real("sim.overlap", d.sim.overlap, 0.0, 1.0, false,
+           "Share of the shorter half of an F&B (dualpipe-v) hidden behind the longer: 0 when the halves run one "
+           "after the other (host backends), 1 when two device streams overlap them fully"),
       real("sim.comm_latency", d.sim.comm_latency, 0.0, limits::sim_cost, false,
            "Simulated latency of one transfer; zb-v also plans with it"),
       real("sim.comm_bandwidth", d.sim.comm_bandwidth, 0.0, std::nullopt, false,

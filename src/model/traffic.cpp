@@ -53,6 +53,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
 
     const std::int64_t input_bytes = first ? 0 : stages[s - 1].output_bytes;
     stage.output_bytes = last ? 0 : rows * specs[range.end() - 1].output_dim * scalar_bytes;
+    stage.output_share_bytes = stage.output_bytes / parts;
     // A message each way per boundary: the activation out, the gradient back.
     const LinkVolume sent{stage.output_bytes / parts + input_bytes / parts, (last ? 0 : 1) + (first ? 0 : 1)};
     stage.pipeline = sent;

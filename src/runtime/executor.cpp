@@ -64,10 +64,11 @@ Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::Proce
   last_gradient_action_.assign(chunks_.size(), -1);
   for (std::size_t i = 0; i < actions_.size(); ++i) {
     if (schedule::is_receive(actions_[i].kind)) receive_indices_.push_back(i);
-    const ActionKind kind = actions_[i].kind;
-    if (kind == ActionKind::backward || kind == ActionKind::backward_weight) {
-      last_gradient_action_[actions_[i].chunk] = static_cast<std::ptrdiff_t>(i);
-    }
+    schedule::for_each_part(actions_[i], [&](const Action& part) {
+      if (part.kind == ActionKind::backward || part.kind == ActionKind::backward_weight) {
+        last_gradient_action_[part.chunk] = static_cast<std::ptrdiff_t>(i);
+      }
+    });
   }
   receive_window_ = schedule::peak_stash(actions_).peak + 1;
 }
@@ -218,6 +219,13 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
     }
     case ActionKind::backward_weight:
       chunks_[action.chunk]->backward_weight(mb, gradients_final(action, index, result, step_start));
+      break;
+    case ActionKind::forward_backward:
+      // Interleaved on the rank's one execution space: the F, then the BW.
+      // Overlapping them needs a second instance (a CUDA stream) handed to
+      // every kernel of a stage, which the stages do not take yet.
+      execute(schedule::forward_half(action), index, step, slots, result, step_start);
+      execute(schedule::backward_half(action), index, step, slots, result, step_start);
       break;
     case ActionKind::reduce_grads:
       transport_.complete_sends(fmt::format("before the gradient reduction of step {}", step));

@@ -46,8 +46,7 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
                               const std::vector<model::StageFootprint>& chunks, bool recompute) {
   using schedule::ActionKind;
   std::int64_t held = 0, peak = 0;
-  for (const auto& a : actions) {
-    if (!schedule::is_compute(a.kind)) continue;
+  const auto account = [&](const schedule::Action& a) {
     const model::StageFootprint& c = chunks[a.chunk];
     if (recompute && schedule::releases_stash(a.kind)) peak = std::max(peak, held + c.saved_per_microbatch);
     switch (a.kind) {
@@ -65,6 +64,10 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
         held -= c.stash_per_microbatch;
     }
     peak = std::max(peak, held);
+  };
+  // An F&B holds its F's stash before its BW releases another (the executor runs F first).
+  for (const auto& a : actions) {
+    if (schedule::is_compute(a.kind)) schedule::for_each_part(a, account);
   }
   return peak;
 }

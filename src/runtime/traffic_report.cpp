@@ -24,10 +24,25 @@ nlohmann::json link_json(const model::LinkVolume& link, const config::SimConfig&
 
 std::vector<model::StepTraffic> predicted_traffic(const std::vector<model::StageTraffic>& traffic,
                                                   const schedule::Schedule& schedule, int data_parallel) {
+  const schedule::Placement& placement = schedule.placement;
   std::vector<model::StepTraffic> ranks;
   for (int rank = 0; rank < schedule.p; ++rank) {
+    std::vector<model::StageTraffic> held;
+    for (int chunk = 0; chunk < schedule.v; ++chunk) held.push_back(traffic[placement.stage(rank, chunk)]);
+    // A boundary between two stages of this rank (the turn of a V) sends no
+    // message either way and gathers nothing.
+    for (int chunk = 0; chunk < schedule.v; ++chunk) {
+      const int stage = placement.stage(rank, chunk);
+      if (stage + 1 >= placement.stage_count() || placement.place(stage + 1).rank != rank) continue;
+      const model::LinkVolume message{traffic[stage].output_share_bytes, 1};
+      for (const int end : {chunk, placement.place(stage + 1).chunk}) {
+        model::StageTraffic& side = held[static_cast<std::size_t>(end)];
+        side.pipeline += message.times(-1);
+        if (side.boundary_gather.calls > 0) side.boundary_gather += message.times(-1);
+      }
+    }
     std::vector<const model::StageTraffic*> mine;
-    for (int chunk = 0; chunk < schedule.v; ++chunk) mine.push_back(&traffic[schedule.placement.stage(rank, chunk)]);
+    for (const model::StageTraffic& stage : held) mine.push_back(&stage);
     ranks.push_back(model::step_traffic(mine, schedule.m, data_parallel));
   }
   return ranks;

@@ -10,7 +10,8 @@ namespace kpipe::schedule {
 namespace {
 
 constexpr std::array<std::string_view, action_kind_count> kind_names = {
-    "F", "B", "W", "BW", "SEND_ACT", "RECV_ACT", "SEND_GRAD", "RECV_GRAD", "LOSS", "REDUCE_GRADS", "OPTIMIZER_STEP",
+    "F",         "B",         "W",    "BW",           "SEND_ACT",       "RECV_ACT",
+    "SEND_GRAD", "RECV_GRAD", "LOSS", "REDUCE_GRADS", "OPTIMIZER_STEP", "F&B",
 };
 
 }  // namespace
@@ -30,6 +31,10 @@ std::string describe(const Action& action) {
     return fmt::format("{} mb={} chunk={} peer={} tag={}", name(action.kind), action.microbatch, action.chunk,
                        action.peer, action.tag);
   }
+  if (action.kind == ActionKind::forward_backward) {
+    return fmt::format("F&B mb={} chunk={} bw_mb={} bw_chunk={}", action.microbatch, action.chunk, action.tag,
+                       action.peer);
+  }
   return fmt::format("{} mb={} chunk={}", name(action.kind), action.microbatch, action.chunk);
 }
 
@@ -37,12 +42,14 @@ StashPeak peak_stash(const std::vector<Action>& actions, int limit) {
   StashPeak result{0, actions.size()};
   int stashed = 0;
   for (std::size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i].kind == ActionKind::forward) {
-      result.peak = std::max(result.peak, ++stashed);
-      if (limit > 0 && stashed > limit && result.first_over_limit == actions.size()) result.first_over_limit = i;
-    } else if (releases_stash(actions[i].kind)) {
-      --stashed;
-    }
+    for_each_part(actions[i], [&](const Action& part) {
+      if (part.kind == ActionKind::forward) {
+        result.peak = std::max(result.peak, ++stashed);
+        if (limit > 0 && stashed > limit && result.first_over_limit == actions.size()) result.first_over_limit = i;
+      } else if (releases_stash(part.kind)) {
+        --stashed;
+      }
+    });
   }
   return result;
 }

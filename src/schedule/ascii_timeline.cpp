@@ -13,6 +13,9 @@ int digits(int n) { return n < 10 ? 1 : 1 + digits(n / 10); }
 
 // The size of detail::action_label of a compute action, without making it.
 std::size_t box_label_size(const Action& a, int v) {
+  if (a.kind == ActionKind::forward_backward) {
+    return box_label_size(forward_half(a), v) + 1 + box_label_size(backward_half(a), v);
+  }
   return name(a.kind).size() + digits(a.microbatch) + (v > 1 ? 1 + digits(a.chunk) : 0);
 }
 
@@ -56,11 +59,13 @@ std::optional<std::string> ascii_timeline(const Schedule& schedule, const Simula
   ruler.erase(ruler.find_last_not_of(' ') + 1);
   std::string text = ruler + "\n";
 
+  bool overlapped = false;
   for (int r = 0; r < schedule.p; ++r) {
     std::string row(columns, '.');
     const auto& actions = schedule.ranks[r];
     for (std::size_t i = 0; i < actions.size(); ++i) {
       if (!is_compute(actions[i].kind)) continue;
+      overlapped = overlapped || actions[i].kind == ActionKind::forward_backward;
       const auto from = static_cast<std::size_t>(std::lround(result.start(r, i) * scale));
       const auto to = std::min(columns, static_cast<std::size_t>(std::lround(result.end[r][i] * scale)));
       row.replace(from, to - from, to - from, ' ');
@@ -74,6 +79,7 @@ std::optional<std::string> ascii_timeline(const Schedule& schedule, const Simula
               ? "F forward, B input gradient, W weight gradient, BW full backward; F3.1 = microbatch 3, "
                 "chunk 1; . idle\n"
               : "F forward, B input gradient, W weight gradient, BW full backward; F3 = microbatch 3; . idle\n";
+  if (overlapped) text += "F5.0&BW2.1 = F of microbatch 5 chunk 0 and BW of microbatch 2 chunk 1 at once (F&B)\n";
   return text;
 }
 

@@ -23,7 +23,8 @@ Bubble SimulationResult::span_bubble() const {
 std::optional<TheoreticalBubble> theoretical_bubble(const Schedule& schedule, const CostModel& costs) {
   const ScheduleInfo* info = schedule.entry ? schedule.entry : registered_schedule(schedule.name);
   if (!info) return std::nullopt;
-  return info->bubble(schedule.p, schedule.v, schedule.m, {costs.forward, costs.backward_input, costs.backward_weight});
+  return info->bubble(schedule.p, schedule.v, schedule.m,
+                      {costs.forward, costs.backward_input, costs.backward_weight, costs.overlap});
 }
 
 }  // namespace kpipe::schedule

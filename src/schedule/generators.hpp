@@ -17,6 +17,7 @@ const ScheduleInfo& interleaved_info();
 const ScheduleInfo& zb_h1_info();
 const ScheduleInfo& zb_h2_info();
 const ScheduleInfo& zb_v_info();
+const ScheduleInfo& dualpipe_v_info();
 const ScheduleInfo& forward_only_info();
 
 // A generator that computes each rank on its own from the spec.
@@ -26,6 +27,9 @@ RankGenerator per_rank(const ScheduleSpec& spec) {
 }
 
 inline Placement looped_placement(int p, int v) { return Placement::looped(p, v); }
+// The V of zb-v and dualpipe-v; a schedule file with another v is read with
+// looped placement, and the schedule's check refuses it elsewhere.
+inline Placement v_placement(int p, int v) { return v == 2 ? Placement::v_shape(p) : Placement::looped(p, v); }
 
 // The check of schedules with one model chunk per rank.
 std::optional<std::string> one_chunk_per_rank(const ShapeCheck& shape, std::string_view schedule);

@@ -16,7 +16,8 @@ namespace {
 class RankOutput {
  public:
   RankOutput(std::size_t compute, std::vector<std::int32_t>* origins) : origins_(origins) {
-    // At most a receive before and a send or LOSS after each action, plus two step actions.
+    // A receive before and a send or LOSS after most actions (none around a
+    // W, two of each around an F&B), plus two step actions.
     actions_.reserve(3 * compute + 2);
     if (origins_) origins_->reserve(3 * compute + 2);
   }
@@ -72,6 +73,27 @@ void boundary_pass(const PassInput& in, RankOutput& out) {
         out.add(a, origin);
         if (previous_elsewhere) out.add(message(in.shape, ActionKind::send_grad, a, previous, true), origin);
         break;
+      case ActionKind::forward_backward: {
+        // Both halves' inputs before, both outputs after: the halves run at once.
+        const Action halves[] = {forward_half(a), backward_half(a)};
+        const auto neighbour = [&](const Action& half, int step) {
+          const int other = placement.stage(in.rank, half.chunk) + step;
+          return other >= 0 && other <= last ? placement.place(other) : StagePlace{in.rank, -1};
+        };
+        const StagePlace before = neighbour(halves[0], -1), after = neighbour(halves[1], +1);
+        if (before.rank != in.rank) out.add(message(in.shape, ActionKind::recv_act, halves[0], before, false), origin);
+        if (after.rank != in.rank) out.add(message(in.shape, ActionKind::recv_grad, halves[1], after, false), origin);
+        out.add(a, origin);
+        if (placement.stage(in.rank, halves[0].chunk) == last) {
+          out.add(compute_action(ActionKind::loss, halves[0].microbatch, halves[0].chunk), origin);
+        }
+        const StagePlace to_next = neighbour(halves[0], +1), to_previous = neighbour(halves[1], -1);
+        if (to_next.rank != in.rank) out.add(message(in.shape, ActionKind::send_act, halves[0], to_next, true), origin);
+        if (to_previous.rank != in.rank) {
+          out.add(message(in.shape, ActionKind::send_grad, halves[1], to_previous, true), origin);
+        }
+        break;
+      }
       default:
         out.add(a, origin);
     }

@@ -15,8 +15,8 @@ namespace {
 // object files nothing refers to.
 std::vector<const ScheduleInfo*>& registry() {
   static std::vector<const ScheduleInfo*> list = {
-      &detail::gpipe_info(), &detail::one_f_one_b_info(), &detail::interleaved_info(),  &detail::zb_h1_info(),
-      &detail::zb_h2_info(), &detail::zb_v_info(),        &detail::forward_only_info(),
+      &detail::gpipe_info(), &detail::one_f_one_b_info(), &detail::interleaved_info(), &detail::zb_h1_info(),
+      &detail::zb_h2_info(), &detail::zb_v_info(),        &detail::dualpipe_v_info(),  &detail::forward_only_info(),
   };
   return list;
 }

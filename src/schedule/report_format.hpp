@@ -11,10 +11,13 @@
 
 namespace kpipe::schedule::detail {
 
-// "F3", "F3.1" (chunk 1 when v > 1), "SEND_ACT3"; a step-level action by its
-// name alone ("REDUCE_GRADS").
+// "F3", "F3.1" (chunk 1 when v > 1), "SEND_ACT3", "F5.0&BW2.1" (an F&B by
+// its halves); a step-level action by its name alone ("REDUCE_GRADS").
 inline std::string action_label(const Action& a, int v) {
   if (is_step_level(a.kind)) return std::string(name(a.kind));
+  if (a.kind == ActionKind::forward_backward) {
+    return action_label(forward_half(a), v) + "&" + action_label(backward_half(a), v);
+  }
   return v > 1 ? fmt::format("{}{}.{}", name(a.kind), a.microbatch, a.chunk)
                : fmt::format("{}{}", name(a.kind), a.microbatch);
 }

@@ -36,6 +36,7 @@ RunPlan run_plan(const config::RunConfig& config) {
   plan.costs.forward = config.sim.cost_forward * per_chunk;
   plan.costs.backward_input = config.sim.cost_backward_input * per_chunk;
   plan.costs.backward_weight = config.sim.cost_backward_weight * per_chunk;
+  plan.costs.overlap = config.sim.overlap;
   plan.costs.comm_latency = config.sim.comm_latency;
   plan.costs.comm_bandwidth = config.sim.comm_bandwidth;
   plan.costs.max_in_flight = config.sim.max_in_flight;

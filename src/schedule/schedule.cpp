@@ -12,8 +12,9 @@ std::size_t Schedule::action_count() const {
 
 bool Schedule::training() const {
   return std::any_of(ranks.begin(), ranks.end(), [](const std::vector<Action>& actions) {
-    return std::any_of(actions.begin(), actions.end(),
-                       [](const Action& a) { return releases_stash(a.kind) || a.kind == ActionKind::backward_weight; });
+    return std::any_of(actions.begin(), actions.end(), [](const Action& a) {
+      return releases_stash(a.kind) || a.kind == ActionKind::backward_weight || a.kind == ActionKind::forward_backward;
+    });
   });
 }
 

@@ -41,8 +41,8 @@ std::size_t boundary_of(ActionKind kind, int stage) {
 }  // namespace
 
 double CostModel::compute_time(ActionKind kind, int stage) const {
-  const StageCosts c =
-      stages.empty() ? StageCosts{forward, backward_input, backward_weight} : stages[static_cast<std::size_t>(stage)];
+  const StageCosts c = stages.empty() ? StageCosts{forward, backward_input, backward_weight, overlap}
+                                      : stages[static_cast<std::size_t>(stage)];
   const double sums = sums_time(*this, kind, stage);
   switch (kind) {
     case ActionKind::forward:
@@ -56,6 +56,15 @@ double CostModel::compute_time(ActionKind kind, int stage) const {
     default:
       return 0.0;
   }
+}
+
+double CostModel::overlapped_time(const Placement& placement, int rank, const Action& overlapped) const {
+  const Action f = forward_half(overlapped), bw = backward_half(overlapped);
+  const int stage = placement.stage(rank, f.chunk);
+  const double hidden = stages.empty() ? overlap : stages[static_cast<std::size_t>(stage)].overlap;
+  const double forward_time = compute_time(f.kind, stage);
+  const double backward_time = compute_time(bw.kind, placement.stage(rank, bw.chunk));
+  return forward_time + backward_time - hidden * std::min(forward_time, backward_time);
 }
 
 std::int64_t CostModel::message_bytes(ActionKind kind, int stage) const {
@@ -78,10 +87,13 @@ void check_compute_costs(const StageCosts& c, const std::string& which) {
     throw input_error(fmt::format("simulated costs{} must be > 0, but F = {}, B = {}, W = {}", which, c.forward,
                                   c.backward_input, c.backward_weight));
   }
+  if (!(c.overlap >= 0.0 && c.overlap <= 1.0)) {
+    throw input_error(fmt::format("the F&B overlap{} must be 0 to 1, but it is {}", which, c.overlap));
+  }
 }
 
 void check_costs(const CostModel& costs, const Schedule& schedule) {
-  check_compute_costs({costs.forward, costs.backward_input, costs.backward_weight}, "");
+  check_compute_costs({costs.forward, costs.backward_input, costs.backward_weight, costs.overlap}, "");
   if (!(costs.comm_latency >= 0.0) || !(costs.comm_bandwidth >= 0.0) || costs.bytes_per_transfer < 0 ||
       !std::isfinite(costs.comm_latency) || !std::isfinite(costs.comm_bandwidth)) {
     throw input_error(fmt::format("communication costs must be >= 0, but latency = {}, bandwidth = {}, bytes = {}",
@@ -145,6 +157,7 @@ class ComputeTimes {
       }
     }
   }
+  // F, B, W or BW; an F&B's time is CostModel::overlapped_time.
   double operator()(int rank, const Action& a) const { return times_[index(rank, a.chunk, static_cast<int>(a.kind))]; }
 
  private:
@@ -201,7 +214,9 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
     double& now = clock[rank];
     double sent = 0.0;
     if (is_compute(a.kind)) {
-      const double time = compute_time(rank, a) * draw.compute();
+      const double cost = a.kind == ActionKind::forward_backward ? costs.overlapped_time(schedule.placement, rank, a)
+                                                                 : compute_time(rank, a);
+      const double time = cost * draw.compute();
       if (first_compute[rank] < 0.0) first_compute[rank] = now;
       now += time;
       last_compute[rank] = now;

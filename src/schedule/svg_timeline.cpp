@@ -116,7 +116,8 @@ class SvgTimeline {
           const double duration = a.end - a.start;
           if (!is_compute(a.action.kind) || duration <= 0.0) continue;
           shortest = std::min(shortest, duration);
-          present_[static_cast<std::size_t>(a.action.kind)] = true;
+          for_each_part(a.action, [&](const Action& part) { present_[static_cast<std::size_t>(part.kind)] = true; });
+          overlapped_ = overlapped_ || a.action.kind == ActionKind::forward_backward;
         }
       }
     }
@@ -184,8 +185,10 @@ class SvgTimeline {
     if (v > 1) {
       for (int c = 0; c < v; ++c) swatch(x, shade(ActionKind::forward, c, v), fmt::format("chunk {}", c));
     }
-    const std::string note = "box numbers: microbatch";
-    out_ += fmt::format("<text x=\"{:.1f}\" y=\"61.5\" font-size=\"12\" fill=\"#444\">{}</text>\n", x, note);
+    const std::string note =
+        overlapped_ ? "box numbers: microbatch; split boxes: F&B, its F above its BW" : "box numbers: microbatch";
+    out_ +=
+        fmt::format("<text x=\"{:.1f}\" y=\"61.5\" font-size=\"12\" fill=\"#444\">{}</text>\n", x, xml_escaped(note));
     text_right_ = std::max(text_right_, x + 6.8 * static_cast<double>(note.size()));
   }
 
@@ -209,21 +212,30 @@ class SvgTimeline {
     for (const TimedAction& a : t.ranks[rank]) {
       const double duration = a.end - a.start;
       if (!is_compute(a.action.kind) || duration <= 0.0) continue;
-      box(rank, a.action, t.v, left + a.start * scale_, y, duration * scale_);
+      const double x = left + a.start * scale_;
+      if (a.action.kind == ActionKind::forward_backward) {
+        // Both halves run for the whole box: the F above, the BW below.
+        const std::string title = describe(a.action);
+        box(rank, forward_half(a.action), title, t.v, x, y, duration * scale_, row_height / 2);
+        box(rank, backward_half(a.action), title, t.v, x, y + row_height / 2, duration * scale_, row_height / 2);
+      } else {
+        box(rank, a.action, describe(a.action), t.v, x, y, duration * scale_, row_height);
+      }
     }
   }
 
-  void box(int rank, const Action& a, int v, double x, double y, double w) {
+  void box(int rank, const Action& a, const std::string& title, int v, double x, double y, double w, double h) {
     const Rgb colour = shade(a.kind, a.chunk, v);
     out_ += fmt::format(
         "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\" "
         "stroke-width=\"1\"><title>rank {}: {}</title></rect>\n",
-        x, y, w, row_height, hex(colour), rank, describe(a));
+        x, y, w, h, hex(colour), rank, xml_escaped(title));
     const std::string number = std::to_string(a.microbatch);
     if (w < 7.0 * static_cast<double>(number.size()) + 4.0) return;
+    const double size = h < row_height ? 10.0 : 12.0;
     out_ +=
-        fmt::format("<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"12\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
-                    x + w / 2, y + row_height / 2 + 4.2, text_colour(colour), number);
+        fmt::format("<text x=\"{:.2f}\" y=\"{:.1f}\" font-size=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
+                    x + w / 2, y + h / 2 + size * 0.35, size, text_colour(colour), number);
   }
 
   void axis(const Timeline& t, double y) {
@@ -246,7 +258,8 @@ class SvgTimeline {
   }
 
   const std::vector<Timeline>& panels_;
-  std::array<bool, action_kind_count> present_{};
+  std::array<bool, action_kind_count> present_{};  // per kind, F&B's halves counted as F and BW
+  bool overlapped_ = false;                        // some box is an F&B
   double scale_ = 1.0;
   double width_ = 0.0;
   double height_ = 0.0;

@@ -23,11 +23,21 @@ namespace kpipe::schedule {
 namespace {
 
 // Action fields in the order they are written; a kind takes the first
-// field_count(kind) of them.
-constexpr std::array<std::string_view, 4> field_names = {"mb", "chunk", "peer", "tag"};
+// field_count(kind) of them, an F&B its own four (its BW half where a message has peer and tag).
+constexpr std::array<std::string_view, 4> message_fields = {"mb", "chunk", "peer", "tag"};
+constexpr std::array<std::string_view, 4> overlapped_fields = {"mb", "chunk", "bw_mb", "bw_chunk"};
 constexpr std::array<std::string_view, 4> header_names = {"name", "p", "v", "m"};
 
-std::size_t field_count(ActionKind kind) { return is_step_level(kind) ? 0 : is_communication(kind) ? 4 : 2; }
+std::size_t field_count(ActionKind kind) {
+  return is_step_level(kind) ? 0 : is_communication(kind) || kind == ActionKind::forward_backward ? 4 : 2;
+}
+const std::array<std::string_view, 4>& field_names(ActionKind kind) {
+  return kind == ActionKind::forward_backward ? overlapped_fields : message_fields;
+}
+std::string example(ActionKind kind) {
+  return describe(kind == ActionKind::forward_backward ? overlapped_action(1, 0, 0, 1)
+                                                       : message_action(kind, 0, 0, 1, 0));
+}
 
 std::vector<std::string> as_strings(const std::vector<std::string_view>& views) { return {views.begin(), views.end()}; }
 
@@ -77,7 +87,9 @@ class Parser {
     const Schedule& s = file_.schedule;
     std::int64_t forwards = 0;
     for (const auto& actions : s.ranks) {
-      for (const Action& a : actions) forwards += a.kind == ActionKind::forward ? 1 : 0;
+      for (const Action& a : actions) {
+        for_each_part(a, [&](const Action& part) { forwards += part.kind == ActionKind::forward ? 1 : 0; });
+      }
     }
     const std::int64_t needed = std::int64_t{s.p} * s.v * s.m;
     if (needed - forwards <= limits::schedule_missing_forwards) return;
@@ -212,23 +224,29 @@ class Parser {
     if (rank_ < 0) fail(fmt::format("action '{}' before the first 'rank N' line", tokens[0]));
     const Schedule& s = file_.schedule;
     const std::size_t count = field_count(*kind);
-    const auto values = fields(tokens, field_names, count, name(*kind));
+    const auto& names = field_names(*kind);
+    const auto values = fields(tokens, names, count, name(*kind));
     for (std::size_t k = 0; k < count; ++k) {
-      if (values[k].empty()) {
-        fail(fmt::format("{} needs {}=; write e.g. '{}'", name(*kind), field_names[k],
-                         describe(message_action(*kind, 0, 0, 1, 0))));
-      }
+      if (values[k].empty()) fail(fmt::format("{} needs {}=; write e.g. '{}'", name(*kind), names[k], example(*kind)));
     }
-    Action action = step_action(*kind);
-    if (count >= 2) {
-      action.microbatch = static_cast<std::int32_t>(
-          field("mb", values[0], 0, s.m - 1,
+    const auto microbatch = [&](std::size_t k) {
+      return static_cast<std::int32_t>(
+          field(names[k], values[k], 0, s.m - 1,
                 fmt::format("the schedule has m = {} microbatches, numbered 0 to {}", s.m, s.m - 1)));
-      action.chunk = static_cast<std::int8_t>(
-          field("chunk", values[1], 0, s.v - 1,
+    };
+    const auto chunk = [&](std::size_t k) {
+      return static_cast<int>(
+          field(names[k], values[k], 0, s.v - 1,
                 fmt::format("the schedule has v = {} chunks per rank, numbered 0 to {}", s.v, s.v - 1)));
+    };
+    Action action = step_action(*kind);
+    if (*kind == ActionKind::forward_backward) {
+      action = overlapped_action(microbatch(0), chunk(1), microbatch(2), chunk(3));
+    } else if (count >= 2) {
+      action.microbatch = microbatch(0);
+      action.chunk = static_cast<std::int8_t>(chunk(1));
     }
-    if (count == 4) {
+    if (count == 4 && *kind != ActionKind::forward_backward) {
       action.peer = static_cast<std::int16_t>(
           field("peer", values[2], 0, s.p - 1, fmt::format("ranks are numbered 0 to {} (p = {})", s.p - 1, s.p)));
       action.tag = static_cast<std::int32_t>(

@@ -23,7 +23,12 @@ struct Need {
   bool any_backward;  // BW or B, whichever the rank has
 
   bool matches(const Action& a) const {
-    return (any_backward ? releases_stash(a.kind) : a.kind == kind) && a.microbatch == microbatch && a.chunk == chunk;
+    bool found = false;
+    for_each_part(a, [&](const Action& part) {
+      found = found || ((any_backward ? releases_stash(part.kind) : part.kind == kind) &&
+                        part.microbatch == microbatch && part.chunk == chunk);
+    });
+    return found;
   }
   std::string describe() const {
     return any_backward ? fmt::format("the backward (BW or B) mb={} chunk={}", microbatch, chunk)
@@ -85,6 +90,7 @@ class RankCheck {
   }
 
   bool walk();
+  bool check_overlapped(std::size_t i, const Action& a);
   bool check_fields(std::size_t i, const Action& a);
   bool check_message(std::size_t i, const Action& a);
   bool check_dependencies(std::size_t i, const Action& a);
@@ -116,6 +122,10 @@ bool RankCheck::walk() {
       at_step = static_cast<std::int32_t>(i);
       continue;
     }
+    if (a.kind == ActionKind::forward_backward) {
+      if (!check_overlapped(i, a)) return false;
+      continue;
+    }
     std::uint8_t& mark = done(a.kind, a.microbatch, a.chunk);
     if (mark) {
       return fail_at(i, fmt::format("appears twice (also action {})", find({a.kind, a.microbatch, a.chunk, false})));
@@ -125,6 +135,32 @@ bool RankCheck::walk() {
     mark = 1;
     if (is_compute(a.kind)) last_compute_ = static_cast<std::int32_t>(i);
   }
+  return true;
+}
+
+// An F&B's halves run at the same time: each is checked as the action it
+// stands for, and neither may need the other.
+bool RankCheck::check_overlapped(std::size_t i, const Action& a) {
+  if (a.peer < 0 || a.peer >= s_.v) {
+    return fail_at(i, fmt::format("bw_chunk {} is out of range 0..{} (v = {})", a.peer, s_.v - 1, s_.v));
+  }
+  const Action halves[] = {forward_half(a), backward_half(a)};
+  for (const Action& half : halves) {
+    if (!check_fields(i, half)) return false;
+  }
+  if (halves[0].microbatch == halves[1].microbatch && halves[0].chunk == halves[1].chunk) {
+    return fail_at(i, "its BW needs its own F, but the halves of an F&B run at once; put the F in an earlier action");
+  }
+  for (const Action& half : halves) {
+    if (done(half.kind, half.microbatch, half.chunk)) {
+      return fail_at(i, fmt::format("its {} appears twice (also action {})", describe(half),
+                                    find({half.kind, half.microbatch, half.chunk, false})));
+    }
+    if (!check_dependencies(i, half)) return false;
+  }
+  if (!check_weight_order(i, halves[1])) return false;
+  for (const Action& half : halves) done(half.kind, half.microbatch, half.chunk) = 1;
+  last_compute_ = static_cast<std::int32_t>(i);
   return true;
 }
 

@@ -50,16 +50,13 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
                            "(p-1)tF/(2m(tF+tB+tW))");
 }
 
-// A schedule file named zb-v with another v is read with looped placement; its check refuses it elsewhere.
-Placement placement(int p, int v) { return v == 2 ? Placement::v_shape(p) : Placement::looped(p, v); }
-
 }  // namespace
 
 const ScheduleInfo& zb_v_info() {
   static const ScheduleInfo info{
       "zb-v", "split backward over two chunks per rank in a V (Qi et al. ZB-V): near-zero bubble, 1F1B's memory",
       true,   generator,
-      check,  placement,
+      check,  v_placement,
       bubble};
   return info;
 }

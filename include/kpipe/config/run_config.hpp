@@ -189,6 +189,7 @@ struct SimConfig {
   double cost_forward = 1.0;
   double cost_backward_input = 1.0;
   double cost_backward_weight = 1.0;
+  double overlap = 0.0;  // of an F&B's shorter half, hidden behind the longer
   double comm_latency = 0.0;
   double comm_bandwidth = 0.0;  // bytes per time unit; 0: transfers cost only latency
   int max_in_flight = 0;        // 0: unlimited

@@ -17,7 +17,8 @@ namespace kpipe::model {
 
 // One rank of one model stage (p·v of them, in model order).
 struct StageTraffic {
-  std::int64_t output_bytes = 0;  // the whole boundary tensor after the stage, per microbatch; 0 for the last
+  std::int64_t output_bytes = 0;        // the whole boundary tensor after the stage, per microbatch; 0 for the last
+  std::int64_t output_share_bytes = 0;  // one message across that boundary: output_bytes over its parts
   // Per microbatch: the boundary activation sent in F and gradient sent in B
   // (1/t of the whole with scatter/gather), and the tensor group's sums in F
   // (layers and loss) and B (recomputation repeats F's), with the

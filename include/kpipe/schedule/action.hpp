@@ -24,8 +24,12 @@ enum class ActionKind : std::uint8_t {
   loss,             // LOSS: loss and its gradient, on the last model stage
   reduce_grads,     // REDUCE_GRADS: data-parallel gradient all-reduce, once per step
   optimizer_step,   // OPTIMIZER_STEP: weight update, once per step
+  // F&B: one microbatch's F overlapped with another's BW on the same rank
+  // (DualPipe). Last, so that the numbers of the other kinds, which profiles
+  // store, stay what they were.
+  forward_backward,
 };
-inline constexpr int action_kind_count = 11;
+inline constexpr int action_kind_count = 12;
 
 // Field widths follow the deck's limits: v <= 64 chunks, p <= 4096 ranks.
 struct Action {
@@ -52,8 +56,34 @@ inline Action message_action(ActionKind kind, int microbatch, int chunk, int pee
 }
 inline Action step_action(ActionKind kind) { return {kind, -1, -1, -1, -1}; }
 
-// F, B, W and BW: the actions that cost compute time.
-constexpr bool is_compute(ActionKind k) { return k <= ActionKind::backward; }
+// An F&B keeps its F in (microbatch, chunk) and its BW in (tag, peer): a
+// compute action has no message fields, so the pair stays a 12-byte Action.
+// Everything that needs the halves asks forward_half and backward_half.
+inline Action overlapped_action(int forward_microbatch, int forward_chunk, int backward_microbatch,
+                                int backward_chunk) {
+  return {ActionKind::forward_backward, static_cast<std::int8_t>(forward_chunk),
+          static_cast<std::int16_t>(backward_chunk), forward_microbatch, backward_microbatch};
+}
+inline Action forward_half(const Action& overlapped) {
+  return compute_action(ActionKind::forward, overlapped.microbatch, overlapped.chunk);
+}
+inline Action backward_half(const Action& overlapped) {
+  return compute_action(ActionKind::backward, overlapped.tag, overlapped.peer);
+}
+// Calls part(a) for each compute action `a` stands for: an F&B's F, then its
+// BW; any other action itself.
+template <class Part>
+void for_each_part(const Action& a, Part&& part) {
+  if (a.kind == ActionKind::forward_backward) {
+    part(forward_half(a));
+    part(backward_half(a));
+  } else {
+    part(a);
+  }
+}
+
+// F, B, W, BW and F&B: the actions that cost compute time.
+constexpr bool is_compute(ActionKind k) { return k <= ActionKind::backward || k == ActionKind::forward_backward; }
 // B and BW: the actions that release a stashed activation.
 constexpr bool releases_stash(ActionKind k) { return k == ActionKind::backward_input || k == ActionKind::backward; }
 constexpr bool is_send(ActionKind k) { return k == ActionKind::send_act || k == ActionKind::send_grad; }
@@ -61,7 +91,8 @@ constexpr bool is_receive(ActionKind k) { return k == ActionKind::recv_act || k 
 constexpr bool is_communication(ActionKind k) { return is_send(k) || is_receive(k); }
 constexpr bool is_step_level(ActionKind k) { return k == ActionKind::reduce_grads || k == ActionKind::optimizer_step; }
 // Where measured compute time is booked: 0 F (with LOSS, which runs inside the
-// last stage's forward work), 1 B, 2 W, 3 BW; -1 for every other action.
+// last stage's forward work), 1 B, 2 W, 3 BW; -1 for every other action (an
+// F&B's time is two halves' at once, so it calibrates neither).
 constexpr int compute_slot(ActionKind k) {
   switch (k) {
     case ActionKind::forward:
@@ -94,7 +125,8 @@ constexpr ActionKind matching_receive(ActionKind send) {
 }
 
 // The most microbatches a rank's action list holds between F and B/BW; it
-// depends on the order of the list only, not on time. With limit > 0,
+// depends on the order of the list only, not on time. An F&B stashes its F's
+// activation before its BW releases another: DeepSeek's PP+1. With limit > 0,
 // first_over_limit is the index of the first F that holds more than `limit`
 // (actions.size() when none does).
 struct StashPeak {
@@ -103,12 +135,13 @@ struct StashPeak {
 };
 StashPeak peak_stash(const std::vector<Action>& actions, int limit = 0);
 
-// "F", "SEND_ACT", ...; and back, nullopt for an unknown name.
+// "F", "SEND_ACT", "F&B", ...; and back, nullopt for an unknown name.
 std::string_view name(ActionKind kind);
 std::optional<ActionKind> parse_kind(std::string_view name);
 
 // The action as one line of the text form: "F mb=3 chunk=0",
-// "SEND_ACT mb=3 chunk=0 peer=1 tag=6", "OPTIMIZER_STEP".
+// "SEND_ACT mb=3 chunk=0 peer=1 tag=6", "F&B mb=5 chunk=0 bw_mb=2 bw_chunk=1",
+// "OPTIMIZER_STEP".
 std::string describe(const Action& action);
 
 }  // namespace kpipe::schedule

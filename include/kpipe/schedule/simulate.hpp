@@ -7,6 +7,9 @@
 //   F, B, W        forward / backward_input / backward_weight, of stages[stage]
 //                  when per-stage costs are given (e.g. measured ones)
 //   BW             B + W
+//   F&B            F + BW of its halves' stages, less `overlap` times the
+//                  shorter of the two: 0 when they run one after the other
+//                  (host backends), 1 when two streams hide it entirely
 //   transfer       comm_latency + bytes / comm_bandwidth (bandwidth 0:
 //                  latency only); the link, not the rank, is busy. bytes:
 //                  bytes_per_transfer, or with per-stage communication the
@@ -43,6 +46,7 @@ struct StageCosts {
   double forward = 1.0;          // one F
   double backward_input = 1.0;   // one B
   double backward_weight = 1.0;  // one W
+  double overlap = 0.0;          // of an F&B on this stage's rank: the share of its shorter half hidden (0..1)
 };
 
 // What one rank of a model stage communicates besides its messages' payload
@@ -68,7 +72,8 @@ struct CostModel {
   double forward = 1.0;            // one F of one model stage
   double backward_input = 1.0;     // one B
   double backward_weight = 1.0;    // one W
-  std::vector<StageCosts> stages;  // one entry per model stage (p·v) replacing the three above, or empty
+  double overlap = 0.0;            // an F&B hides this share of its shorter half (0..1)
+  std::vector<StageCosts> stages;  // one entry per model stage (p·v) replacing the four above, or empty
   double comm_latency = 0.0;
   double comm_bandwidth = 0.0;  // bytes per time unit; 0 means transfers cost latency only
   std::int64_t bytes_per_transfer = 0;
@@ -82,6 +87,8 @@ struct CostModel {
 
   // F, B, W or BW of model stage `stage`: its compute and its tensor-group sums.
   double compute_time(ActionKind kind, int stage) const;
+  // An F&B of `rank` (`overlapped` holds its halves).
+  double overlapped_time(const Placement& placement, int rank, const Action& overlapped) const;
   // A SEND_ACT or SEND_GRAD of model stage `stage`: its bytes, and its delay on the link.
   std::int64_t message_bytes(ActionKind kind, int stage) const;
   double transfer_time(ActionKind kind, int stage) const;

@@ -1,6 +1,6 @@
 // Pipelined training must give bitwise the weights of the sequential
 // reference that accumulates in the same order (DESIGN.md §3), for every
-// schedule, p in {2, 4}, d in {1, 2}, with and without recomputation (also
+// schedule (dualpipe-v's F&B's included), p in {2, 4}, d in {1, 2}, with and without recomputation (also
 // with compute.gemm = packed, and in bf16); and the activations each rank stashes must
 // peak where the simulator says. The same holds on an HDF5 dataset, whose
 // shuffled epochs both draw from.
@@ -34,7 +34,7 @@ constexpr int steps = 5;
 // microbatches per replica, and clipping tight enough to act every step.
 config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& recompute,
                              const std::string& extra = "") {
-  const int v = schedule == "interleaved" || schedule == "zb-v" ? 2 : 1;
+  const int v = schedule == "interleaved" || schedule == "zb-v" || schedule == "dualpipe-v" ? 2 : 1;
   const std::string text = fmt::format(
       "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16, 16, 16]\nmodel.output_dim = 5\n"
       "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\ntrain.grad_clip = 0.05\n"
@@ -85,7 +85,7 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
   for (const int p : {2, 4}) {
     for (const int d : {1, 2}) {
       if (p * d != size) continue;
-      for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"}) {
+      for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe-v"}) {
         for (const std::string recompute : {"none", "full"}) {
           const config::RunConfig config = config_for(p, d, schedule, recompute);
           runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
@@ -215,9 +215,9 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
   for (const int p : {2, 4}) {
     const int d = size / p;
     if (p * d != size || d > 2) continue;
-    for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v"}) {
+    for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe-v"}) {
       for (const std::string recompute : {"none", "full"}) {
-        const int v = schedule == "interleaved" || schedule == "zb-v" ? 2 : 1;
+        const int v = schedule == "interleaved" || schedule == "zb-v" || schedule == "dualpipe-v" ? 2 : 1;
         // 8 partition units (embedding, 6 blocks, head) for p · v <= 8; the
         // fused attention under the split-backward schedules, GEMM attention
         // elsewhere; warm-up, cosine decay, decay and clipping all act.
@@ -247,8 +247,8 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
           check_against_reference(config);
         }
         // Tied embeddings: the first and last stage on two ranks (1F1B,
-        // interleaved) or on one (ZB-V's V places both on rank 0).
-        if (schedule == "1f1b" || schedule == "interleaved" || schedule == "zb-v") {
+        // interleaved) or on one (a V places both on rank 0).
+        if (schedule == "1f1b" || schedule == "interleaved" || schedule == "zb-v" || schedule == "dualpipe-v") {
           config.compute.precision = config::Precision::fp32;
           config.model.head_bias = false;
           config.model.tie_embeddings = true;

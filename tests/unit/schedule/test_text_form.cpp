@@ -57,8 +57,12 @@ TEST_CASE("text-form mistakes name the file, the line and the token", "[schedule
   const std::string header = "schedule name=x p=2 v=1 m=4\nrank 0\n";
   CHECK(parse_error(header + "  SEND_AKT mb=0 chunk=0 peer=1 tag=0\n") ==
         "test.txt:3: unknown action 'SEND_AKT' (did you mean 'SEND_ACT'?); actions are F, B, W, BW, SEND_ACT, "
-        "RECV_ACT, SEND_GRAD, RECV_GRAD, LOSS, REDUCE_GRADS or OPTIMIZER_STEP");
+        "RECV_ACT, SEND_GRAD, RECV_GRAD, LOSS, REDUCE_GRADS, OPTIMIZER_STEP or F&B");
   CHECK(parse_error(header + "F mb=0\n") == "test.txt:3: F needs chunk=; write e.g. 'F mb=0 chunk=0'");
+  CHECK(parse_error(header + "F&B mb=1 chunk=0\n") ==
+        "test.txt:3: F&B needs bw_mb=; write e.g. 'F&B mb=1 chunk=0 bw_mb=0 bw_chunk=1'");
+  CHECK(parse_error(header + "F&B mb=1 chunk=0 bw_mb=0 peer=1\n") ==
+        "test.txt:3: unknown field 'peer'; F&B takes mb, chunk, bw_mb and bw_chunk");
   CHECK(parse_error(header + "F mb=4 chunk=0\n") ==
         "test.txt:3: mb=4 is out of range: the schedule has m = 4 microbatches, numbered 0 to 3");
   CHECK(parse_error(header + "F mb=0 chunk=1\n") ==
