@@ -63,6 +63,15 @@ struct SweepOptions {
 };
 int sweep_command(const runtime::Environment& env, const SweepOptions& options);
 
+struct TuneOptions {
+  DeckArguments deck;
+  int steps = 10;          // measured steps per candidate (and per calibration size), after one warm-up step
+  int top = 3;             // how many of the best predictions are measured
+  std::string costs_path;  // --costs: measured costs of the deck instead of calibrating it
+  std::string json_path;
+};
+int tune_command(const runtime::Environment& env, const TuneOptions& options);
+
 struct GenerateOptions {
   DeckArguments deck;                 // without the sampling keys below
   std::string prompt;                 // prompt=TEXT

@@ -116,6 +116,18 @@ int run_cli(const runtime::Environment& env, std::vector<std::string> args) {
   sweep->add_option("--steps", sweep_options.steps, "Measured steps per size, after one warm-up step")
       ->check(CLI::Range(1, 10000));
   sweep->add_option("--json", sweep_options.json_path, "Write the table, the fit and the recommendation as JSON");
+  app::TuneOptions tune_options;
+  auto* tune = cli.add_subcommand(
+      "tune", "Search schedule, v, b, recomputation and partition with the calibrated simulator; measure the best");
+  add_deck_arguments(*tune, tune_options.deck);
+  tune->add_option("--steps", tune_options.steps, "Measured steps per candidate, after one warm-up step")
+      ->check(CLI::Range(1, 10000));
+  tune->add_option("--top", tune_options.top, "How many of the best predicted candidates to measure")
+      ->check(CLI::Range(1, 100));
+  tune->add_option("--costs", tune_options.costs_path,
+                   "Measured costs of this deck ('run --json', 'sweep --json' or 'run --profile') instead of "
+                   "calibrating it");
+  tune->add_option("--json", tune_options.json_path, "Write every candidate, the measured ones and the winner as JSON");
   app::TraceOptions trace_options;
   auto* trace = cli.add_subcommand("trace", "Export a profile to Chrome-trace JSON and an SVG timeline");
   trace->add_option("PROFILE", trace_options.profile_path, "Profile file (HDF5) of 'kpipe run --profile'")->required();
@@ -167,6 +179,7 @@ int run_cli(const runtime::Environment& env, std::vector<std::string> args) {
     serve_options.svg_path = serve_svg;
     return app::serve_command(env, serve_options);
   }
+  if (*tune) return app::tune_command(env, tune_options);
   return app::sweep_command(env, sweep_options);
 }
 

@@ -63,20 +63,24 @@ std::vector<int> greedy_counts(const std::vector<std::int64_t>& flops, int stage
   return next == layers ? counts : std::vector<int>{};
 }
 
+}  // namespace
+
 // The smallest largest-stage cost reachable, by bisection over the cost.
-std::vector<int> balanced_counts(const std::vector<std::int64_t>& flops, int stages) {
-  std::int64_t low = *std::max_element(flops.begin(), flops.end());
-  std::int64_t high = std::accumulate(flops.begin(), flops.end(), std::int64_t{0});
+std::vector<int> balanced_counts(const std::vector<std::int64_t>& costs, int stages) {
+  std::int64_t low = *std::max_element(costs.begin(), costs.end());
+  std::int64_t high = std::accumulate(costs.begin(), costs.end(), std::int64_t{0});
   while (low < high) {
     const std::int64_t mid = low + (high - low) / 2;
-    if (greedy_counts(flops, stages, mid).empty()) {
+    if (greedy_counts(costs, stages, mid).empty()) {
       low = mid + 1;
     } else {
       high = mid;
     }
   }
-  return greedy_counts(flops, stages, low);
+  return greedy_counts(costs, stages, low);
 }
+
+namespace {
 
 std::int64_t partitions = 0;
 

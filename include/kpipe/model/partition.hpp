@@ -24,6 +24,11 @@ struct LayerRange {
 // layers are input errors that print the numbers.
 std::vector<LayerRange> partition_layers(const ModelSpec& model, int stages, const std::vector<int>& counts = {});
 
+// Layer counts of the `stages` contiguous stages whose largest summed cost is
+// the smallest possible (ties: earlier stages take more layers); `costs` per
+// layer, in any unit (FLOPs, nanoseconds). Precondition: 1 <= stages <= layers.
+std::vector<int> balanced_counts(const std::vector<std::int64_t>& costs, int stages);
+
 // The partition of a run: p * v stages, pipeline.partition when given.
 std::vector<LayerRange> partition_layers(const config::RunConfig& config);
 

@@ -1,0 +1,63 @@
+#pragma once
+// What `kpipe tune` searches (docs/performance.md, "kpipe tune"): every
+// training schedule, v, microbatch size b and recomputation that the deck's
+// ranks can run, each partitioned by measured per-layer costs, predicted by
+// the calibrated simulator, and the best few measured.
+//
+// The per-layer costs come from a calibration of the deck as written: each
+// measured model stage's F, B and W (lines in b, schedule::CostFit) shared
+// among its layers in proportion to their forward FLOPs. A candidate's model
+// stage then costs the sum of its layers', and with recomputation its B also
+// runs its F again; messages, receives and the step's overhead stay the
+// calibration's at the candidate's b.
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "kpipe/config/run_config.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/model/spec.hpp"
+#include "kpipe/schedule/calibration.hpp"
+
+namespace kpipe::runtime {
+
+// F, B and W of one layer, as lines in b (seconds).
+using LayerCost = std::array<schedule::LinearCost, 3>;
+
+// The costs of every layer of `model` from `fit`, measured on `measured` (the
+// calibrated run's partition, one range per model stage of the fit).
+std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::ModelSpec& model,
+                                   const std::vector<model::LayerRange>& measured);
+
+// One configuration of the search: the deck with these keys changed.
+struct TuneCandidate {
+  std::string schedule;
+  int v = 1;
+  int b = 1;
+  config::Recompute recompute = config::Recompute::none;
+  std::vector<int> partition;  // layers per model stage, balanced by the layer costs
+
+  // "pipeline.schedule=zb-v", ... : the overrides that make the deck this candidate.
+  std::vector<std::string> overrides() const;
+  // "zb-v v=2 b=16 recompute=none [3, 2, 2, 3]"
+  std::string describe() const;
+};
+
+// Layer counts of `stages` model stages at microbatch size b whose slowest
+// stage (F + B + W, with recomputation's second F) is as fast as it can be.
+std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, int b, config::Recompute recompute,
+                                         int stages);
+
+// The calibration of a candidate: `fit` at its b for messages and overhead,
+// its stages' compute from the layer costs over `partition`.
+schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const std::vector<LayerCost>& layers,
+                                            const TuneCandidate& candidate, int p);
+
+// Every candidate shape of the deck's p, d and B: the registry's training
+// schedules, v in {1, 2, 4}, each b dividing B/d, recomputation off and on,
+// where the schedule's check accepts (p, v, m) and p·v model stages fit the
+// model's layers; partitions are left empty for the caller.
+std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config, int layers);
+
+}  // namespace kpipe::runtime

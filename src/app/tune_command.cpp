@@ -1,0 +1,292 @@
+// kpipe tune: the whole configuration searched at once (issue: schedules v3).
+// The deck as written is measured at two microbatch sizes to calibrate the
+// costs of its layers (or --costs gives them); then every training schedule,
+// v, b and recomputation the deck's ranks can run is partitioned by those
+// layer costs, predicted by the calibrated simulator and checked against the
+// memory limit; the best few predictions are measured, each for a few steps,
+// beside the deck as written, and the fastest measured is printed as a deck
+// snippet (docs/performance.md, "kpipe tune").
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "auto_microbatch_size.hpp"
+#include "commands.hpp"
+#include "kpipe/comm/collectives.hpp"
+#include "kpipe/comm/process_grid.hpp"
+#include "kpipe/comm/transport.hpp"
+#include "kpipe/config/deck.hpp"
+#include "kpipe/config/from_deck.hpp"
+#include "kpipe/core/error.hpp"
+#include "kpipe/core/log.hpp"
+#include "kpipe/core/output_file.hpp"
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/cost_file.hpp"
+#include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/runtime/microbatch_sweep.hpp"
+#include "kpipe/runtime/tuning.hpp"
+#include "kpipe/schedule/registry.hpp"
+#include "kpipe/schedule/run_plan.hpp"
+
+namespace kpipe::app {
+
+namespace {
+
+constexpr double agreement = 0.05;  // the predicted best counts as right within 5% of the measured best
+
+struct Prediction {
+  runtime::TuneCandidate candidate;
+  double step_seconds = 0.0;
+  schedule::Bubble bubble;
+  double peak_mib = 0.0;               // the largest rank's memory estimate
+  double measured_step_seconds = 0.0;  // 0: not measured
+};
+
+LoadedDeck deck_of(const LoadedDeck& base, const runtime::TuneCandidate& candidate) {
+  config::Deck deck = base.deck;
+  for (const std::string& assignment : candidate.overrides()) deck = config::with_override(deck, assignment);
+  config::RunConfig config = config::run_config(deck);
+  return {std::move(deck), std::move(config)};
+}
+
+// The sizes the deck is calibrated at: every b from a quarter to four times
+// the deck's that divides B/d and that its schedule takes. Candidates stay
+// within them, where the fitted costs interpolate measured ones: beyond them
+// a line in b misses the fixed costs that do not shrink with b.
+std::vector<int> calibration_sizes(const LoadedDeck& base) {
+  const int b = base.config.train.microbatch_size;
+  std::vector<int> sizes;
+  for (const int size : runtime::sizes_to_measure(base.config, {})) {
+    if (4 * size < b || size > 4 * b) continue;
+    try {
+      deck_at_size(base, size);
+      sizes.push_back(size);
+    } catch (const Error&) {
+    }
+  }
+  return sizes;
+}
+
+// Measures the deck at `sizes`; rank 0 holds the calibrations and fits them.
+std::optional<schedule::CostFit> calibrate(const LoadedDeck& base, const std::vector<int>& sizes, int steps,
+                                           double& deck_step_seconds) {
+  std::vector<schedule::Calibration> runs;
+  for (const int b : sizes) {
+    const runtime::SizeMeasurement measured = runtime::measure_size(deck_at_size(base, b).config, steps);
+    if (b == base.config.train.microbatch_size) {
+      deck_step_seconds = base.config.train.global_batch / measured.measured_samples_per_second;
+    }
+    if (measured.calibration) runs.push_back(*measured.calibration);
+  }
+  if (runs.empty()) return std::nullopt;
+  return schedule::fit_costs(runs);
+}
+
+double largest_estimate_mib(const config::RunConfig& config, const schedule::Schedule& schedule,
+                            std::int64_t baseline) {
+  const auto spec = model::TrainerSpec::from_config(config);
+  std::int64_t largest = 0;
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    largest = std::max(largest, runtime::estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
+                                                         !comm::mpi_reaches_device_memory(), baseline)
+                                    .total());
+  }
+  return static_cast<double>(largest) / (1 << 20);
+}
+
+// Every candidate with b in the fit's measured range that the ranks can run
+// and the memory holds, fastest predicted first (rank 0).
+std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit& fit, double limit_mib) {
+  const config::RunConfig& config = base.config;
+  const auto model = model::ModelSpec::from_config(config.model);
+  const auto layers = runtime::layer_costs(fit, model, model::partition_layers(config));
+  const std::int64_t baseline = runtime::resident_bytes();
+  std::vector<Prediction> predictions;
+  const auto measured = [&fit](int b) {
+    return fit.sizes.empty() || (b >= *std::min_element(fit.sizes.begin(), fit.sizes.end()) &&
+                                 b <= *std::max_element(fit.sizes.begin(), fit.sizes.end()));
+  };
+  for (runtime::TuneCandidate candidate : runtime::tune_shapes(config, model.layer_count())) {
+    if (!measured(candidate.b)) continue;
+    candidate.partition = runtime::cost_balanced_partition(layers, candidate.b, candidate.recompute,
+                                                           config.pipeline.stages * candidate.v);
+    try {
+      const LoadedDeck deck = deck_of(base, candidate);
+      const schedule::RunPlan plan = schedule::run_plan(deck.config);
+      const schedule::Schedule schedule = schedule::make_schedule(plan);
+      const auto calibration = runtime::candidate_calibration(fit, layers, candidate, config.pipeline.stages);
+      const schedule::CalibratedStep step = schedule::predict_step(schedule, calibration, plan.costs.max_in_flight);
+      const double peak = largest_estimate_mib(deck.config, schedule, baseline);
+      if (limit_mib > 0 && peak > limit_mib) continue;
+      predictions.push_back({candidate, step.step_seconds, step.bubble, peak, 0.0});
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::input) throw;  // a shape the deck's other keys refuse is no candidate
+    }
+  }
+  std::stable_sort(predictions.begin(), predictions.end(),
+                   [](const Prediction& a, const Prediction& b) { return a.step_seconds < b.step_seconds; });
+  return predictions;
+}
+
+// The candidates rank 0 chose, as numbers every rank can rebuild them from.
+std::vector<int> encode(const std::vector<Prediction>& chosen) {
+  const auto names = schedule::schedule_names();
+  std::vector<int> codes = {static_cast<int>(chosen.size())};
+  for (const Prediction& p : chosen) {
+    const auto& c = p.candidate;
+    codes.push_back(static_cast<int>(std::find(names.begin(), names.end(), c.schedule) - names.begin()));
+    codes.insert(codes.end(), {c.v, c.b, static_cast<int>(c.recompute), static_cast<int>(c.partition.size())});
+    codes.insert(codes.end(), c.partition.begin(), c.partition.end());
+  }
+  return codes;
+}
+
+std::vector<runtime::TuneCandidate> decode(const std::vector<int>& codes) {
+  const auto names = schedule::schedule_names();
+  std::vector<runtime::TuneCandidate> candidates;
+  std::size_t at = 1;
+  for (int k = 0; k < codes[0]; ++k) {
+    runtime::TuneCandidate c{names[static_cast<std::size_t>(codes[at])],
+                             codes[at + 1],
+                             codes[at + 2],
+                             static_cast<config::Recompute>(codes[at + 3]),
+                             {}};
+    const int stages = codes[at + 4];
+    at += 5;
+    c.partition.assign(codes.begin() + static_cast<std::ptrdiff_t>(at),
+                       codes.begin() + static_cast<std::ptrdiff_t>(at + stages));
+    at += static_cast<std::size_t>(stages);
+    candidates.push_back(std::move(c));
+  }
+  return candidates;
+}
+
+std::string snippet(const runtime::TuneCandidate& c) {
+  std::string counts;
+  for (const int n : c.partition) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
+  return fmt::format(
+      "pipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\ntrain.microbatch_size = {}\n"
+      "pipeline.recompute = \"{}\"\npipeline.partition = [{}]\n",
+      c.schedule, c.v, c.b, config::name_of(c.recompute), counts);
+}
+
+nlohmann::json row_json(const Prediction& p) {
+  nlohmann::json row = {{"schedule", p.candidate.schedule},
+                        {"v", p.candidate.v},
+                        {"b", p.candidate.b},
+                        {"recompute", std::string(config::name_of(p.candidate.recompute))},
+                        {"partition", p.candidate.partition},
+                        {"predicted_step_seconds", p.step_seconds},
+                        {"predicted_bubble", p.bubble.idle_over_useful},
+                        {"peak_mib", p.peak_mib}};
+  if (p.measured_step_seconds > 0) row["measured_step_seconds"] = p.measured_step_seconds;
+  return row;
+}
+
+}  // namespace
+
+int tune_command(const runtime::Environment& env, const TuneOptions& options) {
+  const LoadedDeck base = load_deck(options.deck);
+  require_writable(options.json_path, "--json");
+  runtime::check_sweepable(base.config, "kpipe tune");
+  const config::RunConfig& config = base.config;
+  // What kpipe run would check each candidate against, as it does.
+  const comm::ProcessGrid grid(comm::world(), config.pipeline.stages, config.pipeline.tensor_parallel,
+                               config.pipeline.data_parallel);
+  const double limit_mib = config.runtime.memory_limit_mib > 0
+                               ? config.runtime.memory_limit_mib
+                               : static_cast<double>(runtime::memory_budget(grid.ranks_on_node()).bytes) / (1 << 20);
+  log::info(
+      "tune: p = {}, t = {}, d = {}, B = {}; schedules x v x b x recomputation, partitions balanced by "
+      "measured layer costs; the best {} measured for {} steps each beside the deck as written",
+      config.pipeline.stages, config.pipeline.tensor_parallel, config.pipeline.data_parallel, config.train.global_batch,
+      options.top, options.steps);
+
+  double deck_step_seconds = 0.0;
+  std::optional<schedule::CostFit> fit;
+  if (options.costs_path.empty()) {
+    const std::vector<int> sizes = calibration_sizes(base);
+    log::info("calibrating the deck at b = {}", runtime::size_list(sizes));
+    fit = calibrate(base, sizes, options.steps, deck_step_seconds);
+  } else {
+    if (env.rank() == 0) fit = runtime::read_cost_file(options.costs_path);
+    deck_step_seconds =
+        config.train.global_batch / runtime::measure_size(config, options.steps).measured_samples_per_second;
+  }
+
+  std::vector<Prediction> predictions;
+  if (env.rank() == 0) predictions = predict(base, *fit, limit_mib);
+  const auto top = static_cast<std::size_t>(options.top);
+  std::vector<int> chosen =
+      encode(std::vector<Prediction>(predictions.begin(), predictions.begin() + std::min(top, predictions.size())));
+  std::vector<int> length = {static_cast<int>(chosen.size())};  // other ranks hold no predictions
+  comm::broadcast(comm::world(), 0, length);
+  chosen.resize(static_cast<std::size_t>(length[0]));
+  comm::broadcast(comm::world(), 0, chosen);
+  const auto candidates = decode(chosen);
+  std::vector<double> measured;
+  for (const auto& candidate : candidates) {
+    const auto result = runtime::measure_size(deck_of(base, candidate).config, options.steps);
+    measured.push_back(config.train.global_batch / result.measured_samples_per_second);
+    log::info("measured {}: {:.3f} ms per step", candidate.describe(), 1e3 * measured.back());
+  }
+  if (env.rank() != 0) return 0;
+  if (predictions.empty()) throw input_error("kpipe tune: no candidate fits; raise runtime.memory_limit_mib");
+  for (std::size_t k = 0; k < measured.size(); ++k) predictions[k].measured_step_seconds = measured[k];
+
+  log::info("{:>4} {:<44} {:>13} {:>13} {:>16} {:>13}", "rank", "candidate", "predicted ms", "measured ms",
+            "pred. bubble", "peak MiB");
+  const std::size_t shown = std::min<std::size_t>(predictions.size(), std::max<std::size_t>(top, 10));
+  for (std::size_t k = 0; k < shown; ++k) {
+    const Prediction& p = predictions[k];
+    log::info("{:>4} {:<44} {:>13.3f} {:>13} {:>16.3f} {:>13.1f}", k + 1, p.candidate.describe(), 1e3 * p.step_seconds,
+              p.measured_step_seconds > 0 ? fmt::format("{:.3f}", 1e3 * p.measured_step_seconds) : "-",
+              p.bubble.idle_over_useful, p.peak_mib);
+  }
+  if (predictions.size() > shown)
+    log::info("... and {} candidates more (--json has them all)", predictions.size() - shown);
+  log::info("the deck as written ({} {} v={} b={}): {:.3f} ms per step measured", options.deck.path,
+            config.pipeline.schedule, config.pipeline.virtual_stages, config.train.microbatch_size,
+            1e3 * deck_step_seconds);
+
+  std::size_t fastest = 0;
+  for (std::size_t k = 1; k < measured.size(); ++k) {
+    if (measured[k] < measured[fastest]) fastest = k;
+  }
+  const double predicted_best_ratio = measured[fastest] / measured[0];
+  log::info("the predicted best measured {:.3f} ms, the measured best ({}) {:.3f} ms: {}", 1e3 * measured[0],
+            predictions[fastest].candidate.describe(), 1e3 * measured[fastest],
+            fastest == 0                              ? "the same candidate"
+            : predicted_best_ratio >= 1.0 - agreement ? "within 5%, they agree"
+                                                      : "more than 5% apart");
+  const bool deck_wins = deck_step_seconds < measured[fastest];
+  if (deck_wins) {
+    log::info("winner: the deck as written ({:.3f} ms per step) is faster than every measured candidate; keep it",
+              1e3 * deck_step_seconds);
+  } else {
+    log::info("winner ({:.1f}% faster than the deck as written), as deck keys:\n{}",
+              100.0 * (deck_step_seconds / measured[fastest] - 1.0), snippet(predictions[fastest].candidate));
+  }
+
+  write_output(options.json_path, "--json", [&](std::ostream& out) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Prediction& p : predictions) rows.push_back(row_json(p));
+    nlohmann::json json = {{"command", "tune"},
+                           {"deck", options.deck.path},
+                           {"steps", options.steps},
+                           {"deck_measured_step_seconds", deck_step_seconds},
+                           {"memory_limit_mib", limit_mib},
+                           {"candidates", rows},
+                           {"predicted_best_measured_ratio", predicted_best_ratio},
+                           {"agree_within_5_percent", predicted_best_ratio >= 1.0 - agreement},
+                           {"winner", deck_wins ? nlohmann::json("deck") : row_json(predictions[fastest])},
+                           {"cost_fit", nlohmann::json::parse(schedule::cost_fit_json(*fit))}};
+    out << json.dump(2) << '\n';
+  });
+  return 0;
+}
+
+}  // namespace kpipe::app

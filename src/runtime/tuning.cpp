@@ -1,0 +1,118 @@
+#include "kpipe/runtime/tuning.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kpipe/core/error.hpp"
+#include "kpipe/schedule/registry.hpp"
+
+namespace kpipe::runtime {
+
+namespace {
+
+schedule::LinearCost share(const schedule::LinearCost& cost, double fraction) {
+  return {cost.fixed * fraction, cost.per_sample * fraction};
+}
+
+// A layer's F + B + W at b, recomputation's second F included.
+double layer_seconds(const LayerCost& cost, int b, config::Recompute recompute) {
+  const double forward = cost[0].at(b);
+  return forward + cost[1].at(b) + cost[2].at(b) + (recompute == config::Recompute::full ? forward : 0.0);
+}
+
+}  // namespace
+
+std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::ModelSpec& model,
+                                   const std::vector<model::LayerRange>& measured) {
+  if (measured.size() != fit.stages.size()) {
+    throw input_error(fmt::format(
+        "the costs were measured on {} model stages but the deck has {}; calibrate this deck (kpipe tune without "
+        "--costs) or give costs of a run of it",
+        fit.stages.size(), measured.size()));
+  }
+  const auto specs = model.layers();
+  std::vector<LayerCost> layers(specs.size());
+  for (std::size_t s = 0; s < measured.size(); ++s) {
+    const model::LayerRange range = measured[s];
+    double flops = 0.0;
+    for (int l = range.first; l < range.end(); ++l) flops += static_cast<double>(model::forward_flops(specs[l]));
+    for (int l = range.first; l < range.end(); ++l) {
+      // Layers without FLOPs (activations) share a stage's time only when none has any.
+      const double fraction =
+          flops > 0.0 ? static_cast<double>(model::forward_flops(specs[l])) / flops : 1.0 / range.count;
+      for (int k = 0; k < 3; ++k) layers[l][k] = share(fit.stages[s][k], fraction);
+    }
+  }
+  return layers;
+}
+
+std::vector<std::string> TuneCandidate::overrides() const {
+  std::string counts;
+  for (const int c : partition) counts += (counts.empty() ? "" : ", ") + std::to_string(c);
+  return {fmt::format("pipeline.schedule={}", schedule), fmt::format("pipeline.virtual_stages={}", v),
+          fmt::format("train.microbatch_size={}", b), fmt::format("pipeline.recompute={}", config::name_of(recompute)),
+          fmt::format("pipeline.partition=[{}]", counts)};
+}
+
+std::string TuneCandidate::describe() const {
+  std::string counts;
+  for (const int c : partition) counts += (counts.empty() ? "" : ",") + std::to_string(c);
+  return fmt::format("{} v={} b={} recompute={} [{}]", schedule, v, b, config::name_of(recompute), counts);
+}
+
+std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, int b, config::Recompute recompute,
+                                         int stages) {
+  std::vector<std::int64_t> nanoseconds;
+  for (const LayerCost& layer : layers) {
+    nanoseconds.push_back(std::max<std::int64_t>(1, std::llround(1e9 * layer_seconds(layer, b, recompute))));
+  }
+  return model::balanced_counts(nanoseconds, stages);
+}
+
+schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const std::vector<LayerCost>& layers,
+                                            const TuneCandidate& candidate, int p) {
+  schedule::Calibration costs = fit.at(candidate.b);
+  costs.p = p;
+  costs.v = candidate.v;
+  costs.microbatch_size = candidate.b;
+  costs.stages.clear();
+  int first = 0;
+  for (const int count : candidate.partition) {
+    schedule::StageCosts stage{0.0, 0.0, 0.0};
+    for (int l = first; l < first + count; ++l) {
+      stage.forward += layers[l][0].at(candidate.b);
+      stage.backward_input += layers[l][1].at(candidate.b);
+      stage.backward_weight += layers[l][2].at(candidate.b);
+    }
+    if (candidate.recompute == config::Recompute::full) stage.backward_input += stage.forward;
+    costs.stages.push_back(stage);
+    first += count;
+  }
+  return costs;
+}
+
+std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config, int layers) {
+  const config::PipelineConfig& pipeline = config.pipeline;
+  const int per_replica = config.train.global_batch / pipeline.data_parallel;
+  std::vector<TuneCandidate> shapes;
+  for (const std::string& name : schedule::schedule_names()) {
+    const schedule::ScheduleInfo& info = schedule::find_schedule(name);
+    if (!info.trains) continue;
+    for (const int v : {1, 2, 4}) {
+      if (pipeline.stages * v > layers) continue;
+      for (int b = 1; b <= per_replica; ++b) {
+        if (per_replica % b != 0) continue;
+        const schedule::ShapeCheck shape{pipeline.stages, v, per_replica / b, b, pipeline.data_parallel, {}};
+        if (info.check(shape)) continue;
+        for (const auto recompute : {config::Recompute::none, config::Recompute::full}) {
+          shapes.push_back({name, v, b, recompute, {}});
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+}  // namespace kpipe::runtime

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# kpipe tune on the compute-bound deck (2 ranks): every candidate it predicts
+# is a shape the deck's ranks can run, partitioned into p·v stages that cover
+# the model's layers, ranked by predicted step; the best --top were measured;
+# the winner is the fastest measured (or the deck as written) and its keys
+# are printed. An inference deck is refused in one line, exit code 2.
+#   tune.sh MPIEXEC KPIPE (from the repository root)
+set -uo pipefail
+mpiexec=$1 kpipe=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+deck=benchmarks/decks/compute_bound.toml
+"$mpiexec" -n 2 "$kpipe" tune "$deck" --steps 2 --top 2 --json "$work/tune.json" >"$work/tune.log" 2>&1 ||
+  { echo "kpipe tune failed"; tail -n 5 "$work/tune.log"; exit 1; }
+grep -E "^winner" "$work/tune.log" || { echo "no winner line"; exit 1; }
+/usr/bin/python3 - "$work/tune.json" <<'EOF' || exit 1
+import json, sys
+tune = json.load(open(sys.argv[1]))
+rows = tune["candidates"]
+layers, p, per_replica, deck_b = 8, 2, 512, 32  # the deck: 8 Linear+ReLU layers, 2 stages, B = 512
+measured = [r for r in rows if "measured_step_seconds" in r]
+checks = {
+    "candidates from several schedules": len({r["schedule"] for r in rows}) >= 5,
+    "ranked by predicted step": all(a["predicted_step_seconds"] <= b["predicted_step_seconds"]
+                                    for a, b in zip(rows, rows[1:])),
+    "the two best measured, no other": measured == rows[:2],
+    "every partition: p·v stages covering the layers": all(
+        len(r["partition"]) == p * r["v"] and sum(r["partition"]) == layers and min(r["partition"]) >= 1
+        for r in rows),
+    "every b divides B and lies in the calibrated sizes": all(
+        per_replica % r["b"] == 0 and deck_b / 4 <= r["b"] <= 4 * deck_b for r in rows),
+    "dualpipe-v only with m >= 2p": all(per_replica // r["b"] >= 2 * p for r in rows
+                                        if r["schedule"] == "dualpipe-v"),
+    "v = 2 for the V schedules": all(r["v"] == 2 for r in rows if r["schedule"] in ("zb-v", "dualpipe-v")),
+    "recomputation on and off": {r["recompute"] for r in rows} == {"none", "full"},
+    "the winner is the fastest measured, or the deck": (
+        tune["winner"] == "deck" and tune["deck_measured_step_seconds"] <= min(r["measured_step_seconds"] for r in measured)
+    ) or (tune["winner"] != "deck" and tune["winner"]["measured_step_seconds"] == min(r["measured_step_seconds"] for r in measured)
+          and tune["winner"]["measured_step_seconds"] < tune["deck_measured_step_seconds"]),
+}
+failed = [name for name, ok in checks.items() if not ok]
+print("\n".join(f"{'ok' if ok else 'FAILED'}: {name}" for name, ok in checks.items()))
+sys.exit(1 if failed else 0)
+EOF
+out=$("$kpipe" tune inputs/forward.toml 2>&1)
+code=$?
+[[ $code -eq 2 && $out == *"kpipe tune measures training steps"* ]] ||
+  { echo "an inference deck: exit $code, '$out'"; exit 1; }
+echo "kpipe tune: candidates, measurements and winner as expected"

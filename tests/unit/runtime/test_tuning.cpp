@@ -1,0 +1,119 @@
+// kpipe tune's pieces against arithmetic done by hand: layer costs shared by
+// FLOPs, the partition that makes the slowest stage fastest, a candidate's
+// stage costs, and which shapes the registry lets it try.
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "catch.hpp"
+#include "kpipe/config/from_deck.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/runtime/tuning.hpp"
+
+using namespace kpipe;
+
+namespace {
+
+// Layers 12 -> 16 -> 16 -> 5 of Linear and activations: the FLOPs are the Linears'.
+config::RunConfig mlp(int p, int global_batch, const std::string& extra = "") {
+  return config::run_config(
+      config::parse_deck("model.input_dim = 12\nmodel.hidden = [16, 16]\nmodel.output_dim = 5\ntrain.global_batch = " +
+                             std::to_string(global_batch) +
+                             "\ntrain.microbatch_size = 4\npipeline.stages = " + std::to_string(p) + "\n" + extra,
+                         "tune.toml"));
+}
+
+}  // namespace
+
+TEST_CASE("balanced_counts makes the slowest stage as fast as any split can", "[tune][partition]") {
+  CHECK(model::balanced_counts({1, 1, 1, 1, 4}, 2) == std::vector<int>{4, 1});
+  CHECK(model::balanced_counts({3, 1, 1, 1, 3}, 3) == std::vector<int>{1, 3, 1});
+  CHECK(model::balanced_counts({5, 5, 5, 5}, 4) == std::vector<int>{1, 1, 1, 1});
+  // Every split of 6 layers in 3 stages, by brute force: none has a lower maximum.
+  const std::vector<std::int64_t> costs = {7, 2, 9, 4, 4, 1};
+  const auto counts = model::balanced_counts(costs, 3);
+  const auto largest = [&](int a, int b) {
+    const auto sum = [&](int from, int to) { return std::accumulate(&costs[from], &costs[to], std::int64_t{0}); };
+    return std::max({sum(0, a), sum(a, a + b), sum(a + b, 6)});
+  };
+  std::int64_t best = 1 << 30;
+  for (int a = 1; a <= 4; ++a) {
+    for (int b = 1; a + b <= 5; ++b) best = std::min(best, largest(a, b));
+  }
+  CHECK(largest(counts[0], counts[1]) == best);
+}
+
+TEST_CASE("a stage's measured costs are shared among its layers by forward FLOPs", "[tune]") {
+  const config::RunConfig config = mlp(2, 32);
+  const auto model = model::ModelSpec::from_config(config.model);
+  const auto ranges = model::partition_layers(config);
+  REQUIRE(ranges.size() == 2);
+  schedule::CostFit fit;
+  fit.p = 2;
+  fit.stages = {{{{1e-3, 1e-4}, {2e-3, 2e-4}, {3e-3, 3e-4}}}, {{{4e-3, 4e-4}, {5e-3, 5e-4}, {6e-3, 6e-4}}}};
+  const auto layers = runtime::layer_costs(fit, model, ranges);
+  REQUIRE(layers.size() == static_cast<std::size_t>(model.layer_count()));
+  const auto specs = model.layers();
+  for (std::size_t s = 0; s < ranges.size(); ++s) {
+    double flops = 0.0;
+    for (int l = ranges[s].first; l < ranges[s].end(); ++l) flops += static_cast<double>(specs[l].flops);
+    for (int k = 0; k < 3; ++k) {
+      double fixed = 0.0, per_sample = 0.0;
+      for (int l = ranges[s].first; l < ranges[s].end(); ++l) {
+        fixed += layers[l][k].fixed;
+        per_sample += layers[l][k].per_sample;
+        CHECK(layers[l][k].fixed == Approx(fit.stages[s][k].fixed * specs[l].flops / flops));
+      }
+      CHECK(fixed == Approx(fit.stages[s][k].fixed));
+      CHECK(per_sample == Approx(fit.stages[s][k].per_sample));
+    }
+  }
+  fit.stages.pop_back();
+  CHECK_THROWS_WITH(runtime::layer_costs(fit, model, ranges), Catch::Contains("measured on 1 model stages"));
+}
+
+TEST_CASE("a candidate's stages cost the sum of their layers, recomputation adding F to B", "[tune]") {
+  // Four layers of F = 1, 2, 3, 4 ms per sample; B = 2 F, W = F.
+  std::vector<runtime::LayerCost> layers;
+  for (int l = 1; l <= 4; ++l) layers.push_back({{{0.0, 1e-3 * l}, {0.0, 2e-3 * l}, {0.0, 1e-3 * l}}});
+  schedule::CostFit fit;
+  fit.p = 2;
+  fit.stages.assign(2, {});
+  fit.runs.push_back({});
+  fit.runs.back().p = 2;
+  fit.runs.back().microbatch_size = 4;
+  fit.runs.back().stages.assign(2, {});
+  fit.sizes = {4};
+  // F + B + W = 4 F per layer: 4, 8, 12, 16; the best split in two is [3, 1] (24 against 16).
+  CHECK(runtime::cost_balanced_partition(layers, 4, config::Recompute::none, 2) == std::vector<int>{3, 1});
+  const runtime::TuneCandidate candidate{"1f1b", 1, 4, config::Recompute::full, {3, 1}};
+  const schedule::Calibration costs = runtime::candidate_calibration(fit, layers, candidate, 2);
+  REQUIRE(costs.stages.size() == 2);
+  CHECK(costs.stages[0].forward == Approx(4 * 6e-3));
+  CHECK(costs.stages[0].backward_input == Approx(4 * 12e-3 + 4 * 6e-3));  // B and recomputation's F
+  CHECK(costs.stages[1].backward_weight == Approx(4 * 4e-3));
+  CHECK(costs.p == 2);
+  CHECK(costs.microbatch_size == 4);
+  CHECK(candidate.describe() == "1f1b v=1 b=4 recompute=full [3,1]");
+  CHECK(candidate.overrides().back() == "pipeline.partition=[3, 1]");
+}
+
+TEST_CASE("tune tries what the registry accepts for the deck's p and B", "[tune]") {
+  const config::RunConfig config = mlp(2, 8);  // B/d = 8: b in {1, 2, 4, 8}
+  const auto shapes = runtime::tune_shapes(config, 5);
+  const auto tried = [&](const std::string& schedule, int v, int b) {
+    return std::any_of(shapes.begin(), shapes.end(),
+                       [&](const runtime::TuneCandidate& c) { return c.schedule == schedule && c.v == v && c.b == b; });
+  };
+  CHECK(tried("1f1b", 1, 8));
+  CHECK(tried("zb-v", 2, 8));
+  CHECK(tried("dualpipe-v", 2, 2));         // m = 4 = 2p
+  CHECK_FALSE(tried("dualpipe-v", 2, 4));   // m = 2 < 2p
+  CHECK_FALSE(tried("interleaved", 4, 1));  // 8 model stages > 5 layers
+  CHECK_FALSE(tried("1f1b", 2, 1));
+  CHECK_FALSE(tried("forward", 1, 1));  // inference only
+  CHECK(std::count_if(shapes.begin(), shapes.end(),
+                      [](const runtime::TuneCandidate& c) { return c.recompute == config::Recompute::full; }) *
+            2 ==
+        static_cast<std::ptrdiff_t>(shapes.size()));
+}
