@@ -1,6 +1,9 @@
 // kpipe tune: the whole configuration searched at once (issue: schedules v3).
-// The deck as written is measured at two microbatch sizes to calibrate the
-// costs of its layers (or --costs gives them); then every training schedule,
+// The deck as written is measured at several microbatch sizes to calibrate
+// the costs of its layers (or --costs gives them), and every training
+// schedule once at the deck's b for how fast its compute runs beside the
+// deck's (a schedule that stashes more runs its kernels on colder caches);
+// then every training schedule,
 // v, b and recomputation the deck's ranks can run is partitioned by those
 // layer costs, predicted by the calibrated simulator and checked against the
 // memory limit; the best few predictions are measured, each for a few steps,
@@ -10,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -36,6 +40,9 @@ namespace kpipe::app {
 namespace {
 
 constexpr double agreement = 0.05;  // the predicted best counts as right within 5% of the measured best
+
+// Per schedule: how much slower (> 1) or faster its compute runs than the deck's schedule's.
+using Factors = std::map<std::string, double>;
 
 struct Prediction {
   runtime::TuneCandidate candidate;
@@ -85,6 +92,47 @@ std::optional<schedule::CostFit> calibrate(const LoadedDeck& base, const std::ve
   return schedule::fit_costs(runs);
 }
 
+// Σ F + B + W over the model stages of a calibration: one microbatch's compute.
+double compute_per_microbatch(const schedule::Calibration& calibration) {
+  double total = 0.0;
+  for (const schedule::StageCosts& stage : calibration.stages) {
+    total += stage.forward + stage.backward_input + stage.backward_weight;
+  }
+  return total;
+}
+
+// Per schedule: its compute per microbatch over the deck's
+// (`deck_compute`), each measured at the deck's b with the FLOP-balanced
+// partition (rank 0; empty elsewhere). A schedule that cannot run the deck's
+// shape has none.
+Factors schedule_factors(const LoadedDeck& base, double deck_compute, int steps) {
+  Factors factors;
+  const config::PipelineConfig& shape = base.config.pipeline;
+  for (const std::string& name : schedule::schedule_names()) {
+    const schedule::ScheduleInfo& info = schedule::find_schedule(name);
+    if (!info.trains) continue;
+    int v = 1;  // the fewest chunks the schedule takes
+    while (
+        v <= 2 &&
+        info.check({shape.stages, v, shape.microbatches, base.config.train.microbatch_size, shape.data_parallel, {}})) {
+      ++v;
+    }
+    if (v > 2) continue;
+    config::RunConfig config;
+    try {
+      config::Deck deck = config::with_override(base.deck, "pipeline.schedule=" + name);
+      deck = config::with_override(deck, fmt::format("pipeline.virtual_stages={}", v));
+      config = config::run_config(config::with_override(deck, "pipeline.partition=[]"));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::input) throw;
+      continue;
+    }
+    const runtime::SizeMeasurement measured = runtime::measure_size(config, steps);
+    if (measured.calibration) factors[name] = compute_per_microbatch(*measured.calibration) / deck_compute;
+  }
+  return factors;
+}
+
 double largest_estimate_mib(const config::RunConfig& config, const schedule::Schedule& schedule,
                             std::int64_t baseline) {
   const auto spec = model::TrainerSpec::from_config(config);
@@ -99,7 +147,8 @@ double largest_estimate_mib(const config::RunConfig& config, const schedule::Sch
 
 // Every candidate with b in the fit's measured range that the ranks can run
 // and the memory holds, fastest predicted first (rank 0).
-std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit& fit, double limit_mib) {
+std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit& fit, const Factors& factors,
+                                double limit_mib) {
   const config::RunConfig& config = base.config;
   const auto model = model::ModelSpec::from_config(config.model);
   const auto layers = runtime::layer_costs(fit, model, model::partition_layers(config));
@@ -117,7 +166,9 @@ std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit&
       const LoadedDeck deck = deck_of(base, candidate);
       const schedule::RunPlan plan = schedule::run_plan(deck.config);
       const schedule::Schedule schedule = schedule::make_schedule(plan);
-      const auto calibration = runtime::candidate_calibration(fit, layers, candidate, config.pipeline.stages);
+      const auto factor = factors.find(candidate.schedule);
+      const auto calibration = runtime::candidate_calibration(fit, layers, candidate, config.pipeline.stages,
+                                                              factor == factors.end() ? 1.0 : factor->second);
       const schedule::CalibratedStep step = schedule::predict_step(schedule, calibration, plan.costs.max_in_flight);
       const double peak = largest_estimate_mib(deck.config, schedule, baseline);
       if (limit_mib > 0 && peak > limit_mib) continue;
@@ -217,8 +268,19 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
         config.train.global_batch / runtime::measure_size(config, options.steps).measured_samples_per_second;
   }
 
+  Factors factors;
+  if (options.costs_path.empty()) {
+    log::info("measuring each schedule at b = {} for its compute beside the deck's", config.train.microbatch_size);
+    double deck_compute = 0.0;
+    if (env.rank() == 0) {
+      for (const schedule::Calibration& run : fit->runs) {
+        if (run.microbatch_size == config.train.microbatch_size) deck_compute = compute_per_microbatch(run);
+      }
+    }
+    factors = schedule_factors(base, deck_compute, options.steps);
+  }
   std::vector<Prediction> predictions;
-  if (env.rank() == 0) predictions = predict(base, *fit, limit_mib);
+  if (env.rank() == 0) predictions = predict(base, *fit, factors, limit_mib);
   const auto top = static_cast<std::size_t>(options.top);
   std::vector<int> chosen =
       encode(std::vector<Prediction>(predictions.begin(), predictions.begin() + std::min(top, predictions.size())));

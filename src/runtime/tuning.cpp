@@ -72,7 +72,7 @@ std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, i
 }
 
 schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const std::vector<LayerCost>& layers,
-                                            const TuneCandidate& candidate, int p) {
+                                            const TuneCandidate& candidate, int p, double compute_factor) {
   schedule::Calibration costs = fit.at(candidate.b);
   costs.p = p;
   costs.v = candidate.v;
@@ -87,6 +87,9 @@ schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const 
       stage.backward_weight += layers[l][2].at(candidate.b);
     }
     if (candidate.recompute == config::Recompute::full) stage.backward_input += stage.forward;
+    stage.forward *= compute_factor;
+    stage.backward_input *= compute_factor;
+    stage.backward_weight *= compute_factor;
     costs.stages.push_back(stage);
     first += count;
   }

@@ -50,9 +50,10 @@ std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, i
                                          int stages);
 
 // The calibration of a candidate: `fit` at its b for messages and overhead,
-// its stages' compute from the layer costs over `partition`.
+// its stages' compute from the layer costs over `partition`, times
+// `compute_factor` (its schedule's compute measured beside the deck's).
 schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const std::vector<LayerCost>& layers,
-                                            const TuneCandidate& candidate, int p);
+                                            const TuneCandidate& candidate, int p, double compute_factor = 1.0);
 
 // Every candidate shape of the deck's p, d and B: the registry's training
 // schedules, v in {1, 2, 4}, each b dividing B/d, recomputation off and on,
