@@ -2,13 +2,12 @@
 // The deck as written is measured at several microbatch sizes to calibrate
 // the costs of its layers (or --costs gives them), and every training
 // schedule once at the deck's b for how fast its compute runs beside the
-// deck's (a schedule that stashes more runs its kernels on colder caches);
-// then every training schedule,
-// v, b and recomputation the deck's ranks can run is partitioned by those
-// layer costs, predicted by the calibrated simulator and checked against the
-// memory limit; the best few predictions are measured, each for a few steps,
-// beside the deck as written, and the fastest measured is printed as a deck
-// snippet (docs/performance.md, "kpipe tune").
+// deck's (a schedule that stashes more runs its kernels on colder caches).
+// Then every training schedule, v, b and recomputation the deck's ranks can
+// run is partitioned by those layer costs, predicted by the calibrated
+// simulator and checked against the memory limit; the best few predictions
+// are measured beside the deck as written, and the fastest measured is
+// printed as deck keys (docs/performance.md, "kpipe tune").
 
 #include <fmt/format.h>
 
