@@ -20,19 +20,16 @@
 #include "commands.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/process_grid.hpp"
-#include "kpipe/comm/transport.hpp"
 #include "kpipe/config/deck.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
-#include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/cost_file.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/runtime/microbatch_sweep.hpp"
 #include "kpipe/runtime/tuning.hpp"
 #include "kpipe/schedule/registry.hpp"
-#include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::app {
 
@@ -45,9 +42,7 @@ using Factors = std::map<std::string, double>;
 
 struct Prediction {
   runtime::TuneCandidate candidate;
-  double step_seconds = 0.0;
-  schedule::Bubble bubble;
-  double peak_mib = 0.0;               // the largest rank's memory estimate
+  runtime::TunePrediction predicted;
   double measured_step_seconds = 0.0;  // 0: not measured
 };
 
@@ -110,13 +105,12 @@ Factors schedule_factors(const LoadedDeck& base, double deck_compute, int steps)
   for (const std::string& name : schedule::schedule_names()) {
     const schedule::ScheduleInfo& info = schedule::find_schedule(name);
     if (!info.trains) continue;
-    int v = 1;  // the fewest chunks the schedule takes
-    while (
-        v <= 2 &&
-        info.check({shape.stages, v, shape.microbatches, base.config.train.microbatch_size, shape.data_parallel, {}})) {
-      ++v;
-    }
-    if (v > 2) continue;
+    const auto takes = [&](int v) {
+      return !info.check(
+          {shape.stages, v, shape.microbatches, base.config.train.microbatch_size, shape.data_parallel, {}});
+    };
+    const int v = takes(1) ? 1 : takes(2) ? 2 : 0;  // the fewest chunks the schedule takes
+    if (v == 0) continue;
     config::RunConfig config;
     try {
       config::Deck deck = config::with_override(base.deck, "pipeline.schedule=" + name);
@@ -132,52 +126,36 @@ Factors schedule_factors(const LoadedDeck& base, double deck_compute, int steps)
   return factors;
 }
 
-double largest_estimate_mib(const config::RunConfig& config, const schedule::Schedule& schedule,
-                            std::int64_t baseline) {
-  const auto spec = model::TrainerSpec::from_config(config);
-  std::int64_t largest = 0;
-  for (int rank = 0; rank < schedule.p; ++rank) {
-    largest = std::max(largest, runtime::estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
-                                                         !comm::mpi_reaches_device_memory(), baseline)
-                                    .total());
-  }
-  return static_cast<double>(largest) / (1 << 20);
-}
-
 // Every candidate with b in the fit's measured range that the ranks can run
 // and the memory holds, fastest predicted first (rank 0).
 std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit& fit, const Factors& factors,
                                 double limit_mib) {
   const config::RunConfig& config = base.config;
-  const auto model = model::ModelSpec::from_config(config.model);
-  const auto layers = runtime::layer_costs(fit, model, model::partition_layers(config));
+  const auto layers = runtime::layer_costs(fit, config);
   const std::int64_t baseline = runtime::resident_bytes();
   std::vector<Prediction> predictions;
   const auto measured = [&fit](int b) {
     return fit.sizes.empty() || (b >= *std::min_element(fit.sizes.begin(), fit.sizes.end()) &&
                                  b <= *std::max_element(fit.sizes.begin(), fit.sizes.end()));
   };
-  for (runtime::TuneCandidate candidate : runtime::tune_shapes(config, model.layer_count())) {
+  for (runtime::TuneCandidate candidate : runtime::tune_shapes(config)) {
     if (!measured(candidate.b)) continue;
     candidate.partition = runtime::cost_balanced_partition(layers, candidate.b, candidate.recompute,
                                                            config.pipeline.stages * candidate.v);
     try {
-      const LoadedDeck deck = deck_of(base, candidate);
-      const schedule::RunPlan plan = schedule::run_plan(deck.config);
-      const schedule::Schedule schedule = schedule::make_schedule(plan);
       const auto factor = factors.find(candidate.schedule);
-      const auto calibration = runtime::candidate_calibration(fit, layers, candidate, config.pipeline.stages,
-                                                              factor == factors.end() ? 1.0 : factor->second);
-      const schedule::CalibratedStep step = schedule::predict_step(schedule, calibration, plan.costs.max_in_flight);
-      const double peak = largest_estimate_mib(deck.config, schedule, baseline);
-      if (limit_mib > 0 && peak > limit_mib) continue;
-      predictions.push_back({candidate, step.step_seconds, step.bubble, peak, 0.0});
+      const runtime::TunePrediction predicted =
+          runtime::predict_candidate(deck_of(base, candidate).config, fit, layers, candidate,
+                                     factor == factors.end() ? 1.0 : factor->second, baseline);
+      if (limit_mib > 0 && predicted.peak_mib > limit_mib) continue;
+      predictions.push_back({candidate, predicted, 0.0});
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::input) throw;  // a shape the deck's other keys refuse is no candidate
     }
   }
-  std::stable_sort(predictions.begin(), predictions.end(),
-                   [](const Prediction& a, const Prediction& b) { return a.step_seconds < b.step_seconds; });
+  std::stable_sort(predictions.begin(), predictions.end(), [](const Prediction& a, const Prediction& b) {
+    return a.predicted.step_seconds < b.predicted.step_seconds;
+  });
   return predictions;
 }
 
@@ -229,9 +207,9 @@ nlohmann::json row_json(const Prediction& p) {
                         {"b", p.candidate.b},
                         {"recompute", std::string(config::name_of(p.candidate.recompute))},
                         {"partition", p.candidate.partition},
-                        {"predicted_step_seconds", p.step_seconds},
-                        {"predicted_bubble", p.bubble.idle_over_useful},
-                        {"peak_mib", p.peak_mib}};
+                        {"predicted_step_seconds", p.predicted.step_seconds},
+                        {"predicted_bubble", p.predicted.bubble.idle_over_useful},
+                        {"peak_mib", p.predicted.peak_mib}};
   if (p.measured_step_seconds > 0) row["measured_step_seconds"] = p.measured_step_seconds;
   return row;
 }
@@ -303,9 +281,10 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
   const std::size_t shown = std::min<std::size_t>(predictions.size(), std::max<std::size_t>(top, 10));
   for (std::size_t k = 0; k < shown; ++k) {
     const Prediction& p = predictions[k];
-    log::info("{:>4} {:<44} {:>13.3f} {:>13} {:>16.3f} {:>13.1f}", k + 1, p.candidate.describe(), 1e3 * p.step_seconds,
+    log::info("{:>4} {:<44} {:>13.3f} {:>13} {:>16.3f} {:>13.1f}", k + 1, p.candidate.describe(),
+              1e3 * p.predicted.step_seconds,
               p.measured_step_seconds > 0 ? fmt::format("{:.3f}", 1e3 * p.measured_step_seconds) : "-",
-              p.bubble.idle_over_useful, p.peak_mib);
+              p.predicted.bubble.idle_over_useful, p.predicted.peak_mib);
   }
   if (predictions.size() > shown)
     log::info("... and {} candidates more (--json has them all)", predictions.size() - shown);

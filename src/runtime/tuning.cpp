@@ -5,8 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kpipe/comm/transport.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/model/trainer.hpp"
+#include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/schedule/registry.hpp"
+#include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {
 
@@ -46,6 +50,10 @@ std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::Mo
     }
   }
   return layers;
+}
+
+std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::RunConfig& config) {
+  return layer_costs(fit, model::ModelSpec::from_config(config.model), model::partition_layers(config));
 }
 
 std::vector<std::string> TuneCandidate::overrides() const {
@@ -96,7 +104,26 @@ schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const 
   return costs;
 }
 
-std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config, int layers) {
+TunePrediction predict_candidate(const config::RunConfig& config, const schedule::CostFit& fit,
+                                 const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
+                                 double compute_factor, std::int64_t baseline) {
+  const schedule::RunPlan plan = schedule::run_plan(config);
+  const schedule::Schedule schedule = schedule::make_schedule(plan);
+  const schedule::CalibratedStep step = schedule::predict_step(
+      schedule, candidate_calibration(fit, layers, candidate, config.pipeline.stages, compute_factor),
+      plan.costs.max_in_flight);
+  const auto spec = model::TrainerSpec::from_config(config);
+  std::int64_t largest = 0;
+  for (int rank = 0; rank < schedule.p; ++rank) {
+    largest = std::max(largest, estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
+                                                !comm::mpi_reaches_device_memory(), baseline)
+                                    .total());
+  }
+  return {step.step_seconds, step.bubble, static_cast<double>(largest) / (1 << 20)};
+}
+
+std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config) {
+  const int layers = model::ModelSpec::from_config(config.model).layer_count();
   const config::PipelineConfig& pipeline = config.pipeline;
   const int per_replica = config.train.global_batch / pipeline.data_parallel;
   std::vector<TuneCandidate> shapes;

@@ -12,6 +12,7 @@
 // calibration's at the candidate's b.
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ using LayerCost = std::array<schedule::LinearCost, 3>;
 // calibrated run's partition, one range per model stage of the fit).
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::ModelSpec& model,
                                    const std::vector<model::LayerRange>& measured);
+
+// The same for the deck `config` (its model and its partition).
+std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::RunConfig& config);
 
 // One configuration of the search: the deck with these keys changed.
 struct TuneCandidate {
@@ -55,10 +59,21 @@ std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, i
 schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const std::vector<LayerCost>& layers,
                                             const TuneCandidate& candidate, int p, double compute_factor = 1.0);
 
+// What the simulator and the memory estimate say of a candidate.
+struct TunePrediction {
+  double step_seconds = 0.0;  // calibrated, as kpipe plan --costs predicts a step
+  schedule::Bubble bubble;
+  double peak_mib = 0.0;  // the largest rank's memory estimate (`baseline` bytes of process included)
+};
+// `config` is the deck with the candidate's keys (TuneCandidate::overrides).
+TunePrediction predict_candidate(const config::RunConfig& config, const schedule::CostFit& fit,
+                                 const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
+                                 double compute_factor, std::int64_t baseline);
+
 // Every candidate shape of the deck's p, d and B: the registry's training
 // schedules, v in {1, 2, 4}, each b dividing B/d, recomputation off and on,
 // where the schedule's check accepts (p, v, m) and p·v model stages fit the
 // model's layers; partitions are left empty for the caller.
-std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config, int layers);
+std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config);
 
 }  // namespace kpipe::runtime

@@ -14,13 +14,13 @@ using namespace kpipe;
 
 namespace {
 
-// Layers 12 -> 16 -> 16 -> 5 of Linear and activations: the FLOPs are the Linears'.
+// Five Linear layers (each with its activation), 12 -> 16 -> 16 -> 16 -> 16 -> 5.
 config::RunConfig mlp(int p, int global_batch, const std::string& extra = "") {
-  return config::run_config(
-      config::parse_deck("model.input_dim = 12\nmodel.hidden = [16, 16]\nmodel.output_dim = 5\ntrain.global_batch = " +
-                             std::to_string(global_batch) +
-                             "\ntrain.microbatch_size = 4\npipeline.stages = " + std::to_string(p) + "\n" + extra,
-                         "tune.toml"));
+  return config::run_config(config::parse_deck(
+      "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16]\nmodel.output_dim = 5\ntrain.global_batch = " +
+          std::to_string(global_batch) + "\ntrain.microbatch_size = 4\npipeline.stages = " + std::to_string(p) + "\n" +
+          extra,
+      "tune.toml"));
 }
 
 }  // namespace
@@ -99,8 +99,8 @@ TEST_CASE("a candidate's stages cost the sum of their layers, recomputation addi
 }
 
 TEST_CASE("tune tries what the registry accepts for the deck's p and B", "[tune]") {
-  const config::RunConfig config = mlp(2, 8);  // B/d = 8: b in {1, 2, 4, 8}
-  const auto shapes = runtime::tune_shapes(config, 5);
+  const config::RunConfig config = mlp(2, 8);        // B/d = 8: b in {1, 2, 4, 8}
+  const auto shapes = runtime::tune_shapes(config);  // 5 layers
   const auto tried = [&](const std::string& schedule, int v, int b) {
     return std::any_of(shapes.begin(), shapes.end(),
                        [&](const runtime::TuneCandidate& c) { return c.schedule == schedule && c.v == v && c.b == b; });
