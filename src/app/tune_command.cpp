@@ -147,7 +147,7 @@ std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit&
       const runtime::TunePrediction predicted =
           runtime::predict_candidate(deck_of(base, candidate).config, fit, layers, candidate,
                                      factor == factors.end() ? 1.0 : factor->second, baseline);
-      if (limit_mib > 0 && predicted.peak_mib > limit_mib) continue;
+      if (limit_mib > 0 && predicted.largest_peak_mib() > limit_mib) continue;
       predictions.push_back({candidate, predicted, 0.0});
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::input) throw;  // a shape the deck's other keys refuse is no candidate
@@ -209,7 +209,7 @@ nlohmann::json row_json(const Prediction& p) {
                         {"partition", p.candidate.partition},
                         {"predicted_step_seconds", p.predicted.step_seconds},
                         {"predicted_bubble", p.predicted.bubble.idle_over_useful},
-                        {"peak_mib", p.predicted.peak_mib}};
+                        {"peak_mib_per_rank", p.predicted.peak_mib}};
   if (p.measured_step_seconds > 0) row["measured_step_seconds"] = p.measured_step_seconds;
   return row;
 }
@@ -277,14 +277,14 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
   for (std::size_t k = 0; k < measured.size(); ++k) predictions[k].measured_step_seconds = measured[k];
 
   log::info("{:>4} {:<44} {:>13} {:>13} {:>16} {:>13}", "rank", "candidate", "predicted ms", "measured ms",
-            "pred. bubble", "peak MiB");
+            "pred. bubble", "peak MiB (max)");
   const std::size_t shown = std::min<std::size_t>(predictions.size(), std::max<std::size_t>(top, 10));
   for (std::size_t k = 0; k < shown; ++k) {
     const Prediction& p = predictions[k];
     log::info("{:>4} {:<44} {:>13.3f} {:>13} {:>16.3f} {:>13.1f}", k + 1, p.candidate.describe(),
               1e3 * p.predicted.step_seconds,
               p.measured_step_seconds > 0 ? fmt::format("{:.3f}", 1e3 * p.measured_step_seconds) : "-",
-              p.predicted.bubble.idle_over_useful, p.predicted.peak_mib);
+              p.predicted.bubble.idle_over_useful, p.predicted.largest_peak_mib());
   }
   if (predictions.size() > shown)
     log::info("... and {} candidates more (--json has them all)", predictions.size() - shown);

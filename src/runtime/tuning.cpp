@@ -113,14 +113,16 @@ TunePrediction predict_candidate(const config::RunConfig& config, const schedule
       schedule, candidate_calibration(fit, layers, candidate, config.pipeline.stages, compute_factor),
       plan.costs.max_in_flight);
   const auto spec = model::TrainerSpec::from_config(config);
-  std::int64_t largest = 0;
+  TunePrediction prediction{step.step_seconds, step.bubble, {}};
   for (int rank = 0; rank < schedule.p; ++rank) {
-    largest = std::max(largest, estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
-                                                !comm::mpi_reaches_device_memory(), baseline)
-                                    .total());
+    const MemoryEstimate estimate = estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
+                                                    !comm::mpi_reaches_device_memory(), baseline);
+    prediction.peak_mib.push_back(static_cast<double>(estimate.total()) / (1 << 20));
   }
-  return {step.step_seconds, step.bubble, static_cast<double>(largest) / (1 << 20)};
+  return prediction;
 }
+
+double TunePrediction::largest_peak_mib() const { return *std::max_element(peak_mib.begin(), peak_mib.end()); }
 
 std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config) {
   const int layers = model::ModelSpec::from_config(config.model).layer_count();

@@ -33,6 +33,9 @@ checks = {
                                         if r["schedule"] == "dualpipe-v"),
     "v = 2 for the V schedules": all(r["v"] == 2 for r in rows if r["schedule"] in ("zb-v", "dualpipe-v")),
     "recomputation on and off": {r["recompute"] for r in rows} == {"none", "full"},
+    "a memory estimate per rank, within the limit": all(
+        len(r["peak_mib_per_rank"]) == p and 0 < max(r["peak_mib_per_rank"]) <= tune["memory_limit_mib"]
+        for r in rows),
     "the winner is the fastest measured, or the deck": (
         tune["winner"] == "deck" and tune["deck_measured_step_seconds"] <= min(r["measured_step_seconds"] for r in measured)
     ) or (tune["winner"] != "deck" and tune["winner"]["measured_step_seconds"] == min(r["measured_step_seconds"] for r in measured)

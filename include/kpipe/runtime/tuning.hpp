@@ -63,7 +63,8 @@ schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const 
 struct TunePrediction {
   double step_seconds = 0.0;  // calibrated, as kpipe plan --costs predicts a step
   schedule::Bubble bubble;
-  double peak_mib = 0.0;  // the largest rank's memory estimate (`baseline` bytes of process included)
+  std::vector<double> peak_mib;  // per pipeline rank: its memory estimate (`baseline` bytes of process included)
+  double largest_peak_mib() const;
 };
 // `config` is the deck with the candidate's keys (TuneCandidate::overrides).
 TunePrediction predict_candidate(const config::RunConfig& config, const schedule::CostFit& fit,
