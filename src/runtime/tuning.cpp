@@ -104,6 +104,46 @@ schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const 
   return costs;
 }
 
+std::vector<int> refined_partition(const config::RunConfig& config, const schedule::CostFit& fit,
+                                   const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
+                                   double compute_factor) {
+  const schedule::RunPlan plan = schedule::run_plan(config);
+  const schedule::Schedule schedule = schedule::make_schedule(plan);
+  TuneCandidate trial = candidate;
+  const auto step = [&] {
+    return schedule::predict_step(schedule,
+                                  candidate_calibration(fit, layers, trial, config.pipeline.stages, compute_factor),
+                                  plan.costs.max_in_flight)
+        .step_seconds;
+  };
+  double best = step();
+  const std::size_t stages = trial.partition.size();
+  // Each pass tries every single-layer move and keeps each that helps; a
+  // bounded number of passes keeps the search to a few hundred simulations.
+  for (std::size_t pass = 0; pass < 2 * stages; ++pass) {
+    bool moved = false;
+    for (std::size_t boundary = 0; boundary + 1 < stages; ++boundary) {
+      for (const bool forward : {true, false}) {
+        int& from = trial.partition[forward ? boundary : boundary + 1];
+        int& to = trial.partition[forward ? boundary + 1 : boundary];
+        if (from <= 1) continue;
+        --from;
+        ++to;
+        const double seconds = step();
+        if (seconds < best * (1.0 - 1e-9)) {
+          best = seconds;
+          moved = true;
+        } else {
+          ++from;
+          --to;
+        }
+      }
+    }
+    if (!moved) break;
+  }
+  return trial.partition;
+}
+
 TunePrediction predict_candidate(const config::RunConfig& config, const schedule::CostFit& fit,
                                  const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
                                  double compute_factor, std::int64_t baseline) {

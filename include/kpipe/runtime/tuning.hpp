@@ -59,6 +59,15 @@ std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, i
 schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const std::vector<LayerCost>& layers,
                                             const TuneCandidate& candidate, int p, double compute_factor = 1.0);
 
+// The candidate's partition moved one layer at a time across a stage
+// boundary while its calibrated step (`config`'s schedule, the candidate's
+// costs) gets shorter: the slowest stage alone is not the critical path of
+// every schedule (a V's turn, the loss on the last stage, warm-up lengths).
+// `config` is the deck with the candidate's keys.
+std::vector<int> refined_partition(const config::RunConfig& config, const schedule::CostFit& fit,
+                                   const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
+                                   double compute_factor);
+
 // What the simulator and the memory estimate say of a candidate.
 struct TunePrediction {
   double step_seconds = 0.0;  // calibrated, as kpipe plan --costs predicts a step

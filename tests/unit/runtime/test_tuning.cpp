@@ -9,6 +9,7 @@
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/runtime/tuning.hpp"
+#include "kpipe/schedule/run_plan.hpp"
 
 using namespace kpipe;
 
@@ -116,4 +117,32 @@ TEST_CASE("tune tries what the registry accepts for the deck's p and B", "[tune]
                       [](const runtime::TuneCandidate& c) { return c.recompute == config::Recompute::full; }) *
             2 ==
         static_cast<std::ptrdiff_t>(shapes.size()));
+}
+
+TEST_CASE("a refined partition's simulated step is the best of every split", "[tune]") {
+  // Five layers, the last one heavy (a loss head): F per sample 1, 1, 1, 1, 6 ms, B = 2 F, W = F.
+  std::vector<runtime::LayerCost> layers;
+  for (const double f : {1e-3, 1e-3, 1e-3, 1e-3, 6e-3}) layers.push_back({{{0.0, f}, {0.0, 2 * f}, {0.0, f}}});
+  schedule::CostFit fit;
+  fit.p = 2;
+  fit.stages.assign(2, {});
+  fit.sizes = {4};
+  fit.runs.push_back({});
+  fit.runs.back().p = 2;
+  fit.runs.back().microbatch_size = 4;
+  fit.runs.back().stages.assign(2, {});
+  const config::RunConfig config = mlp(2, 32);
+  const auto plan = schedule::run_plan(config);
+  const auto schedule = schedule::make_schedule(plan);
+  const auto step = [&](const std::vector<int>& counts) {
+    const runtime::TuneCandidate c{"1f1b", 1, 4, config::Recompute::none, counts};
+    return schedule::predict_step(schedule, runtime::candidate_calibration(fit, layers, c, 2), 0).step_seconds;
+  };
+  double best = 1e9;
+  for (int first = 1; first <= 4; ++first) best = std::min(best, step({first, 5 - first}));
+  // Start from the worst split: the search must walk the boundary to the best.
+  const runtime::TuneCandidate start{"1f1b", 1, 4, config::Recompute::none, {1, 4}};
+  const auto refined = runtime::refined_partition(config, fit, layers, start, 1.0);
+  CHECK(step(refined) == Approx(best));
+  CHECK(step(refined) < step({1, 4}));
 }
