@@ -10,6 +10,7 @@
 // printed as deck keys (docs/performance.md, "kpipe tune").
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -194,12 +195,10 @@ std::vector<runtime::TuneCandidate> decode(const std::vector<int>& codes) {
 }
 
 std::string snippet(const runtime::TuneCandidate& c) {
-  std::string counts;
-  for (const int n : c.partition) counts += (counts.empty() ? "" : ", ") + std::to_string(n);
   return fmt::format(
       "pipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\ntrain.microbatch_size = {}\n"
       "pipeline.recompute = \"{}\"\npipeline.partition = [{}]\n",
-      c.schedule, c.v, c.b, config::name_of(c.recompute), counts);
+      c.schedule, c.v, c.b, config::name_of(c.recompute), fmt::join(c.partition, ", "));
 }
 
 nlohmann::json row_json(const Prediction& p) {

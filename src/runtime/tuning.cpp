@@ -1,6 +1,7 @@
 #include "kpipe/runtime/tuning.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -57,17 +58,14 @@ std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::R
 }
 
 std::vector<std::string> TuneCandidate::overrides() const {
-  std::string counts;
-  for (const int c : partition) counts += (counts.empty() ? "" : ", ") + std::to_string(c);
   return {fmt::format("pipeline.schedule={}", schedule), fmt::format("pipeline.virtual_stages={}", v),
           fmt::format("train.microbatch_size={}", b), fmt::format("pipeline.recompute={}", config::name_of(recompute)),
-          fmt::format("pipeline.partition=[{}]", counts)};
+          fmt::format("pipeline.partition=[{}]", fmt::join(partition, ", "))};
 }
 
 std::string TuneCandidate::describe() const {
-  std::string counts;
-  for (const int c : partition) counts += (counts.empty() ? "" : ",") + std::to_string(c);
-  return fmt::format("{} v={} b={} recompute={} [{}]", schedule, v, b, config::name_of(recompute), counts);
+  return fmt::format("{} v={} b={} recompute={} [{}]", schedule, v, b, config::name_of(recompute),
+                     fmt::join(partition, ","));
 }
 
 std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, int b, config::Recompute recompute,
