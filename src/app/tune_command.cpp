@@ -13,12 +13,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "auto_microbatch_size.hpp"
 #include "commands.hpp"
+#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/config/deck.hpp"
@@ -161,6 +163,21 @@ std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit&
   return predictions;
 }
 
+// Runs `work` on rank 0 only (it holds the calibrations) and agrees on the
+// outcome: an error there ends every rank with its message, none waits.
+template <class Work>
+void on_root_agreed(const comm::Watchdog& watchdog, const char* phase, Work&& work) {
+  std::exception_ptr failure;
+  if (comm::rank_of(comm::world()) == 0) {
+    try {
+      work();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  comm::agree(comm::world(), watchdog, phase, failure);
+}
+
 // The candidates rank 0 chose, as numbers every rank can rebuild them from.
 std::vector<int> encode(const std::vector<Prediction>& chosen) {
   const auto names = schedule::schedule_names();
@@ -233,6 +250,7 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
       config.pipeline.stages, config.pipeline.tensor_parallel, config.pipeline.data_parallel, config.train.global_batch,
       options.top, options.steps);
 
+  const comm::Watchdog watchdog(config.runtime.watchdog_seconds, env.rank());
   double deck_step_seconds = 0.0;
   std::optional<schedule::CostFit> fit;
   if (options.costs_path.empty()) {
@@ -240,7 +258,7 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
     log::info("calibrating the deck at b = {}", runtime::size_list(sizes));
     fit = calibrate(base, sizes, options.steps, deck_step_seconds);
   } else {
-    if (env.rank() == 0) fit = runtime::read_cost_file(options.costs_path);
+    on_root_agreed(watchdog, "reading --costs", [&] { fit = runtime::read_cost_file(options.costs_path); });
     deck_step_seconds =
         config.train.global_batch / runtime::measure_size(config, options.steps).measured_samples_per_second;
   }
@@ -257,7 +275,10 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
     factors = schedule_factors(base, deck_compute, options.steps);
   }
   std::vector<Prediction> predictions;
-  if (env.rank() == 0) predictions = predict(base, *fit, factors, limit_mib);
+  on_root_agreed(watchdog, "predicting the candidates", [&] {
+    predictions = predict(base, *fit, factors, limit_mib);
+    if (predictions.empty()) throw input_error("kpipe tune: no candidate fits; raise runtime.memory_limit_mib");
+  });
   const auto top = static_cast<std::size_t>(options.top);
   std::vector<int> chosen =
       encode(std::vector<Prediction>(predictions.begin(), predictions.begin() + std::min(top, predictions.size())));
@@ -273,7 +294,6 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
     log::info("measured {}: {:.3f} ms per step", candidate.describe(), 1e3 * measured.back());
   }
   if (env.rank() != 0) return 0;
-  if (predictions.empty()) throw input_error("kpipe tune: no candidate fits; raise runtime.memory_limit_mib");
   for (std::size_t k = 0; k < measured.size(); ++k) predictions[k].measured_step_seconds = measured[k];
 
   log::info("{:>4} {:<44} {:>13} {:>13} {:>16} {:>13}", "rank", "candidate", "predicted ms", "measured ms",

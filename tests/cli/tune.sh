@@ -3,9 +3,11 @@
 # is a shape the deck's ranks can run, partitioned into p·v stages that cover
 # the model's layers, ranked by predicted step; the best --top were measured;
 # the winner is the fastest measured (or the deck as written) and its keys
-# are printed. An inference deck is refused in one line, exit code 2.
+# are printed. An inference deck, and --costs of another shape or missing,
+# are refused in one line, exit code 2.
 #   tune.sh MPIEXEC KPIPE (from the repository root)
 set -uo pipefail
+shopt -s extglob
 mpiexec=$1 kpipe=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -49,4 +51,12 @@ out=$("$kpipe" tune inputs/forward.toml 2>&1)
 code=$?
 [[ $code -eq 2 && $out == *"kpipe tune measures training steps"* ]] ||
   { echo "an inference deck: exit $code, '$out'"; exit 1; }
+# Costs of another shape, and none at all: rank 0 finds out, every rank ends with its line.
+for costs in tests/data/costs/p2.json "$work/missing.json"; do
+  out=$(timeout 60 "$mpiexec" -n 2 "$kpipe" tune inputs/quickstart.toml pipeline.schedule=interleaved \
+    pipeline.virtual_stages=2 --costs "$costs" --steps 1 2>&1)
+  code=$?
+  [[ $code -eq 2 && $out == *"kpipe: error: rank 0: "*@(measured on 2 model stages but the deck has 4|cannot open --costs)* ]] ||
+    { echo "--costs $costs: exit $code, '$(grep error <<<"$out")'"; exit 1; }
+done
 echo "kpipe tune: candidates, measurements and winner as expected"
