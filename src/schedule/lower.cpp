@@ -48,55 +48,42 @@ Action message(const Schedule& shape, ActionKind kind, const Action& at, StagePl
 
 // Stage boundaries, from the placement: the messages to and from neighbouring
 // stages on other ranks (none where the neighbour is on this rank, as at the
-// turn of ZB-V's V), and LOSS after the last stage's F.
+// turn of ZB-V's V), and LOSS after the last stage's F. An F&B's halves run at
+// once: both receive before it and both send after it.
 void boundary_pass(const PassInput& in, RankOutput& out) {
   const Placement& placement = in.shape.placement;
   const int last = placement.stage_count() - 1;
+  std::int32_t origin = 0;
+  // The model stage `step` away from `part`'s, or this rank (chunk -1) past either end.
+  const auto neighbour = [&](const Action& part, int step) {
+    const int other = placement.stage(in.rank, part.chunk) + step;
+    return other >= 0 && other <= last ? placement.place(other) : StagePlace{in.rank, -1};
+  };
+  // What a compute part waits for: an F its activation, a B or BW its output gradient.
+  const auto receive = [&](const Action& part) {
+    if (part.kind != ActionKind::forward && !releases_stash(part.kind)) return;
+    const bool forward = part.kind == ActionKind::forward;
+    const StagePlace from = neighbour(part, forward ? -1 : +1);
+    if (from.rank == in.rank) return;
+    out.add(message(in.shape, forward ? ActionKind::recv_act : ActionKind::recv_grad, part, from, false), origin);
+  };
+  // What follows it: LOSS after the last stage's F, then what it hands on.
+  const auto send = [&](const Action& part) {
+    if (part.kind != ActionKind::forward && !releases_stash(part.kind)) return;
+    const bool forward = part.kind == ActionKind::forward;
+    if (forward && in.training && placement.stage(in.rank, part.chunk) == last) {
+      out.add(compute_action(ActionKind::loss, part.microbatch, part.chunk), origin);
+    }
+    const StagePlace to = neighbour(part, forward ? +1 : -1);
+    if (to.rank == in.rank) return;
+    out.add(message(in.shape, forward ? ActionKind::send_act : ActionKind::send_grad, part, to, true), origin);
+  };
   for (std::size_t i = 0; i < in.compute.size(); ++i) {
     const Action& a = in.compute[i];
-    const auto origin = static_cast<std::int32_t>(i);
-    const int stage = placement.stage(in.rank, a.chunk);
-    const StagePlace previous = stage > 0 ? placement.place(stage - 1) : StagePlace{in.rank, -1};
-    const StagePlace next = stage < last ? placement.place(stage + 1) : StagePlace{in.rank, -1};
-    const bool previous_elsewhere = previous.rank != in.rank;
-    const bool next_elsewhere = next.rank != in.rank;
-    switch (a.kind) {
-      case ActionKind::forward:
-        if (previous_elsewhere) out.add(message(in.shape, ActionKind::recv_act, a, previous, false), origin);
-        out.add(a, origin);
-        if (stage == last && in.training) out.add(compute_action(ActionKind::loss, a.microbatch, a.chunk), origin);
-        if (next_elsewhere) out.add(message(in.shape, ActionKind::send_act, a, next, true), origin);
-        break;
-      case ActionKind::backward_input:
-      case ActionKind::backward:
-        if (next_elsewhere) out.add(message(in.shape, ActionKind::recv_grad, a, next, false), origin);
-        out.add(a, origin);
-        if (previous_elsewhere) out.add(message(in.shape, ActionKind::send_grad, a, previous, true), origin);
-        break;
-      case ActionKind::forward_backward: {
-        // Both halves' inputs before, both outputs after: the halves run at once.
-        const Action halves[] = {forward_half(a), backward_half(a)};
-        const auto neighbour = [&](const Action& half, int step) {
-          const int other = placement.stage(in.rank, half.chunk) + step;
-          return other >= 0 && other <= last ? placement.place(other) : StagePlace{in.rank, -1};
-        };
-        const StagePlace before = neighbour(halves[0], -1), after = neighbour(halves[1], +1);
-        if (before.rank != in.rank) out.add(message(in.shape, ActionKind::recv_act, halves[0], before, false), origin);
-        if (after.rank != in.rank) out.add(message(in.shape, ActionKind::recv_grad, halves[1], after, false), origin);
-        out.add(a, origin);
-        if (placement.stage(in.rank, halves[0].chunk) == last) {
-          out.add(compute_action(ActionKind::loss, halves[0].microbatch, halves[0].chunk), origin);
-        }
-        const StagePlace to_next = neighbour(halves[0], +1), to_previous = neighbour(halves[1], -1);
-        if (to_next.rank != in.rank) out.add(message(in.shape, ActionKind::send_act, halves[0], to_next, true), origin);
-        if (to_previous.rank != in.rank) {
-          out.add(message(in.shape, ActionKind::send_grad, halves[1], to_previous, true), origin);
-        }
-        break;
-      }
-      default:
-        out.add(a, origin);
-    }
+    origin = static_cast<std::int32_t>(i);
+    for_each_part(a, receive);
+    out.add(a, origin);
+    for_each_part(a, send);
   }
 }
 

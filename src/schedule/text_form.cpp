@@ -246,7 +246,7 @@ class Parser {
       action.microbatch = microbatch(0);
       action.chunk = static_cast<std::int8_t>(chunk(1));
     }
-    if (count == 4 && *kind != ActionKind::forward_backward) {
+    if (is_communication(*kind)) {
       action.peer = static_cast<std::int16_t>(
           field("peer", values[2], 0, s.p - 1, fmt::format("ranks are numbered 0 to {} (p = {})", s.p - 1, s.p)));
       action.tag = static_cast<std::int32_t>(
