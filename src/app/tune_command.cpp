@@ -148,9 +148,9 @@ std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit&
     try {
       const auto found = factors.find(candidate.schedule);
       const double factor = found == factors.end() ? 1.0 : found->second;
-      candidate.partition = runtime::refined_partition(deck_of(base, candidate).config, fit, layers, candidate, factor);
       const runtime::TunePrediction predicted =
           runtime::predict_candidate(deck_of(base, candidate).config, fit, layers, candidate, factor, baseline);
+      candidate.partition = predicted.partition;
       if (limit_mib > 0 && predicted.largest_peak_mib() > limit_mib) continue;
       predictions.push_back({candidate, predicted, 0.0});
     } catch (const Error& e) {

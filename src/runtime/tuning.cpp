@@ -102,16 +102,13 @@ schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const 
   return costs;
 }
 
-std::vector<int> refined_partition(const config::RunConfig& config, const schedule::CostFit& fit,
+std::vector<int> refined_partition(const schedule::Schedule& schedule, int max_in_flight, const schedule::CostFit& fit,
                                    const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
                                    double compute_factor) {
-  const schedule::RunPlan plan = schedule::run_plan(config);
-  const schedule::Schedule schedule = schedule::make_schedule(plan);
   TuneCandidate trial = candidate;
   const auto step = [&] {
-    return schedule::predict_step(schedule,
-                                  candidate_calibration(fit, layers, trial, config.pipeline.stages, compute_factor),
-                                  plan.costs.max_in_flight)
+    return schedule::predict_step(schedule, candidate_calibration(fit, layers, trial, schedule.p, compute_factor),
+                                  max_in_flight)
         .step_seconds;
   };
   double best = step();
@@ -142,16 +139,18 @@ std::vector<int> refined_partition(const config::RunConfig& config, const schedu
   return trial.partition;
 }
 
-TunePrediction predict_candidate(const config::RunConfig& config, const schedule::CostFit& fit,
+TunePrediction predict_candidate(config::RunConfig config, const schedule::CostFit& fit,
                                  const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
                                  double compute_factor, std::int64_t baseline) {
   const schedule::RunPlan plan = schedule::run_plan(config);
   const schedule::Schedule schedule = schedule::make_schedule(plan);
+  TuneCandidate refined = candidate;
+  refined.partition = refined_partition(schedule, plan.costs.max_in_flight, fit, layers, candidate, compute_factor);
   const schedule::CalibratedStep step = schedule::predict_step(
-      schedule, candidate_calibration(fit, layers, candidate, config.pipeline.stages, compute_factor),
-      plan.costs.max_in_flight);
+      schedule, candidate_calibration(fit, layers, refined, schedule.p, compute_factor), plan.costs.max_in_flight);
+  config.pipeline.partition = refined.partition;  // what the memory estimate places on each rank
   const auto spec = model::TrainerSpec::from_config(config);
-  TunePrediction prediction{step.step_seconds, step.bubble, {}};
+  TunePrediction prediction{refined.partition, step.step_seconds, step.bubble, {}};
   for (int rank = 0; rank < schedule.p; ++rank) {
     const MemoryEstimate estimate = estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
                                                     !comm::mpi_reaches_device_memory(), baseline);

@@ -60,23 +60,24 @@ schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const 
                                             const TuneCandidate& candidate, int p, double compute_factor = 1.0);
 
 // The candidate's partition moved one layer at a time across a stage
-// boundary while its calibrated step (`config`'s schedule, the candidate's
-// costs) gets shorter: the slowest stage alone is not the critical path of
-// every schedule (a V's turn, the loss on the last stage, warm-up lengths).
-// `config` is the deck with the candidate's keys.
-std::vector<int> refined_partition(const config::RunConfig& config, const schedule::CostFit& fit,
+// boundary while its calibrated step on `schedule` (the candidate's, whose
+// max_in_flight is the deck's) gets shorter: the slowest stage alone is not
+// the critical path of every schedule (a V's turn, warm-up lengths).
+std::vector<int> refined_partition(const schedule::Schedule& schedule, int max_in_flight, const schedule::CostFit& fit,
                                    const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
                                    double compute_factor);
 
 // What the simulator and the memory estimate say of a candidate.
 struct TunePrediction {
-  double step_seconds = 0.0;  // calibrated, as kpipe plan --costs predicts a step
+  std::vector<int> partition;  // the candidate's, refined (refined_partition)
+  double step_seconds = 0.0;   // calibrated, as kpipe plan --costs predicts a step
   schedule::Bubble bubble;
   std::vector<double> peak_mib;  // per pipeline rank: its memory estimate (`baseline` bytes of process included)
   double largest_peak_mib() const;
 };
-// `config` is the deck with the candidate's keys (TuneCandidate::overrides).
-TunePrediction predict_candidate(const config::RunConfig& config, const schedule::CostFit& fit,
+// `config` is the deck with the candidate's keys (TuneCandidate::overrides);
+// its schedule is generated once, for the refinement and the prediction.
+TunePrediction predict_candidate(config::RunConfig config, const schedule::CostFit& fit,
                                  const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
                                  double compute_factor, std::int64_t baseline);
 

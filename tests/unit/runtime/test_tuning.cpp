@@ -142,7 +142,7 @@ TEST_CASE("a refined partition's simulated step is the best of every split", "[t
   for (int first = 1; first <= 4; ++first) best = std::min(best, step({first, 5 - first}));
   // Start from the worst split: the search must walk the boundary to the best.
   const runtime::TuneCandidate start{"1f1b", 1, 4, config::Recompute::none, {1, 4}};
-  const auto refined = runtime::refined_partition(config, fit, layers, start, 1.0);
+  const auto refined = runtime::refined_partition(schedule, 0, fit, layers, start, 1.0);
   CHECK(step(refined) == Approx(best));
   CHECK(step(refined) < step({1, 4}));
 }
