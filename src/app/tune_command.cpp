@@ -241,9 +241,8 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
   // What kpipe run would check each candidate against, as it does.
   const comm::ProcessGrid grid(comm::world(), config.pipeline.stages, config.pipeline.tensor_parallel,
                                config.pipeline.data_parallel);
-  const double limit_mib = config.runtime.memory_limit_mib > 0
-                               ? config.runtime.memory_limit_mib
-                               : static_cast<double>(runtime::memory_budget(grid.ranks_on_node()).bytes) / (1 << 20);
+  const double limit_mib =
+      static_cast<double>(runtime::run_memory_limit(config, grid.ranks_on_node()).bytes) / (1 << 20);
   log::info(
       "tune: p = {}, t = {}, d = {}, B = {}; schedules x v x b x recomputation, partitions balanced by "
       "measured layer costs; the best {} measured for {} steps each beside the deck as written",

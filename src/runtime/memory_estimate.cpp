@@ -196,6 +196,16 @@ MemoryBudget memory_budget(int ranks_on_node) {
   return budget;
 }
 
+MemoryBudget run_memory_limit(const config::RunConfig& config, int ranks_on_node) {
+  if (config.runtime.memory_limit_mib > 0) {
+    return {static_cast<std::int64_t>(config.runtime.memory_limit_mib * (1 << 20)),
+            fmt::format("runtime.memory_limit_mib = {}", config.runtime.memory_limit_mib)};
+  }
+  MemoryBudget budget = memory_budget(ranks_on_node);
+  budget.source += "; set runtime.memory_limit_mib to override";
+  return budget;
+}
+
 void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source) {
   if (limit_bytes <= 0 || estimate.total() <= limit_bytes) return;
   throw input_error(

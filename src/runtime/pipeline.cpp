@@ -79,13 +79,8 @@ MemoryEstimate checked_memory(const config::RunConfig& config, const model::Trai
                              spec.stage.kernels.precision == config::Precision::bf16);
   const MemoryEstimate estimate =
       estimate_memory(spec, schedule, grid.pipeline_rank(), grid.tensor_size(), staged, resident_bytes());
-  if (config.runtime.memory_limit_mib > 0) {
-    require_fits(estimate, static_cast<std::int64_t>(config.runtime.memory_limit_mib * (1 << 20)),
-                 fmt::format("runtime.memory_limit_mib = {}", config.runtime.memory_limit_mib));
-  } else {
-    const MemoryBudget budget = memory_budget(grid.ranks_on_node());
-    require_fits(estimate, budget.bytes, budget.source + "; set runtime.memory_limit_mib to override");
-  }
+  const MemoryBudget limit = run_memory_limit(config, grid.ranks_on_node());
+  require_fits(estimate, limit.bytes, limit.source);
   return estimate;
 }
 

@@ -53,6 +53,9 @@ struct MemoryBudget {
   std::string source;  // "the node's available memory shared by its 2 ranks", ...
 };
 MemoryBudget memory_budget(int ranks_on_node);
+// What a run's rank may use: runtime.memory_limit_mib when the deck sets it,
+// else memory_budget(ranks_on_node); the source says which, and how to override.
+MemoryBudget run_memory_limit(const config::RunConfig& config, int ranks_on_node);
 
 // The cgroup memory limit over this process: the smallest limit from its
 // cgroup (named in `proc_self_cgroup`) up to the root of its hierarchy under
