@@ -107,6 +107,19 @@ double validate(Pipeline& pipeline, int steps_done, double characters_per_token,
   return loss;
 }
 
+// What train.on_nonfinite = "skip" and train.post_validation did over the run, when they did anything.
+void log_updates(const Pipeline& pipeline, int steps) {
+  const auto& update = *pipeline.update();
+  if (update.skipped() > 0)
+    log::info("updates: {} of {} steps skipped (train.on_nonfinite = \"skip\")", update.skipped(), steps);
+  if (pipeline.spec().optimizer.post_validation) {
+    log::info(
+        "post-validation: {} of {} updates rolled back and redone with the global clip factor (the previous "
+        "step's factor was the guess)",
+        update.redone(), steps - update.skipped());
+  }
+}
+
 double mebibytes(const std::string& file) {
   std::error_code error;
   const auto bytes = std::filesystem::file_size(file, error);
@@ -162,8 +175,10 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
   const runtime::CheckpointRun run{loaded.deck.resolved_toml()};
   const auto write_checkpoint = [&](int steps_done) {
     const double write_start = comm::wall_time();
-    const std::string file =
-        runtime::abort_on_error([&] { return runtime::save_checkpoint(pipeline, checkpoint, run, steps_done); });
+    const std::string file = runtime::abort_on_error([&] {
+      pipeline.settle();
+      return runtime::save_checkpoint(pipeline, checkpoint, run, steps_done);
+    });
     const double seconds = comm::wall_time() - write_start;
     report.add_checkpoint(file, steps_done, seconds, mebibytes(file));
     log::info("checkpoint: {} ({:.3f} s)", file, seconds);
@@ -208,7 +223,9 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
       return runtime::PreemptionSignals::exit_code;
     }
   }
+  runtime::abort_on_error([&] { pipeline.settle(); });
   finish(comm::wall_time() - start);
+  log_updates(pipeline, loaded.config.train.steps - first);
   if (const auto* store = pipeline.activation_store()) {
     const runtime::ActivationTraffic& io = store->traffic();
     const int done = std::max(1, steps - first);

@@ -166,6 +166,8 @@ OptimizerConfig optimizer_config(const Deck& deck) {
   optimizer.lr_schedule = choice<LrSchedule>(deck, "train.lr_schedule");
   optimizer.warmup_steps = static_cast<int>(deck.integer("train.warmup_steps"));
   optimizer.total_steps = static_cast<int>(deck.integer("train.steps"));
+  optimizer.on_nonfinite = choice<NonFinite>(deck, "train.on_nonfinite");
+  optimizer.post_validation = deck.boolean("train.post_validation");
   return optimizer;
 }
 

@@ -125,6 +125,15 @@ std::vector<KeySpec> build_schema() {
              "Learning rate after the warm-up: constant, or cosine decay to 0 at train.steps"),
       integer("train.warmup_steps", d.optimizer.warmup_steps, 0, int_max,
               "Steps of linear learning-rate warm-up from train.lr / warmup_steps"),
+      choice("train.on_nonfinite", name(d.optimizer.on_nonfinite), choice_names<NonFinite>(),
+             "A step whose loss or global gradient norm is NaN or Inf: \"stop\" ends the run before its update "
+             "(one line naming step and microbatch); \"skip\" leaves weights, optimizer state and the update count "
+             "(so the learning-rate schedule) as they were and goes on with the next batch"),
+      boolean("train.post_validation", d.optimizer.post_validation,
+              "Post-validated optimizer steps (Zero Bubble PP, arXiv 2401.10241 section 4): each rank updates as soon "
+              "as its gradients are final, with the previous step's clip factor, while the global NaN/Inf and norm "
+              "check completes; a step whose check disagrees is rolled back and redone (or skipped), bitwise as the "
+              "synchronous path. Keeps a copy of the weights and optimizer state"),
       integer("train.eval_every", d.train.eval_every, 0, int_max,
               "Print the validation loss every this many steps (token data: the validation split); 0: never"),
       integer("train.eval_batches", d.train.eval_batches, 0, int_max,

@@ -31,10 +31,12 @@ void sgd_update(const tensor::ExecutionSpace& space, const SgdCoefficients& c, c
   const auto lr = static_cast<Scalar>(c.lr);
   const auto momentum = static_cast<Scalar>(c.momentum);
   const auto decay = static_cast<Scalar>(c.weight_decay);
+  const auto grad_scale = static_cast<Scalar>(c.grad_scale);
   detail::for_each(
       space, "kpipe::kernels::sgd_update", static_cast<std::int64_t>(w_.extent(0)), grain,
       KOKKOS_LAMBDA(std::int64_t e) {
-        const Scalar grad = g_(e) + decay * w_(e);
+        const Scalar clipped = g_(e) * grad_scale;
+        const Scalar grad = clipped + decay * w_(e);
         const Scalar velocity_e = momentum * v_(e) + grad;
         v_(e) = velocity_e;
         w_(e) -= lr * velocity_e;
@@ -63,10 +65,11 @@ void adamw_update(const tensor::ExecutionSpace& space, const AdamWCoefficients& 
   const auto one_minus_beta2 = static_cast<Scalar>(1.0 - c.beta2);
   const auto step_size = static_cast<Scalar>(c.lr * root_correction2 / (1.0 - std::pow(c.beta1, c.step)));
   const auto epsilon = static_cast<Scalar>(c.epsilon * root_correction2);
+  const auto grad_scale = static_cast<Scalar>(c.grad_scale);
   detail::for_each(
       space, "kpipe::kernels::adamw_update", static_cast<std::int64_t>(w_.extent(0)), grain,
       KOKKOS_LAMBDA(std::int64_t e) {
-        const Scalar grad = g_(e);
+        const Scalar grad = g_(e) * grad_scale;
         const Scalar m_e = beta1 * m_(e) + one_minus_beta1 * grad;
         const Scalar v_e = beta2 * v_(e) + one_minus_beta2 * grad * grad;
         m_(e) = m_e;

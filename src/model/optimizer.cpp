@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/optimizer.hpp"
 
@@ -35,21 +36,57 @@ double learning_rate(const OptimizerSpec& spec, int step) {
 }
 
 template <class Scalar>
-void Optimizer<Scalar>::step() {
-  const double lr = learning_rate(spec_, steps_);
-  ++steps_;
+void Optimizer<Scalar>::step(double grad_scale) {
   const auto region = exec_.region("kpipe::model::optimizer_step");
   const auto& space = exec_.space();
+  if (!previous_.empty()) {
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      Kokkos::deep_copy(space, previous_[k++], parameters_[i].value);
+      Kokkos::deep_copy(space, previous_[k++], first_[i]);
+      if (!second_.empty()) Kokkos::deep_copy(space, previous_[k++], second_[i]);
+    }
+    previous_steps_ = steps_;
+  }
+  const double lr = learning_rate(spec_, steps_);
+  ++steps_;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const auto& p = parameters_[i];
     const double decay = p.decays ? spec_.weight_decay : 0.0;
     if (spec_.kind == OptimizerKind::sgd) {
-      kernels::sgd_update(space, {lr, spec_.momentum, decay}, p.value, p.grad, first_[i]);
+      kernels::sgd_update(space, {lr, spec_.momentum, decay, grad_scale}, p.value, p.grad, first_[i]);
     } else {
-      const kernels::AdamWCoefficients c{lr, spec_.beta1, spec_.beta2, spec_.epsilon, decay, steps_};
+      const kernels::AdamWCoefficients c{lr, spec_.beta1, spec_.beta2, spec_.epsilon, decay, steps_, grad_scale};
       kernels::adamw_update(space, c, p.value, p.grad, first_[i], second_[i]);
     }
   }
+}
+
+template <class Scalar>
+void Optimizer<Scalar>::keep_previous() {
+  if (!previous_.empty()) return;
+  const auto copy_of = [](const tensor::Matrix<Scalar>& m) {
+    return tensor::uninitialized_matrix<Scalar>("kpipe::model::optimizer_previous", m.extent_int(0), m.extent_int(1));
+  };
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    previous_.push_back(copy_of(parameters_[i].value));
+    previous_.push_back(copy_of(first_[i]));
+    if (!second_.empty()) previous_.push_back(copy_of(second_[i]));
+  }
+}
+
+template <class Scalar>
+void Optimizer<Scalar>::roll_back() {
+  if (previous_.empty()) throw runtime_error("Optimizer::roll_back() needs keep_previous() before the step");
+  const auto region = exec_.region("kpipe::model::optimizer_roll_back");
+  const auto& space = exec_.space();
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Kokkos::deep_copy(space, parameters_[i].value, previous_[k++]);
+    Kokkos::deep_copy(space, first_[i], previous_[k++]);
+    if (!second_.empty()) Kokkos::deep_copy(space, second_[i], previous_[k++]);
+  }
+  steps_ = previous_steps_;
 }
 
 template <class Scalar>
@@ -100,21 +137,15 @@ double global_norm(const std::vector<double>& squared_norms) {
   return std::sqrt(sum);
 }
 
-template <class Scalar>
-double clip_gradients(const tensor::ExecContext& exec, const std::vector<Parameter<Scalar>>& parameters, double norm,
-                      double max_norm) {
-  if (norm <= max_norm) return 1.0;
-  const double factor = max_norm / (norm + 1e-6);
-  for (const auto& p : parameters) kernels::scale(exec.space(), static_cast<Scalar>(factor), p.grad);
-  return factor;
+double clip_factor(double norm, double max_norm) {
+  if (max_norm <= 0 || norm <= max_norm) return 1.0;
+  return max_norm / (norm + 1e-6);
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                   \
-  template class Optimizer<Scalar>;                                                                                 \
-  template std::vector<double> gradient_squared_norms<Scalar>(const tensor::ExecContext&,                           \
-                                                              const std::vector<Parameter<Scalar>>&);               \
-  template double clip_gradients<Scalar>(const tensor::ExecContext&, const std::vector<Parameter<Scalar>>&, double, \
-                                         double);                                                                   \
+#define KPIPE_INSTANTIATE(Scalar)                                                                     \
+  template class Optimizer<Scalar>;                                                                   \
+  template std::vector<double> gradient_squared_norms<Scalar>(const tensor::ExecContext&,             \
+                                                              const std::vector<Parameter<Scalar>>&); \
   template bool sum_tied_gradients<Scalar>(const tensor::ExecContext&, const std::vector<Parameter<Scalar>>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/model/markov_tokens.hpp"
@@ -126,11 +128,14 @@ double SequentialTrainer<Scalar>::step() {
     Kokkos::deep_copy(exec_.space(), params[i].grad, replica_sum_[i]);
   // After the replicas, as the pipeline sums across its first and last stage.
   sum_tied_gradients(exec_, params);
-  if (spec_.optimizer.grad_clip > 0) {
-    clip_gradients(exec_, params, global_norm(gradient_squared_norms(exec_, params)), spec_.optimizer.grad_clip);
+  const bool skips = spec_.optimizer.on_nonfinite == config::NonFinite::skip;
+  const double norm = spec_.optimizer.grad_clip > 0 || skips ? global_norm(gradient_squared_norms(exec_, params)) : 0;
+  if (skips && !(std::isfinite(loss) && std::isfinite(norm))) {
+    ++skipped_;
+  } else {
+    optimizer_.step(clip_factor(norm, spec_.optimizer.grad_clip));
+    for (auto& stage : stages_) stage.weights_changed();
   }
-  optimizer_.step();
-  for (auto& stage : stages_) stage.weights_changed();
   ++steps_;
   return loss;
 }
@@ -157,7 +162,9 @@ double SequentialTrainer<Scalar>::run_replica(int replica) {
     for (std::size_t s = 0; s < stages_.size(); ++s) stages_[s].forward(mb, s == 0 ? X : outputs[s - 1], outputs[s]);
     const double mb_loss =
         loss_and_gradient(exec_, spec_.model.loss, outputs.back(), targets_, scale, gradients.back());
-    require_finite_loss(mb_loss, steps_, mb, replica, spec_.data_parallel);
+    if (spec_.optimizer.on_nonfinite == config::NonFinite::stop) {
+      require_finite_loss(mb_loss, steps_, mb, replica, spec_.data_parallel);
+    }
     loss += mb_loss;
     for (std::size_t s = stages_.size(); s-- > 0;) {
       stages_[s].backward(mb, gradients[s], s == 0 ? tensor::Matrix<Scalar>() : gradients[s - 1]);

@@ -46,12 +46,11 @@ std::vector<model::Parameter<Scalar>> tied_ends(const std::vector<std::unique_pt
 
 template <class Scalar>
 GradientSync<Scalar>::GradientSync(const comm::ProcessGrid& grid, const schedule::Schedule& schedule,
-                                   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks, double grad_clip,
+                                   const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks,
                                    bool stage_through_host, const comm::Watchdog& watchdog, tensor::ExecContext& exec)
     : grid_(grid),
       schedule_(schedule),
       chunks_(chunks),
-      grad_clip_(grad_clip),
       reducer_(grid.data(), gradient_bucket_bytes, gradient_in_place_bytes, stage_through_host, watchdog),
       tied_(tied_ends(chunks)),
       tied_group_(grid.pipeline(), tied_.size() == 1 ? 0 : -1, grid.pipeline_rank()),
@@ -93,47 +92,53 @@ void GradientSync<Scalar>::reduce() {
 }
 
 template <class Scalar>
-void GradientSync<Scalar>::clip() {
-  if (grad_clip_ <= 0) return;
-  model::clip_gradients(exec_, model::parameters_of(chunks_), model::global_norm(squared_norms_in_layer_order()),
-                        grad_clip_);
+double GradientSync<Scalar>::global_norm() {
+  return global_norm(comm::all_gather_varying(grid_.pipeline(), squared_norms(), norm_counts()));
 }
 
 template <class Scalar>
-std::vector<double> GradientSync<Scalar>::squared_norms_in_layer_order() {
-  const int v = schedule_.v;
-  std::vector<int> counts;  // per chunk: how many norms
+std::vector<double> GradientSync<Scalar>::squared_norms() {
   std::vector<double> norms;
   for (const auto& chunk : chunks_) {
     const auto parameters = chunk->parameters();
     const auto own =
         whole_parameter_norms(grid_.tensor(), parameters, model::gradient_squared_norms(exec_, parameters));
-    counts.push_back(static_cast<int>(own.size()));
     norms.insert(norms.end(), own.begin(), own.end());
   }
-  if (chunk_norm_counts_.empty()) {
+  return norms;
+}
+
+template <class Scalar>
+const std::vector<int>& GradientSync<Scalar>::norm_counts() {
+  if (rank_norm_counts_.empty()) {
+    std::vector<int> counts;  // per chunk: how many norms
+    for (const auto& chunk : chunks_) counts.push_back(static_cast<int>(chunk->parameters().size()));
     chunk_norm_counts_ = comm::all_gather(grid_.pipeline(), counts);
     rank_norm_counts_.assign(static_cast<std::size_t>(schedule_.p), 0);
     for (int r = 0; r < schedule_.p; ++r) {
-      for (int c = 0; c < v; ++c) rank_norm_counts_[r] += chunk_norm_counts_[r * v + c];
+      for (int c = 0; c < schedule_.v; ++c) rank_norm_counts_[r] += chunk_norm_counts_[r * schedule_.v + c];
     }
   }
-  const std::vector<int>& all_counts = chunk_norm_counts_;
-  const std::vector<double> by_rank = comm::all_gather_varying(grid_.pipeline(), norms, rank_norm_counts_);
+  return rank_norm_counts_;
+}
+
+template <class Scalar>
+double GradientSync<Scalar>::global_norm(const std::vector<double>& by_rank) const {
+  const int v = schedule_.v;
   std::vector<std::size_t> rank_offsets(rank_norm_counts_.size(), 0);
   for (std::size_t r = 1; r < rank_offsets.size(); ++r)
     rank_offsets[r] = rank_offsets[r - 1] + rank_norm_counts_[r - 1];
-  // Reorder the rank-major (rank, chunk) segments into model-stage order.
+  // Add the rank-major (rank, chunk) segments in model-stage order.
   std::vector<double> ordered;
   ordered.reserve(by_rank.size());
   for (int s = 0; s < schedule_.p * v; ++s) {
     const schedule::StagePlace place = schedule_.placement.place(s);
     std::size_t offset = rank_offsets[place.rank];
-    for (int c = 0; c < place.chunk; ++c) offset += all_counts[place.rank * v + c];
+    for (int c = 0; c < place.chunk; ++c) offset += chunk_norm_counts_[place.rank * v + c];
     const auto first = by_rank.begin() + static_cast<std::ptrdiff_t>(offset);
-    ordered.insert(ordered.end(), first, first + all_counts[place.rank * v + place.chunk]);
+    ordered.insert(ordered.end(), first, first + chunk_norm_counts_[place.rank * v + place.chunk]);
   }
-  return ordered;
+  return model::global_norm(ordered);
 }
 
 template class GradientSync<float>;

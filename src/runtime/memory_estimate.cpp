@@ -77,9 +77,10 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
 std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{:.1f} MiB (parameters {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, "
-      "buffers {:.1f}, workspace {:.1f}, {}process {:.1f})",
+      "buffers {:.1f}, workspace {:.1f}, {}{}process {:.1f})",
       mib(total()), mib(parameters), mib(gradients), mib(optimizer_state), mib(activations), mib(buffers),
       mib(workspace), packed_weights > 0 ? fmt::format("packed weights {:.1f}, ", mib(packed_weights)) : std::string(),
+      previous_update > 0 ? fmt::format("previous update {:.1f}, ", mib(previous_update)) : std::string(),
       mib(baseline));
 }
 
@@ -119,6 +120,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   estimate.gradients = estimate.parameters;
   if (training) {
     estimate.optimizer_state = estimate.parameters * (spec.optimizer.kind == config::OptimizerKind::adamw ? 2 : 1);
+    if (spec.optimizer.post_validation) estimate.previous_update = estimate.parameters + estimate.optimizer_state;
     estimate.activations = peak_activations(schedule.ranks.at(rank), chunks, recompute) * scalar;
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output

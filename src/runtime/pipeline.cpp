@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/broadcast.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
@@ -115,9 +114,16 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
             make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train,
                                      exec_)),
       loss_head_(spec_, grid_.replica(), feed_, collectives_, exec_),
-      gradient_sync_(grid_, schedule_, chunks_, spec_.optimizer.grad_clip, transport_.staged(), watchdog_, exec_),
+      gradient_sync_(grid_, schedule_, chunks_, transport_.staged(), watchdog_, exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),
+      update_(mode == Mode::train ? std::make_unique<StepUpdate<Scalar>>(
+                                        spec_.optimizer, grid_, gradient_sync_, *optimizer_,
+                                        [this] {
+                                          for (auto& chunk : chunks_) chunk->weights_changed();
+                                        },
+                                        watchdog_)
+                                  : nullptr),
       dump_(config.debug.dump_steps.empty() ? nullptr
                                             : std::make_unique<ActivationDump>(config.debug, grid_.world_rank(),
                                                                                grid_.pipeline_rank(), grid_.replica())),
@@ -156,11 +162,8 @@ StepHooks Pipeline<Scalar>::step_hooks() {
   StepHooks hooks;
   hooks.reduce_gradients = [this] { gradient_sync_.reduce(); };
   hooks.optimizer_step = [this] {
-    comm::agree(grid_.world(), watchdog_, fmt::format("step {}", step_), loss_head_.failure());
     model::sum_row_partials(collectives_, parameters());
-    gradient_sync_.clip();
-    optimizer_->step();
-    for (auto& chunk : chunks_) chunk->weights_changed();
+    update_->finish(step_, loss_head_.failure());
   };
   if (overlap_gradient_sums_) {
     hooks.gradients_final = [this](int chunk, int layer) { gradient_sync_.start(chunk, layer); };
@@ -170,7 +173,13 @@ StepHooks Pipeline<Scalar>::step_hooks() {
 }
 
 template <class Scalar>
+void Pipeline<Scalar>::settle() {
+  if (update_) update_->settle();
+}
+
+template <class Scalar>
 Evaluation Pipeline<Scalar>::validate() {
+  settle();
   const std::uint64_t sent = transport_.bytes_sent();
   const std::uint64_t tensor = collectives_.bytes_contributed() + transport_.bytes_gathered();
   const Evaluation evaluation = held_out_->evaluate();
@@ -181,6 +190,7 @@ Evaluation Pipeline<Scalar>::validate() {
 
 template <class Scalar>
 StepResult Pipeline<Scalar>::run_step(int step) {
+  settle();
   step_ = step;
   fault::inject(fault::Phase::step, grid_.world_rank(), step);
   loss_head_.start_step();

@@ -31,6 +31,7 @@ enum class AttentionKind { gemm, fused };
 enum class TokenizerKind { character, sentencepiece };
 enum class Precision { fp32, bf16 };
 enum class LrSchedule { constant, cosine };
+enum class NonFinite { stop, skip };
 enum class Recompute { none, full };
 enum class ActivationStore { memory, hdf5 };
 enum class Batching { request, uniform };
@@ -66,6 +67,7 @@ KPIPE_CHOICES(AttentionKind, {"gemm", AttentionKind::gemm}, {"fused", AttentionK
 KPIPE_CHOICES(Precision, {"fp32", Precision::fp32}, {"bf16", Precision::bf16})
 KPIPE_CHOICES(TokenizerKind, {"char", TokenizerKind::character}, {"sentencepiece", TokenizerKind::sentencepiece})
 KPIPE_CHOICES(LrSchedule, {"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine})
+KPIPE_CHOICES(NonFinite, {"stop", NonFinite::stop}, {"skip", NonFinite::skip})
 KPIPE_CHOICES(Recompute, {"none", Recompute::none}, {"full", Recompute::full})
 KPIPE_CHOICES(ActivationStore, {"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5})
 KPIPE_CHOICES(Batching, {"request", Batching::request}, {"uniform", Batching::uniform})
@@ -126,6 +128,12 @@ struct OptimizerConfig {
   LrSchedule lr_schedule = LrSchedule::constant;  // after the warm-up
   int warmup_steps = 0;                           // linear from lr / warmup_steps to lr
   int total_steps = 0;                            // train.steps: where a cosine schedule reaches 0
+  // A step whose loss or gradient norm is NaN or Inf: the run stops before
+  // its update, or the update is skipped (weights, state and update count unchanged).
+  NonFinite on_nonfinite = NonFinite::stop;
+  // Each rank updates once its own gradients are final, guessing the clip
+  // factor; the global check completes later and a wrong guess is rolled back.
+  bool post_validation = false;
 };
 
 // train.* keys of the batch and the run length.

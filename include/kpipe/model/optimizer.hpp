@@ -29,8 +29,15 @@ class Optimizer {
   // Allocates all state here, once; step() allocates nothing.
   Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters, tensor::ExecContext& exec);
 
-  // One update of every parameter from its gradient.
-  void step();
+  // One update of every parameter from its gradient read times `grad_scale`
+  // (clip_factor's, 1 when unclipped); the gradients stay as they are.
+  void step(double grad_scale = 1.0);
+  // From now on each step() first keeps the parameters, the state and the
+  // update count as they were, so that roll_back() undoes it exactly
+  // (train.post_validation). Allocates that copy here, once.
+  void keep_previous();
+  // Restores what the last step() changed; keep_previous() must have been called before it.
+  void roll_back();
   // Updates done so far (AdamW's bias correction counts them); a restart sets it.
   int steps() const { return steps_; }
   void set_steps(int steps) { steps_ = steps; }
@@ -53,6 +60,9 @@ class Optimizer {
   std::vector<tensor::Matrix<Scalar>> first_;   // SGD momentum buffer or AdamW exp_avg
   std::vector<tensor::Matrix<Scalar>> second_;  // AdamW exp_avg_sq
   int steps_ = 0;
+  // keep_previous(): parameters, first_ and second_ as they were before the last step.
+  std::vector<tensor::Matrix<Scalar>> previous_;
+  int previous_steps_ = 0;
 };
 
 // The squared L2 norm of every gradient, one entry per parameter (a tied
@@ -73,10 +83,9 @@ bool sum_tied_gradients(const tensor::ExecContext& exec, const std::vector<Param
 // The square root of the squared norms added in the order given.
 double global_norm(const std::vector<double>& squared_norms);
 
-// torch.nn.utils.clip_grad_norm_: when norm > max_norm, multiplies every
-// gradient by max_norm / (norm + 1e-6). Returns the factor (1 when unclipped).
-template <class Scalar>
-double clip_gradients(const tensor::ExecContext& exec, const std::vector<Parameter<Scalar>>& parameters, double norm,
-                      double max_norm);
+// torch.nn.utils.clip_grad_norm_'s factor: max_norm / (norm + 1e-6) when
+// norm > max_norm > 0 (NaN when the norm is), else 1. Optimizer::step reads
+// every gradient times it.
+double clip_factor(double norm, double max_norm);
 
 }  // namespace kpipe::model

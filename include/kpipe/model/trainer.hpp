@@ -45,10 +45,14 @@ class SequentialTrainer {
 
   // One optimizer step on the next global batch; returns its mean loss. A NaN
   // or Inf loss throws a runtime error naming step and microbatch before the
-  // optimizer runs, so the weights stay those of the last good step.
+  // optimizer runs, so the weights stay those of the last good step; with
+  // train.on_nonfinite = "skip" a NaN or Inf loss or gradient norm skips the
+  // update instead.
   double step();
-  // Optimizer steps done; also the data step index s of the next step.
+  // Steps done (updated or skipped); also the data step index s of the next step.
   std::int64_t steps_done() const { return steps_; }
+  // Steps whose update train.on_nonfinite = "skip" skipped.
+  std::int64_t skipped_steps() const { return skipped_; }
 
   std::vector<Stage<Scalar>>& stages() { return stages_; }
   // Every parameter, in global layer order.
@@ -67,6 +71,7 @@ class SequentialTrainer {
   Targets<Scalar> targets_;                          // of one microbatch, refilled for each
   std::vector<tensor::Matrix<Scalar>> replica_sum_;  // d > 1: sum of the replicas' gradients
   std::int64_t steps_ = 0;
+  std::int64_t skipped_ = 0;
 };
 
 }  // namespace kpipe::model

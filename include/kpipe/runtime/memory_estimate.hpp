@@ -25,10 +25,13 @@ struct MemoryEstimate {
   // compute.gemm = "packed" where it has a backend: each Linear's weight
   // reordered for the forward, and in training its transpose for the input gradient.
   std::int64_t packed_weights = 0;
+  // train.post_validation: the weights and optimizer state as they were before the last update.
+  std::int64_t previous_update = 0;
   std::int64_t baseline = 0;  // resident memory of the process before the model is built
 
   std::int64_t total() const {
-    return parameters + gradients + optimizer_state + activations + buffers + workspace + packed_weights + baseline;
+    return parameters + gradients + optimizer_state + activations + buffers + workspace + packed_weights +
+           previous_update + baseline;
   }
   // "123.4 MiB (parameters 1.0, gradients 1.0, ...)" for messages and reports.
   std::string describe() const;

@@ -26,6 +26,7 @@
 #include "kpipe/runtime/held_out_evaluator.hpp"
 #include "kpipe/runtime/loss_head.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/runtime/step_update.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {
@@ -40,10 +41,15 @@ class Pipeline {
   Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode,
            comm::Staging staging = comm::Staging::automatic);
 
-  // Runs step `step` of the schedule: training steps update the weights. Every
-  // rank agrees on the step's losses before the update: a NaN or Inf loss on
-  // any rank throws comm::AgreedError on every rank, and no weight changes.
+  // Runs step `step` of the schedule: training steps update the weights
+  // (StepUpdate). With train.on_nonfinite = "stop" a NaN or Inf loss on any
+  // rank throws comm::AgreedError on every rank, and no weight changes.
   StepResult run_step(int step);
+  // Training with train.post_validation: completes the last step's update
+  // (rolled back and redone where its global check says so). Anything that
+  // reads the weights between steps (checkpoints, evaluation, the end of a
+  // run) calls it first; run_step does at its start. Nothing otherwise.
+  void settle();
 
   const comm::ProcessGrid& grid() const { return grid_; }
   const schedule::Schedule& schedule() const { return schedule_; }
@@ -56,6 +62,8 @@ class Pipeline {
   const comm::Transport<Scalar>& transport() const { return transport_; }
   const GridCollectives& collectives() const { return collectives_; }
   const GradientSync<Scalar>& gradient_sync() const { return gradient_sync_; }
+  // Training: the step's update and its checks (skipped and redone updates); null in inference.
+  const StepUpdate<Scalar>* update() const { return update_.get(); }
   // Training with train.eval_every: this rank's evaluation of the first
   // train.eval_batches validation batches with the current weights (see
   // global_evaluation). Only with train.eval_every > 0. Its boundary
@@ -113,6 +121,7 @@ class Pipeline {
   LossHead<Scalar> loss_head_;
   GradientSync<Scalar> gradient_sync_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
+  std::unique_ptr<StepUpdate<Scalar>> update_;           // training only
   std::unique_ptr<ActivationDump> dump_;                 // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;
   std::unique_ptr<HeldOutEvaluator<Scalar>> held_out_;  // training with train.eval_every only

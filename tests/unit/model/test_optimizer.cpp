@@ -1,5 +1,5 @@
-// The model-level optimizer: state per parameter, and global-norm clipping
-// against its formula.
+// The model-level optimizer: state per parameter, global-norm clipping
+// against its formula, and exact roll-back (train.post_validation).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -24,7 +24,7 @@ Parameter<double> parameter(const std::string& name, const std::vector<double>& 
 
 }  // namespace
 
-TEST_CASE("gradients are clipped to the global norm like clip_grad_norm_", "[model][optimizer]") {
+TEST_CASE("the clip factor is clip_grad_norm_'s, and the update reads the gradient times it", "[model][optimizer]") {
   tensor::ExecContext exec;
   const std::vector<Parameter<double>> params{parameter("layer0.weight", {1, 2}, {3, 0}),
                                               parameter("layer0.bias", {0}, {-4})};
@@ -32,14 +32,70 @@ TEST_CASE("gradients are clipped to the global norm like clip_grad_norm_", "[mod
   CHECK(squares == std::vector<double>{9, 16});
   const double norm = global_norm(squares);
   CHECK(norm == 5);
-  CHECK(clip_gradients(exec, params, norm, 10.0) == 1.0);
-  CHECK(tensor::to_host<double>(params[0].grad) == std::vector<double>{3, 0});
+  CHECK(clip_factor(norm, 10.0) == 1.0);
+  CHECK(clip_factor(norm, 0.0) == 1.0);  // 0 disables clipping
+  const double factor = clip_factor(norm, 2.5);
+  CHECK(factor == 2.5 / (5 + 1e-6));
+  CHECK(std::isnan(clip_factor(std::nan(""), 2.5)));  // a NaN norm poisons the update, as in PyTorch
 
-  const double factor = clip_gradients(exec, params, norm, 2.5);
-  CHECK(factor == Approx(2.5 / (5 + 1e-6)).epsilon(1e-15));
-  CHECK(tensor::to_host<double>(params[0].grad)[0] == Approx(3 * factor).epsilon(1e-15));
-  CHECK(tensor::to_host<double>(params[1].grad)[0] == Approx(-4 * factor).epsilon(1e-15));
-  CHECK(global_norm(gradient_squared_norms(exec, params)) == Approx(2.5).epsilon(1e-6));
+  // Reading g times the factor is bitwise scaling g in place first (what
+  // clip_grad_norm_ does), and leaves g as it was, for both optimizers.
+  for (const auto kind : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+    OptimizerSpec spec;
+    spec.kind = kind;
+    spec.lr = 0.1;
+    spec.weight_decay = 0.01;
+    const auto fused = parameter("layer0.weight", {1, 2, -0.5}, {0.3, -7, 1.1});
+    const auto scaled = parameter("layer0.weight", {1, 2, -0.5}, {0.3 * 0.37, -7 * 0.37, 1.1 * 0.37});
+    Optimizer<double> a(spec, {fused}, exec);
+    Optimizer<double> b(spec, {scaled}, exec);
+    for (int step = 0; step < 3; ++step) {
+      a.step(0.37);
+      b.step();
+    }
+    CHECK(tensor::to_host<double>(fused.value) == tensor::to_host<double>(scaled.value));
+    CHECK(tensor::to_host<double>(fused.grad) == std::vector<double>{0.3, -7, 1.1});
+  }
+}
+
+TEST_CASE("a rolled-back update restores weights, state and count bitwise", "[model][optimizer]") {
+  tensor::ExecContext exec;
+  for (const auto kind : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+    OptimizerSpec spec;
+    spec.kind = kind;
+    spec.lr = 0.05;
+    spec.warmup_steps = 3;  // the learning rate follows the update count
+    const auto rolled = parameter("layer0.weight", {1, 2, -0.5}, {0.3, -7, 1.1});
+    const auto direct = parameter("layer0.weight", {1, 2, -0.5}, {0.3, -7, 1.1});
+    Optimizer<double> a(spec, {rolled}, exec);
+    Optimizer<double> b(spec, {direct}, exec);
+    a.keep_previous();
+    // a: guesses factor 1, rolls back, redoes with 0.25; b: 0.25 at once.
+    for (int step = 0; step < 3; ++step) {
+      a.step(1.0);
+      a.roll_back();
+      a.step(0.25);
+      b.step(0.25);
+    }
+    CHECK(a.steps() == 3);
+    CHECK(tensor::to_host<double>(rolled.value) == tensor::to_host<double>(direct.value));
+    const auto state_a = a.state();
+    const auto state_b = b.state();
+    REQUIRE(state_a.size() == state_b.size());
+    for (std::size_t i = 0; i < state_a.size(); ++i) {
+      CHECK(tensor::to_host<double>(state_a[i].value) == tensor::to_host<double>(state_b[i].value));
+    }
+    // A skipped step: the roll-back alone.
+    a.step(1.0);
+    a.roll_back();
+    CHECK(a.steps() == 3);
+    CHECK(tensor::to_host<double>(rolled.value) == tensor::to_host<double>(direct.value));
+  }
+  OptimizerSpec spec;
+  const auto p = parameter("layer0.weight", {1}, {1});
+  Optimizer<double> without(spec, {p}, exec);
+  without.step();
+  CHECK_THROWS_WITH(without.roll_back(), Catch::Contains("keep_previous"));
 }
 
 TEST_CASE("optimizer state is named per parameter as in PyTorch", "[model][optimizer]") {
