@@ -378,6 +378,12 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
                                   deck.describe("model.loss"), deck.describe("data.task")));
   }
   check_partition(deck, config);
+  if (config.optimizer.post_validation && shape.activation_store == ActivationStore::hdf5) {
+    throw input_error(fmt::format(
+        "{} starts each step's forward passes before the last update is checked and drops them when the check "
+        "fails, which {} cannot undo in its files; set one of them to its default",
+        deck.describe("train.post_validation"), deck.describe("pipeline.activation_store")));
+  }
 }
 
 }  // namespace

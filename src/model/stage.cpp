@@ -306,6 +306,17 @@ void Stage<Scalar>::zero_grad() {
 }
 
 template <class Scalar>
+void Stage<Scalar>::discard_stash() {
+  for (const auto& [mb, entry] : stash_) {
+    if (!entry.spilled.empty()) {
+      throw runtime_error(fmt::format("{}: microbatch {} is in the stash store, which keeps no way to drop it",
+                                      stage_name(layers_), mb));
+    }
+  }
+  stash_.clear();
+}
+
+template <class Scalar>
 int Stage<Scalar>::stashed_microbatches() const {
   return static_cast<int>(
       std::count_if(stash_.begin(), stash_.end(), [](const auto& entry) { return !entry.second.input_gradient_done; }));

@@ -71,6 +71,7 @@ Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::Proce
     });
   }
   receive_window_ = schedule::peak_stash(actions_).peak + 1;
+  if (hooks_.previous_update_stands) head_ = schedule::speculative_heads(schedule_).at(rank_);
 }
 
 template <class Scalar>
@@ -83,8 +84,9 @@ comm::Message Executor<Scalar>::message_of(const Action& action) const {
 }
 
 template <class Scalar>
-void Executor<Scalar>::post_receives_ahead() {
-  while (next_receive_ < receive_indices_.size() && transport_.posted_receives() < receive_window_) {
+void Executor<Scalar>::post_receives_ahead(std::size_t limit) {
+  while (next_receive_ < receive_indices_.size() && receive_indices_[next_receive_] < limit &&
+         transport_.posted_receives() < receive_window_) {
     transport_.post_receive(message_of(actions_[receive_indices_[next_receive_]]));
     ++next_receive_;
   }
@@ -104,12 +106,37 @@ typename model::Stage<Scalar>::LayerDone Executor<Scalar>::gradients_final(const
 template <class Scalar>
 StepResult Executor<Scalar>::run_step(int step) {
   StepResult result;
+  if (!run_actions(step, !hooks_.previous_update_stands, result)) {
+    result = StepResult();
+    run_actions(step, true, result);
+  }
+  return result;
+}
+
+template <class Scalar>
+bool Executor<Scalar>::run_actions(int step, bool validated, StepResult& result) {
   result.timings.reserve(actions_.size());
   Slots slots(static_cast<std::size_t>(schedule_.m) * schedule_.v);
   next_receive_ = 0;
   const double step_start = comm::wall_time();
-  for (std::size_t i = 0; i < actions_.size(); ++i) {
-    post_receives_ahead();
+  for (std::size_t i = 0; i <= actions_.size(); ++i) {
+    if (!validated && i == head_.end) {
+      validated = true;
+      bool stands = false;
+      try {
+        stands = hooks_.previous_update_stands();
+      } catch (...) {
+        abandon_head(step);
+        throw;
+      }
+      if (!stands) {
+        abandon_head(step);
+        return false;
+      }
+    }
+    if (i == actions_.size()) break;
+    // A speculative head receives only what the other heads send.
+    post_receives_ahead(validated ? actions_.size() : head_.end);
     const double start = comm::wall_time() - step_start;
     {
       // Named like the IR's actions, so Kokkos Tools and Nsight show the schedule.
@@ -130,7 +157,20 @@ StepResult Executor<Scalar>::run_step(int step) {
     }
   }
   transport_.complete_sends(fmt::format("at the end of step {}", step));
-  return result;
+  return true;
+}
+
+template <class Scalar>
+void Executor<Scalar>::abandon_head(int step) {
+  for (const std::size_t i : head_.drained) {
+    const comm::Message message = message_of(actions_[i]);
+    transport_.post_receive(message);
+    transport_.complete_receive(message, [&] {
+      return fmt::format("dropping the {} of step {}'s abandoned head", schedule::describe(actions_[i]), step);
+    });
+  }
+  transport_.complete_sends(fmt::format("abandoning step {}'s head", step));
+  for (auto* chunk : chunks_) chunk->discard_stash();
 }
 
 template <class Scalar>

@@ -165,6 +165,15 @@ StepHooks Pipeline<Scalar>::step_hooks() {
     model::sum_row_partials(collectives_, parameters());
     update_->finish(step_, loss_head_.failure());
   };
+  if (update_ && spec_.optimizer.post_validation) {
+    // The head ran without the gradients, which the redo still needs: zeroed only now.
+    hooks.previous_update_stands = [this] {
+      const bool stands = update_->settle();
+      for (auto& chunk : chunks_) chunk->zero_grad();
+      if (!stands) loss_head_.start_step();
+      return stands;
+    };
+  }
   if (overlap_gradient_sums_) {
     hooks.gradients_final = [this](int chunk, int layer) { gradient_sync_.start(chunk, layer); };
     hooks.progress = [this] { gradient_sync_.progress(); };
@@ -190,11 +199,13 @@ Evaluation Pipeline<Scalar>::validate() {
 
 template <class Scalar>
 StepResult Pipeline<Scalar>::run_step(int step) {
-  settle();
   step_ = step;
   fault::inject(fault::Phase::step, grid_.world_rank(), step);
   loss_head_.start_step();
-  for (auto& chunk : chunks_) chunk->zero_grad();
+  // Post-validated, the executor settles the last update where the step's head ends.
+  if (!spec_.optimizer.post_validation) {
+    for (auto& chunk : chunks_) chunk->zero_grad();
+  }
   return executor_.run_step(step);
 }
 

@@ -39,7 +39,7 @@ void StepUpdate<Scalar>::skip(int step) {
 template <class Scalar>
 void StepUpdate<Scalar>::finish(int step, std::exception_ptr loss_failure) {
   if (spec_.post_validation) {
-    settle();
+    settle();  // a no-op unless the caller skipped it
     Check check;
     check.step = step;
     check.loss_failure = loss_failure;
@@ -67,8 +67,8 @@ void StepUpdate<Scalar>::finish(int step, std::exception_ptr loss_failure) {
 }
 
 template <class Scalar>
-void StepUpdate<Scalar>::settle() {
-  if (!in_flight_) return;
+bool StepUpdate<Scalar>::settle() {
+  if (!in_flight_) return true;
   const Check check = std::move(*in_flight_);
   in_flight_.reset();
   const bool failed = check.any_failed->result() > 0;
@@ -83,16 +83,17 @@ void StepUpdate<Scalar>::settle() {
   }
   if (skips() && (failed || !std::isfinite(norm))) {
     undo();
-    return skip(check.step);
+    skip(check.step);
+    return false;
   }
   const double factor = model::clip_factor(norm, spec_.grad_clip);
-  if (factor != check.guess) {
-    undo();
-    optimizer_.step(factor);
-    weights_changed_();
-    ++redone_;
-  }
   last_factor_ = factor;
+  if (factor == check.guess) return true;
+  undo();
+  optimizer_.step(factor);
+  weights_changed_();
+  ++redone_;
+  return false;
 }
 
 template class StepUpdate<float>;

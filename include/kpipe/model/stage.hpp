@@ -107,6 +107,9 @@ class Stage {
              const tensor::Matrix<Scalar>& Y);
 
   void zero_grad();
+  // Drops every stashed microbatch, for a step abandoned part-way (the
+  // speculative head train.post_validation re-runs). Not with a stash store.
+  void discard_stash();
   // Parameters in global layer order, named "layer<global index>.<...>".
   std::vector<Parameter<Scalar>> parameters() const { return body_->parameters(); }
   // The parameters of one layer, by its index in the stage.

@@ -14,6 +14,7 @@
 #include "kpipe/model/stage.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/schedule.hpp"
+#include "kpipe/schedule/speculation.hpp"
 #include "kpipe/tensor/buffer_pool.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 
@@ -47,6 +48,12 @@ struct StepHooks {
   // sum may start; and a nudge between actions for sums in flight.
   std::function<void(int chunk, int layer)> gradients_final;
   std::function<void()> progress;
+  // Optional (train.post_validation): the step then starts on its
+  // speculative head (schedule/speculation.hpp) before the previous update
+  // is known to stand, and this is called once, where the head ends. It
+  // returns false when that update was rolled back: every rank then abandons
+  // its head and runs the step again.
+  std::function<bool()> previous_update_stands;
 };
 
 struct StepResult {
@@ -74,6 +81,14 @@ class Executor {
  private:
   struct Slots;  // per (microbatch, chunk) tensors of the step in flight
 
+  // One pass over the action list; false when hooks_.previous_update_stands
+  // said the head must run again (the head is then abandoned).
+  bool run_actions(int step, bool validated, StepResult& result);
+  // Leaves an abandoned head as if it never ran: receives and drops the
+  // messages the other heads sent this rank and this head did not take,
+  // completes its own sends, and drops what its chunks stashed.
+  void abandon_head(int step);
+
   void execute(const schedule::Action& action, std::size_t index, int step, Slots& slots, StepResult& result,
                double step_start);
   // For the action that completes a chunk's weight gradients of the step:
@@ -81,8 +96,8 @@ class Executor {
   // (noting when the first went); for any other action, nothing.
   typename model::Stage<Scalar>::LayerDone gradients_final(const schedule::Action& action, std::size_t index,
                                                            StepResult& result, double step_start) const;
-  // Keeps receive_window_ receives posted, in list order.
-  void post_receives_ahead();
+  // Keeps receive_window_ receives posted, in list order, before action `limit`.
+  void post_receives_ahead(std::size_t limit);
   comm::Message message_of(const schedule::Action& action) const;
   int stage_of(int chunk) const { return schedule_.placement.stage(rank_, chunk); }
   std::size_t slot_key(int microbatch, int chunk) const {
@@ -109,6 +124,7 @@ class Executor {
   StepHooks hooks_;
   // The action that completes chunk c's weight gradients in a step (its last B or W), -1 if none.
   std::vector<std::ptrdiff_t> last_gradient_action_;
+  schedule::SpeculativeHead head_;            // with hooks_.previous_update_stands only
   std::vector<std::size_t> receive_indices_;  // positions of RECV_* actions in actions_
   std::size_t next_receive_ = 0;              // first entry of receive_indices_ not yet posted
   // How many receives are posted ahead of need: the schedule's peak number of

@@ -43,9 +43,11 @@ class StepUpdate {
   // the run stops (train.on_nonfinite = "stop").
   void finish(int step, std::exception_ptr loss_failure);
   // Completes a post-validated update still in flight (nothing otherwise):
-  // call before anything reads the weights or starts the next step. Throws as
-  // finish() does, after rolling the update back.
-  void settle();
+  // call before anything reads the weights or runs backward work of the next
+  // step. Returns false when it rolled the update back (redone or skipped):
+  // whatever ran on the weights since finish() ran on the wrong ones. Throws
+  // as finish() does, after rolling the update back.
+  bool settle();
 
   // Steps whose update was skipped (train.on_nonfinite = "skip").
   int skipped() const { return skipped_; }
