@@ -83,6 +83,10 @@ void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& predicti
   }
   log::info("{}", bubble_line("bubble, simulated:", result.bubble()));
   log::info("{}", bubble_line("bubble, simulated, within spans:", result.span_bubble()));
+  if (schedule.training()) {
+    log::info("{}  (train.post_validation: no barrier between steps)",
+              bubble_line("bubble, simulated, post-validated:", schedule::post_validated_bubble(schedule, plan.costs)));
+  }
   log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
             static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));

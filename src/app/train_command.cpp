@@ -194,27 +194,40 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
   };
   runtime::ProfileRecorder profile(pipeline, options.profile_path);
   const runtime::PreemptionSignals preemption(loaded.config.runtime.preempt_signals);
+  // Post-validated steps follow each other without a barrier: their outcomes arrive one step late.
+  runtime::StepLedger ledger(pipeline.grid(), pipeline.schedule(), !pipeline.spec().optimizer.post_validation);
   comm::barrier(comm::world());
   const double start = comm::wall_time();
+  // Reports a step whose outcome every rank has; returns the preemption signal it carries.
+  const auto account = [&](const runtime::StepOutcome& done) {
+    report.add_step(done, start);
+    const double elapsed = comm::wall_time() - start;
+    log::info("step {:>{}}/{}  loss {:.6f}  {:>9.4g} samples/s  ETA {}", done.step + 1,
+              fmt::formatted_size("{}", steps), steps, done.loss, samples_per_step / done.seconds,
+              duration(elapsed / (done.step - first + 1) * (steps - done.step - 1)));
+    return done.signal;
+  };
+  const auto account_all = [&] {
+    for (const auto& done : runtime::abort_on_error([&] { return ledger.flush(); })) account(done);
+  };
   for (int step = first; step < steps; ++step) {
     const double step_start = comm::wall_time();
-    const runtime::StepResult result = runtime::abort_on_error([&] { return pipeline.run_step(step); });
+    runtime::StepResult result = runtime::abort_on_error([&] { return pipeline.run_step(step); });
+    const double seconds = comm::wall_time() - step_start;
     profile.add_step(step, step_start - start, result);
-    const double loss = runtime::global_loss(pipeline.grid(), result);
-    report.add_step(loss, step_start - start, comm::wall_time() - step_start, result);
-    const double elapsed = comm::wall_time() - start;
-    log::info("step {:>{}}/{}  loss {:.6f}  {:>9.4g} samples/s  ETA {}", step + 1, fmt::formatted_size("{}", steps),
-              steps, loss, samples_per_step / (comm::wall_time() - step_start),
-              duration(elapsed / (step - first + 1) * (steps - step - 1)));
+    ledger.add(step, step_start, seconds, std::move(result), runtime::PreemptionSignals::received());
+    int signal = 0;
+    if (const auto done = runtime::abort_on_error([&] { return ledger.next(); })) signal = account(*done);
     const int eval_every = loaded.config.train.eval_every;
     if (eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps)) {
       validate(pipeline, step + 1, characters_per_token, report);
     }
     std::string checkpointed;  // this step's checkpoint file, if it wrote one
     if (checkpoint.every > 0 && (step + 1) % checkpoint.every == 0) checkpointed = write_checkpoint(step + 1);
-    if (const int signal = preemption.agreed(comm::world()); signal != 0 && step + 1 < steps) {
+    if (signal != 0 && step + 1 < steps) {
       if (checkpointed.empty()) create_writable_directory(checkpoint.path, "checkpoint.path");
       const std::string file = checkpointed.empty() ? write_checkpoint(step + 1) : checkpointed;
+      account_all();
       log::info(
           "preempted: {} after step {}; {} holds the run, continue it with checkpoint.restart = \"latest\" "
           "(exit code {})",
@@ -223,6 +236,7 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
       return runtime::PreemptionSignals::exit_code;
     }
   }
+  account_all();
   runtime::abort_on_error([&] { pipeline.settle(); });
   finish(comm::wall_time() - start);
   log_updates(pipeline, loaded.config.train.steps - first);

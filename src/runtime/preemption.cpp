@@ -51,8 +51,4 @@ PreemptionSignals::~PreemptionSignals() {
 
 int PreemptionSignals::received() { return first_signal; }
 
-int PreemptionSignals::agreed(comm::Communicator comm) const {
-  return static_cast<int>(comm::max(comm, static_cast<double>(first_signal)));
-}
-
 }  // namespace kpipe::runtime

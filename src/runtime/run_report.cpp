@@ -42,20 +42,16 @@ RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::Run
   if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
 }
 
-void RunReport::add_step(double loss, double step_start, double seconds, const runtime::StepResult& result) {
-  calibration_.add_step(step_start, seconds, result);
-  losses_.push_back(loss);
-  step_seconds_.push_back(seconds);
-  peak_stashed_ = std::max(peak_stashed_, result.peak_stashed);
-  const auto& grid = pipeline_.grid();
-  const runtime::MeasuredBubble measured =
-      runtime::measure_bubble(pipeline_.schedule(), grid.pipeline_rank(), result.timings, grid.pipeline());
-  measured_bubbles_.push_back(measured);
-  if (grid.replicas() > 1) {
+void RunReport::add_step(const StepOutcome& step, double run_start) {
+  calibration_.add_step(step.step_start - run_start, step.seconds, step.result);
+  losses_.push_back(step.loss);
+  step_seconds_.push_back(step.seconds);
+  peak_stashed_ = std::max(peak_stashed_, step.result.peak_stashed);
+  measured_bubbles_.push_back(step.bubble);
+  if (pipeline_.grid().replicas() > 1) {
     // Exposed: what the sum adds after the last compute of every replica (waiting for a slower replica is not).
-    const double compute_end = comm::max(grid.world(), measured.makespan);
-    sum_in_flight_.push_back(result.reduction_end - result.reduction_start);
-    sum_exposed_.push_back(std::max(0.0, result.reduction_end - compute_end));
+    sum_in_flight_.push_back(step.result.reduction_end - step.result.reduction_start);
+    sum_exposed_.push_back(std::max(0.0, step.result.reduction_end - step.compute_end));
   }
 }
 
@@ -139,9 +135,12 @@ void RunReport::print() const {
     const auto& c = *calibrated_;
     log::info(
         "calibration: step {:.3f} ms = pipeline {:.3f} ms + {:.3f} ms after it; simulated with these costs: step "
-        "{:.3f} ms, bubble idle/useful {:.3f} (kpipe plan --costs reads them from --json)",
+        "{:.3f} ms, bubble idle/useful {:.3f}, within spans {:.3f}, post-validated {:.3f}{} (kpipe plan --costs "
+        "reads them from --json)",
         1e3 * c.step_seconds, 1e3 * c.makespan, 1e3 * c.step_overhead, 1e3 * recalibrated_->step_seconds,
-        recalibrated_->bubble.idle_over_useful);
+        recalibrated_->bubble.idle_over_useful, recalibrated_->span_bubble.idle_over_useful,
+        recalibrated_->post_validated.idle_over_useful,
+        pipeline_.spec().optimizer.post_validation ? " (this run's: compare the measured bubble with it)" : "");
   }
   if (pipeline_.grid().replicas() > 1) {
     double in_flight = 0.0, exposed = 0.0;
@@ -230,10 +229,13 @@ nlohmann::json RunReport::json() const {
            ? nlohmann::json{{"overlapped", pipeline_.overlaps_gradient_sums()}, {"hidden_fraction", hidden_fraction()}}
            : nlohmann::json()},
       {"calibration", calibrated_ ? nlohmann::json::parse(schedule::calibration_json(*calibrated_)) : nlohmann::json()},
-      {"calibrated_prediction", recalibrated_ ? nlohmann::json{{"step_seconds", recalibrated_->step_seconds},
-                                                               {"makespan_seconds", recalibrated_->makespan},
-                                                               {"bubble", to_json(recalibrated_->bubble)}}
-                                              : nlohmann::json()},
+      {"calibrated_prediction", recalibrated_
+                                    ? nlohmann::json{{"step_seconds", recalibrated_->step_seconds},
+                                                     {"makespan_seconds", recalibrated_->makespan},
+                                                     {"bubble", to_json(recalibrated_->bubble)},
+                                                     {"span_bubble", to_json(recalibrated_->span_bubble)},
+                                                     {"post_validated_bubble", to_json(recalibrated_->post_validated)}}
+                                    : nlohmann::json()},
       {"checkpoints", checkpoints_},
       {"validation", validation_},
       {"restarted_from", restart_},

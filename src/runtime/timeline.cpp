@@ -7,34 +7,45 @@
 
 namespace kpipe::runtime {
 
-MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
-                              comm::Communicator pipeline) {
+std::vector<double> bubble_terms(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
+                                 double step_seconds) {
   // LOSS runs inside the last stage's forward work (the simulator folds it into F).
-  double local_busy = 0.0, first_start = -1.0, last_end = 0.0;
+  double busy = 0.0, first_start = -1.0, last_end = 0.0;
   for (const auto& t : timings) {
     const auto kind = schedule.ranks[rank][t.index].kind;
     if (!schedule::is_compute(kind) && kind != schedule::ActionKind::loss) continue;
-    local_busy += t.end - t.start;
+    busy += t.end - t.start;
     if (first_start < 0.0) first_start = t.start;
     last_end = std::max(last_end, t.end);
   }
-  // One gather per step, not a reduction per figure: every rank's busy time, span and last end.
-  const std::vector<double> all = comm::all_gather(
-      pipeline, std::vector<double>{local_busy, first_start < 0.0 ? 0.0 : last_end - first_start, last_end});
-  double busy = 0.0, spans = 0.0, makespan = 0.0;
-  for (std::size_t r = 0; r < all.size(); r += 3) {
+  return {busy, first_start < 0.0 ? 0.0 : last_end - first_start, last_end, step_seconds};
+}
+
+MeasuredBubble combine_bubble_terms(int p, const std::vector<double>& all, bool barrier) {
+  double busy = 0.0, spans = 0.0, makespan = 0.0, period = 0.0;
+  for (std::size_t r = 0; r + bubble_term_count <= all.size(); r += bubble_term_count) {
     busy += all[r];
     spans += all[r + 1];
     makespan = std::max(makespan, all[r + 2]);
+    period += all[r + 3] / p;
   }
-  const double idle = schedule.p * makespan - busy;
+  // Without a barrier every rank's steps follow each other at the same mean
+  // period, which holds its optimizer step; with one, the step ends at the last compute.
+  if (!barrier) makespan = period;
+  const double idle = p * makespan - busy;
   MeasuredBubble measured;
   measured.makespan = makespan;
   measured.bubble.idle_over_useful = busy > 0 ? idle / busy : 0.0;
-  measured.bubble.idle_over_total = makespan > 0 ? idle / (schedule.p * makespan) : 0.0;
+  measured.bubble.idle_over_total = makespan > 0 ? idle / (p * makespan) : 0.0;
   measured.span.idle_over_useful = busy > 0 ? (spans - busy) / busy : 0.0;
   measured.span.idle_over_total = spans > 0 ? (spans - busy) / spans : 0.0;
   return measured;
+}
+
+MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
+                              comm::Communicator pipeline) {
+  // One gather per step, not a reduction per figure.
+  return combine_bubble_terms(schedule.p, comm::all_gather(pipeline, bubble_terms(schedule, rank, timings, 0.0)), true);
 }
 
 schedule::CostModel measured_costs(const schedule::Schedule& schedule, int rank,

@@ -94,6 +94,7 @@ Calibration measure_calibration(const std::vector<Timeline>& steps, int microbat
   std::vector<double> sends;
   std::vector<Message> messages;
   std::vector<std::array<std::vector<double>, 4>> durations(stages);  // F (without LOSS), B, W, BW
+  std::vector<double> optimizer(static_cast<std::size_t>(c.p), 0.0);  // per rank, over all steps
   for (Timeline step : steps) {
     summarize(step);
     c.makespan += step.makespan;
@@ -109,6 +110,8 @@ Calibration measure_calibration(const std::vector<Timeline>& steps, int microbat
             counts[t.stage][slot] += 1;
             durations[t.stage][slot].push_back(t.end - t.start);
           }
+        } else if (kind == ActionKind::reduce_grads || kind == ActionKind::optimizer_step) {
+          optimizer[r] += t.end - t.start;
         } else if (is_send(kind)) {
           sends.push_back(t.end - t.start);
           sent[{t.action.peer, r, t.action.tag, static_cast<int>(direction_of(kind))}] = t.end;
@@ -129,6 +132,7 @@ Calibration measure_calibration(const std::vector<Timeline>& steps, int microbat
   c.bubble.idle_over_total /= n;
   c.step_seconds = step_seconds;
   c.step_overhead = std::max(0.0, step_seconds - c.makespan);
+  c.optimizer_seconds = *std::max_element(optimizer.begin(), optimizer.end()) / n;
   for (std::size_t s = 0; s < stages; ++s) {
     const auto per = [&](int k) { return counts[s][k] > 0 ? seconds[s][k] / counts[s][k] : 0.0; };
     const double half_bw = per(3) / 2;
@@ -195,6 +199,16 @@ CalibratedStep predict_step(const Schedule& schedule, const Calibration& calibra
     step.makespan += span / simulations;
     step.bubble.idle_over_useful += (r.total_busy > 0.0 ? idle / r.total_busy : 0.0) / simulations;
     step.bubble.idle_over_total += (span > 0.0 ? idle / (schedule.p * span) : 0.0) / simulations;
+    const Bubble within = r.span_bubble();
+    step.span_bubble.idle_over_useful += within.idle_over_useful / simulations;
+    step.span_bubble.idle_over_total += within.idle_over_total / simulations;
+  }
+  // Steps without a barrier, in their steady state at the mean costs: each
+  // rank's optimizer now runs inside its period.
+  if (schedule.training()) {
+    costs.variation.reset();
+    costs.optimizer_step = calibration.optimizer_seconds;
+    step.post_validated = post_validated_bubble(schedule, costs);
   }
   // The overhead was measured from the last compute, as the measured makespan ends there.
   step.step_seconds = step.makespan + calibration.step_overhead;

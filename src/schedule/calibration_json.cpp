@@ -42,6 +42,7 @@ json calibration_object(const Calibration& c) {
           {"link_bandwidth_bytes_per_second", c.link_bandwidth},
           {"bytes_per_transfer", c.bytes_per_transfer},
           {"step_overhead_seconds", c.step_overhead},
+          {"optimizer_seconds", c.optimizer_seconds},
           {"compute_spread", c.compute_spread},
           {"transfer_spread", c.transfer_spread},
           {"receive_spread", c.receive_spread},
@@ -153,6 +154,8 @@ Calibration read_calibration(const json& o, const Reader& read) {
   c.link_bandwidth = read.amount(o, "link_bandwidth_bytes_per_second", where);
   c.bytes_per_transfer = static_cast<std::int64_t>(read.amount(o, "bytes_per_transfer", where));
   c.step_overhead = read.seconds(o, "step_overhead_seconds", where);
+  // Files written before post-validation have no optimizer time: 0, as the makespan counts it.
+  if (o.contains("optimizer_seconds")) c.optimizer_seconds = read.seconds(o, "optimizer_seconds", where);
   c.step_seconds = read.seconds(o, "step_seconds", where);
   c.makespan = read.seconds(o, "makespan_seconds", where);
   c.compute_spread = read.factors(o, "compute_spread", where);

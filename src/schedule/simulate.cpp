@@ -224,6 +224,8 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
       result.last_compute_end = std::max(result.last_compute_end, now);
     } else if (is_receive(a.kind)) {
       now = std::max(now, arrival) + costs.receive_time * draw.receive();
+    } else if (a.kind == ActionKind::optimizer_step) {
+      now += costs.optimizer_step;
     } else if (is_send(a.kind)) {
       const int stage = schedule.placement.stage(rank, a.chunk);
       now += costs.send_time;

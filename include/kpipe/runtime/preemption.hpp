@@ -10,8 +10,6 @@
 
 #include <vector>
 
-#include "kpipe/comm/collectives.hpp"
-
 namespace kpipe::runtime {
 
 class PreemptionSignals {
@@ -27,11 +25,8 @@ class PreemptionSignals {
   PreemptionSignals& operator=(const PreemptionSignals&) = delete;
 
   // The signal this rank received first, or 0.
+  // Ranks agree on it through runtime::StepLedger, so that all stop after the same step.
   static int received();
-  // A signal any rank of `comm` received (the largest number), or 0:
-  // collective over `comm`, so every rank answers alike and they stop at the
-  // same step.
-  int agreed(comm::Communicator comm) const;
 };
 
 }  // namespace kpipe::runtime

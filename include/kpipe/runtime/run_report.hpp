@@ -12,6 +12,7 @@
 #include "kpipe/model/traffic.hpp"
 #include "kpipe/runtime/calibration_recorder.hpp"
 #include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/step_ledger.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
 
@@ -22,9 +23,10 @@ class RunReport {
   // `config` is the run's: its predicted communication volume is printed next to the measured one.
   RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config);
 
-  // Collective over the pipeline: every rank calls it after every step;
-  // `step_start` is when this rank began it, on a clock all ranks share.
-  void add_step(double loss, double step_start, double seconds, const runtime::StepResult& result);
+  // Every rank, for every step, in step order: its outcome as the
+  // StepLedger gathered it; `run_start` is when the run's steps began, on
+  // the clock all ranks share.
+  void add_step(const StepOutcome& step, double run_start);
   // Collective over the world: gathers the per-rank statistics and the
   // calibration (per-stage and per-message costs in seconds).
   void finish(double seconds);

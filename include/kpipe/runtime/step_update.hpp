@@ -46,7 +46,7 @@ class StepUpdate {
   // call before anything reads the weights or runs backward work of the next
   // step. Returns false when it rolled the update back (redone or skipped):
   // whatever ran on the weights since finish() ran on the wrong ones. Throws
-  // as finish() does, after rolling the update back.
+  // as finish() does (after rolling the update back where a copy was kept).
   bool settle();
 
   // Steps whose update was skipped (train.on_nonfinite = "skip").
@@ -66,6 +66,10 @@ class StepUpdate {
 
   bool skips() const { return spec_.on_nonfinite == config::NonFinite::skip; }
   bool needs_norm() const { return spec_.grad_clip > 0 || skips(); }
+  // Whether a check can change an update the run goes on from (clipping,
+  // skipping): only then is the copy kept that a roll-back restores. A run
+  // that stops on a NaN writes nothing after it, so it needs none.
+  bool can_redo() const { return needs_norm(); }
   // The run stops (comm::agree throws everywhere) when the stop policy meets a failure.
   void stop_on_failure(int step, std::exception_ptr loss_failure) const;
   void skip(int step);

@@ -32,7 +32,8 @@ struct Calibration {
   double link_latency = 0.0;       // seconds from the end of a send to its message being ready
   double link_bandwidth = 0.0;     // bytes per second; 0: the link costs latency only
   std::int64_t bytes_per_transfer = 0;
-  double step_overhead = 0.0;  // seconds of a step after the pipeline's last compute
+  double step_overhead = 0.0;      // seconds of a step after the pipeline's last compute
+  double optimizer_seconds = 0.0;  // the slowest rank's REDUCE_GRADS and OPTIMIZER_STEP per step
   // The spread of the measured times around their means, as quantiles of
   // factors (mean 1): compute actions, link delays, receives. Empty: none.
   std::vector<double> compute_spread, transfer_spread, receive_spread;
@@ -59,6 +60,8 @@ struct CalibratedStep {
   double makespan = 0.0;      // to the last compute action on any rank
   double step_seconds = 0.0;  // makespan + step overhead
   Bubble bubble;              // over that makespan
+  Bubble span_bubble;         // within each rank's span
+  Bubble post_validated;      // of steps without a barrier between them (train.post_validation)
   int simulations = 0;
 };
 CalibratedStep predict_step(const Schedule& schedule, const Calibration& calibration, int max_in_flight = 0);

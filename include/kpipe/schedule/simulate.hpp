@@ -80,6 +80,9 @@ struct CostModel {
   // One entry per model stage (p·v): each message's bytes and each F's and B's
   // tensor-group sums; empty: every message is bytes_per_transfer, no sums.
   std::vector<StageCommunication> communication;
+  // A rank's OPTIMIZER_STEP with its gradient sums: 0 where a barrier ends
+  // the step (it is after the makespan); what a post-validated step's period includes.
+  double optimizer_step = 0.0;
   double send_time = 0.0;              // a rank's own time in each SEND_*
   double receive_time = 0.0;           // a rank's own time in each RECV_* after its message arrived
   int max_in_flight = 0;               // most stashed microbatches a rank may hold; 0 is unlimited
@@ -140,6 +143,13 @@ enum class Record { every_action, summary };
 // as validate() would. A schedule that needs more than max_in_flight stashed
 // microbatches on some rank is an input error naming it.
 SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record = Record::every_action);
+
+// The bubble of steps that follow each other without a barrier
+// (train.post_validation: each rank starts the next step as soon as its own
+// ends): `steps` steps simulated back to back, the slowest rank's period
+// between the ends of its last two against every rank's busy time per step.
+// At or below the makespan bubble; the span bubble where the stages balance.
+Bubble post_validated_bubble(const Schedule& schedule, const CostModel& costs, int steps = 4);
 
 // The textbook bubble of the named schedule with these costs, and its formula
 // for labels; nullopt for schedules without one (hand-written ones).

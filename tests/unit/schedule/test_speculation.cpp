@@ -8,6 +8,7 @@
 
 #include "catch.hpp"
 #include "kpipe/schedule/action.hpp"
+#include "kpipe/schedule/simulate.hpp"
 #include "kpipe/schedule/speculation.hpp"
 #include "schedule_test_support.hpp"
 
@@ -81,4 +82,27 @@ TEST_CASE("heads run forward work only and receive only what other heads send", 
   const Schedule h2 = lowered("zb-h2", 4, 16);
   const auto heads = speculative_heads(h2);
   CHECK(forwards_in(h2.ranks[0], heads[0].end) - forwards_in(h2.ranks[3], heads[3].end) >= 3);
+}
+
+// Without a barrier between steps a rank starts the next step as soon as its
+// own ends: 1F1B and ZB-H1 gain nothing (rank 0 ends last and starts first),
+// ZB-H2 and ZB-V lose their whole ramp (the Zero Bubble paper's figure 4):
+// their steady bubble is the one within spans, 0 at F = B = W.
+TEST_CASE("post-validated steps keep 1F1B's bubble and remove ZB-H2's and ZB-V's", "[schedule][speculation]") {
+  const CostModel unit = kpipe::schedule::testing::unit_forward_input_weight();
+  for (const int p : {2, 4, 8}) {
+    const int m = 4 * p;
+    INFO("p = " << p);
+    const Bubble one_f_one_b = post_validated_bubble(lowered("1f1b", p, m), unit);
+    CHECK(one_f_one_b.idle_over_useful == Approx(static_cast<double>(p - 1) / m).epsilon(1e-12));
+    const Schedule h1 = lowered("zb-h1", p, m);
+    CHECK(post_validated_bubble(h1, unit).idle_over_useful ==
+          Approx(simulate(h1, unit).bubble().idle_over_useful).epsilon(1e-12));
+    for (const auto& [name, v] : {std::pair{"zb-h2", 1}, {"zb-v", 2}}) {
+      INFO(name);
+      const Schedule s = lowered(name, p, m, v);
+      CHECK(simulate(s, unit).bubble().idle_over_useful > 0.0);
+      CHECK(post_validated_bubble(s, unit).idle_over_useful == Approx(0.0).margin(1e-12));
+    }
+  }
 }
