@@ -63,8 +63,11 @@ void ActivationDump::record(const char* what, int step, int mb, int stage, const
   auto stage_group = group(mb_group, fmt::format("stage{}", stage));
   const std::vector<Scalar> host = tensor::to_host<Scalar>(tensor);
   const auto rows = static_cast<std::uint64_t>(tensor.extent(0));
-  auto dataset = stage_group.create_dataset(what, io::hdf5::type_of<Scalar>(),
-                                            {rows, static_cast<std::uint64_t>(tensor.extent(1))});
+  // A step's head run again (train.post_validation) records its tensors again: the last run's stand.
+  auto dataset = stage_group.has(what)
+                     ? stage_group.open_dataset(what)
+                     : stage_group.create_dataset(what, io::hdf5::type_of<Scalar>(),
+                                                  {rows, static_cast<std::uint64_t>(tensor.extent(1))});
   dataset.write_rows(host.data(), 0, rows);
 }
 
