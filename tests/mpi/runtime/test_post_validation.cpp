@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 
 #include <limits>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "bitwise_parameters.hpp"
 #include "catch.hpp"
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
@@ -76,25 +76,7 @@ config::RunConfig config_for(int p, int d, const std::string& schedule, double g
   return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
-std::map<std::string, std::vector<float>> by_name(const std::vector<model::Parameter<float>>& parameters) {
-  std::map<std::string, std::vector<float>> values;
-  for (const auto& p : parameters) values[p.name] = model::parameters_to_host(std::vector<model::Parameter<float>>{p});
-  return values;
-}
-
-// Every parameter this rank holds equals the reference's of the same name, bitwise.
-void check_bitwise(const std::vector<model::Parameter<float>>& reference,
-                   const std::vector<model::Parameter<float>>& pipelined) {
-  const auto expected = by_name(reference);
-  const auto actual = by_name(pipelined);
-  CHECK(!actual.empty());
-  for (const auto& [name, values] : actual) {
-    INFO(name);
-    // CHECK, never REQUIRE: a rank leaving early would strand the others in MPI.
-    CHECK(expected.count(name) == 1);
-    if (expected.count(name) == 1) CHECK(values == expected.at(name));  // bitwise: float ==
-  }
-}
+using test::check_bitwise;
 
 model::SequentialTrainer<float> reference_for(const config::RunConfig& config, tensor::ExecContext& exec) {
   const auto spec = model::TrainerSpec::from_config(config);
