@@ -108,6 +108,7 @@ StepResult Executor<Scalar>::run_step(int step) {
   StepResult result;
   if (!run_actions(step, !hooks_.previous_update_stands, result)) {
     result = StepResult();
+    result.head_ran_again = true;
     run_actions(step, true, result);
   }
   return result;

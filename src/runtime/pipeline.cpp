@@ -202,9 +202,12 @@ StepResult Pipeline<Scalar>::run_step(int step) {
   step_ = step;
   fault::inject(fault::Phase::step, grid_.world_rank(), step);
   loss_head_.start_step();
-  // Post-validated, the executor settles the last update where the step's head ends.
+  // Post-validated, the executor settles the last update where the step's
+  // head ends (and zeroes the gradients then), unless guesses have just failed.
   if (!spec_.optimizer.post_validation) {
     for (auto& chunk : chunks_) chunk->zero_grad();
+  } else if (update_ && !update_->guesses_hold()) {
+    update_->settle();
   }
   return executor_.run_step(step);
 }

@@ -84,11 +84,13 @@ bool StepUpdate<Scalar>::settle() {
   if (skips() && (failed || !std::isfinite(norm))) {
     undo();
     skip(check.step);
+    guesses_hold_ = false;
     return false;
   }
   const double factor = model::clip_factor(norm, spec_.grad_clip);
   last_factor_ = factor;
-  if (factor == check.guess) return true;
+  guesses_hold_ = factor == check.guess;
+  if (guesses_hold_) return true;
   undo();
   optimizer_.step(factor);
   weights_changed_();

@@ -65,6 +65,8 @@ struct StepResult {
   // REDUCE_GRADS; -1 until the first is handed over.
   double reduction_start = -1.0;
   double reduction_end = 0.0;
+  // train.post_validation: the step's head ran twice (the last update was rolled back under it).
+  bool head_ran_again = false;
 };
 
 template <class Scalar>

@@ -49,6 +49,11 @@ class StepUpdate {
   // as finish() does (after rolling the update back where a copy was kept).
   bool settle();
 
+  // Whether the next step may run ahead of the last update's check: while
+  // the guesses hold. After a wrong one (a clip factor that changes from step
+  // to step) the next step settles first, so that heads run twice only on the
+  // first wrong guess after right ones.
+  bool guesses_hold() const { return guesses_hold_; }
   // Steps whose update was skipped (train.on_nonfinite = "skip").
   int skipped() const { return skipped_; }
   // Post-validated updates rolled back and redone with the global clip factor.
@@ -82,6 +87,7 @@ class StepUpdate {
   const comm::Watchdog& watchdog_;
   std::optional<Check> in_flight_;
   double last_factor_ = 1.0;  // the last applied update's clip factor: the next guess
+  bool guesses_hold_ = true;
   int skipped_ = 0;
   int redone_ = 0;
 };

@@ -103,7 +103,8 @@ TEST_CASE("post-validated and skipped updates are bitwise the sequential referen
           for (const bool post_validation : {false, true}) {
             const config::RunConfig config = config_for(p, d, schedule, grad_clip, post_validation, "skip");
             runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
-            for (int step = 0; step < steps; ++step) pipeline.run_step(step);
+            int heads_run_again = 0;
+            for (int step = 0; step < steps; ++step) heads_run_again += pipeline.run_step(step).head_ran_again;
             pipeline.settle();
             INFO(fmt::format("{} p={} d={} grad_clip={} post_validation={} stage {} replica {}", schedule, p, d,
                              grad_clip, post_validation, pipeline.grid().pipeline_rank(), pipeline.grid().replica()));
@@ -112,9 +113,13 @@ TEST_CASE("post-validated and skipped updates are bitwise the sequential referen
             CHECK(pipeline.optimizer()->steps() == steps - 1);
             if (!post_validation || grad_clip > 1) {
               CHECK(pipeline.update()->redone() == 0);
+              // Step 3 ran ahead of the skipped step 2's check and ran again.
+              CHECK(heads_run_again == (post_validation ? 1 : 0));
             } else {
-              // Every applied update after the first guessed the last factor, which changed.
+              // Every applied update guessed the last factor, which changed. Step 1 ran
+              // ahead of the first wrong guess and ran again; later steps wait for the check.
               CHECK(pipeline.update()->redone() == steps - 1);
+              CHECK(heads_run_again == 1);
             }
           }
         }
