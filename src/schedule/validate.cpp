@@ -91,6 +91,7 @@ class RankCheck {
 
   bool walk();
   bool check_overlapped(std::size_t i, const Action& a);
+  bool check_against_done(std::size_t i, const Action& a, const std::string& which);
   bool check_fields(std::size_t i, const Action& a);
   bool check_message(std::size_t i, const Action& a);
   bool check_dependencies(std::size_t i, const Action& a);
@@ -126,13 +127,8 @@ bool RankCheck::walk() {
       if (!check_overlapped(i, a)) return false;
       continue;
     }
-    std::uint8_t& mark = done(a.kind, a.microbatch, a.chunk);
-    if (mark) {
-      return fail_at(i, fmt::format("appears twice (also action {})", find({a.kind, a.microbatch, a.chunk, false})));
-    }
-    if (!check_dependencies(i, a)) return false;
-    if (!check_weight_order(i, a)) return false;
-    mark = 1;
+    if (!check_against_done(i, a, "")) return false;
+    done(a.kind, a.microbatch, a.chunk) = 1;
     if (is_compute(a.kind)) last_compute_ = static_cast<std::int32_t>(i);
   }
   return true;
@@ -151,17 +147,23 @@ bool RankCheck::check_overlapped(std::size_t i, const Action& a) {
   if (halves[0].microbatch == halves[1].microbatch && halves[0].chunk == halves[1].chunk) {
     return fail_at(i, "its BW needs its own F, but the halves of an F&B run at once; put the F in an earlier action");
   }
+  // Both halves against what ran before the F&B, neither against the other.
   for (const Action& half : halves) {
-    if (done(half.kind, half.microbatch, half.chunk)) {
-      return fail_at(i, fmt::format("its {} appears twice (also action {})", describe(half),
-                                    find({half.kind, half.microbatch, half.chunk, false})));
-    }
-    if (!check_dependencies(i, half)) return false;
+    if (!check_against_done(i, half, fmt::format("its {} ", describe(half)))) return false;
   }
-  if (!check_weight_order(i, halves[1])) return false;
   for (const Action& half : halves) done(half.kind, half.microbatch, half.chunk) = 1;
   last_compute_ = static_cast<std::int32_t>(i);
   return true;
+}
+
+// An action (or half of an F&B, named by `which`) against the actions
+// before it: not run yet, its inputs there, W in ascending microbatch order.
+bool RankCheck::check_against_done(std::size_t i, const Action& a, const std::string& which) {
+  if (done(a.kind, a.microbatch, a.chunk)) {
+    return fail_at(
+        i, fmt::format("{}appears twice (also action {})", which, find({a.kind, a.microbatch, a.chunk, false})));
+  }
+  return check_dependencies(i, a) && check_weight_order(i, a);
 }
 
 bool RankCheck::check_fields(std::size_t i, const Action& a) {
