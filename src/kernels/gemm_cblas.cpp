@@ -60,7 +60,7 @@ int column_parts(int n) { return std::clamp(n / min_columns_per_thread, 1, host_
 template <class Scalar>
 void cblas_gemm(const GemmOperands<Scalar>& op) {
   const int parts = column_parts(op.n);
-  if (parts == 1 || Host::in_parallel()) {
+  if (parts == 1 || tensor::compat::in_host_parallel_region()) {
     call_cblas(op);
     return;
   }

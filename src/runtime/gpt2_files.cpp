@@ -61,7 +61,8 @@ Exported export_checkpoint(const std::string& file, const config::ModelConfig& m
   std::map<std::string, io::HostTensor> host;
   for (const auto& parameter : parameters) {
     io::HostTensor& tensor = host[parameter.name];
-    tensor.shape = {parameter.value.extent(0), parameter.value.extent(1)};
+    tensor.shape = {static_cast<std::int64_t>(parameter.value.extent(0)),
+                    static_cast<std::int64_t>(parameter.value.extent(1))};
     tensor.values = tensor::to_host<float>(parameter.value);
     exported.floats += tensor.elements();
   }

@@ -7,6 +7,10 @@
 #include <Kokkos_Profiling_ScopedRegion.hpp>
 #endif
 
+#if defined(KOKKOS_ENABLE_OPENMP)
+#include <omp.h>
+#endif
+
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -16,6 +20,16 @@
 #include "kpipe/tensor/float_environment.hpp"
 
 namespace kpipe::tensor::compat {
+
+// Whether the calling thread is inside a host parallel region. Kokkos 4
+// deprecates OpenMP::in_parallel; OpenMP itself answers the same question.
+inline bool in_host_parallel_region() {
+#if defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION >= 40000
+  return omp_in_parallel() != 0;
+#else
+  return Kokkos::DefaultHostExecutionSpace::in_parallel();
+#endif
+}
 
 // Kokkos 4 made concurrency() an instance member; 3.x has it static.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
