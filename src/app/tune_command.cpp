@@ -13,7 +13,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <exception>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -163,21 +162,6 @@ std::vector<Prediction> predict(const LoadedDeck& base, const schedule::CostFit&
   return predictions;
 }
 
-// Runs `work` on rank 0 only (it holds the calibrations) and agrees on the
-// outcome: an error there ends every rank with its message, none waits.
-template <class Work>
-void on_root_agreed(const comm::Watchdog& watchdog, const char* phase, Work&& work) {
-  std::exception_ptr failure;
-  if (comm::rank_of(comm::world()) == 0) {
-    try {
-      work();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  comm::agree(comm::world(), watchdog, phase, failure);
-}
-
 // The candidates rank 0 chose, as numbers every rank can rebuild them from.
 std::vector<int> encode(const std::vector<Prediction>& chosen) {
   const auto names = schedule::schedule_names();
@@ -257,7 +241,10 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
     log::info("calibrating the deck at b = {}", runtime::size_list(sizes));
     fit = calibrate(base, sizes, options.steps, deck_step_seconds);
   } else {
-    on_root_agreed(watchdog, "reading --costs", [&] { fit = runtime::read_cost_file(options.costs_path); });
+    // Rank 0 reads (it holds the calibrations); an error there ends every rank with its line.
+    comm::collectively(comm::world(), watchdog, "reading --costs", [&] {
+      if (env.rank() == 0) fit = runtime::read_cost_file(options.costs_path);
+    });
     deck_step_seconds =
         config.train.global_batch / runtime::measure_size(config, options.steps).measured_samples_per_second;
   }
@@ -274,7 +261,8 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
     factors = schedule_factors(base, deck_compute, options.steps);
   }
   std::vector<Prediction> predictions;
-  on_root_agreed(watchdog, "predicting the candidates", [&] {
+  comm::collectively(comm::world(), watchdog, "predicting the candidates", [&] {
+    if (env.rank() != 0) return;
     predictions = predict(base, *fit, factors, limit_mib);
     if (predictions.empty()) throw input_error("kpipe tune: no candidate fits; raise runtime.memory_limit_mib");
   });
