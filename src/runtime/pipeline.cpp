@@ -212,10 +212,7 @@ StepResult Pipeline<Scalar>::run_step(int step) {
   return executor_.run_step(step);
 }
 
-namespace {
-// The last stage's t tensor ranks each compute the whole loss: one of them counts.
 bool counts_loss(const comm::ProcessGrid& grid) { return grid.tensor_rank() == 0; }
-}  // namespace
 
 double global_loss(const comm::ProcessGrid& grid, const StepResult& result) {
   return comm::sum(grid.world(), counts_loss(grid) ? result.loss : 0.0);

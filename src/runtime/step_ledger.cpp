@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kpipe/runtime/pipeline.hpp"
+
 namespace kpipe::runtime {
 
 namespace {
@@ -9,13 +11,12 @@ constexpr int world_term_count = 3;  // counted loss, signal, last compute end
 }  // namespace
 
 StepLedger::StepLedger(const comm::ProcessGrid& grid, const schedule::Schedule& schedule, bool barrier)
-    : grid_(grid), schedule_(schedule), barrier_(barrier), lag_(barrier ? 0 : 1) {}
+    : grid_(grid), schedule_(schedule), barrier_(barrier) {}
 
 void StepLedger::add(int step, double step_start, double seconds, StepResult result, int signal) {
   Gathering g;
   std::vector<double> terms = bubble_terms(schedule_, grid_.pipeline_rank(), result.timings, seconds);
-  // The last stage's t tensor ranks each compute the whole loss: one of them counts.
-  const double counted_loss = grid_.tensor_rank() == 0 ? result.loss : 0.0;
+  const double counted_loss = counts_loss(grid_) ? result.loss : 0.0;
   std::vector<double> mine = {counted_loss, static_cast<double>(signal), terms[2]};
   g.pipeline = std::make_unique<comm::PendingGather>(
       grid_.pipeline(), std::move(terms), std::vector<int>(static_cast<std::size_t>(schedule_.p), bubble_term_count));
@@ -30,7 +31,9 @@ void StepLedger::add(int step, double step_start, double seconds, StepResult res
 }
 
 std::optional<StepOutcome> StepLedger::next() {
-  if (static_cast<int>(gathering_.size()) <= lag_) return std::nullopt;
+  // Without a barrier the newest outcome waits a step: its slowest rank may still be computing it.
+  const std::size_t lag = barrier_ ? 0 : 1;
+  if (gathering_.size() <= lag) return std::nullopt;
   StepOutcome outcome = complete(gathering_.front());
   gathering_.pop_front();
   return outcome;

@@ -129,6 +129,9 @@ class Pipeline {
   ValidationBytes validation_bytes_;
 };
 
+// Whether this rank's losses count in a global sum: the last stage's t
+// tensor ranks each compute the whole loss, and one of them counts.
+bool counts_loss(const comm::ProcessGrid& grid);
 // Training: the global mean loss of a step, the same on every rank.
 double global_loss(const comm::ProcessGrid& grid, const StepResult& result);
 // Inference: a step's evaluation summed over the whole world.

@@ -41,7 +41,7 @@ class StepLedger {
 
   // Starts gathering the outcome of `step`, which this rank finished.
   void add(int step, double step_start, double seconds, StepResult result, int signal);
-  // The oldest outcome more than the lag old, completed; none otherwise.
+  // The oldest outcome, completed, once it may be read (see the constructor); none otherwise.
   std::optional<StepOutcome> next();
   // Every outcome still gathering, completed, oldest first.
   std::vector<StepOutcome> flush();
@@ -57,7 +57,6 @@ class StepLedger {
   const comm::ProcessGrid& grid_;
   const schedule::Schedule& schedule_;
   bool barrier_;
-  int lag_;  // steps between a step and the reading of its outcome
   std::deque<Gathering> gathering_;
 };
 
