@@ -39,15 +39,8 @@ template <class Scalar>
 void Optimizer<Scalar>::step(double grad_scale) {
   const auto region = exec_.region("kpipe::model::optimizer_step");
   const auto& space = exec_.space();
-  if (!previous_.empty()) {
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < parameters_.size(); ++i) {
-      Kokkos::deep_copy(space, previous_[k++], parameters_[i].value);
-      Kokkos::deep_copy(space, previous_[k++], first_[i]);
-      if (!second_.empty()) Kokkos::deep_copy(space, previous_[k++], second_[i]);
-    }
-    previous_steps_ = steps_;
-  }
+  for (std::size_t k = 0; k < previous_.size(); ++k) Kokkos::deep_copy(space, previous_[k], updated_[k]);
+  previous_steps_ = steps_;
   const double lr = learning_rate(spec_, steps_);
   ++steps_;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
@@ -69,10 +62,11 @@ void Optimizer<Scalar>::keep_previous() {
     return tensor::uninitialized_matrix<Scalar>("kpipe::model::optimizer_previous", m.extent_int(0), m.extent_int(1));
   };
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    previous_.push_back(copy_of(parameters_[i].value));
-    previous_.push_back(copy_of(first_[i]));
-    if (!second_.empty()) previous_.push_back(copy_of(second_[i]));
+    updated_.push_back(parameters_[i].value);
+    updated_.push_back(first_[i]);
+    if (!second_.empty()) updated_.push_back(second_[i]);
   }
+  for (const auto& matrix : updated_) previous_.push_back(copy_of(matrix));
 }
 
 template <class Scalar>
@@ -80,12 +74,7 @@ void Optimizer<Scalar>::roll_back() {
   if (previous_.empty()) throw runtime_error("Optimizer::roll_back() needs keep_previous() before the step");
   const auto region = exec_.region("kpipe::model::optimizer_roll_back");
   const auto& space = exec_.space();
-  std::size_t k = 0;
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    Kokkos::deep_copy(space, parameters_[i].value, previous_[k++]);
-    Kokkos::deep_copy(space, first_[i], previous_[k++]);
-    if (!second_.empty()) Kokkos::deep_copy(space, second_[i], previous_[k++]);
-  }
+  for (std::size_t k = 0; k < previous_.size(); ++k) Kokkos::deep_copy(space, updated_[k], previous_[k]);
   steps_ = previous_steps_;
 }
 
@@ -135,6 +124,10 @@ double global_norm(const std::vector<double>& squared_norms) {
   double sum = 0;
   for (const double s : squared_norms) sum += s;
   return std::sqrt(sum);
+}
+
+bool needs_gradient_norm(const OptimizerSpec& spec) {
+  return spec.grad_clip > 0 || spec.on_nonfinite == config::NonFinite::skip;
 }
 
 double clip_factor(double norm, double max_norm) {

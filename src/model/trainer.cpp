@@ -129,7 +129,7 @@ double SequentialTrainer<Scalar>::step() {
   // After the replicas, as the pipeline sums across its first and last stage.
   sum_tied_gradients(exec_, params);
   const bool skips = spec_.optimizer.on_nonfinite == config::NonFinite::skip;
-  const double norm = spec_.optimizer.grad_clip > 0 || skips ? global_norm(gradient_squared_norms(exec_, params)) : 0;
+  const double norm = needs_gradient_norm(spec_.optimizer) ? global_norm(gradient_squared_norms(exec_, params)) : 0;
   if (skips && !(std::isfinite(loss) && std::isfinite(norm))) {
     ++skipped_;
   } else {

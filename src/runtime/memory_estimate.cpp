@@ -16,6 +16,7 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/model/memory.hpp"
+#include "kpipe/model/optimizer.hpp"
 
 namespace kpipe::runtime {
 
@@ -120,10 +121,9 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   estimate.gradients = estimate.parameters;
   if (training) {
     estimate.optimizer_state = estimate.parameters * (spec.optimizer.kind == config::OptimizerKind::adamw ? 2 : 1);
-    // Kept only where a check can change an update (StepUpdate::can_redo).
-    const bool redoes = spec.optimizer.grad_clip > 0 || spec.optimizer.on_nonfinite == config::NonFinite::skip;
-    if (spec.optimizer.post_validation && redoes)
+    if (spec.optimizer.post_validation && model::needs_gradient_norm(spec.optimizer)) {
       estimate.previous_update = estimate.parameters + estimate.optimizer_state;
+    }
     estimate.activations = peak_activations(schedule.ranks.at(rank), chunks, recompute) * scalar;
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output

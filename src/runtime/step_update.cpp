@@ -19,7 +19,7 @@ StepUpdate<Scalar>::StepUpdate(const model::OptimizerSpec& spec, const comm::Pro
       optimizer_(optimizer),
       weights_changed_(std::move(weights_changed)),
       watchdog_(watchdog) {
-  if (spec_.post_validation && can_redo()) optimizer_.keep_previous();
+  if (spec_.post_validation && needs_norm()) optimizer_.keep_previous();
 }
 
 template <class Scalar>
@@ -78,7 +78,7 @@ bool StepUpdate<Scalar>::settle() {
     weights_changed_();
   };
   if (failed && !skips()) {
-    if (can_redo()) undo();
+    if (needs_norm()) undo();
     stop_on_failure(check.step, check.loss_failure);
   }
   if (skips() && (failed || !std::isfinite(norm))) {

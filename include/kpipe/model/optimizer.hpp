@@ -60,7 +60,9 @@ class Optimizer {
   std::vector<tensor::Matrix<Scalar>> first_;   // SGD momentum buffer or AdamW exp_avg
   std::vector<tensor::Matrix<Scalar>> second_;  // AdamW exp_avg_sq
   int steps_ = 0;
-  // keep_previous(): parameters, first_ and second_ as they were before the last step.
+  // keep_previous(): what a step changes (each parameter's value, first_ and
+  // second_), and previous_[k], updated_[k] as it was before the last step.
+  std::vector<tensor::Matrix<Scalar>> updated_;
   std::vector<tensor::Matrix<Scalar>> previous_;
   int previous_steps_ = 0;
 };
@@ -82,6 +84,12 @@ bool sum_tied_gradients(const tensor::ExecContext& exec, const std::vector<Param
 
 // The square root of the squared norms added in the order given.
 double global_norm(const std::vector<double>& squared_norms);
+
+// Whether a step needs the global gradient norm: to clip (train.grad_clip),
+// or to skip a step whose norm is NaN or Inf (train.on_nonfinite = "skip").
+// Only then can a check change an update, so only then does
+// train.post_validation keep a copy to roll back to.
+bool needs_gradient_norm(const OptimizerSpec& spec);
 
 // torch.nn.utils.clip_grad_norm_'s factor: max_norm / (norm + 1e-6) when
 // norm > max_norm > 0 (NaN when the norm is), else 1. Optimizer::step reads

@@ -70,11 +70,10 @@ class StepUpdate {
   };
 
   bool skips() const { return spec_.on_nonfinite == config::NonFinite::skip; }
-  bool needs_norm() const { return spec_.grad_clip > 0 || skips(); }
-  // Whether a check can change an update the run goes on from (clipping,
-  // skipping): only then is the copy kept that a roll-back restores. A run
-  // that stops on a NaN writes nothing after it, so it needs none.
-  bool can_redo() const { return needs_norm(); }
+  // Also whether a check can change an update the run goes on from: only
+  // then is the copy kept that a roll-back restores. A run that stops on a
+  // NaN writes nothing after it, so it needs none.
+  bool needs_norm() const { return model::needs_gradient_norm(spec_); }
   // The run stops (comm::agree throws everywhere) when the stop policy meets a failure.
   void stop_on_failure(int step, std::exception_ptr loss_failure) const;
   void skip(int step);
