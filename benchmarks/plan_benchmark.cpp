@@ -50,7 +50,7 @@ nlohmann::json run_once(const ScheduleSpec& spec) {
   phases["simulate_and_check_exchanges"] = seconds_since(start);
   start = Clock::now();
   const std::string table = summary_table(schedule, result);
-  const std::string json = summary_json(schedule, costs, result, 1);
+  const std::string json = summary_json(schedule, costs, result, post_validated_bubble(schedule, costs), 1);
   phases["summarise"] = seconds_since(start);
   phases["total"] = seconds_since(total);
 

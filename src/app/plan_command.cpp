@@ -64,7 +64,7 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
 }
 
 void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& prediction, const schedule::Schedule& schedule,
-                const schedule::SimulationResult& result) {
+                const schedule::SimulationResult& result, const std::optional<schedule::Bubble>& post_validated) {
   const schedule::RunPlan& plan = prediction.plan;
   const auto& s = loaded.config.pipeline;
   const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + printable(plan.schedule_file);
@@ -83,9 +83,9 @@ void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& predicti
   }
   log::info("{}", bubble_line("bubble, simulated:", result.bubble()));
   log::info("{}", bubble_line("bubble, simulated, within spans:", result.span_bubble()));
-  if (schedule.training()) {
+  if (post_validated) {
     log::info("{}  (train.post_validation: no barrier between steps)",
-              bubble_line("bubble, simulated, post-validated:", schedule::post_validated_bubble(schedule, plan.costs)));
+              bubble_line("bubble, simulated, post-validated:", *post_validated));
   }
   log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
             static_cast<double>(result.bytes_moved) / (1 << 20));
@@ -159,6 +159,9 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
   const schedule::SimulationResult result =
       schedule::simulate(schedule, plan.costs, timelines ? schedule::Record::every_action : schedule::Record::summary);
   require_finite(result);
+  // Training steps without a barrier between them (train.post_validation): printed and in --json.
+  const std::optional<schedule::Bubble> post_validated =
+      schedule.training() ? std::optional(schedule::post_validated_bubble(schedule, plan.costs)) : std::nullopt;
 
   // The SVG is built before any file is touched: a plan too large to draw is an input error.
   std::string svg;
@@ -170,7 +173,7 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
 
   std::optional<schedule::CalibratedStep> calibrated;
   if (calibration) calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
-  print_plan(loaded, prediction, schedule, result);
+  print_plan(loaded, prediction, schedule, result, post_validated);
   if (calibrated)
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
   if (options.ascii) {
@@ -187,7 +190,7 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
                [&](std::ostream& out) { schedule::write_chrome_trace(out, schedule, result); });
   write_output(options.json_path, "--json", [&](std::ostream& out) {
     nlohmann::json json =
-        nlohmann::json::parse(schedule::summary_json(schedule, plan.costs, result, plan.data_parallel));
+        nlohmann::json::parse(schedule::summary_json(schedule, plan.costs, result, post_validated, plan.data_parallel));
     json["communication"] = runtime::plan_traffic_json(loaded.config, prediction.traffic, schedule);
     if (!calibrated) {
       out << json.dump(2) << '\n';

@@ -13,7 +13,7 @@ nlohmann::json bubble_json(const Bubble& bubble) {
 }  // namespace
 
 std::string summary_json(const Schedule& schedule, const CostModel& costs, const SimulationResult& result,
-                         int data_parallel) {
+                         const std::optional<Bubble>& post_validated, int data_parallel) {
   nlohmann::json theory = nullptr;
   if (const auto expected = theoretical_bubble(schedule, costs)) {
     theory = bubble_json(expected->bubble);
@@ -50,8 +50,7 @@ std::string summary_json(const Schedule& schedule, const CostModel& costs, const
        {{"theoretical", theory},
         {"simulated", bubble_json(result.bubble())},
         {"simulated_span", bubble_json(result.span_bubble())},
-        {"simulated_post_validated",
-         schedule.training() ? bubble_json(post_validated_bubble(schedule, costs)) : nlohmann::json()}}},
+        {"simulated_post_validated", post_validated ? bubble_json(*post_validated) : nlohmann::json()}}},
       {"transfers", result.transfers},
       {"bytes_moved", result.bytes_moved},
       {"ranks", ranks},

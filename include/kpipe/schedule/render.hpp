@@ -52,8 +52,9 @@ struct TraceOptions {
 void write_chrome_trace(std::ostream& out, const Timeline& timeline, const TraceOptions& options);
 
 // The plan summary for scripts: shape, makespan, theoretical and simulated
-// bubble (both normalisations, labelled), per-rank statistics, bytes moved.
+// bubble (both normalisations, labelled; `post_validated`: post_validated_bubble
+// of a training schedule, null otherwise), per-rank statistics, bytes moved.
 std::string summary_json(const Schedule& schedule, const CostModel& costs, const SimulationResult& result,
-                         int data_parallel);
+                         const std::optional<Bubble>& post_validated, int data_parallel);
 
 }  // namespace kpipe::schedule

@@ -123,7 +123,7 @@ TEST_CASE("the JSON summary carries both bubbles, labelled, and every rank", "[s
   const Schedule s = lowered("1f1b", 4, 8);
   const CostModel costs = unit_forward_and_backward();
   const SimulationResult r = simulate(s, costs);
-  const auto json = nlohmann::json::parse(summary_json(s, costs, r, 2));
+  const auto json = nlohmann::json::parse(summary_json(s, costs, r, post_validated_bubble(s, costs), 2));
   CHECK(json["schedule"] == "1f1b");
   CHECK(json["d"] == 2);
   CHECK(json["m"] == 8);
@@ -131,6 +131,8 @@ TEST_CASE("the JSON summary carries both bubbles, labelled, and every rank", "[s
   CHECK(json["bubble"]["theoretical"]["formula_idle_over_useful"] == "(p-1)/m");
   CHECK(json["bubble"]["theoretical"]["idle_over_useful"] == Approx(3.0 / 8));
   CHECK(json["bubble"]["simulated"]["idle_over_total"] == Approx(3.0 / 11));
+  // 1F1B's rank 0 ends a step last and starts the next first: no barrier changes nothing.
+  CHECK(json["bubble"]["simulated_post_validated"]["idle_over_useful"] == Approx(3.0 / 8));
   REQUIRE(json["ranks"].size() == 4);
   CHECK(json["ranks"][3]["peak_stashed_activations"] == 1);
 }
