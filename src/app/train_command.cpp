@@ -107,11 +107,15 @@ double validate(Pipeline& pipeline, int steps_done, double characters_per_token,
   return loss;
 }
 
-// What train.on_nonfinite = "skip" and train.post_validation did over the run, when they did anything.
+// What train.on_nonfinite = "skip", fp16 loss scaling and train.post_validation did over the run.
 void log_updates(const Pipeline& pipeline, int steps) {
   const auto& update = *pipeline.update();
-  if (update.skipped() > 0)
-    log::info("updates: {} of {} steps skipped (train.on_nonfinite = \"skip\")", update.skipped(), steps);
+  const bool scaled = update.loss_scaler().enabled();
+  if (update.skipped() > 0) {
+    log::info("updates: {} of {} steps skipped ({})", update.skipped(), steps,
+              scaled ? "float16 overflows" : "train.on_nonfinite = \"skip\"");
+  }
+  if (scaled) log::info("loss scale: {} for the next step", update.loss_scale());
   if (pipeline.spec().optimizer.post_validation) {
     log::info(
         "post-validation: {} of {} updates rolled back and redone with the global clip factor (the previous "

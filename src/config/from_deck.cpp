@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <iterator>
 #include <numeric>
 #include <utility>
 
@@ -168,6 +170,13 @@ OptimizerConfig optimizer_config(const Deck& deck) {
   optimizer.total_steps = static_cast<int>(deck.integer("train.steps"));
   optimizer.on_nonfinite = choice<NonFinite>(deck, "train.on_nonfinite");
   optimizer.post_validation = deck.boolean("train.post_validation");
+  LossScaleConfig& scale = optimizer.loss_scale;
+  scale.enabled = choice<Precision>(deck, "compute.precision") == Precision::fp16;
+  scale.fixed = deck.real("train.loss_scale");
+  scale.initial = deck.real("train.initial_loss_scale");
+  scale.minimum = deck.real("train.min_loss_scale");
+  scale.window = static_cast<int>(deck.integer("train.loss_scale_window"));
+  scale.hysteresis = static_cast<int>(deck.integer("train.loss_scale_hysteresis"));
   return optimizer;
 }
 
@@ -335,7 +344,55 @@ void check_inference(const Deck& deck, const RunConfig& config) {
   }
 }
 
-// Every rule that involves more than one key.
+// fp16 runs the Linear GEMMs in float16 with loss scaling: the scale keys
+// belong to it, each scale is a power of two (so scaling is exact), and the
+// paths it cannot take are refused.
+void check_precision(const Deck& deck, const RunConfig& config) {
+  const LossScaleConfig& scale = config.optimizer.loss_scale;
+  const char* dynamic_keys[] = {"train.initial_loss_scale", "train.min_loss_scale", "train.loss_scale_window",
+                                "train.loss_scale_hysteresis"};
+  for (const char* key : {"train.loss_scale", "train.initial_loss_scale", "train.min_loss_scale",
+                          "train.loss_scale_window", "train.loss_scale_hysteresis"}) {
+    if (deck.origin(key) == "default") continue;
+    if (!scale.enabled) {
+      throw input_error(
+          fmt::format("{} applies to compute.precision = \"fp16\" only ({}): bf16 and fp32 keep "
+                      "float32's exponent range and need no loss scaling; remove it",
+                      deck.describe(key), deck.describe("compute.precision")));
+    }
+    const bool dynamic_key = std::find(std::begin(dynamic_keys), std::end(dynamic_keys), key) != std::end(dynamic_keys);
+    if (dynamic_key && scale.fixed > 0) {
+      throw input_error(fmt::format("{} applies to dynamic loss scaling, but {} is static; remove one of them",
+                                    deck.describe(key), deck.describe("train.loss_scale")));
+    }
+  }
+  for (const char* key : {"train.loss_scale", "train.initial_loss_scale", "train.min_loss_scale"}) {
+    int exponent = 0;
+    const double value = deck.real(key);
+    if (value != 0 && std::frexp(value, &exponent) != 0.5) {
+      throw input_error(fmt::format("{} is not a power of two; scaling by one is exact, use {} or {}",
+                                    deck.describe(key), std::ldexp(1.0, exponent - 1), std::ldexp(1.0, exponent)));
+    }
+  }
+  if (scale.minimum > scale.initial) {
+    throw input_error(fmt::format("{} exceeds {}; the scale starts at the initial one and falls to the minimum",
+                                  deck.describe("train.min_loss_scale"), deck.describe("train.initial_loss_scale")));
+  }
+  if (config.compute.precision != Precision::fp16) return;
+  if (config.compute.gemm == GemmKind::packed) {
+    throw input_error(
+        fmt::format("{} has no packed path: no backend packs float16 weights; set compute.gemm = "
+                    "\"vendor\" or \"portable\", or use compute.precision = \"bf16\"",
+                    deck.describe("compute.precision")));
+  }
+  if (config.optimizer.post_validation) {
+    throw input_error(fmt::format(
+        "{} runs each step ahead with the previous loss scale, which an fp16 overflow check changes after it; "
+        "{} cannot be combined with it yet, set one of them to its default",
+        deck.describe("train.post_validation"), deck.describe("compute.precision")));
+  }
+}
+
 // A SentencePiece tokenizer encodes a transformer's text with its model file.
 void check_tokenizer(const Deck& deck, const RunConfig& config) {
   const DataConfig& data = config.data;
@@ -359,12 +416,14 @@ void check_tokenizer(const Deck& deck, const RunConfig& config) {
   }
 }
 
+// Every rule that involves more than one key.
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_transformer(deck, config);
   check_tokenizer(deck, config);
   check_tensor_parallel(deck, config);
   check_sequence_parallel(deck, config);
   check_inference(deck, config);
+  check_precision(deck, config);
   check_shape(deck, config);
   const PipelineConfig& shape = config.pipeline;
   if (shape.model_stages() > config.layers) {

@@ -134,6 +134,22 @@ std::vector<KeySpec> build_schema() {
               "as its gradients are final, with the previous step's clip factor, while the global NaN/Inf and norm "
               "check completes; a step whose check disagrees is rolled back and redone (or skipped), bitwise as the "
               "synchronous path. Keeps a copy of the weights and optimizer state"),
+      real("train.loss_scale", d.optimizer.loss_scale.fixed, 0.0, 0x1p64, false,
+           "compute.precision = \"fp16\": a static loss scale (a power of two), or 0 for dynamic loss scaling: the "
+           "loss gradient is multiplied by the scale so that small gradients survive float16's range, the update "
+           "reads the gradients divided by it, and a step whose loss or gradients overflow (NaN or Inf) is skipped "
+           "on every rank (Megatron-LM's semantics; docs/model.md, Precision)"),
+      real("train.initial_loss_scale", d.optimizer.loss_scale.initial, 1.0, 0x1p64, false,
+           "Dynamic loss scaling: the scale of the first step, a power of two (2^16, as DeepSpeed's "
+           "initial_scale_power = 16)"),
+      real("train.min_loss_scale", d.optimizer.loss_scale.minimum, 1.0, 0x1p64, false,
+           "Dynamic loss scaling: the scale never falls below this power of two; an overflow at it follows "
+           "train.on_nonfinite (stop: the run ends; skip: the step is skipped)"),
+      integer("train.loss_scale_window", d.optimizer.loss_scale.window, 1, int_max,
+              "Dynamic loss scaling: steps without an overflow after which the scale doubles"),
+      integer("train.loss_scale_hysteresis", d.optimizer.loss_scale.hysteresis, 1, 1 << 20,
+              "Dynamic loss scaling: the overflowing step, counted since the scale last grew, that halves the scale, "
+              "as does every later one (1: every overflow halves it); every overflowing step is skipped"),
       integer("train.eval_every", d.train.eval_every, 0, int_max,
               "Print the validation loss every this many steps (token data: the validation split); 0: never"),
       integer("train.eval_batches", d.train.eval_batches, 0, int_max,
@@ -213,8 +229,10 @@ std::vector<KeySpec> build_schema() {
              "their float32 master copy after every optimizer step), products summed in float32 (oneDNN's bf16 "
              "matmul, on AMX or AVX512-BF16 where the CPU has them, with compute.gemm = vendor, and on weights "
              "packed in bfloat16 with packed; the portable Kokkos kernel otherwise), and each Linear's saved input "
-             "and output gradient kept in bfloat16; weights, optimizer state, gradients, the activations between "
-             "layers, normalisation, attention and losses stay float32 (docs/model.md, Precision)"),
+             "and output gradient kept in bfloat16; fp16: the same in IEEE float16 with loss scaling "
+             "(train.loss_scale), on the vendor or portable path; weights, optimizer state, gradients, the "
+             "activations between layers, normalisation, attention and losses stay float32 (docs/model.md, "
+             "Precision)"),
       // simulator
       real("sim.cost_forward", d.sim.cost_forward, 0.0, limits::sim_cost, true,
            "Simulated time of one F per stage (arbitrary units); zb-v also plans with these costs"),

@@ -214,7 +214,14 @@ std::uint64_t attributes_checksum(const CheckpointInfo& info, std::int64_t data_
       "schedule={}\ndeck={}",
       info.step, data_cursor, info.optimizer_steps, info.stages, info.virtual_stages, info.data_parallel, info.schedule,
       info.deck);
-  return kind.of(text.data(), text.size());
+  // Files without a loss scale keep the text (and checksum) of format 1.2.
+  const std::string scale =
+      info.loss_scale
+          ? fmt::format("\nloss_scale={}\nloss_scale_good_steps={}\nloss_scale_hysteresis={}", info.loss_scale->scale,
+                        info.loss_scale->good_steps, info.loss_scale->hysteresis_left)
+          : std::string();
+  const std::string all = text + scale;
+  return kind.of(all.data(), all.size());
 }
 
 void write_root_attributes(File& file, const CheckpointInfo& info, const std::string& date) {
@@ -233,6 +240,11 @@ void write_root_attributes(File& file, const CheckpointInfo& info, const std::st
   file.set_attribute("virtual_stages", std::int64_t{info.virtual_stages});
   file.set_attribute("data_parallel", std::int64_t{info.data_parallel});
   file.set_attribute("schedule", info.schedule);
+  if (info.loss_scale) {
+    file.set_attribute("loss_scale", info.loss_scale->scale);
+    file.set_attribute("loss_scale_good_steps", info.loss_scale->good_steps);
+    file.set_attribute("loss_scale_hysteresis", info.loss_scale->hysteresis_left);
+  }
   file.set_attribute(xxh3_64.attribute, attributes_checksum(info, info.step, xxh3_64));
 }
 
@@ -397,6 +409,8 @@ std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind) {
       return checksum_as<std::uint64_t>(dataset, kind);
     case hdf5::Type::bfloat16:
       return checksum_as<tensor::BFloat16>(dataset, kind);
+    case hdf5::Type::float16:
+      return checksum_as<tensor::Half>(dataset, kind);
   }
   return 0;
 }
@@ -519,16 +533,22 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
   info.data_parallel = static_cast<int>(checkpoint.int_attribute("data_parallel"));
   info.schedule = checkpoint.string_attribute("schedule");
   info.software_version = checkpoint.string_attribute("software_version");
+  if (checkpoint.has_attribute("loss_scale")) {
+    info.loss_scale =
+        LossScaleState{checkpoint.double_attribute("loss_scale"), checkpoint.int_attribute("loss_scale_good_steps"),
+                       checkpoint.int_attribute("loss_scale_hysteresis")};
+  }
   const std::int64_t data_cursor = checkpoint.int_attribute("data_cursor");
   const std::string version = checkpoint.string_attribute("format_version");
   const ChecksumKind& kind = version == "1.0.0" || version == "1.1.0" ? legacy_fnv1a64 : xxh3_64;
   const bool checksummed = version != "1.0.0";
   if (data_cursor != info.step ||
       (checksummed && checkpoint.uint_attribute(kind.attribute) != attributes_checksum(info, data_cursor, kind))) {
-    throw input_error(
-        fmt::format("{}: the root attributes (step, data_cursor, layout, deck) do not match their checksum; the file "
-                    "was altered, restart from another checkpoint",
-                    file));
+    throw input_error(fmt::format(
+        "{}: the root attributes (step, data_cursor, layout, loss scale, deck) do not match their checksum; "
+        "the file "
+        "was altered, restart from another checkpoint",
+        file));
   }
 
   // This rank's share of the datasets it does not load itself (those it

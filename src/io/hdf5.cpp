@@ -64,10 +64,26 @@ hid_t bfloat16_type() {
   return type;
 }
 
+// IEEE binary16 (numpy's float16): sign bit 15, exponent bits 10-14 with bias
+// 15, mantissa bits 0-9. HDF5 1.10 has no predefined type for it. Made once.
+hid_t float16_type() {
+  static const hid_t type = [] {
+    const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(t, 15, 10, 5, 0, 10);
+    H5Tset_precision(t, 16);
+    H5Tset_size(t, 2);
+    H5Tset_ebias(t, 15);
+    return t;
+  }();
+  return type;
+}
+
 TypeInfo info(Type type) {
   switch (type) {
     case Type::bfloat16:
       return {"bfloat16", bfloat16_type(), bfloat16_type()};
+    case Type::float16:
+      return {"float16", float16_type(), float16_type()};
     case Type::float32:
       return {"float32", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE};
     case Type::float64:
@@ -289,8 +305,9 @@ Type Dataset::type() const {
   const auto size = H5Tget_size(type.get());
   if (type_class == H5T_FLOAT) {
     if (size == 2 && H5Tequal(type.get(), bfloat16_type()) > 0) return Type::bfloat16;
+    if (size == 2 && H5Tequal(type.get(), float16_type()) > 0) return Type::float16;
     if (size == 4 || size == 8) return size == 4 ? Type::float32 : Type::float64;
-    fail(fmt::format("holds {}-byte floats, which kpipe does not read (float32, float64 or bfloat16)", size));
+    fail(fmt::format("holds {}-byte floats, which kpipe does not read (float32, float64, bfloat16 or float16)", size));
   }
   if (type_class == H5T_INTEGER) {
     if (size == 4) return Type::int32;

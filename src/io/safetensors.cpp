@@ -5,12 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -40,27 +38,6 @@ struct DTypeInfo {
 };
 constexpr DTypeInfo dtypes[] = {{"F32", 4}, {"F16", 2}, {"BF16", 2}};
 
-// IEEE binary16 to float32, exactly (subnormals, infinities and NaN included).
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = (h & 0x8000u) << 16;
-  const int exponent = (h >> 10) & 0x1f;
-  const std::uint32_t mantissa = h & 0x3ffu;
-  float magnitude = 0;
-  if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-  } else if (exponent == 31) {
-    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), exponent - 25);
-  }
-  std::uint32_t bits = 0;
-  std::memcpy(&bits, &magnitude, sizeof bits);
-  bits |= sign;
-  float value = 0;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
 void widen(const std::string& dtype, const char* bytes, std::vector<float>& values) {
   const std::size_t n = values.size();
   if (dtype == "F32") {
@@ -70,7 +47,7 @@ void widen(const std::string& dtype, const char* bytes, std::vector<float>& valu
   for (std::size_t i = 0; i < n; ++i) {
     std::uint16_t half = 0;
     std::memcpy(&half, bytes + 2 * i, sizeof half);
-    values[i] = dtype == "F16" ? half_to_float(half) : tensor::to_float(tensor::BFloat16{half});
+    values[i] = dtype == "F16" ? tensor::to_float(tensor::Half{half}) : tensor::to_float(tensor::BFloat16{half});
   }
 }
 

@@ -240,61 +240,88 @@ void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans tran
   }
 }
 
-void gemm_bf16(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
-               const tensor::ConstMatrix<tensor::BFloat16>& A, const tensor::ConstMatrix<tensor::BFloat16>& B,
-               float beta, const tensor::Matrix<float>& C, GemmPath path) {
-  const auto [m, n, k] = product_shape("gemm_bf16", trans_a, trans_b, A, B, C);
+namespace {
+
+template <class Reduced>
+void mixed_product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                   const tensor::ConstMatrix<Reduced>& A, const tensor::ConstMatrix<Reduced>& B, float beta,
+                   const tensor::Matrix<float>& C, GemmPath path) {
+  const auto [m, n, k] = product_shape("gemm_mixed", trans_a, trans_b, A, B, C);
   if (m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
   if (vendor != Vendor::cblas || path == GemmPath::portable) {
-    detail::portable_gemm<tensor::BFloat16>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
+    detail::portable_gemm<Reduced>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
     return;
   }
   space.fence();  // oneDNN and CBLAS run on the calling thread
 #if defined(KPIPE_HAVE_DNNL)
-  if (!detail::onednn_bf16_kernel().empty()) {
+  if (!detail::onednn_kernel<Reduced>().empty()) {
     detail::onednn_gemm(operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
     return;
   }
 #endif
   // Widened to float32 the products are the same; only the vendor GEMM's sum order differs.
-  const auto widened = [&](const tensor::ConstMatrix<tensor::BFloat16>& X) {
+  const auto widened = [&](const tensor::ConstMatrix<Reduced>& X) {
     auto wide =
-        tensor::uninitialized_matrix<float>("kpipe::kernels::gemm_bf16::widened", X.extent_int(0), X.extent_int(1));
+        tensor::uninitialized_matrix<float>("kpipe::kernels::gemm_mixed::widened", X.extent_int(0), X.extent_int(1));
     widen(space, X, wide);
     return wide;
   };
   gemm<float>(space, trans_a, trans_b, alpha, widened(A), widened(B), beta, C, GemmPath::vendor);
 }
 
-std::string bf16_gemm_library() {
+// What runs a oneDNN kernel's products: "AMX-BF16 tiles", ...
+std::string units_of(const std::string& kernel) {
+  if (kernel.find("amx") != std::string::npos) return "AMX-BF16 tiles";
+  if (kernel.find("fp16") != std::string::npos) return "AVX512-FP16 instructions";
+  if (kernel.find("bf16") != std::string::npos) return "AVX512-BF16 dot products";
+  return "emulated by oneDNN on this CPU's float32 units, which have no instructions for the type";
+}
+
+}  // namespace
+
+void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                const tensor::ConstMatrix<tensor::BFloat16>& A, const tensor::ConstMatrix<tensor::BFloat16>& B,
+                float beta, const tensor::Matrix<float>& C, GemmPath path) {
+  mixed_product(space, trans_a, trans_b, alpha, A, B, beta, C, path);
+}
+
+void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                const tensor::ConstMatrix<tensor::Half>& A, const tensor::ConstMatrix<tensor::Half>& B, float beta,
+                const tensor::Matrix<float>& C, GemmPath path) {
+  mixed_product(space, trans_a, trans_b, alpha, A, B, beta, C, path);
+}
+
+std::string mixed_gemm_library(tensor::DType operands) {
+  const char* type = tensor::name_of(operands);
   constexpr Vendor vendor = default_vendor();
-  if (vendor == Vendor::cublas) return "the portable kernel (cuBLAS' bf16 GEMM is not wired yet)";
+  if (vendor == Vendor::cublas) return fmt::format("the portable kernel (cuBLAS' {} GEMM is not wired yet)", type);
   if (vendor == Vendor::none) return "the portable kernel (this build has no vendor BLAS)";
 #if defined(KPIPE_HAVE_DNNL)
-  const std::string kernel = detail::onednn_bf16_kernel();
-  if (!kernel.empty()) {
-    const char* units = kernel.find("amx") != std::string::npos ? "AMX-BF16 tiles"
-                        : kernel.find("bf16") != std::string::npos
-                            ? "AVX512-BF16 dot products"
-                            : "bf16 emulated by oneDNN on this CPU's float32 units, which have no bf16 instructions";
-    return fmt::format("{} matmul, {} ({})", detail::onednn_version(), kernel, units);
-  }
-  return "emulated in float32: operands widened for the vendor GEMM (cblas), as oneDNN has no bf16 kernel for this "
-         "CPU, which has no bf16 instructions";
+  const std::string kernel = operands == tensor::DType::float16 ? detail::onednn_kernel<tensor::Half>()
+                                                                : detail::onednn_kernel<tensor::BFloat16>();
+  if (!kernel.empty()) return fmt::format("{} matmul, {} ({})", detail::onednn_version(), kernel, units_of(kernel));
+  return fmt::format(
+      "emulated in float32: operands widened for the vendor GEMM (cblas), as {} has no {} matmul kernel for this CPU",
+      detail::onednn_version(), type);
 #else
-  return "emulated in float32: operands widened for the vendor GEMM (cblas), as this build has no oneDNN";
+  return fmt::format(
+      "emulated in float32: {} operands widened for the vendor GEMM (cblas), as this build has no oneDNN", type);
 #endif
 }
 
-void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, bool bf16) {
+void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, config::Precision precision) {
   constexpr int n = 64;  // past the sizes libraries special-case
   const auto A = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
   const auto C = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
   gemm<float>(space, Trans::no, Trans::no, 1, A, A, 0, C, path);
-  if (bf16) {
+  if (precision == config::Precision::bf16) {
     const auto A16 = tensor::zero_matrix<tensor::BFloat16>("kpipe::kernels::load_gemm_library", n, n);
-    gemm_bf16(space, Trans::no, Trans::no, 1, A16, A16, 0, C, path);
+    gemm_mixed(space, Trans::no, Trans::no, 1, A16, A16, 0, C, path);
+  }
+  if (precision == config::Precision::fp16) {
+    const auto A16 = tensor::zero_matrix<tensor::Half>("kpipe::kernels::load_gemm_library", n, n);
+    gemm_mixed(space, Trans::no, Trans::no, 1, A16, A16, 0, C, path);
   }
   space.fence();
 }

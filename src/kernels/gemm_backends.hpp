@@ -12,7 +12,8 @@ namespace kpipe::kernels::detail {
 
 // A row-major GEMM as BLAS sees it: C (m x n) = alpha op(A) op(B) + beta C,
 // op(A) m x k, op(B) k x n, each matrix with its leading dimension. A and B
-// hold In: Scalar, or bfloat16 for a float C (compute.precision = bf16).
+// hold In: Scalar, or bfloat16 or float16 for a float C (compute.precision =
+// bf16 or fp16).
 template <class Scalar, class In = Scalar>
 struct GemmOperands {
   Trans trans_a;
@@ -65,7 +66,7 @@ void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmO
 
 // The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend:
 // a GEMM per matrix of the batches (a batch of one for a plain GEMM). A and B
-// hold In (Scalar, or bfloat16 widened to a float Scalar as tiles load).
+// hold In (Scalar, or bfloat16 or float16 widened to a float Scalar as tiles load).
 template <class In, class Scalar>
 void portable_gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
                    const ConstBatch<In>& A, const ConstBatch<In>& B, Scalar beta, const Batch<Scalar>& C);
@@ -101,19 +102,21 @@ std::unique_ptr<PackedBackend<float>> make_onednn_packed();
 bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
-// C = alpha op(A) op(B) + beta C on row-major float32 or bfloat16 A and B
-// with oneDNN's matmul primitive (one per shape, one thread), never
+// C = alpha op(A) op(B) + beta C on row-major float32, bfloat16 or float16
+// A and B with oneDNN's matmul primitive (one per shape, one thread), never
 // dnnl::sgemm: oneDNN 2.6.3's sgemm corrupts the heap when a signal (a
 // preemption signal) arrives during the call, the primitive does not. For
-// bfloat16 only where onednn_bf16_kernel() names a kernel.
+// bfloat16 and float16 only where onednn_kernel() names a kernel.
 template <class In>
 void onednn_gemm(const GemmOperands<float, In>& op);
 // Whether this CPU has AVX2 or newer, for which oneDNN has JIT kernels.
 bool onednn_has_avx2_kernels();
-// The kernel oneDNN picks for a bf16 matmul on this CPU ("brg:avx512_core_amx_bf16"),
-// or "" where it has none but its reference loops, which are slower than
-// widening to float32 for the vendor GEMM.
-std::string onednn_bf16_kernel();
+// The kernel oneDNN picks for a matmul of In operands with float32 sums on
+// this CPU ("brg:avx512_core_amx_bf16"), or "" where it has none but its
+// reference loops, which are slower than widening to float32 for the vendor
+// GEMM (oneDNN 2.6 has no float16 matmul on any CPU).
+template <class In>
+std::string onednn_kernel();
 
 // libxsmm JIT kernels on weights packed in panels of libxsmm_panel_width
 // columns (four AVX2 vectors), the vendor GEMM for the weight gradient, for

@@ -62,7 +62,9 @@ memory::desc row_major(int rows, int cols, int ld, memory::data_type type = memo
 // oneDNN's name for the element type of A and B.
 template <class In>
 constexpr memory::data_type data_type() {
-  return std::is_same_v<In, tensor::BFloat16> ? memory::data_type::bf16 : memory::data_type::f32;
+  if constexpr (std::is_same_v<In, tensor::BFloat16>) return memory::data_type::bf16;
+  if constexpr (std::is_same_v<In, tensor::Half>) return memory::data_type::f16;
+  return memory::data_type::f32;
 }
 
 // op(X), rows x cols, as it lies in memory: X row-major with rows `ld`
@@ -243,24 +245,30 @@ void onednn_gemm(const GemmOperands<float, In>& op) {
 
 template void onednn_gemm<float>(const GemmOperands<float>&);
 template void onednn_gemm<tensor::BFloat16>(const GemmOperands<float, tensor::BFloat16>&);
+template void onednn_gemm<tensor::Half>(const GemmOperands<float, tensor::Half>&);
 
-std::string onednn_bf16_kernel() {
-  // Asked once, at a Linear's shape (32 rows by 1024 x 1024). oneDNN 2.6 has
-  // bf16 matmul kernels (brgemm) for AVX-512 and newer CPUs, on AMX tiles or
-  // AVX512-BF16 where the CPU has them; elsewhere only its reference loops.
+template <class In>
+std::string onednn_kernel() {
+  // Asked once per type, at a Linear's shape (32 rows by 1024 x 1024). oneDNN
+  // 2.6 has bf16 matmul kernels (brgemm) for AVX-512 and newer CPUs, on AMX
+  // tiles or AVX512-BF16 where the CPU has them; elsewhere only its reference
+  // loops. It has no f16 matmul on CPUs at all (3.0 added AVX512-FP16 ones).
   static const std::string kernel = [] {
     constexpr int rows = 32, k = 1024, n = 1024;
-    const GemmOperands<float, tensor::BFloat16> probe{Trans::no, Trans::no, rows, n,    k,       1.0f, nullptr,
-                                                      k,         nullptr,   n,    0.0f, nullptr, n};
+    const GemmOperands<float, In> probe{Trans::no, Trans::no, rows, n,    k,       1.0f, nullptr,
+                                        k,         nullptr,   n,    0.0f, nullptr, n};
     try {
       const std::string name = plain_matmul(probe).impl_info_str();
       return name.rfind("ref", 0) == 0 ? std::string() : name;
     } catch (const dnnl::error&) {
-      return std::string();  // no bf16 matmul at all: widen for the vendor GEMM
+      return std::string();  // no matmul of this type at all: widen for the vendor GEMM
     }
   }();
   return kernel;
 }
+
+template std::string onednn_kernel<tensor::BFloat16>();
+template std::string onednn_kernel<tensor::Half>();
 
 std::string onednn_version() {
   const dnnl_version_t* v = dnnl_version();

@@ -208,7 +208,7 @@ void PackedWeight<Scalar>::product(const tensor::ExecutionSpace& space, Trans tr
     }
   }
   if constexpr (bf16) {
-    gemm_bf16(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);
+    gemm_mixed(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);
   } else {
     gemm(space, Trans::no, trans_w, 1, A, W, 0, C, GemmPath::vendor);
   }

@@ -31,12 +31,13 @@ constexpr int team_size() {
 using Policy = Kokkos::TeamPolicy<tensor::ExecutionSpace>;
 using Member = Policy::member_type;
 
-// An operand's element as the tiles hold it: bfloat16 widens to float32 (exact).
+// An operand's element as the tiles hold it: bfloat16 and float16 widen to float32 (exact).
 template <class T>
 KOKKOS_INLINE_FUNCTION T widened(T value) {
   return value;
 }
 KOKKOS_INLINE_FUNCTION float widened(tensor::BFloat16 value) { return tensor::to_float(value); }
+KOKKOS_INLINE_FUNCTION float widened(tensor::Half value) { return tensor::to_float(value); }
 
 // Copies the Rows x Cols block at (row0, col0) of matrix `block` of the
 // operand into `tile`, as is or transposed, zero-padding whatever lies outside
@@ -169,5 +170,8 @@ template void portable_gemm<double, double>(const tensor::ExecutionSpace&, Trans
 template void portable_gemm<tensor::BFloat16, float>(const tensor::ExecutionSpace&, Trans, Trans, float,
                                                      const ConstBatch<tensor::BFloat16>&,
                                                      const ConstBatch<tensor::BFloat16>&, float, const Batch<float>&);
+template void portable_gemm<tensor::Half, float>(const tensor::ExecutionSpace&, Trans, Trans, float,
+                                                 const ConstBatch<tensor::Half>&, const ConstBatch<tensor::Half>&,
+                                                 float, const Batch<float>&);
 
 }  // namespace kpipe::kernels::detail

@@ -53,6 +53,13 @@ Shard shard_of(TensorSplit split, int axis, int blocks, const Collectives& colle
   return Shard::along(axis, collectives.rank(Group::tensor), collectives.size(Group::tensor), blocks);
 }
 
+// f(T{}) for the storage type T of a reduced compute.precision (bf16, fp16).
+template <class F>
+decltype(auto) with_reduced(config::Precision precision, F&& f) {
+  if (precision == config::Precision::fp16) return f(tensor::Half{});
+  return f(tensor::BFloat16{});
+}
+
 // `extent` of an axis split into `shard`: the shard's share.
 int local_extent(int extent, const Shard& shard, int axis) {
   return shard.axis == axis ? extent / shard.count : extent;
@@ -91,8 +98,14 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
       ranks_(env.collectives.size(Group::tensor)),
       gemm_(kernels.gemm),
       precision_(kernels.precision) {
-  if (bf16() && !std::is_same_v<Scalar, float>) {
-    throw input_error(fmt::format("Linear {}: bf16 GEMMs need a float32 layer", name));
+  if (reduced() && !std::is_same_v<Scalar, float>) {
+    throw input_error(fmt::format("Linear {}: {} GEMMs need a float32 layer", name, config::name_of(precision_)));
+  }
+  if (precision_ == config::Precision::fp16 && gemm_ == kernels::GemmPath::packed) {
+    throw input_error(
+        fmt::format("Linear {}: no packed backend packs float16 weights; fp16 GEMMs run on the vendor or "
+                    "portable path",
+                    name));
   }
   if (real_outputs == -1) real_outputs = output;
   if (real_outputs < 1 || real_outputs > output ||
@@ -122,9 +135,11 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
   // Between the pairs a Linear sees only this rank's rows: its gradients are partial.
   weight_.row_partial = bias_.row_partial = sequence_parallel_ && split_ == TensorSplit::none;
   initialise_shard(env_.exec.space(), init, init_key, whole_rows, whole_columns, weight_shard, weight_.value);
-  if (bf16()) {
-    weight_bf16_ =
-        tensor::uninitialized_matrix<tensor::BFloat16>("kpipe::model::" + name + ".weight.bf16", rows, columns);
+  if (reduced()) {
+    weight_reduced_ = with_reduced(precision_, [&](auto type) {
+      return tensor::Tensor(tensor::uninitialized_matrix<decltype(type)>(
+          "kpipe::model::" + name + ".weight." + std::string(config::name_of(precision_)), rows, columns));
+    });
     weights_changed();
   }
 }
@@ -133,14 +148,16 @@ template <class Scalar>
 void Linear<Scalar>::weights_changed() {
   packed_.invalidate();
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (bf16()) kernels::round_to_bfloat16(env_.exec.space(), weight_.value, weight_bf16_);
+    if (!reduced()) return;
+    with_reduced(precision_, [&](auto type) {
+      kernels::round_to(env_.exec.space(), weight_.value, weight_reduced_.matrix<decltype(type)>());
+    });
   }
 }
 
 template <class Scalar>
 std::vector<TensorDecl> Linear<Scalar>::saved(int rows) const {
-  if (bf16()) return {{"x", TensorSpec::matrix<tensor::BFloat16>(rows, input_dim())}};
-  return {{"x", TensorSpec::matrix<Scalar>(rows, input_dim())}};
+  return {{"x", TensorSpec({rows, input_dim()}, operand_dtype())}};
 }
 
 template <class Scalar>
@@ -154,10 +171,11 @@ tensor::Tensor Linear<Scalar>::gathered_rows(const tensor::Tensor& local, const 
 template <class Scalar>
 tensor::Tensor Linear<Scalar>::operand(const tensor::Tensor& x, const char* label) const {
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (bf16()) {
+    if (reduced()) {
       const auto X = x.matrix<float>();
-      const auto rounded = env_.exec.pool().take<tensor::BFloat16>(label, X.extent_int(0), X.extent_int(1));
-      kernels::round_to_bfloat16(env_.exec.space(), X, rounded);
+      const tensor::Tensor rounded = env_.exec.pool().take(label, operand_dtype(), X.extent_int(0), X.extent_int(1));
+      with_reduced(precision_,
+                   [&](auto type) { kernels::round_to(env_.exec.space(), X, rounded.matrix<decltype(type)>()); });
       return rounded;
     }
   }
@@ -166,16 +184,18 @@ tensor::Tensor Linear<Scalar>::operand(const tensor::Tensor& x, const char* labe
 
 template <class Scalar>
 tensor::Tensor Linear<Scalar>::weight_operand() const {
-  return bf16() ? tensor::Tensor(weight_bf16_) : tensor::Tensor(weight_.value);
+  return reduced() ? weight_reduced_ : tensor::Tensor(weight_.value);
 }
 
 template <class Scalar>
 void Linear<Scalar>::multiply(Trans trans_a, Trans trans_b, const tensor::Tensor& A, const tensor::Tensor& B,
                               Scalar beta, const tensor::Matrix<Scalar>& C) const {
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (bf16()) {
-      kernels::gemm_bf16(env_.exec.space(), trans_a, trans_b, 1, A.matrix<tensor::BFloat16>(),
-                         B.matrix<tensor::BFloat16>(), beta, C, gemm_);
+    if (reduced()) {
+      with_reduced(precision_, [&](auto type) {
+        using T = decltype(type);
+        kernels::gemm_mixed(env_.exec.space(), trans_a, trans_b, 1, A.matrix<T>(), B.matrix<T>(), beta, C, gemm_);
+      });
       return;
     }
   }
@@ -186,7 +206,7 @@ template <class Scalar>
 void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::forward");
   const auto& space = env_.exec.space();
-  const tensor::Tensor local = operand(inputs.at(0), "kpipe::model::linear::x_bf16");
+  const tensor::Tensor local = operand(inputs.at(0), "kpipe::model::linear::x_reduced");
   // Sequence parallelism: a column-parallel Linear multiplies the group's rows (its own saved, gathered again in W).
   const tensor::Tensor input = row_factor() > 1 ? gathered_rows(local, "kpipe::model::linear::gathered_x") : local;
   const auto Y = outputs.at(0).matrix<Scalar>();
@@ -205,7 +225,8 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
     if (has_bias_) kernels::add_row(space, bias_.value, Y);
   } else if (gemm_ == kernels::GemmPath::packed && bf16()) {
     if constexpr (std::is_same_v<Scalar, float>) {
-      packed_.linear_forward(space, input.matrix<tensor::BFloat16>(), weight_bf16_, bias_.value, Y);
+      packed_.linear_forward(space, input.matrix<tensor::BFloat16>(), weight_reduced_.matrix<tensor::BFloat16>(),
+                             bias_.value, Y);
     }
   } else if (gemm_ == kernels::GemmPath::packed) {
     packed_.linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
@@ -232,7 +253,7 @@ template <class Scalar>
 void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                     Context& ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::backward_input");
-  const tensor::Tensor local = operand(output_grads.at(0), "kpipe::model::linear::dy_bf16");
+  const tensor::Tensor local = operand(output_grads.at(0), "kpipe::model::linear::dy_reduced");
   // Sequence parallelism: a row-parallel Linear's output gradient is this rank's rows; W needs the group's.
   const tensor::Tensor gradient = row_divisor() > 1 ? gathered_rows(local, "kpipe::model::linear::gathered_dy") : local;
   if (input_grads.at(0).matrix<Scalar>().size() != 0) {
@@ -247,7 +268,8 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
     const auto dX = sum.matrix<Scalar>();
     if (gemm_ == kernels::GemmPath::packed && bf16()) {
       if constexpr (std::is_same_v<Scalar, float>) {
-        packed_.input_gradient(env_.exec.space(), gradient.matrix<tensor::BFloat16>(), weight_bf16_, dX);
+        packed_.input_gradient(env_.exec.space(), gradient.matrix<tensor::BFloat16>(),
+                               weight_reduced_.matrix<tensor::BFloat16>(), dX);
       }
     } else if (gemm_ == kernels::GemmPath::packed) {
       packed_.input_gradient(env_.exec.space(), gradient.matrix<Scalar>(), weight_.value, dX);
@@ -271,18 +293,19 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   const tensor::Tensor& gradient = ctx.saved("dy");
   const auto& space = env_.exec.space();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.
-  if (gemm_ == kernels::GemmPath::packed && !bf16()) {
+  if (gemm_ == kernels::GemmPath::packed && !reduced()) {
     packed_.weight_gradient(space, input.matrix<Scalar>(), gradient.matrix<Scalar>(), weight_.grad);
   } else if (transposed_) {
     multiply(Trans::yes, Trans::no, gradient, input, 1, weight_.grad);
   } else {
     multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad);
   }
-  if (has_bias_ && !bf16()) {
+  if (has_bias_ && !reduced()) {
     kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
   } else if (has_bias_) {
     if constexpr (std::is_same_v<Scalar, float>) {
-      kernels::add_column_sums(space, gradient.matrix<tensor::BFloat16>(), bias_.grad);
+      with_reduced(precision_,
+                   [&](auto type) { kernels::add_column_sums(space, gradient.matrix<decltype(type)>(), bias_.grad); });
     }
   }
   ctx.clear();

@@ -127,12 +127,16 @@ double global_norm(const std::vector<double>& squared_norms) {
 }
 
 bool needs_gradient_norm(const OptimizerSpec& spec) {
-  return spec.grad_clip > 0 || spec.on_nonfinite == config::NonFinite::skip;
+  return spec.grad_clip > 0 || spec.on_nonfinite == config::NonFinite::skip || spec.loss_scale.enabled;
 }
 
 double clip_factor(double norm, double max_norm) {
   if (max_norm <= 0 || norm <= max_norm) return 1.0;
   return max_norm / (norm + 1e-6);
+}
+
+double gradient_factor(double norm, double max_norm, double loss_scale) {
+  return clip_factor(norm / loss_scale, max_norm) / loss_scale;
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                     \

@@ -191,13 +191,14 @@ void Stage<Scalar>::restore(int mb, Stashed& entry) {
       restored.push_back(restored.at(static_cast<std::size_t>(spilled.alias_of)));
     } else {
       const tensor::DType dtype = spilled.spec.dtype();
-      if (spilled.spec.rank() != 2 || (dtype != tensor::dtype_of<Scalar>() && dtype != tensor::DType::bfloat16)) {
+      const bool reduced = dtype == tensor::DType::bfloat16 || dtype == tensor::DType::float16;
+      if (spilled.spec.rank() != 2 || (dtype != tensor::dtype_of<Scalar>() && !reduced)) {
         throw runtime_error(
             fmt::format("{}: cannot take back the stashed {} \"{}\" of microbatch {}: the stash "
-                        "store restores matrices of the stage's scalar type or bfloat16 only",
+                        "store restores matrices of the stage's scalar type, bfloat16 or float16 only",
                         stage_name(layers_), spilled.spec.to_string(), spilled.key, mb));
       }
-      // compute.precision = bf16: a Linear's saved input is its bfloat16 copy.
+      // compute.precision = bf16 or fp16: a Linear's saved input is its reduced-precision copy.
       const tensor::Tensor into =
           exec_.pool().take("kpipe::model::restored_stash", dtype, static_cast<int>(spilled.spec.extent(0)),
                             static_cast<int>(spilled.spec.extent(1)));

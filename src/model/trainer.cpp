@@ -60,6 +60,8 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.stage.kernels.gemm = config.compute.gemm;
   spec.stage.kernels.attention = config.compute.attention;
   spec.stage.kernels.precision = config.compute.precision;
+  // fp16, and only fp16, scales its loss: follows the precision also in a configuration edited in code.
+  spec.optimizer.loss_scale.enabled = config.compute.precision == config::Precision::fp16;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   spec.stage.sequence_parallel = config.pipeline.sequence_parallel;
   return spec;
@@ -93,6 +95,7 @@ SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::Ex
       stages_(build_stages<Scalar>(spec, exec)),
       data_(std::move(data)),
       optimizer_(spec.optimizer, parameters_of(stages_), exec),
+      scaler_(spec.optimizer.loss_scale),
       targets_(make_targets<Scalar>(spec.model, spec.microbatch_size)) {
   if (spec.data_parallel > 1) {
     for (const auto& p : parameters()) {
@@ -130,10 +133,19 @@ double SequentialTrainer<Scalar>::step() {
   sum_tied_gradients(exec_, params);
   const bool skips = spec_.optimizer.on_nonfinite == config::NonFinite::skip;
   const double norm = needs_gradient_norm(spec_.optimizer) ? global_norm(gradient_squared_norms(exec_, params)) : 0;
-  if (skips && !(std::isfinite(loss) && std::isfinite(norm))) {
+  const bool overflow = !(std::isfinite(loss) && std::isfinite(norm));
+  if (scaler_.enabled() && overflow) {
+    if (scaler_.cannot_lower() && !skips) {
+      throw runtime_error(
+          fmt::format("step {}: fp16 overflow at loss scale {}, which cannot be lowered", steps_ + 1, scaler_.scale()));
+    }
+    scaler_.update(true);
+    ++skipped_;
+  } else if (skips && overflow) {
     ++skipped_;
   } else {
-    optimizer_.step(clip_factor(norm, spec_.optimizer.grad_clip));
+    optimizer_.step(gradient_factor(norm, spec_.optimizer.grad_clip, scaler_.scale()));
+    scaler_.update(false);
     for (auto& stage : stages_) stage.weights_changed();
   }
   ++steps_;
@@ -144,7 +156,9 @@ template <class Scalar>
 double SequentialTrainer<Scalar>::run_replica(int replica) {
   const int b = spec_.microbatch_size;
   const int per_replica = spec_.global_batch / spec_.data_parallel;
-  const auto scale = static_cast<Scalar>(loss_scale(spec_.model, spec_.global_batch));
+  // The mean's factor times the loss scale (a power of two: exact).
+  const double loss_scale = scaler_.scale();
+  const auto scale = static_cast<Scalar>(loss_scale * mean_loss_factor(spec_.model, spec_.global_batch));
   // Boundary buffers, reused by every microbatch (the stages copy what they
   // keep) and pooled across steps.
   auto& pool = exec_.pool();
@@ -161,8 +175,8 @@ double SequentialTrainer<Scalar>::run_replica(int replica) {
     data_->fill_targets(steps_, first, targets_);
     for (std::size_t s = 0; s < stages_.size(); ++s) stages_[s].forward(mb, s == 0 ? X : outputs[s - 1], outputs[s]);
     const double mb_loss =
-        loss_and_gradient(exec_, spec_.model.loss, outputs.back(), targets_, scale, gradients.back());
-    if (spec_.optimizer.on_nonfinite == config::NonFinite::stop) {
+        loss_and_gradient(exec_, spec_.model.loss, outputs.back(), targets_, scale, gradients.back()) / loss_scale;
+    if (spec_.optimizer.on_nonfinite == config::NonFinite::stop && !scaler_.enabled()) {
       require_finite_loss(mb_loss, steps_, mb, replica, spec_.data_parallel);
     }
     loss += mb_loss;

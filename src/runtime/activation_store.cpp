@@ -60,6 +60,8 @@ io::hdf5::Type file_type(const tensor::TensorSpec& spec, const std::string& name
       return io::hdf5::Type::float64;
     case tensor::DType::bfloat16:
       return io::hdf5::Type::bfloat16;
+    case tensor::DType::float16:
+      return io::hdf5::Type::float16;
   }
   throw runtime_error(fmt::format("the activation store cannot keep {} (\"{}\")", spec.to_string(), name));
 }
@@ -72,6 +74,8 @@ void with_element_type(io::hdf5::Type type, F&& f) {
       return f(double{});
     case io::hdf5::Type::bfloat16:
       return f(tensor::BFloat16{});
+    case io::hdf5::Type::float16:
+      return f(tensor::Half{});
     default:
       return f(float{});
   }

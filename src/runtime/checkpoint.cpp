@@ -131,6 +131,10 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
   info.virtual_stages = pipeline.schedule().v;
   info.data_parallel = grid.replicas();
   info.schedule = pipeline.schedule().name;
+  if (const auto* update = pipeline.update(); update && update->loss_scaler().enabled()) {
+    const model::LossScaler::State scaler = update->loss_scaler().state();
+    info.loss_scale = io::LossScaleState{scaler.scale, scaler.good_steps, scaler.hysteresis_left};
+  }
   // Replicas hold identical weights: replica 0 alone writes them, the global
   // tensors its tensor groups gather, each by its tensor rank 0.
   std::vector<io::NamedMatrix<Scalar>> parameters, state;
@@ -173,7 +177,15 @@ std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file
     return io::all_model_shapes(grid.world(), shapes_of(parameters));
   }();
   const io::CheckpointInfo info = comm::collectively(grid.world(), pipeline.watchdog(), "checkpoint restart", [&] {
-    return io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));
+    io::CheckpointInfo read =
+        io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));
+    // An fp16 run continues the file's scale history; from any other file it starts afresh.
+    StepUpdate<Scalar>* update = pipeline.update();
+    if (update && update->loss_scaler().enabled() && read.loss_scale) {
+      update->loss_scaler().restore({read.loss_scale->scale, static_cast<int>(read.loss_scale->good_steps),
+                                     static_cast<int>(read.loss_scale->hysteresis_left)});
+    }
+    return read;
   });
   keep_shards(held_parameters, parameters);
   keep_shards(held_states, state);

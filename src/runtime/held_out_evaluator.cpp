@@ -55,7 +55,7 @@ template <class Scalar>
 Evaluation HeldOutEvaluator<Scalar>::evaluate() {
   Evaluation total;
   for (int batch = 0; batch < batches_; ++batch) {
-    head_.start_step();
+    head_.start_step(1.0);  // evaluation computes no gradient to scale
     executor_.run_step(batch);
     total += head_.evaluation();
     ++total.batches;

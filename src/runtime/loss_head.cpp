@@ -10,7 +10,8 @@ template <class Scalar>
 LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed,
                            model::Collectives& collectives, tensor::ExecContext& exec)
     : kind_(spec.model.loss),
-      scale_(static_cast<Scalar>(model::loss_scale(spec.model, spec.global_batch))),
+      mean_factor_(model::mean_loss_factor(spec.model, spec.global_batch)),
+      scale_(static_cast<Scalar>(mean_factor_)),
       replica_(replica),
       data_parallel_(spec.data_parallel),
       feed_(feed),
@@ -21,6 +22,15 @@ LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed
               ? model::Shard::along(1, collectives.rank(model::Group::tensor), collectives.size(model::Group::tensor))
               : model::Shard::whole()),
       exec_(exec) {}
+
+template <class Scalar>
+void LossHead<Scalar>::start_step(double loss_scale) {
+  evaluation_ = {};
+  failure_ = nullptr;
+  loss_scale_ = loss_scale;
+  // A power-of-two loss scale times the factor is exact, in double and in Scalar.
+  scale_ = static_cast<Scalar>(loss_scale * mean_factor_);
+}
 
 template <class Scalar>
 double LossHead<Scalar>::loss(int step, int mb, const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& dY) {
@@ -42,7 +52,7 @@ double LossHead<Scalar>::loss(int step, int mb, const tensor::Matrix<Scalar>& Y,
       failure_ = std::current_exception();
     }
   }
-  return value;
+  return value / loss_scale_;  // exact: the loss as if unscaled
 }
 
 template <class Scalar>
@@ -50,7 +60,7 @@ void LossHead<Scalar>::evaluate(int step, int mb, const tensor::Matrix<Scalar>& 
   const auto& targets = feed_.targets(step, mb);
   const auto logits = whole_predictions(Y, kind_ == model::LossKind::cross_entropy ? targets.labels.extent(0) : 0);
   const tensor::Matrix<Scalar> dY = scratch_.take(logits.extent_int(0), logits.extent_int(1));
-  evaluation_.loss += model::loss_and_gradient(exec_, kind_, logits, targets, scale_, dY);
+  evaluation_.loss += model::loss_and_gradient(exec_, kind_, logits, targets, static_cast<Scalar>(mean_factor_), dY);
   if (kind_ == model::LossKind::cross_entropy) {
     // One prediction per label: a transformer's rows hold T of them.
     const auto predictions = model::by_prediction(logits, targets.labels.extent(0));

@@ -74,8 +74,7 @@ std::unique_ptr<Hdf5ActivationStore> activation_store_for(const config::RunConfi
 // runtime.memory_limit_mib (or the node's available memory shared by its ranks).
 MemoryEstimate checked_memory(const config::RunConfig& config, const model::TrainerSpec& spec,
                               const schedule::Schedule& schedule, const comm::ProcessGrid& grid, bool staged) {
-  kernels::load_gemm_library(tensor::ExecutionSpace(), spec.stage.kernels.gemm,
-                             spec.stage.kernels.precision == config::Precision::bf16);
+  kernels::load_gemm_library(tensor::ExecutionSpace(), spec.stage.kernels.gemm, spec.stage.kernels.precision);
   const MemoryEstimate estimate =
       estimate_memory(spec, schedule, grid.pipeline_rank(), grid.tensor_size(), staged, resident_bytes());
   const MemoryBudget limit = run_memory_limit(config, grid.ranks_on_node());
@@ -170,7 +169,7 @@ StepHooks Pipeline<Scalar>::step_hooks() {
     hooks.previous_update_stands = [this] {
       const bool stands = update_->settle();
       for (auto& chunk : chunks_) chunk->zero_grad();
-      if (!stands) loss_head_.start_step();
+      if (!stands) loss_head_.start_step(update_->loss_scale());
       return stands;
     };
   }
@@ -201,7 +200,8 @@ template <class Scalar>
 StepResult Pipeline<Scalar>::run_step(int step) {
   step_ = step;
   fault::inject(fault::Phase::step, grid_.world_rank(), step);
-  loss_head_.start_step();
+  const double loss_scale = update_ ? update_->loss_scale() : 1.0;
+  loss_head_.start_step(loss_scale);
   // Post-validated, the executor settles the last update where the step's
   // head ends (and zeroes the gradients then), unless guesses have just failed.
   if (!spec_.optimizer.post_validation) {
@@ -209,7 +209,9 @@ StepResult Pipeline<Scalar>::run_step(int step) {
   } else if (update_ && !update_->guesses_hold()) {
     update_->settle();
   }
-  return executor_.run_step(step);
+  StepResult result = executor_.run_step(step);
+  result.loss_scale = loss_scale;
+  return result;
 }
 
 bool counts_loss(const comm::ProcessGrid& grid) { return grid.tensor_rank() == 0; }

@@ -45,6 +45,7 @@ RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::Run
 void RunReport::add_step(const StepOutcome& step, double run_start) {
   calibration_.add_step(step.step_start - run_start, step.seconds, step.result);
   losses_.push_back(step.loss);
+  loss_scales_.push_back(step.result.loss_scale);
   step_seconds_.push_back(step.seconds);
   peak_stashed_ = std::max(peak_stashed_, step.result.peak_stashed);
   measured_bubbles_.push_back(step.bubble);
@@ -53,6 +54,15 @@ void RunReport::add_step(const StepOutcome& step, double run_start) {
     sum_in_flight_.push_back(step.result.reduction_end - step.result.reduction_start);
     sum_exposed_.push_back(std::max(0.0, step.result.reduction_end - step.compute_end));
   }
+}
+
+nlohmann::json RunReport::loss_scale_json() const {
+  const auto* update = pipeline_.update();
+  if (!update || !update->loss_scaler().enabled()) return nlohmann::json();
+  // Skipped steps counted from 1, as the log and "steps" count them.
+  std::vector<int> skipped;
+  for (const int step : update->skipped_steps()) skipped.push_back(step + 1);
+  return {{"history", loss_scales_}, {"skipped_steps", skipped}};
 }
 
 double RunReport::hidden_fraction() const {
@@ -216,6 +226,7 @@ nlohmann::json RunReport::json() const {
       {"steps", losses_.size()},
       {"seconds", seconds_},
       {"losses", losses_},
+      {"loss_scale", loss_scale_json()},
       {"step_seconds", step_seconds_},
       {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
       {"bubble",

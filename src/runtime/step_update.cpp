@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kpipe/comm/agreement.hpp"
+#include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 
 namespace kpipe::runtime {
@@ -18,7 +19,13 @@ StepUpdate<Scalar>::StepUpdate(const model::OptimizerSpec& spec, const comm::Pro
       gradients_(gradients),
       optimizer_(optimizer),
       weights_changed_(std::move(weights_changed)),
-      watchdog_(watchdog) {
+      watchdog_(watchdog),
+      scaler_(spec.loss_scale) {
+  if (spec_.post_validation && scaler_.enabled()) {
+    throw input_error(
+        "post-validated optimizer steps cannot yet scale an fp16 loss: a step would run ahead with a "
+        "loss scale its predecessor's overflow check may change");
+  }
   if (spec_.post_validation && needs_norm()) optimizer_.keep_previous();
 }
 
@@ -29,11 +36,30 @@ void StepUpdate<Scalar>::stop_on_failure(int step, std::exception_ptr loss_failu
 
 template <class Scalar>
 void StepUpdate<Scalar>::skip(int step) {
-  ++skipped_;
+  skipped_steps_.push_back(step);
   log::info(
       "step {}: a loss or the gradient norm is NaN or Inf; its update is skipped (train.on_nonfinite = \"skip\"): "
       "weights, optimizer state and learning rate stay as they were",
       step + 1);
+}
+
+template <class Scalar>
+void StepUpdate<Scalar>::overflowed(int step) {
+  const double scale = scaler_.scale();
+  if (scaler_.cannot_lower() && !skips()) {
+    // Every rank knows the overflow (the flag and the norm are global): all fail alike.
+    const auto stop = std::make_exception_ptr(runtime_error(fmt::format(
+        "step {}: a loss or gradient overflows float16 (NaN or Inf) at loss scale {}, which cannot be lowered "
+        "further; the run stops before the step's update. Lower train.lr, set train.on_nonfinite = \"skip\" or use "
+        "compute.precision = \"bf16\"",
+        step + 1, scale)));
+    comm::agree(grid_.world(), watchdog_, fmt::format("step {}", step), stop);
+  }
+  scaler_.update(true);
+  skipped_steps_.push_back(step);
+  log::info(
+      "step {}: a loss or gradient overflowed float16 at loss scale {}; the update is skipped, the scale is now {}",
+      step + 1, scale, scaler_.scale());
 }
 
 template <class Scalar>
@@ -55,14 +81,17 @@ void StepUpdate<Scalar>::finish(int step, std::exception_ptr loss_failure) {
     return;
   }
   bool failed = false;
-  if (skips()) {
+  if (skips() || scaler_.enabled()) {
     failed = comm::max(grid_.world(), loss_failure ? 1.0 : 0.0) > 0;
   } else {
     stop_on_failure(step, loss_failure);
   }
   const double norm = needs_norm() ? gradients_.global_norm() : 0.0;
-  if (skips() && (failed || !std::isfinite(norm))) return skip(step);
-  optimizer_.step(model::clip_factor(norm, spec_.grad_clip));
+  const bool overflow = failed || !std::isfinite(norm);
+  if (scaler_.enabled() && overflow) return overflowed(step);
+  if (skips() && overflow) return skip(step);
+  optimizer_.step(model::gradient_factor(norm, spec_.grad_clip, scaler_.scale()));
+  scaler_.update(false);
   weights_changed_();
 }
 

@@ -80,7 +80,9 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
   if (config.compute.gemm == config::GemmKind::packed) {
     log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
   }
-  if (config.compute.precision == config::Precision::bf16) {
+  if (config.compute.precision != config::Precision::fp32) {
+    const tensor::DType operands =
+        config.compute.precision == config::Precision::bf16 ? tensor::DType::bfloat16 : tensor::DType::float16;
     const auto library = [&]() -> std::string {
       switch (config.compute.gemm) {
         case config::GemmKind::portable:
@@ -89,13 +91,14 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
           return fmt::format(
               "the packed path for the products by W and Wᵀ ({}; oneDNN packs W in bfloat16) and {} "
               "for the weight gradient",
-              kernels::packed_gemm_library(), kernels::bf16_gemm_library());
+              kernels::packed_gemm_library(), kernels::mixed_gemm_library(operands));
         case config::GemmKind::vendor:
           break;
       }
-      return kernels::bf16_gemm_library();
+      return kernels::mixed_gemm_library(operands);
     };
-    log::info("compute.precision = bf16: Linear GEMMs in bfloat16 with float32 sums on {}", library());
+    log::info("compute.precision = {}: Linear GEMMs in {} with float32 sums: {}",
+              config::name_of(config.compute.precision), tensor::name_of(operands), library());
   }
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));
   auto pipeline = comm::collectively(comm::world(), watchdog, "set-up",

@@ -20,6 +20,8 @@ Tensor Workspace::take(const std::string& label, DType dtype, int rows, int cols
       return take<double>(label, rows, cols);
     case DType::bfloat16:
       return take<BFloat16>(label, rows, cols);
+    case DType::float16:
+      return take<Half>(label, rows, cols);
   }
   return {};
 }
@@ -29,6 +31,7 @@ std::size_t Workspace::buffers() const {
   tally(float_pools_, buffers, bytes);
   tally(double_pools_, buffers, bytes);
   tally(bfloat16_pools_, buffers, bytes);
+  tally(float16_pools_, buffers, bytes);
   return buffers;
 }
 
@@ -37,6 +40,7 @@ std::size_t Workspace::bytes() const {
   tally(float_pools_, buffers, bytes);
   tally(double_pools_, buffers, bytes);
   tally(bfloat16_pools_, buffers, bytes);
+  tally(float16_pools_, buffers, bytes);
   return bytes;
 }
 

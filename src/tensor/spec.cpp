@@ -14,6 +14,7 @@ std::size_t size_of(DType dtype) {
     case DType::float64:
       return 8;
     case DType::bfloat16:
+    case DType::float16:
       return 2;
   }
   return 0;
@@ -27,6 +28,8 @@ const char* name_of(DType dtype) {
       return "float64";
     case DType::bfloat16:
       return "bfloat16";
+    case DType::float16:
+      return "float16";
   }
   return "unknown";
 }

@@ -29,7 +29,7 @@ enum class Task { classification, regression };
 enum class GemmKind { vendor, packed, portable };
 enum class AttentionKind { gemm, fused };
 enum class TokenizerKind { character, sentencepiece };
-enum class Precision { fp32, bf16 };
+enum class Precision { fp32, bf16, fp16 };
 enum class LrSchedule { constant, cosine };
 enum class NonFinite { stop, skip };
 enum class Recompute { none, full };
@@ -64,7 +64,7 @@ KPIPE_CHOICES(OptimizerKind, {"sgd", OptimizerKind::sgd}, {"adamw", OptimizerKin
 KPIPE_CHOICES(Task, {"classification", Task::classification}, {"regression", Task::regression})
 KPIPE_CHOICES(GemmKind, {"vendor", GemmKind::vendor}, {"packed", GemmKind::packed}, {"portable", GemmKind::portable})
 KPIPE_CHOICES(AttentionKind, {"gemm", AttentionKind::gemm}, {"fused", AttentionKind::fused})
-KPIPE_CHOICES(Precision, {"fp32", Precision::fp32}, {"bf16", Precision::bf16})
+KPIPE_CHOICES(Precision, {"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16})
 KPIPE_CHOICES(TokenizerKind, {"char", TokenizerKind::character}, {"sentencepiece", TokenizerKind::sentencepiece})
 KPIPE_CHOICES(LrSchedule, {"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine})
 KPIPE_CHOICES(NonFinite, {"stop", NonFinite::stop}, {"skip", NonFinite::skip})
@@ -115,6 +115,21 @@ struct ModelConfig {
   std::string block;  // model.block: the registered layer kind of the repeated block; empty: the family's
 };
 
+// compute.precision = fp16: loss scaling (train.loss_scale and the
+// train.*loss_scale* keys), with Megatron-LM's DynamicGradScaler semantics:
+// the loss gradient is multiplied by the scale, the update reads the
+// gradients divided by it; a step whose loss or gradients overflow is
+// skipped, and `hysteresis` overflowing steps in a row halve the scale (not
+// below `minimum`); `window` steps without one double it.
+struct LossScaleConfig {
+  bool enabled = false;    // compute.precision = fp16
+  double fixed = 0;        // train.loss_scale: a static scale; 0 scales dynamically
+  double initial = 65536;  // 2^16, DeepSpeed's initial_scale_power = 16
+  double minimum = 1;
+  int window = 1000;
+  int hysteresis = 2;
+};
+
 // train.* keys of the optimizer.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::adamw;
@@ -134,6 +149,7 @@ struct OptimizerConfig {
   // Each rank updates once its own gradients are final, guessing the clip
   // factor; the global check completes later and a wrong guess is rolled back.
   bool post_validation = false;
+  LossScaleConfig loss_scale;
 };
 
 // train.* keys of the batch and the run length.

@@ -6,8 +6,10 @@
 //   /                  attributes: format, format_version, software,
 //                      software_version, schema_version, step, data_cursor,
 //                      optimizer_steps, deck, stages, virtual_stages,
-//                      data_parallel, schedule, and xxh3_64 (format 1.1:
-//                      fnv1a64), the checksum of the step, cursor, layout, deck
+//                      data_parallel, schedule, in fp16 runs loss_scale,
+//                      loss_scale_good_steps and loss_scale_hysteresis, and
+//                      xxh3_64 (format 1.1: fnv1a64), the checksum of the
+//                      step, cursor, layout, loss scale and deck
 //   /parameters/NAME   2-D dataset per parameter
 //   /optimizer/NAME    2-D dataset per optimizer state tensor
 //                      (each dataset: attribute xxh3_64, the checksum of its bytes)
@@ -21,6 +23,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,9 +35,18 @@ inline constexpr const char* checkpoint_format = "kpipe-checkpoint";
 // 1.1.0: the root attributes a restart uses carry a checksum; 1.0.0 files
 // (without it) are still read. 1.2.0: the checksums are XXH3-64 (attribute
 // xxh3_64) instead of FNV-1a 64 (fnv1a64), which 1.0 and 1.1 files keep.
-inline constexpr const char* checkpoint_format_version = "1.2.0";
+// 1.3.0: fp16 runs add the loss scaler's state to the root attributes.
+inline constexpr const char* checkpoint_format_version = "1.3.0";
 // Bumped when the layout changes incompatibly; a reader refuses other values.
 inline constexpr std::int64_t checkpoint_schema_version = 1;
+
+// An fp16 run's loss scaler (model::LossScaler::State), so that a restart
+// scales as the uninterrupted run would.
+struct LossScaleState {
+  double scale = 1;
+  std::int64_t good_steps = 0;
+  std::int64_t hysteresis_left = 0;
+};
 
 // The root attributes besides the format's own.
 struct CheckpointInfo {
@@ -45,7 +57,8 @@ struct CheckpointInfo {
   int virtual_stages = 1;
   int data_parallel = 1;
   std::string schedule;
-  std::string software_version;  // filled by the writer, read back by the reader
+  std::optional<LossScaleState> loss_scale;  // fp16 runs only
+  std::string software_version;              // filled by the writer, read back by the reader
 };
 
 // A tensor this rank holds, by its global name.

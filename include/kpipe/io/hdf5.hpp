@@ -38,11 +38,12 @@
 namespace kpipe::io::hdf5 {
 
 // The element types a dataset may hold. bfloat16 is stored as an HDF5 float
-// type of its own (sign, 8 exponent bits with bias 127, 7 mantissa bits), so
-// h5py and h5dump read the values, not raw 16-bit words.
-enum class Type { float32, float64, int32, int64, uint64, bfloat16 };
+// type of its own (sign, 8 exponent bits with bias 127, 7 mantissa bits) and
+// float16 as IEEE binary16 (5 exponent bits with bias 15, 10 mantissa bits),
+// so h5py and h5dump read the values, not raw 16-bit words.
+enum class Type { float32, float64, int32, int64, uint64, bfloat16, float16 };
 
-// "float32", "float64", "int32", "int64", "uint64" or "bfloat16".
+// "float32", "float64", "int32", "int64", "uint64", "bfloat16" or "float16".
 const char* name_of(Type type);
 
 template <class T>
@@ -70,6 +71,10 @@ constexpr Type type_of<std::uint64_t>() {
 template <>
 constexpr Type type_of<tensor::BFloat16>() {
   return Type::bfloat16;
+}
+template <>
+constexpr Type type_of<tensor::Half>() {
+  return Type::float16;
 }
 
 namespace detail {

@@ -49,29 +49,34 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
           const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
 
-// compute.precision = bf16: C = alpha op(A) op(B) + beta C with A and B in
-// bfloat16 and C in float32. Every product of two bfloat16 is exact in float32
-// and the sums run in float32, so the result differs from a float64 product of
-// the same operands only by the float32 summation error. The vendor path is
-// oneDNN's bf16 matmul where the build has oneDNN and it has a kernel for this
-// CPU (bf16_gemm_library() says which), and otherwise A and B widened to
+// compute.precision = bf16 or fp16: C = alpha op(A) op(B) + beta C with A and
+// B in bfloat16 or float16 and C in float32. Every product of two bfloat16 (8
+// significant bits) or two float16 (11) is exact in float32 and the sums run
+// in float32, so the result differs from a float64 product of the same
+// operands only by the float32 summation error. The vendor path is oneDNN's
+// matmul of that type where the build has oneDNN and it has a kernel for this
+// CPU (mixed_gemm_library() says which), and otherwise A and B widened to
 // float32 for the vendor GEMM; the portable path (and every path on CUDA for
-// now) is the portable kernel loading bfloat16 into float32 tiles. GemmPath::
-// packed runs the vendor path. Deterministic like gemm.
-void gemm_bf16(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
-               const tensor::ConstMatrix<tensor::BFloat16>& A, const tensor::ConstMatrix<tensor::BFloat16>& B,
-               float beta, const tensor::Matrix<float>& C, GemmPath path = GemmPath::vendor);
+// now) is the portable kernel loading the operands into float32 tiles.
+// GemmPath::packed runs the vendor path. Deterministic like gemm.
+void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                const tensor::ConstMatrix<tensor::BFloat16>& A, const tensor::ConstMatrix<tensor::BFloat16>& B,
+                float beta, const tensor::Matrix<float>& C, GemmPath path = GemmPath::vendor);
+void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                const tensor::ConstMatrix<tensor::Half>& A, const tensor::ConstMatrix<tensor::Half>& B, float beta,
+                const tensor::Matrix<float>& C, GemmPath path = GemmPath::vendor);
 
-// What gemm_bf16's vendor path runs in this build on this CPU, for the run
-// log: "oneDNN 2.6.3 matmul, brg:avx512_core_amx_bf16 (AMX-BF16 tiles)", or
-// "emulated in float32: ..." saying why.
-std::string bf16_gemm_library();
+// What gemm_mixed's vendor path runs for operands of `operands` (bfloat16 or
+// float16) in this build on this CPU, for the run log: "oneDNN 2.6.3 matmul,
+// brg:avx512_core_amx_bf16 (AMX-BF16 tiles)", or "emulated in float32: ..."
+// saying why.
+std::string mixed_gemm_library(tensor::DType operands);
 
-// Runs one small product on `path` in float32, and in bfloat16 too with
-// `bf16`, so that the GEMM library's code, JIT kernels and one-time state
-// are resident before the memory estimate takes its baseline (oneDNN's cost
-// several MiB on first use).
-void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, bool bf16);
+// Runs one small product on `path` in float32, and in the reduced type of
+// `precision` too, so that the GEMM library's code, JIT kernels and one-time
+// state are resident before the memory estimate takes its baseline (oneDNN's
+// cost several MiB on first use).
+void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, config::Precision precision);
 
 // `count` matrices of one shape: X(i, r, c) is row r, column c of matrix i.
 // Rows are contiguous (stride(2) == 1); rows and matrices may lie any

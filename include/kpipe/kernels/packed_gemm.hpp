@@ -72,7 +72,8 @@ class PackedWeight {
   // compute.precision = bf16: the same two products on bfloat16 X (or dY) and
   // W (the Linear's rounded copy of its master weight) with float32 sums, bias
   // and output, from W's copy packed in bfloat16 where the backend packs
-  // bfloat16 (oneDNN) and gemm_bf16 on the vendor path otherwise.
+  // bfloat16 (oneDNN) and gemm_mixed on the vendor path otherwise. No
+  // backend packs float16: compute.precision = fp16 runs the vendor path.
   void linear_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::BFloat16>& X,
                       const tensor::ConstMatrix<tensor::BFloat16>& W, const tensor::ConstMatrix<float>& bias,
                       const tensor::Matrix<float>& Y) const;

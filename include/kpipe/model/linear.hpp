@@ -25,12 +25,12 @@ namespace kpipe::model {
 // fused Q|K|V projection: 3), a rank holds its slice of every block. Saves
 // "x" in F, "x" and "dy" from B to W.
 //
-// kernels.precision = bf16 (float layers only): the three GEMMs take bfloat16
-// operands and sum in float32 (kernels::gemm_bf16): X and dY rounded as they
-// arrive, W from a bfloat16 copy of the float32 master made at construction
-// and at every weights_changed(). The saved "x" and "dy" are those bfloat16
-// copies, half the bytes; outputs, input gradients, the bias and every
-// gradient stay float32.
+// kernels.precision = bf16 or fp16 (float layers only): the three GEMMs take
+// bfloat16 or float16 operands and sum in float32 (kernels::gemm_mixed): X
+// and dY rounded as they arrive, W from a rounded copy of the float32 master
+// made at construction and at every weights_changed(). The saved "x" and
+// "dy" are those rounded copies, half the bytes; outputs, input gradients,
+// the bias and every gradient stay float32. fp16 runs no packed path.
 //
 // Outputs at or past `real_outputs` (-1: none; a padded vocabulary's logits; whole or
 // column-parallel Linears) are padding: their weights and bias start zero,
@@ -80,11 +80,19 @@ class Linear final : public Layer<Scalar> {
   int row_factor() const { return sequence_parallel_ && split_ == TensorSplit::column ? ranks_ : 1; }
   int row_divisor() const { return sequence_parallel_ && split_ == TensorSplit::row ? ranks_ : 1; }
   bool bf16() const { return precision_ == config::Precision::bf16; }
+  // compute.precision = bf16 or fp16: the GEMMs take rounded operands.
+  bool reduced() const { return precision_ != config::Precision::fp32; }
+  // The element type of the GEMMs' operands (and of the saved x).
+  tensor::DType operand_dtype() const {
+    if (precision_ == config::Precision::bf16) return tensor::DType::bfloat16;
+    if (precision_ == config::Precision::fp16) return tensor::DType::float16;
+    return tensor::dtype_of<Scalar>();
+  }
   // Writes the lowest finite value to the padding columns of this rank's outputs Y.
   void mask_padding(const tensor::Matrix<Scalar>& Y) const;
   // A pooled buffer of the group's rows of `local`, stacked in rank order.
   tensor::Tensor gathered_rows(const tensor::Tensor& local, const char* label) const;
-  // `x` as the GEMMs take it: itself, or rounded to bfloat16 in a pooled buffer.
+  // `x` as the GEMMs take it: itself, or rounded to bfloat16 or float16 in a pooled buffer.
   tensor::Tensor operand(const tensor::Tensor& x, const char* label) const;
   // C = op(A) op(B) + beta C on the layer's GEMM path and precision, from
   // operands as operand() makes them (W: weight_operand()).
@@ -102,8 +110,8 @@ class Linear final : public Layer<Scalar> {
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
   config::Precision precision_;
-  kernels::PackedWeight<Scalar> packed_;          // GemmPath::packed: W and Wᵀ in the library's layout
-  tensor::Matrix<tensor::BFloat16> weight_bf16_;  // bf16: W rounded, refreshed by weights_changed()
+  kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W and Wᵀ in the library's layout
+  tensor::Tensor weight_reduced_;         // bf16, fp16: W rounded, refreshed by weights_changed()
 };
 
 }  // namespace kpipe::model

@@ -33,7 +33,7 @@ Targets<Scalar> make_targets(const ModelSpec& model, int rows) {
 
 // 1 / (B · positions): the microbatch losses of a step then add up to the
 // mean loss over all its predictions.
-inline double loss_scale(const ModelSpec& model, int global_batch) {
+inline double mean_loss_factor(const ModelSpec& model, int global_batch) {
   return 1.0 / (static_cast<double>(global_batch) * model.positions());
 }
 

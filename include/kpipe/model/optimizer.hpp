@@ -86,14 +86,21 @@ bool sum_tied_gradients(const tensor::ExecContext& exec, const std::vector<Param
 double global_norm(const std::vector<double>& squared_norms);
 
 // Whether a step needs the global gradient norm: to clip (train.grad_clip),
-// or to skip a step whose norm is NaN or Inf (train.on_nonfinite = "skip").
+// or to skip a step whose norm is NaN or Inf (train.on_nonfinite = "skip",
+// and every fp16 overflow: train.loss_scale).
 // Only then can a check change an update, so only then does
 // train.post_validation keep a copy to roll back to.
 bool needs_gradient_norm(const OptimizerSpec& spec);
 
 // torch.nn.utils.clip_grad_norm_'s factor: max_norm / (norm + 1e-6) when
-// norm > max_norm > 0 (NaN when the norm is), else 1. Optimizer::step reads
-// every gradient times it.
+// norm > max_norm > 0 (NaN when the norm is), else 1.
 double clip_factor(double norm, double max_norm);
+
+// What Optimizer::step reads every gradient times: the clip factor of the
+// unscaled gradients' norm, divided by the fp16 loss scale the gradients
+// carry (model/loss_scaler.hpp). `norm` is the scaled gradients'; with a
+// power-of-two scale both divisions are exact, so a scale of 1 and any other
+// give the same factor for the same unscaled gradients.
+double gradient_factor(double norm, double max_norm, double loss_scale);
 
 }  // namespace kpipe::model

@@ -12,6 +12,7 @@
 
 #include "kpipe/config/run_config.hpp"
 #include "kpipe/model/data_source.hpp"
+#include "kpipe/model/loss_scaler.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/stage.hpp"
@@ -47,12 +48,17 @@ class SequentialTrainer {
   // or Inf loss throws a runtime error naming step and microbatch before the
   // optimizer runs, so the weights stay those of the last good step; with
   // train.on_nonfinite = "skip" a NaN or Inf loss or gradient norm skips the
-  // update instead.
+  // update instead. fp16 (spec.optimizer.loss_scale): the loss gradients
+  // carry the loss scale, and a NaN or Inf is an overflow that skips the
+  // update and lowers the scale (stopping or skipping as above only where
+  // the scale cannot be lowered).
   double step();
   // Steps done (updated or skipped); also the data step index s of the next step.
   std::int64_t steps_done() const { return steps_; }
-  // Steps whose update train.on_nonfinite = "skip" skipped.
+  // Steps whose update train.on_nonfinite = "skip" or an fp16 overflow skipped.
   std::int64_t skipped_steps() const { return skipped_; }
+  // The loss scale of the next step (1 but in fp16).
+  double loss_scale() const { return scaler_.scale(); }
 
   std::vector<Stage<Scalar>>& stages() { return stages_; }
   // Every parameter, in global layer order.
@@ -68,6 +74,7 @@ class SequentialTrainer {
   std::vector<Stage<Scalar>> stages_;
   std::unique_ptr<DataSource<Scalar>> data_;
   Optimizer<Scalar> optimizer_;
+  LossScaler scaler_;
   Targets<Scalar> targets_;                          // of one microbatch, refilled for each
   std::vector<tensor::Matrix<Scalar>> replica_sum_;  // d > 1: sum of the replicas' gradients
   std::int64_t steps_ = 0;

@@ -67,6 +67,7 @@ struct StepResult {
   double reduction_end = 0.0;
   // train.post_validation: the step's head ran twice (the last update was rolled back under it).
   bool head_ran_again = false;
+  double loss_scale = 1.0;  // compute.precision = fp16: what the step's loss gradients were multiplied by
 };
 
 template <class Scalar>

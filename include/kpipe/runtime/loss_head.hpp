@@ -37,10 +37,11 @@ class LossHead {
   LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed, model::Collectives& collectives,
            tensor::ExecContext& exec);
 
-  // Returns the scaled loss of Y and writes its gradient to dY. A NaN or Inf
-  // loss does not stop the step here (the other ranks are mid-step and would
-  // wait for this one): it is kept as the step's failure, which the ranks
-  // agree on before the optimizer step, so no update ever uses it.
+  // Returns the scaled loss of Y (its share of the step's mean loss) and
+  // writes its gradient to dY, multiplied by the step's loss scale (fp16). A
+  // NaN or Inf loss does not stop the step here (the other ranks are mid-step
+  // and would wait for this one): it is kept as the step's failure, which the
+  // ranks agree on before the optimizer step, so no update ever uses it.
   double loss(int step, int mb, const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& dY);
   // Adds Y's loss and accuracy to this step's evaluation.
   void evaluate(int step, int mb, const tensor::Matrix<Scalar>& Y);
@@ -48,17 +49,18 @@ class LossHead {
   const Evaluation& evaluation() const { return evaluation_; }
   // The first non-finite loss of this step on this rank, or nullptr.
   std::exception_ptr failure() const { return failure_; }
-  void start_step() {
-    evaluation_ = {};
-    failure_ = nullptr;
-  }
+  // `loss_scale`: what this step's loss gradients are multiplied by
+  // (model::LossScaler; 1 but in fp16 runs).
+  void start_step(double loss_scale);
 
  private:
   // Y as one row per prediction, gathered whole when vocabulary-parallel.
   tensor::Matrix<Scalar> whole_predictions(const tensor::Matrix<Scalar>& Y, std::int64_t predictions);
 
   model::LossKind kind_;
-  Scalar scale_;  // 1 / B: the same scale as the sequential reference, so results agree bitwise
+  double mean_factor_;  // 1 / (B · positions): the microbatch losses add up to the step's mean
+  Scalar scale_;        // mean_factor_ times the loss scale: as the sequential reference scales, bitwise
+  double loss_scale_ = 1;
   int replica_;
   int data_parallel_;
   DataFeed<Scalar>& feed_;

@@ -64,6 +64,7 @@ class Pipeline {
   const GradientSync<Scalar>& gradient_sync() const { return gradient_sync_; }
   // Training: the step's update and its checks (skipped and redone updates); null in inference.
   const StepUpdate<Scalar>* update() const { return update_.get(); }
+  StepUpdate<Scalar>* update() { return update_.get(); }
   // Training with train.eval_every: this rank's evaluation of the first
   // train.eval_batches validation batches with the current weights (see
   // global_evaluation). Only with train.eval_every > 0. Its boundary

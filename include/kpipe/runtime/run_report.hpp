@@ -59,6 +59,8 @@ class RunReport {
   };
   // Of every rank's gradient sums, the fraction hidden behind compute.
   double hidden_fraction() const;
+  // fp16: {"history": each step's loss scale, "skipped_steps": [...]}; null otherwise.
+  nlohmann::json loss_scale_json() const;
   nlohmann::json json() const;
 
   const runtime::Pipeline<float>& pipeline_;
@@ -70,6 +72,7 @@ class RunReport {
   std::optional<schedule::Calibration> calibrated_;       // rank 0, after finish()
   std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs
   std::vector<double> losses_, step_seconds_;
+  std::vector<double> loss_scales_;  // each step's fp16 loss scale
   std::vector<runtime::MeasuredBubble> measured_bubbles_;
   // The steady steps' mean of `which` (the bubble over the makespan, or within spans).
   schedule::Bubble steady_bubble(schedule::Bubble runtime::MeasuredBubble::*which) const;

@@ -2,7 +2,10 @@
 // The optimizer update that ends a training step, and the checks it waits
 // for: a NaN or Inf in any rank's loss or in the global gradient norm
 // (train.on_nonfinite: the run stops before the update, or the update is
-// skipped on every rank) and the global clip factor (train.grad_clip).
+// skipped on every rank) and the global clip factor (train.grad_clip). In
+// fp16 runs such a NaN or Inf is an overflow of the loss scale: the update
+// is skipped and the scale lowered (model::LossScaler), and only an overflow
+// the scale can no longer answer follows train.on_nonfinite.
 //
 // Synchronous, every rank agrees first and updates after: no rank starts its
 // update before the slowest has finished its last backward. Post-validated
@@ -20,10 +23,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "kpipe/comm/pending.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/comm/watchdog.hpp"
+#include "kpipe/model/loss_scaler.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/runtime/gradient_sync.hpp"
 
@@ -33,6 +38,7 @@ template <class Scalar>
 class StepUpdate {
  public:
   // `weights_changed` tells the stages that the weights moved (packed copies).
+  // Post-validation and loss scaling exclude each other (an input error).
   StepUpdate(const model::OptimizerSpec& spec, const comm::ProcessGrid& grid, GradientSync<Scalar>& gradients,
              model::Optimizer<Scalar>& optimizer, std::function<void()> weights_changed,
              const comm::Watchdog& watchdog);
@@ -54,8 +60,14 @@ class StepUpdate {
   // to step) the next step settles first, so that heads run twice only on the
   // first wrong guess after right ones.
   bool guesses_hold() const { return guesses_hold_; }
-  // Steps whose update was skipped (train.on_nonfinite = "skip").
-  int skipped() const { return skipped_; }
+  // Steps whose update was skipped (train.on_nonfinite = "skip", fp16
+  // overflows), and which (from 0).
+  int skipped() const { return static_cast<int>(skipped_steps_.size()); }
+  const std::vector<int>& skipped_steps() const { return skipped_steps_; }
+  // What the next step's loss gradients are multiplied by (1 but in fp16).
+  double loss_scale() const { return scaler_.scale(); }
+  model::LossScaler& loss_scaler() { return scaler_; }
+  const model::LossScaler& loss_scaler() const { return scaler_; }
   // Post-validated updates rolled back and redone with the global clip factor.
   int redone() const { return redone_; }
 
@@ -77,6 +89,9 @@ class StepUpdate {
   // The run stops (comm::agree throws everywhere) when the stop policy meets a failure.
   void stop_on_failure(int step, std::exception_ptr loss_failure) const;
   void skip(int step);
+  // An fp16 step whose loss or gradients overflowed: skipped, the scale
+  // lowered; where it cannot be lowered, train.on_nonfinite decides.
+  void overflowed(int step);
 
   const model::OptimizerSpec& spec_;
   const comm::ProcessGrid& grid_;
@@ -87,7 +102,8 @@ class StepUpdate {
   std::optional<Check> in_flight_;
   double last_factor_ = 1.0;  // the last applied update's clip factor: the next guess
   bool guesses_hold_ = true;
-  int skipped_ = 0;
+  model::LossScaler scaler_;
+  std::vector<int> skipped_steps_;
   int redone_ = 0;
 };
 

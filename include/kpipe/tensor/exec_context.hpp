@@ -50,6 +50,7 @@ class Workspace {
   std::map<std::string, BufferPool<Matrix<float>>> float_pools_;
   std::map<std::string, BufferPool<Matrix<double>>> double_pools_;
   std::map<std::string, BufferPool<Matrix<BFloat16>>> bfloat16_pools_;  // compute.precision = bf16 operands
+  std::map<std::string, BufferPool<Matrix<Half>>> float16_pools_;       // compute.precision = fp16 operands
 };
 
 template <>
@@ -63,6 +64,10 @@ inline std::map<std::string, BufferPool<Matrix<double>>>& Workspace::pools<doubl
 template <>
 inline std::map<std::string, BufferPool<Matrix<BFloat16>>>& Workspace::pools<BFloat16>() {
   return bfloat16_pools_;
+}
+template <>
+inline std::map<std::string, BufferPool<Matrix<Half>>>& Workspace::pools<Half>() {
+  return float16_pools_;
 }
 
 class ExecContext {

@@ -15,7 +15,7 @@ namespace kpipe::tensor {
 
 // bfloat16 is a storage type: 8 exponent bits like float32, 7 mantissa bits.
 // Arithmetic converts to float32, accumulates there and rounds back on store:
-// compute.precision = bf16 keeps GEMM operands in it (kernels::gemm_bf16).
+// compute.precision = bf16 keeps GEMM operands in it (kernels::gemm_mixed).
 struct BFloat16 {
   std::uint16_t bits = 0;
 };
@@ -37,10 +37,65 @@ KOKKOS_INLINE_FUNCTION float to_float(BFloat16 value) {
   return result;
 }
 
-enum class DType : std::uint8_t { float32, float64, bfloat16 };
+// IEEE binary16, also a storage type: 5 exponent bits, 10 mantissa bits,
+// largest finite 65504, subnormals down to 2^-24. compute.precision = fp16
+// keeps GEMM operands in it; its narrow range is what loss scaling is for.
+struct Half {
+  std::uint16_t bits = 0;
+};
+
+// Round to nearest even, into the subnormals below 2^-14; values from 65520
+// on become infinities and a NaN stays a (quiet) NaN, as IEEE 754 rounds.
+KOKKOS_INLINE_FUNCTION Half to_half(float value) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x47800000u) {  // 2^16 and beyond, Inf, NaN
+    return Half{static_cast<std::uint16_t>(sign | (magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u))};
+  }
+  // The result in units of its last place before rounding, and the bits cut off.
+  std::uint32_t kept = 0, cut = 0, cut_bits = 0;
+  if (magnitude >= 0x38800000u) {  // normal: rebias the exponent from 127 to 15
+    kept = (magnitude - 0x38000000u) >> 13;
+    cut = magnitude & 0x1fffu;
+    cut_bits = 13;
+  } else if (magnitude >= 0x33000000u) {  // [2^-25, 2^-14): a subnormal, in units of 2^-24
+    const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
+    cut_bits = 126 - (magnitude >> 23);  // 14 to 24
+    kept = mantissa >> cut_bits;
+    cut = mantissa & ((1u << cut_bits) - 1);
+  } else {
+    return Half{sign};  // below half of the smallest subnormal: a (signed) zero
+  }
+  const std::uint32_t tie = 1u << (cut_bits - 1);
+  if (cut > tie || (cut == tie && (kept & 1u))) ++kept;  // a carry moves into the exponent, up to Inf
+  return Half{static_cast<std::uint16_t>(sign | kept)};
+}
+
+// Exact: every binary16 is a float32.
+KOKKOS_INLINE_FUNCTION float to_float(Half value) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(value.bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (value.bits >> 10) & 0x1fu, mantissa = value.bits & 0x3ffu;
+  std::uint32_t bits = 0;
+  if (exponent == 0x1fu) {
+    bits = 0x7f800000u | (mantissa << 13);  // Inf, or NaN with its payload
+  } else if (exponent != 0) {
+    bits = ((exponent + 112) << 23) | (mantissa << 13);
+  } else {
+    const float subnormal = static_cast<float>(mantissa) * 0x1p-24f;  // exact, and normal in float32
+    std::memcpy(&bits, &subnormal, sizeof bits);
+  }
+  bits |= sign;
+  float result = 0;
+  std::memcpy(&result, &bits, sizeof result);
+  return result;
+}
+
+enum class DType : std::uint8_t { float32, float64, bfloat16, float16 };
 
 std::size_t size_of(DType dtype);
-// "float32", "float64" or "bfloat16".
+// "float32", "float64", "bfloat16" or "float16".
 const char* name_of(DType dtype);
 
 template <class Scalar>
@@ -56,6 +111,10 @@ constexpr DType dtype_of<double>() {
 template <>
 constexpr DType dtype_of<BFloat16>() {
   return DType::bfloat16;
+}
+template <>
+constexpr DType dtype_of<Half>() {
+  return DType::float16;
 }
 
 class TensorSpec {

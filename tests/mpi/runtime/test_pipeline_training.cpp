@@ -1,7 +1,7 @@
 // Pipelined training must give bitwise the weights of the sequential
 // reference that accumulates in the same order (DESIGN.md §3), for every
 // schedule (dualpipe-v's F&B's included), p in {2, 4}, d in {1, 2}, with and without recomputation (also
-// with compute.gemm = packed, and in bf16); and the activations each rank stashes must
+// with compute.gemm = packed, in bf16, and in fp16 with loss scaling); and the activations each rank stashes must
 // peak where the simulator says. The same holds on an HDF5 dataset, whose
 // shuffled epochs both draw from.
 #include <mpi.h>
@@ -136,6 +136,48 @@ TEST_CASE("pipelined training with packed weights or bf16 GEMMs is bitwise the s
   }
 }
 
+// compute.precision = fp16 with dynamic loss scaling: the loss gradients
+// carry the scale, each Linear rounds them to float16, and a step that
+// overflows (on any rank) is skipped everywhere and halves the scale. With a
+// first scale of 2^22, hysteresis 1 and a window of 2 the five steps on one
+// replica run skip, update, update (the scale doubles), skip, update (on two
+// replicas, with twice the batch, another mix): both paths, and every bit
+// of the weights and of the scale history is the sequential reference's.
+TEST_CASE("pipelined fp16 training with loss scaling is bitwise the sequential reference, overflows included",
+          "[runtime][fp16]") {
+  const int size = comm::size_of(comm::world());
+  const std::string fp16 =
+      "compute.precision = \"fp16\"\ntrain.initial_loss_scale = 4194304\ntrain.loss_scale_hysteresis = 1\n"
+      "train.loss_scale_window = 2\n";
+  for (const int p : {2, 4}) {
+    const int d = size / p;
+    if (p * d != size || d > 2) continue;
+    for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe-v"}) {
+      for (const std::string recompute : {"none", "full"}) {
+        const config::RunConfig config = config_for(p, d, schedule, recompute, fp16);
+        INFO(fmt::format("fp16 {} p={} d={} recompute={}", schedule, p, d, recompute));
+        runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+        std::vector<double> scales;
+        for (int step = 0; step < steps; ++step) scales.push_back(pipeline.run_step(step).loss_scale);
+        tensor::ExecContext exec;
+        model::SequentialTrainer<float> reference(model::TrainerSpec::from_config(config), exec);
+        std::vector<double> reference_scales;
+        for (int step = 0; step < steps; ++step) {
+          reference_scales.push_back(reference.loss_scale());
+          reference.step();
+        }
+        CHECK(scales == reference_scales);
+        const int skipped = pipeline.update()->skipped();
+        CHECK(skipped == reference.skipped_steps());
+        CHECK((skipped > 0 && skipped < steps));  // both an overflow and an update
+        if (p == 2 && d == 1) CHECK(pipeline.update()->skipped_steps() == std::vector<int>{0, 3});
+        CHECK(pipeline.update()->loss_scale() == reference.loss_scale());
+        check_bitwise(reference.parameters(), pipeline.parameters());
+      }
+    }
+  }
+}
+
 // The data-parallel sums of each layer start inside the chunk's last backward
 // (the REDUCE_GRADS action then only waits), or, turned off, in REDUCE_GRADS:
 // either way every bit of the weights is the sequential reference's.
@@ -215,11 +257,14 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
         config::RunConfig config = config::run_config(config::parse_deck(text, "transformer.toml"));
         INFO(fmt::format("transformer {} p={} d={} recompute={}", schedule, p, d, recompute));
         check_against_reference(config);
-        // bf16 under one schedule of each family: the Linear layers of the
-        // attention and MLP blocks and the LM head round their operands.
+        // bf16 and fp16 under one schedule of each family: the Linear layers
+        // of the attention and MLP blocks and the LM head round their operands.
         if (schedule == "1f1b" || schedule == "zb-v") {
           config.compute.precision = config::Precision::bf16;
           INFO("bf16");
+          check_against_reference(config);
+          config.compute.precision = config::Precision::fp16;
+          INFO("fp16");
           check_against_reference(config);
           // GPT-2's head (no bias) and GELU (tanh form), as kpipe export writes them.
           config.compute.precision = config::Precision::fp32;

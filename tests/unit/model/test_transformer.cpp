@@ -97,7 +97,7 @@ class TokenLoss {
         targets_(make_targets<double>(spec, rows)),
         Y_(tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim)),
         dY_(tensor::uninitialized_matrix<double>("test::dy", rows, spec.output_dim)),
-        scale_(loss_scale(spec, rows)) {
+        scale_(mean_loss_factor(spec, rows)) {
     targets_.labels = next_tokens(rows * spec.context, spec.vocab);
   }
 

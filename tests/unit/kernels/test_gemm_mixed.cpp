@@ -1,18 +1,22 @@
-// compute.precision = bf16: the bfloat16 GEMM (bfloat16 operands, float32
-// sums) on every path against a float64 product of the same operands, the
-// error bound of bfloat16 operands against float32 ones, and the conversions.
+// compute.precision = bf16 and fp16: the mixed-precision GEMM (bfloat16 or
+// float16 operands, float32 sums) on every path against a float64 product of
+// the same operands, the error bound of reduced operands against float32
+// ones, and the conversions (float16's against the compiler's _Float16).
 //
 // The bounds (Higham, "Accuracy and Stability of Numerical Algorithms", §3.1,
-// u = 2^-24 the float32 unit roundoff): a product of two bfloat16 is exact in
-// float32, so a path that sums k of them in float32 in any order, scales by
-// alpha and adds beta C is within (k + 2) u (|alpha| sum |a||b| + |beta||c|)
-// of the exact value. Rounding float32 operands to bfloat16 (unit roundoff
-// 2^-9) moves each product by at most (2^-8 + 2^-18) |a||b| more.
+// u = 2^-24 the float32 unit roundoff): a product of two bfloat16 (8
+// significant bits) or two float16 (11) is exact in float32, so a path that
+// sums k of them in float32 in any order, scales by alpha and adds beta C is
+// within (k + 2) u (|alpha| sum |a||b| + |beta||c|) of the exact value.
+// Rounding normal float32 operands to the reduced type (unit roundoff r:
+// 2^-9 for bfloat16, 2^-11 for float16) moves each product by at most
+// (2r + r^2) |a||b| more.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "catch.hpp"
@@ -30,14 +34,20 @@ namespace {
 
 constexpr double u = 0x1p-24;
 
-Matrix<BFloat16> rounded(const Matrix<float>& X) {
-  auto Y = uninitialized_matrix<BFloat16>("test::bf16", X.extent_int(0), X.extent_int(1));
-  round_to_bfloat16(ExecutionSpace(), X, Y);
+// The unit roundoff of each reduced type.
+template <class Reduced>
+constexpr double roundoff = std::is_same_v<Reduced, BFloat16> ? 0x1p-9 : 0x1p-11;
+
+template <class Reduced>
+Matrix<Reduced> rounded(const Matrix<float>& X) {
+  auto Y = uninitialized_matrix<Reduced>("test::reduced", X.extent_int(0), X.extent_int(1));
+  round_to(ExecutionSpace(), X, Y);
   ExecutionSpace().fence();
   return Y;
 }
 
-std::vector<double> widened_to_host(const Matrix<BFloat16>& X) {
+template <class Reduced>
+std::vector<double> widened_to_host(const Matrix<Reduced>& X) {
   auto wide = uninitialized_matrix<float>("test::wide", X.extent_int(0), X.extent_int(1));
   widen(ExecutionSpace(), X, wide);
   const auto values = to_host<float>(wide);
@@ -81,7 +91,8 @@ double worst_ratio(const std::vector<float>& got, const Exact& truth) {
 
 }  // namespace
 
-TEST_CASE("bf16 GEMM on every path is within float32 summation error of a float64 product", "[kernels][gemm][bf16]") {
+TEMPLATE_TEST_CASE("mixed-precision GEMM on every path is within float32 summation error of a float64 product",
+                   "[kernels][gemm][bf16][fp16]", BFloat16, Half) {
   // The Linear shapes of the decks (32 and 64 rows by 128 to 512 wide) and odd edges.
   const auto [m, n, k] = GENERATE(std::tuple{1, 1, 1}, std::tuple{17, 33, 65}, std::tuple{32, 512, 128},
                                   std::tuple{64, 256, 256}, std::tuple{128, 96, 1000}, std::tuple{5, 4, 0});
@@ -91,26 +102,26 @@ TEST_CASE("bf16 GEMM on every path is within float32 summation error of a float6
   const auto path = GENERATE(GemmPath::portable, GemmPath::vendor);
   INFO("m = " << m << ", n = " << n << ", k = " << k << ", transposed A " << (ta == Trans::yes) << ", B "
               << (tb == Trans::yes) << ", alpha " << alpha << ", beta " << beta << ", "
-              << (path == GemmPath::portable ? "portable" : bf16_gemm_library()));
-  const auto A = rounded(ta == Trans::no ? random_matrix<float>(m, k, 1) : random_matrix<float>(k, m, 1));
-  const auto B = rounded(tb == Trans::no ? random_matrix<float>(k, n, 2) : random_matrix<float>(n, k, 2));
+              << (path == GemmPath::portable ? "portable" : mixed_gemm_library(dtype_of<TestType>())));
+  const auto A = rounded<TestType>(ta == Trans::no ? random_matrix<float>(m, k, 1) : random_matrix<float>(k, m, 1));
+  const auto B = rounded<TestType>(tb == Trans::no ? random_matrix<float>(k, n, 2) : random_matrix<float>(n, k, 2));
   const auto C = random_matrix<float>(m, n, 3);
   const auto c = to_host<float>(C);
 
-  gemm_bf16(ExecutionSpace(), ta, tb, alpha, A, B, beta, C, path);
+  gemm_mixed(ExecutionSpace(), ta, tb, alpha, A, B, beta, C, path);
   ExecutionSpace().fence();
   const Exact truth = exact(ta, tb, m, n, k, alpha, widened_to_host(A), widened_to_host(B), beta, c);
   CHECK(worst_ratio(to_host<float>(C), truth) <= (k + 2) * u);
 }
 
 // The Linear's two products by W on the packed path (oneDNN on W packed in
-// bfloat16 where the build has it, gemm_bf16 otherwise): the same bound, with
-// the bias added in float32 after the sum.
+// bfloat16 where the build has it, gemm_mixed otherwise): the same bound, with
+// the bias added in float32 after the sum. fp16 has no packed path.
 TEST_CASE("packed bf16 products by W and W^T are within float32 summation error", "[kernels][gemm][bf16]") {
   const auto [m, k, n] = GENERATE(std::tuple{32, 512, 512}, std::tuple{17, 65, 33});
-  const auto A = rounded(random_matrix<float>(m, k, 10));
-  const auto W = rounded(random_matrix<float>(k, n, 11));
-  const auto dY = rounded(random_matrix<float>(m, n, 12));
+  const auto A = rounded<BFloat16>(random_matrix<float>(m, k, 10));
+  const auto W = rounded<BFloat16>(random_matrix<float>(k, n, 11));
+  const auto dY = rounded<BFloat16>(random_matrix<float>(m, n, 12));
   const auto bias = random_matrix<float>(1, n, 13);
   auto Y = zero_matrix<float>("test::Y", m, n);
   auto dX = zero_matrix<float>("test::dX", m, k);
@@ -133,18 +144,22 @@ TEST_CASE("packed bf16 products by W and W^T are within float32 summation error"
   CHECK(worst_ratio(to_host<float>(dX), backward) <= (n + 2) * u);
 }
 
-TEST_CASE("bf16 GEMM of float32 operands is within the bfloat16 rounding bound", "[kernels][gemm][bf16]") {
+TEMPLATE_TEST_CASE("mixed-precision GEMM of float32 operands is within the rounding bound of the type",
+                   "[kernels][gemm][bf16][fp16]", BFloat16, Half) {
   constexpr int m = 32, n = 256, k = 512;
-  const auto A = random_matrix<float>(m, k, 4), B = random_matrix<float>(k, n, 5);
+  constexpr double r = roundoff<TestType>;
+  // Operands of magnitude 1/2 to 1 (random signs would let float16 meet its
+  // subnormals, below 2^-14, whose spacing is absolute, not relative).
+  const auto A = random_matrix<float>(m, k, 4, 0.5, 1), B = random_matrix<float>(k, n, 5, 0.5, 1);
   auto C = zero_matrix<float>("test::C", m, n);
-  gemm_bf16(ExecutionSpace(), Trans::no, Trans::no, 1, rounded(A), rounded(B), 0, C);
+  gemm_mixed(ExecutionSpace(), Trans::no, Trans::no, 1, rounded<TestType>(A), rounded<TestType>(B), 0, C);
   ExecutionSpace().fence();
   const auto a = to_host<float>(A), b = to_host<float>(B);
   const Exact truth =
       exact(Trans::no, Trans::no, m, n, k, 1, {a.begin(), a.end()}, {b.begin(), b.end()}, 0, std::vector<float>(m * n));
   const double ratio = worst_ratio(to_host<float>(C), truth);
-  CHECK(ratio <= 0x1p-8 + 0x1p-18 + (k + 2) * u);
-  // And bfloat16 is not float32 in disguise: the rounding shows.
+  CHECK(ratio <= 2 * r + r * r + (k + 2) * u);
+  // And the reduced type is not float32 in disguise: the rounding shows.
   CHECK(ratio > (k + 2) * u);
 }
 
@@ -155,7 +170,7 @@ TEST_CASE("bfloat16 conversions round to nearest even and widen exactly", "[kern
   auto X = uninitialized_matrix<float>("test::X", 1, static_cast<int>(values.size()));
   Kokkos::deep_copy(X, HostRows<float>(const_cast<float*>(values.data()), 1, values.size()));
   auto wide = uninitialized_matrix<float>("test::wide", 1, static_cast<int>(values.size()));
-  widen(ExecutionSpace(), rounded(X), wide);
+  widen(ExecutionSpace(), rounded<BFloat16>(X), wide);
   const auto back = to_host<float>(wide);
   for (std::size_t e = 0; e < values.size(); ++e) {
     INFO(values[e]);
@@ -174,9 +189,75 @@ TEST_CASE("bfloat16 conversions round to nearest even and widen exactly", "[kern
   }
 }
 
-TEST_CASE("bf16 column sums add rows in float32", "[kernels][bf16]") {
+// float16 against the compiler's own binary16 (GCC and Clang on x86-64 and
+// AArch64 have _Float16): every one of the 65,536 values widens as it does,
+// and float32 values across float16's whole range, its subnormals, the ties
+// and overflow to infinity round as it rounds them.
+#if defined(__FLT16_MAX__)
+TEST_CASE("float16 conversions are the compiler's _Float16 conversions", "[kernels][fp16]") {
+  const auto bits_of = [](auto value) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof value);
+    return bits;
+  };
+  for (std::uint32_t h = 0; h <= 0xffffu; ++h) {
+    _Float16 reference;
+    const auto half_bits = static_cast<std::uint16_t>(h);
+    std::memcpy(&reference, &half_bits, sizeof reference);
+    const float expected = static_cast<float>(reference);
+    const float got = to_float(Half{half_bits});
+    INFO("float16 bits " << h);
+    if (std::isnan(expected)) {
+      CHECK(std::isnan(got));
+    } else {
+      REQUIRE(bits_of(got) == bits_of(expected));
+    }
+  }
+  // Every float32 bit pattern with its low 11 bits fixed to each of the
+  // values that decide rounding (ties, just below, just above), across all
+  // exponents: float16's range and well beyond it on both sides.
+  for (std::uint32_t high = 0; high < (1u << 21); ++high) {
+    for (const std::uint32_t low : {0x000u, 0x3ffu, 0x400u, 0x401u, 0x7ffu}) {
+      const std::uint32_t bits = (high << 11) | low;
+      float value = 0;
+      std::memcpy(&value, &bits, sizeof value);
+      if (std::isnan(value)) continue;
+      const auto reference = static_cast<_Float16>(value);
+      std::uint16_t expected = 0;
+      std::memcpy(&expected, &reference, sizeof expected);
+      if (to_half(value).bits != expected) {
+        INFO("float32 bits " << bits);
+        REQUIRE(to_half(value).bits == expected);
+      }
+    }
+  }
+  CHECK(std::isnan(to_float(to_half(NAN))));
+}
+#endif
+
+TEST_CASE("float16 rounds to nearest even, into its subnormals and up to infinity", "[kernels][fp16]") {
+  // Published binary16 encodings: 1 = 0x3c00, 65504 = 0x7bff (largest
+  // finite), 2^-14 = 0x0400 (smallest normal), 2^-24 = 0x0001 (smallest subnormal).
+  CHECK(to_half(1.0f).bits == 0x3c00u);
+  CHECK(to_half(-2.0f).bits == 0xc000u);
+  CHECK(to_half(65504.0f).bits == 0x7bffu);
+  CHECK(to_half(65519.0f).bits == 0x7bffu);  // below the tie with 65536
+  CHECK(to_half(65520.0f).bits == 0x7c00u);  // the tie rounds to even: infinity
+  CHECK(to_half(0x1p-14f).bits == 0x0400u);
+  CHECK(to_half(0x1p-24f).bits == 0x0001u);
+  CHECK(to_half(0x1p-25f).bits == 0x0000u);         // a tie with 0: to even
+  CHECK(to_half(0x1.8p-25f).bits == 0x0001u);       // above the tie
+  CHECK(to_half(1.0f + 0x1p-11f).bits == 0x3c00u);  // a tie: to even (1)
+  CHECK(to_half(1.0f + 0x1.8p-10f).bits == 0x3c02u);
+  CHECK(to_half(-0.0f).bits == 0x8000u);
+  CHECK(to_half(INFINITY).bits == 0x7c00u);
+  CHECK(to_float(Half{0x0001u}) == 0x1p-24f);
+  CHECK(to_float(Half{0x7bffu}) == 65504.0f);
+}
+
+TEMPLATE_TEST_CASE("reduced-precision column sums add rows in float32", "[kernels][bf16][fp16]", BFloat16, Half) {
   const auto X = random_matrix<float>(37, 70, 6);
-  const auto X16 = rounded(X);
+  const auto X16 = rounded<TestType>(X);
   auto sums = random_matrix<float>(1, 70, 7);
   const auto before = to_host<float>(sums);
   add_column_sums(ExecutionSpace(), X16, sums);
@@ -190,10 +271,11 @@ TEST_CASE("bf16 column sums add rows in float32", "[kernels][bf16]") {
   }
 }
 
-TEST_CASE("bf16 GEMM shapes that do not fit are an input error", "[kernels][gemm][bf16]") {
-  const auto A = rounded(random_matrix<float>(4, 5, 8)), B = rounded(random_matrix<float>(6, 3, 9));
+TEMPLATE_TEST_CASE("mixed-precision GEMM shapes that do not fit are an input error", "[kernels][gemm][bf16][fp16]",
+                   BFloat16, Half) {
+  const auto A = rounded<TestType>(random_matrix<float>(4, 5, 8)), B = rounded<TestType>(random_matrix<float>(6, 3, 9));
   auto C = zero_matrix<float>("test::C", 4, 3);
   const std::string message =
-      kpipe::test::input_error_of([&] { gemm_bf16(ExecutionSpace(), Trans::no, Trans::no, 1, A, B, 0, C); });
-  CHECK(message.find("gemm_bf16 shapes do not fit") != std::string::npos);
+      kpipe::test::input_error_of([&] { gemm_mixed(ExecutionSpace(), Trans::no, Trans::no, 1, A, B, 0, C); });
+  CHECK(message.find("gemm_mixed shapes do not fit") != std::string::npos);
 }
