@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <utility>
 
 #include "catch.hpp"
 #include "kpipe/comm/collectives.hpp"
@@ -160,13 +161,18 @@ TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]")
 }
 
 // compute.precision changes the arithmetic, not what is stored: checkpoints
-// hold the float32 master weights and optimizer state, so a bf16 checkpoint
-// loads into an fp32 run (and back) with every master bit, and runs on.
-TEST_CASE("a bf16 checkpoint restarts in fp32 and an fp32 one in bf16", "[checkpoint][bf16]") {
+// hold the float32 master weights and optimizer state, so a bf16 or fp16
+// checkpoint loads into an fp32 run (and back, and one reduced precision into
+// the other) with every master bit, and runs on; an fp16 run restarted from
+// another precision's checkpoint starts its loss scale afresh.
+TEST_CASE("bf16, fp16 and fp32 checkpoints restart in each other's precision", "[checkpoint][bf16][fp16]") {
   if (comm::size_of(comm::world()) != 2) return;
   const std::string directory = scratch_directory();
-  for (const auto from : {config::Precision::bf16, config::Precision::fp32}) {
-    const auto to = from == config::Precision::bf16 ? config::Precision::fp32 : config::Precision::bf16;
+  using config::Precision;
+  for (const auto& [from, to] :
+       {std::pair{Precision::bf16, Precision::fp32}, std::pair{Precision::fp32, Precision::bf16},
+        std::pair{Precision::fp16, Precision::fp32}, std::pair{Precision::fp32, Precision::fp16},
+        std::pair{Precision::fp16, Precision::bf16}}) {
     INFO(config::name_of(from) << " to " << config::name_of(to));
     auto written_with = config_for(2, 1, "1f1b", directory);
     written_with.compute.precision = from;

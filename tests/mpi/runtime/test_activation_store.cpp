@@ -102,23 +102,27 @@ TEST_CASE("the hdf5 activation store trains bitwise like memory, with less resid
   }
 }
 
-// compute.precision = bf16: the Linear layers stash bfloat16 copies of their
-// inputs, which the store keeps as HDF5's bfloat16 float type and reads back
-// bit for bit; the bytes it moves shrink by the halved Linear inputs.
-TEST_CASE("the hdf5 activation store keeps bf16 stashes bitwise", "[runtime][bf16]") {
-  const auto bf16 = [](config::RunConfig config) {
-    config.compute.precision = config::Precision::bf16;
-    return config;
-  };
-  const Outcome memory = train(bf16(config_for("1f1b", "none", "memory")));
-  const Outcome hdf5 = train(bf16(config_for("1f1b", "none", "hdf5")));
+// compute.precision = bf16 and fp16: the Linear layers stash bfloat16 or
+// float16 copies of their inputs, which the store keeps as HDF5 float types
+// of their own and reads back bit for bit; the bytes it moves shrink by the
+// halved Linear inputs.
+TEST_CASE("the hdf5 activation store keeps bf16 and fp16 stashes bitwise", "[runtime][bf16][fp16]") {
   const Outcome fp32 = train(config_for("1f1b", "none", "hdf5"));
-  CHECK(!hdf5.weights.empty());
-  CHECK(hdf5.weights == memory.weights);  // bitwise: float ==
-  CHECK(hdf5.weights != fp32.weights);
-  CHECK(hdf5.traffic.bytes_read == hdf5.traffic.bytes_written);
-  CHECK(hdf5.traffic.tensors_written == fp32.traffic.tensors_written);
-  CHECK(hdf5.traffic.bytes_written < fp32.traffic.bytes_written);
+  for (const auto precision : {config::Precision::bf16, config::Precision::fp16}) {
+    INFO(config::name_of(precision));
+    const auto reduced = [&](config::RunConfig config) {
+      config.compute.precision = precision;
+      return config;
+    };
+    const Outcome memory = train(reduced(config_for("1f1b", "none", "memory")));
+    const Outcome hdf5 = train(reduced(config_for("1f1b", "none", "hdf5")));
+    CHECK(!hdf5.weights.empty());
+    CHECK(hdf5.weights == memory.weights);  // bitwise: float ==
+    CHECK(hdf5.weights != fp32.weights);
+    CHECK(hdf5.traffic.bytes_read == hdf5.traffic.bytes_written);
+    CHECK(hdf5.traffic.tensors_written == fp32.traffic.tensors_written);
+    CHECK(hdf5.traffic.bytes_written < fp32.traffic.bytes_written);
+  }
 }
 
 TEST_CASE("a missing activation_path fails on every rank before any step", "[runtime]") {
