@@ -46,47 +46,44 @@ struct Half {
 
 // Round to nearest even, into the subnormals below 2^-14; values from 65520
 // on become infinities and a NaN stays a (quiet) NaN, as IEEE 754 rounds.
+// Branch-free (each case computed, one selected), so host loops vectorise.
 KOKKOS_INLINE_FUNCTION Half to_half(float value) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
-  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude >= 0x47800000u) {  // 2^16 and beyond, Inf, NaN
-    return Half{static_cast<std::uint16_t>(sign | (magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u))};
-  }
-  // The result in units of its last place before rounding, and the bits cut off.
-  std::uint32_t kept = 0, cut = 0, cut_bits = 0;
-  if (magnitude >= 0x38800000u) {  // normal: rebias the exponent from 127 to 15
-    kept = (magnitude - 0x38000000u) >> 13;
-    cut = magnitude & 0x1fffu;
-    cut_bits = 13;
-  } else if (magnitude >= 0x33000000u) {  // [2^-25, 2^-14): a subnormal, in units of 2^-24
-    const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
-    cut_bits = 126 - (magnitude >> 23);  // 14 to 24
-    kept = mantissa >> cut_bits;
-    cut = mantissa & ((1u << cut_bits) - 1);
-  } else {
-    return Half{sign};  // below half of the smallest subnormal: a (signed) zero
-  }
-  const std::uint32_t tie = 1u << (cut_bits - 1);
-  if (cut > tie || (cut == tie && (kept & 1u))) ++kept;  // a carry moves into the exponent, up to Inf
-  return Half{static_cast<std::uint16_t>(sign | kept)};
+  // Normal: rebias the exponent from 127 to 15 and round the 13 bits cut off
+  // to nearest even (a carry moves into the exponent, up to Inf).
+  const std::uint32_t normal = (magnitude - 0x38000000u + 0xfffu + ((magnitude >> 13) & 1u)) >> 13;
+  // Below 2^-14: adding 0.5 (spacing 2^-24, float16's subnormal spacing)
+  // rounds the value to a multiple of 2^-24, to nearest even, in the float
+  // adder; its low mantissa bits are then the subnormal's.
+  float shifted = 0;
+  std::memcpy(&shifted, &magnitude, sizeof shifted);
+  shifted += 0.5f;
+  std::uint32_t shifted_bits = 0;
+  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+  const std::uint32_t subnormal = shifted_bits - 0x3f000000u;
+  const std::uint32_t special = magnitude > 0x7f800000u ? 0x7e00u : 0x7c00u;  // NaN, or Inf and overflow
+  const std::uint32_t half = magnitude >= 0x47800000u ? special : magnitude < 0x38800000u ? subnormal : normal;
+  return Half{static_cast<std::uint16_t>(sign | half)};
 }
 
-// Exact: every binary16 is a float32.
+// Exact: every binary16 is a float32. Branch-free like to_half.
 KOKKOS_INLINE_FUNCTION float to_float(Half value) {
   const std::uint32_t sign = static_cast<std::uint32_t>(value.bits & 0x8000u) << 16;
-  const std::uint32_t exponent = (value.bits >> 10) & 0x1fu, mantissa = value.bits & 0x3ffu;
-  std::uint32_t bits = 0;
-  if (exponent == 0x1fu) {
-    bits = 0x7f800000u | (mantissa << 13);  // Inf, or NaN with its payload
-  } else if (exponent != 0) {
-    bits = ((exponent + 112) << 23) | (mantissa << 13);
-  } else {
-    const float subnormal = static_cast<float>(mantissa) * 0x1p-24f;  // exact, and normal in float32
-    std::memcpy(&bits, &subnormal, sizeof bits);
-  }
-  bits |= sign;
+  const std::uint32_t rest = static_cast<std::uint32_t>(value.bits & 0x7fffu) << 13;  // exponent and mantissa
+  const std::uint32_t exponent = rest & 0x0f800000u;
+  // Normal: rebias 15 to 127; Inf and NaN (exponent 31) rebias to 255.
+  const std::uint32_t normal = rest + (exponent == 0x0f800000u ? 0x70000000u : 0x38000000u);
+  // Subnormal (and zero): m 2^-24 is (2^-14 + m 2^-24) - 2^-14, both normal float32.
+  const std::uint32_t offset_bits = rest + 0x38800000u;
+  float offset = 0;
+  std::memcpy(&offset, &offset_bits, sizeof offset);
+  const float subnormal = offset - 0x1p-14f;
+  std::uint32_t subnormal_bits = 0;
+  std::memcpy(&subnormal_bits, &subnormal, sizeof subnormal_bits);
+  const std::uint32_t bits = sign | (exponent == 0 ? subnormal_bits : normal);
   float result = 0;
   std::memcpy(&result, &bits, sizeof result);
   return result;
