@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
-#include <iterator>
 #include <numeric>
 #include <utility>
 
@@ -349,19 +348,24 @@ void check_inference(const Deck& deck, const RunConfig& config) {
 // paths it cannot take are refused.
 void check_precision(const Deck& deck, const RunConfig& config) {
   const LossScaleConfig& scale = config.optimizer.loss_scale;
-  const char* dynamic_keys[] = {"train.initial_loss_scale", "train.min_loss_scale", "train.loss_scale_window",
-                                "train.loss_scale_hysteresis"};
-  for (const char* key : {"train.loss_scale", "train.initial_loss_scale", "train.min_loss_scale",
-                          "train.loss_scale_window", "train.loss_scale_hysteresis"}) {
-    if (deck.origin(key) == "default") continue;
+  // A key counts as set when its value differs from the default: a resolved
+  // deck (a checkpoint's) spells every key out.
+  const LossScaleConfig defaults;
+  const std::pair<const char*, bool> keys[] = {
+      {"train.loss_scale", scale.fixed != defaults.fixed},
+      {"train.initial_loss_scale", scale.initial != defaults.initial},
+      {"train.min_loss_scale", scale.minimum != defaults.minimum},
+      {"train.loss_scale_window", scale.window != defaults.window},
+      {"train.loss_scale_hysteresis", scale.hysteresis != defaults.hysteresis}};
+  for (const auto& [key, set] : keys) {
+    if (!set) continue;
     if (!scale.enabled) {
       throw input_error(
           fmt::format("{} applies to compute.precision = \"fp16\" only ({}): bf16 and fp32 keep "
                       "float32's exponent range and need no loss scaling; remove it",
                       deck.describe(key), deck.describe("compute.precision")));
     }
-    const bool dynamic_key = std::find(std::begin(dynamic_keys), std::end(dynamic_keys), key) != std::end(dynamic_keys);
-    if (dynamic_key && scale.fixed > 0) {
+    if (key != keys[0].first && scale.fixed > 0) {
       throw input_error(fmt::format("{} applies to dynamic loss scaling, but {} is static; remove one of them",
                                     deck.describe(key), deck.describe("train.loss_scale")));
     }
