@@ -17,6 +17,7 @@
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/optimizer.hpp"
+#include "kpipe/runtime/token_source.hpp"
 
 namespace kpipe::runtime {
 
@@ -78,11 +79,11 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
 std::string MemoryEstimate::describe() const {
   return fmt::format(
       "{:.1f} MiB (parameters {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f}, "
-      "buffers {:.1f}, workspace {:.1f}, {}{}process {:.1f})",
+      "buffers {:.1f}, workspace {:.1f}, {}{}{}process {:.1f})",
       mib(total()), mib(parameters), mib(gradients), mib(optimizer_state), mib(activations), mib(buffers),
       mib(workspace), packed_weights > 0 ? fmt::format("packed weights {:.1f}, ", mib(packed_weights)) : std::string(),
       previous_update > 0 ? fmt::format("previous update {:.1f}, ", mib(previous_update)) : std::string(),
-      mib(baseline));
+      data > 0 ? fmt::format("text corpus {:.1f}, ", mib(data)) : std::string(), mib(baseline));
 }
 
 MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
@@ -228,6 +229,7 @@ void log_memory_estimates(const config::RunConfig& config, const model::TrainerS
   for (int rank = 0; rank < schedule.p; ++rank) {
     estimates.push_back(estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
                                         !comm::mpi_reaches_device_memory(), baseline));
+    estimates.back().data = text_corpus_peak_bytes(config.data, schedule.training() && config.train.eval_every > 0);
     if (estimates.back().total() > estimates[largest].total()) largest = rank;
   }
   if (schedule.p <= limits::listed_ranks) {

@@ -1,4 +1,5 @@
 #include "kpipe/runtime/pipeline.hpp"
+
 #include "kpipe/runtime/data_source_kind.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,8 @@
 #include "kpipe/model/traffic.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/run_prediction.hpp"
+#include "kpipe/runtime/token_source.hpp"
+#include "kpipe/runtime/token_source.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"
@@ -75,8 +78,9 @@ std::unique_ptr<Hdf5ActivationStore> activation_store_for(const config::RunConfi
 MemoryEstimate checked_memory(const config::RunConfig& config, const model::TrainerSpec& spec,
                               const schedule::Schedule& schedule, const comm::ProcessGrid& grid, bool staged) {
   kernels::load_gemm_library(tensor::ExecutionSpace(), spec.stage.kernels.gemm, spec.stage.kernels.precision);
-  const MemoryEstimate estimate =
+  MemoryEstimate estimate =
       estimate_memory(spec, schedule, grid.pipeline_rank(), grid.tensor_size(), staged, resident_bytes());
+  estimate.data = text_corpus_peak_bytes(config.data, schedule.training() && config.train.eval_every > 0);
   const MemoryBudget limit = run_memory_limit(config, grid.ranks_on_node());
   require_fits(estimate, limit.bytes, limit.source);
   return estimate;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/input_file.hpp"
@@ -85,9 +86,15 @@ std::unique_ptr<model::Tokenizer> text_tokenizer(const config::DataConfig& data,
 
 Loaded text_split(const config::DataConfig& data, io::Split split) {
   const std::string text = text_of(data.path);
-  const auto code_points = code_points_of(text, data.path);
-  const auto tokenizer = text_tokenizer(data, code_points);
-  const std::size_t middle = train_characters(code_points.size());
+  std::unique_ptr<model::Tokenizer> tokenizer;
+  std::size_t characters = 0;
+  {
+    // The code points (4 bytes each) go before the tokens are made: the load's peak is one of them.
+    const auto code_points = code_points_of(text, data.path);
+    tokenizer = text_tokenizer(data, code_points);
+    characters = code_points.size();
+  }
+  const std::size_t middle = train_characters(characters);
   const bool train = split == io::Split::train;
   // Each part encoded alone: subwords never straddle the cut.
   const std::size_t at = byte_offset(text, middle);
@@ -96,7 +103,7 @@ Loaded text_split(const config::DataConfig& data, io::Split split) {
   loaded.tokens = tokenizer->encode(part, fmt::format("data.path '{}'", data.path));
   loaded.vocabulary_size = tokenizer->size();
   loaded.vocabulary_text = tokenizer->description();
-  loaded.characters = static_cast<std::int64_t>(train ? middle : code_points.size() - middle);
+  loaded.characters = static_cast<std::int64_t>(train ? middle : characters - middle);
   return loaded;
 }
 
@@ -174,6 +181,15 @@ std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataC
   }
   check_against_model(loaded, data, spec, split);
   return std::make_shared<const std::vector<std::int32_t>>(std::move(loaded.tokens));
+}
+
+std::int64_t text_corpus_peak_bytes(const config::DataConfig& data, bool validation) {
+  if (token_stream_of(data) != Stream::text) return 0;
+  std::error_code error;
+  const auto bytes = static_cast<std::int64_t>(std::filesystem::file_size(data.path, error));
+  if (error) return 0;  // the load names what is wrong with the path
+  const std::int64_t loading = 5 * bytes, training_tokens = 4 * (bytes * 9 / 10);
+  return validation ? training_tokens + loading : loading;
 }
 
 model::Vocabulary synthetic_vocabulary(int size) {

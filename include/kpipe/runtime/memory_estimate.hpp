@@ -27,11 +27,12 @@ struct MemoryEstimate {
   std::int64_t packed_weights = 0;
   // train.post_validation: the weights and optimizer state as they were before the last update.
   std::int64_t previous_update = 0;
+  std::int64_t data = 0;      // a text corpus at its peak (token_source.hpp), loaded after the baseline
   std::int64_t baseline = 0;  // resident memory of the process before the model is built
 
   std::int64_t total() const {
     return parameters + gradients + optimizer_state + activations + buffers + workspace + packed_weights +
-           previous_update + baseline;
+           previous_update + data + baseline;
   }
   // "123.4 MiB (parameters 1.0, gradients 1.0, ...)" for messages and reports.
   std::string describe() const;

@@ -39,6 +39,14 @@ namespace kpipe::runtime {
 std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataConfig& data,
                                                              const model::TrainerSpec& spec, io::Split split);
 
+// The most host memory a text corpus (data.source = "text") takes in each
+// rank that loads it, for the memory estimate: while a split loads, the file
+// and its code points (5 bytes per byte at most, for ASCII text), then the
+// training split's tokens (4 bytes per character, at most 0.9 of the
+// bytes), which stay while `validation` loads the other split. 0 for the
+// other sources, whose token streams are small or read by rows.
+std::int64_t text_corpus_peak_bytes(const config::DataConfig& data, bool validation);
+
 // The tokenizer whose ids the configured stream holds, checked against
 // model.vocab = `vocab`.
 std::unique_ptr<model::Tokenizer> load_tokenizer(const config::DataConfig& data, int vocab);
