@@ -50,31 +50,28 @@ struct TypeInfo {
   hid_t stored;
 };
 
-// bfloat16 as an HDF5 float type: float32's layout cut to its upper half
-// (sign bit 15, exponent bits 7-14 with bias 127, mantissa bits 0-6). Made once.
+// A 16-bit little-endian float type: sign bit 15, `exponent_bits` above
+// `mantissa_bits` mantissa bits, exponent bias `bias`.
+hid_t float16_layout(std::size_t exponent_bits, std::size_t mantissa_bits, std::size_t bias) {
+  const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+  H5Tset_fields(t, 15, mantissa_bits, exponent_bits, 0, mantissa_bits);
+  H5Tset_precision(t, 16);
+  H5Tset_size(t, 2);
+  H5Tset_ebias(t, bias);
+  return t;
+}
+
+// bfloat16: float32's layout cut to its upper half (exponent bits 7-14 with
+// bias 127, mantissa bits 0-6). Made once.
 hid_t bfloat16_type() {
-  static const hid_t type = [] {
-    const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
-    H5Tset_fields(t, 15, 7, 8, 0, 7);
-    H5Tset_precision(t, 16);
-    H5Tset_size(t, 2);
-    H5Tset_ebias(t, 127);
-    return t;
-  }();
+  static const hid_t type = float16_layout(8, 7, 127);
   return type;
 }
 
-// IEEE binary16 (numpy's float16): sign bit 15, exponent bits 10-14 with bias
-// 15, mantissa bits 0-9. HDF5 1.10 has no predefined type for it. Made once.
+// IEEE binary16 (numpy's float16): exponent bits 10-14 with bias 15,
+// mantissa bits 0-9; HDF5 1.10 has no predefined type for it. Made once.
 hid_t float16_type() {
-  static const hid_t type = [] {
-    const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
-    H5Tset_fields(t, 15, 10, 5, 0, 10);
-    H5Tset_precision(t, 16);
-    H5Tset_size(t, 2);
-    H5Tset_ebias(t, 15);
-    return t;
-  }();
+  static const hid_t type = float16_layout(5, 10, 15);
   return type;
 }
 
