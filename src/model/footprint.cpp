@@ -9,6 +9,8 @@ LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
   linear_weights += other.linear_weights;
   saved += other.saved;
   kept_for_weight_gradient += other.kept_for_weight_gradient;
+  saved_linear_operands += other.saved_linear_operands;
+  kept_linear_operands += other.kept_linear_operands;
   workspace = std::max(workspace, other.workspace);
   forward_flops += other.forward_flops;
   tensor_forward += other.tensor_forward;
@@ -41,6 +43,7 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
   const std::int64_t t = ranks_, rows = rows_, region = region_rows();
   const std::int64_t biases = bias ? out : 0;
   LayerFootprint& f = footprint_;
+  const std::int64_t saved_before = f.saved, kept_before = f.kept_for_weight_gradient;
   f.forward_flops += 2 * rows * in * out / (split == TensorSplit::none ? 1 : t);
   switch (ranks_ == 1 ? TensorSplit::none : split) {
     case TensorSplit::none:
@@ -71,6 +74,9 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
       if (sequence_parallel_) f.tensor_backward += {region * out, 1};
       break;
   }
+  // Everything a Linear saves and keeps is a GEMM operand.
+  f.saved_linear_operands += f.saved - saved_before;
+  f.kept_linear_operands += f.kept_for_weight_gradient - kept_before;
   return *this;
 }
 

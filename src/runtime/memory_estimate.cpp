@@ -39,31 +39,31 @@ std::int64_t proc_kib(const char* file, const std::string& key) {
   return 0;
 }
 
-// Peak elements held along a rank's action list (the footprints of its
+// Peak bytes held along a rank's action list (the activations of its
 // chunks): F adds the stash; B swaps it for what W needs, W releases that, BW
 // releases the stash. With recomputation B and BW first rebuild the layers'
 // saved tensors, for a moment. BW is B then W (Stage::backward): between the
 // two it holds what B keeps for W, every layer's output gradient among it.
 std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
-                              const std::vector<model::StageFootprint>& chunks, bool recompute) {
+                              const std::vector<model::ActivationBytes>& chunks, bool recompute) {
   using schedule::ActionKind;
   std::int64_t held = 0, peak = 0;
   const auto account = [&](const schedule::Action& a) {
-    const model::StageFootprint& c = chunks[a.chunk];
-    if (recompute && schedule::releases_stash(a.kind)) peak = std::max(peak, held + c.saved_per_microbatch);
+    const model::ActivationBytes& c = chunks[a.chunk];
+    if (recompute && schedule::releases_stash(a.kind)) peak = std::max(peak, held + c.saved);
     switch (a.kind) {
       case ActionKind::forward:
-        held += c.stash_per_microbatch;
+        held += c.stash;
         break;
       case ActionKind::backward_input:
-        held += c.kept_for_weight_gradient - c.stash_per_microbatch;
+        held += c.kept - c.stash;
         break;
       case ActionKind::backward_weight:
-        held -= c.kept_for_weight_gradient;
+        held -= c.kept;
         break;
       default:
-        peak = std::max(peak, held - c.stash_per_microbatch + c.kept_for_weight_gradient);
-        held -= c.stash_per_microbatch;
+        peak = std::max(peak, held - c.stash + c.kept);
+        held -= c.stash;
     }
     peak = std::max(peak, held);
   };
@@ -125,7 +125,14 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     if (spec.optimizer.post_validation && model::needs_gradient_norm(spec.optimizer)) {
       estimate.previous_update = estimate.parameters + estimate.optimizer_state;
     }
-    estimate.activations = peak_activations(schedule.ranks.at(rank), chunks, recompute) * scalar;
+    // The Linears save their rounded operands in bf16 and fp16.
+    const int scalar_bytes = static_cast<int>(scalar);
+    const int operand_bytes = spec.stage.kernels.precision == config::Precision::fp32 ? scalar_bytes : 2;
+    std::vector<model::ActivationBytes> activations;
+    for (const auto& chunk : chunks) {
+      activations.push_back(model::activation_bytes(chunk, recompute, scalar_bytes, operand_bytes));
+    }
+    estimate.activations = peak_activations(schedule.ranks.at(rank), activations, recompute);
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output
   // gradient slots, the receive window (peak stash + 1), and the same again

@@ -13,7 +13,6 @@
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/run_prediction.hpp"
 #include "kpipe/runtime/token_source.hpp"
-#include "kpipe/runtime/token_source.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/text_form.hpp"

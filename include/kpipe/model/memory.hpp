@@ -26,10 +26,25 @@ struct StageFootprint {
   std::int64_t kept_for_weight_gradient = 0;
   // The largest temporary of one layer's F or B (LayerFootprint::workspace).
   std::int64_t workspace = 0;
+  // Of saved_per_microbatch and kept_for_weight_gradient, the Linears' GEMM operands.
+  std::int64_t saved_linear_operands = 0;
+  std::int64_t kept_linear_operands = 0;
   std::int64_t linear_weights = 0;         // the Linear layers' weight matrices, which compute.gemm = "packed" copies
   std::int64_t input_per_microbatch = 0;   // the stage's input rows × its input width
   std::int64_t output_per_microbatch = 0;  // its output rows × its output width
 };
+
+// What one microbatch's activations of a stage take, in bytes.
+struct ActivationBytes {
+  std::int64_t stash = 0;  // StageFootprint::stash_per_microbatch
+  std::int64_t saved = 0;  // saved_per_microbatch
+  std::int64_t kept = 0;   // kept_for_weight_gradient
+};
+// `footprint`'s activations with `scalar_bytes` per element, but the Linears'
+// GEMM operands at `operand_bytes` (2 for compute.precision = bf16 and fp16:
+// the Linear saves its rounded copies). A recomputing stage stashes its
+// input, in the scalar.
+ActivationBytes activation_bytes(const StageFootprint& footprint, bool recompute, int scalar_bytes, int operand_bytes);
 
 // The stage of `layers` on one rank: microbatches of query.rows samples, a
 // tensor group of query.tensor_ranks (with query.sequence_parallel, a
