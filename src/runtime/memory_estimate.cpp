@@ -15,6 +15,7 @@
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/runtime/token_source.hpp"
@@ -127,7 +128,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     }
     // The Linears save their rounded operands in bf16 and fp16.
     const int scalar_bytes = static_cast<int>(scalar);
-    const int operand_bytes = spec.stage.kernels.precision == config::Precision::fp32 ? scalar_bytes : 2;
+    const auto operand_bytes = static_cast<int>(tensor::size_of(kernels::operand_dtype(spec.stage.kernels.precision)));
     std::vector<model::ActivationBytes> activations;
     for (const auto& chunk : chunks) {
       activations.push_back(model::activation_bytes(chunk, recompute, scalar_bytes, operand_bytes));
@@ -233,10 +234,11 @@ void log_memory_estimates(const config::RunConfig& config, const model::TrainerS
   const std::int64_t baseline = resident_bytes();
   int largest = 0;
   std::vector<MemoryEstimate> estimates;
+  const std::int64_t corpus = text_corpus_peak_bytes(config.data, schedule.training() && config.train.eval_every > 0);
   for (int rank = 0; rank < schedule.p; ++rank) {
     estimates.push_back(estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
                                         !comm::mpi_reaches_device_memory(), baseline));
-    estimates.back().data = text_corpus_peak_bytes(config.data, schedule.training() && config.train.eval_every > 0);
+    estimates.back().data = corpus;
     if (estimates.back().total() > estimates[largest].total()) largest = rank;
   }
   if (schedule.p <= limits::listed_ranks) {

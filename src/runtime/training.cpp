@@ -16,6 +16,7 @@
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/run_report.hpp"
 #include "kpipe/runtime/thread_check.hpp"
@@ -81,8 +82,7 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
     log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
   }
   if (config.compute.precision != config::Precision::fp32) {
-    const tensor::DType operands =
-        config.compute.precision == config::Precision::bf16 ? tensor::DType::bfloat16 : tensor::DType::float16;
+    const tensor::DType operands = kernels::operand_dtype(config.compute.precision);
     const auto library = [&]() -> std::string {
       switch (config.compute.gemm) {
         case config::GemmKind::portable:

@@ -5,10 +5,25 @@
 // master weights rounded to bfloat16 or float16, and its bias gradient sums
 // the reduced output gradients in float32. One overload per storage type.
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/tensor/matrix.hpp"
 #include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::kernels {
+
+// The element type a float32 Linear's GEMMs take under `precision`:
+// float32, bfloat16 or float16.
+constexpr tensor::DType operand_dtype(config::Precision precision) {
+  switch (precision) {
+    case config::Precision::bf16:
+      return tensor::DType::bfloat16;
+    case config::Precision::fp16:
+      return tensor::DType::float16;
+    case config::Precision::fp32:
+      break;
+  }
+  return tensor::DType::float32;
+}
 
 // Y = X rounded to the nearest bfloat16 or float16 (ties to even; NaN stays
 // NaN, values beyond the type's range become infinities, as in every

@@ -8,6 +8,7 @@
 
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/kernel_choice.hpp"
 #include "kpipe/model/layer.hpp"
 #include "kpipe/model/tensor_split.hpp"
@@ -84,9 +85,7 @@ class Linear final : public Layer<Scalar> {
   bool reduced() const { return precision_ != config::Precision::fp32; }
   // The element type of the GEMMs' operands (and of the saved x).
   tensor::DType operand_dtype() const {
-    if (precision_ == config::Precision::bf16) return tensor::DType::bfloat16;
-    if (precision_ == config::Precision::fp16) return tensor::DType::float16;
-    return tensor::dtype_of<Scalar>();
+    return reduced() ? kernels::operand_dtype(precision_) : tensor::dtype_of<Scalar>();
   }
   // Writes the lowest finite value to the padding columns of this rank's outputs Y.
   void mask_padding(const tensor::Matrix<Scalar>& Y) const;
