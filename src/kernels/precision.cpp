@@ -1,7 +1,10 @@
 #include "kpipe/kernels/precision.hpp"
 
+#include <fmt/format.h>
+
 #include "flat.hpp"
 #include "host_loops.hpp"
+#include "kpipe/core/error.hpp"
 
 namespace kpipe::kernels {
 
@@ -36,6 +39,18 @@ void widen_all(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Re
 }
 
 template <class Reduced>
+void round_through_all(const tensor::ExecutionSpace& space, const tensor::Matrix<float>& X) {
+  const auto x = detail::flat(X);
+  detail::for_each(
+      space, "kpipe::kernels::round_through", static_cast<std::int64_t>(x.extent(0)), grain,
+      KOKKOS_LAMBDA(std::int64_t e) {
+        Reduced y;
+        round(x(e), y);
+        x(e) = tensor::to_float(y);
+      });
+}
+
+template <class Reduced>
 void sum_columns(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Reduced>& X,
                  const tensor::Matrix<float>& sums) {
   tensor::require_shape("column sums", sums, 1, X.extent(1));
@@ -56,6 +71,11 @@ void sum_columns(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<
 }
 
 }  // namespace
+
+void detail::not_reduced(tensor::DType dtype, const char* what) {
+  throw runtime_error(
+      fmt::format("{}: {} is not a reduced-precision type (bfloat16, float16)", what, tensor::name_of(dtype)));
+}
 
 void round_to(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<float>& X,
               const tensor::Matrix<tensor::BFloat16>& Y) {
@@ -82,6 +102,30 @@ void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMat
 void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::Half>& X,
                      const tensor::Matrix<float>& sums) {
   sum_columns(space, X, sums);
+}
+
+void round_through(const tensor::ExecutionSpace& space, const tensor::Matrix<float>& X, tensor::DType dtype) {
+  if (dtype == tensor::DType::float32) return;
+  with_reduced_type(dtype, "round_through", [&](auto type) { round_through_all<decltype(type)>(space, X); });
+}
+
+tensor::Tensor rounded(tensor::ExecContext& exec, const tensor::Tensor& X, tensor::DType dtype, const char* label) {
+  if (X.spec().dtype() == dtype || X.empty()) return X;
+  const auto source = X.matrix<float>();
+  const tensor::Tensor copy = exec.pool().take(label, dtype, source.extent_int(0), source.extent_int(1));
+  with_reduced_type(dtype, "rounded",
+                    [&](auto type) { round_to(exec.space(), source, copy.matrix<decltype(type)>()); });
+  return copy;
+}
+
+tensor::Tensor widened(tensor::ExecContext& exec, const tensor::Tensor& X, const char* label) {
+  const tensor::DType dtype = X.spec().dtype();
+  if ((dtype != tensor::DType::bfloat16 && dtype != tensor::DType::float16) || X.empty()) return X;
+  const tensor::Tensor wide = exec.pool().take(label, tensor::DType::float32, static_cast<int>(X.spec().extent(0)),
+                                               static_cast<int>(X.spec().extent(1)));
+  with_reduced_type(dtype, "widened",
+                    [&](auto type) { widen(exec.space(), X.matrix<decltype(type)>(), wide.matrix<float>()); });
+  return wide;
 }
 
 }  // namespace kpipe::kernels

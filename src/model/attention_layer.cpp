@@ -2,6 +2,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/attention_cached.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/transformer_layers.hpp"
 
@@ -28,11 +29,13 @@ template <class Scalar>
 std::vector<TensorDecl> CausalSelfAttention<Scalar>::saved(int rows) const {
   const auto s = shape(rows);
   const std::int64_t stacked = static_cast<std::int64_t>(s.batch_heads) * s.tokens;
+  const tensor::DType stored = kernels::stored_dtype<Scalar>(env_.precision);
   if (kernels_.attention == AttentionPath::gemm) {
-    return {{"qkv", TensorSpec::matrix<Scalar>(rows, 3 * dim_)}, {"p", TensorSpec::matrix<Scalar>(stacked, s.tokens)}};
+    return {{"qkv", TensorSpec({rows, 3 * dim_}, stored)}, {"p", TensorSpec({stacked, s.tokens}, stored)}};
   }
   std::vector<TensorDecl> out;
-  for (const char* name : {"q", "k", "v", "o"}) out.push_back({name, TensorSpec::matrix<Scalar>(stacked, s.head_dim)});
+  for (const char* name : {"q", "k", "v", "o"}) out.push_back({name, TensorSpec({stacked, s.head_dim}, stored)});
+  // The log-sum-exp is a per-row statistic: float32 in every precision.
   out.push_back({"lse", TensorSpec::matrix<Scalar>(stacked, 1)});
   return out;
 }
@@ -50,8 +53,8 @@ void CausalSelfAttention<Scalar>::forward(tensor::TensorList inputs, tensor::Ten
     const auto P = pool.take<Scalar>("kpipe::model::attention_p", s.batch_heads * s.tokens, s.tokens);
     kernels::attention_forward_gemm(space, s, X, P, Y, kernels_.gemm);
     if (ctx) {
-      ctx->save("qkv", inputs.at(0));
-      ctx->save("p", P);
+      ctx->save("qkv", keep(inputs.at(0), "kpipe::model::attention_qkv_stored"));
+      ctx->save("p", keep(P, "kpipe::model::attention_p_stored"));
     }
     return;
   }
@@ -69,10 +72,10 @@ void CausalSelfAttention<Scalar>::forward(tensor::TensorList inputs, tensor::Ten
   kernels::attention_forward_fused(space, s, Q, K, V, O, L);
   kernels::merge_heads(space, O, 0, heads_, context_, Y);
   if (ctx) {
-    ctx->save("q", Q);
-    ctx->save("k", K);
-    ctx->save("v", V);
-    ctx->save("o", O);
+    ctx->save("q", keep(Q, "kpipe::model::attention_q_stored"));
+    ctx->save("k", keep(K, "kpipe::model::attention_k_stored"));
+    ctx->save("v", keep(V, "kpipe::model::attention_v_stored"));
+    ctx->save("o", keep(O, "kpipe::model::attention_o_stored"));
     ctx->save("lse", L);
   }
 }
@@ -92,8 +95,9 @@ void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads
   const auto s = shape(dY.extent_int(0));
   if (kernels_.attention == AttentionPath::gemm) {
     const auto dP = pool.take<Scalar>("kpipe::model::attention_dp", s.batch_heads * s.tokens, s.tokens);
-    kernels::attention_backward_gemm(space, s, ctx.saved("qkv").matrix<Scalar>(), ctx.saved("p").matrix<Scalar>(), dY,
-                                     dP, dX, kernels_.gemm);
+    kernels::attention_backward_gemm(space, s, computable(ctx.saved("qkv"), "kpipe::model::attention_qkv_widened"),
+                                     computable(ctx.saved("p"), "kpipe::model::attention_p_widened"), dY, dP, dX,
+                                     kernels_.gemm);
     ctx.clear();
     return;
   }
@@ -104,15 +108,25 @@ void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads
   const auto dV = pool.take<Scalar>("kpipe::model::attention_dv", stacked, s.head_dim);
   const auto D = pool.take<Scalar>("kpipe::model::attention_delta", stacked, 1);
   kernels::split_heads(space, dY, 0, heads_, context_, dO);
-  const auto Q = ctx.saved("q").matrix<Scalar>();
-  const auto K = ctx.saved("k").matrix<Scalar>();
-  const auto V = ctx.saved("v").matrix<Scalar>();
-  kernels::attention_backward_fused(space, s, Q, K, V, ctx.saved("o").matrix<Scalar>(),
-                                    ctx.saved("lse").matrix<Scalar>(), dO, D, dQ, dK, dV);
+  const auto Q = computable(ctx.saved("q"), "kpipe::model::attention_q_widened");
+  const auto K = computable(ctx.saved("k"), "kpipe::model::attention_k_widened");
+  const auto V = computable(ctx.saved("v"), "kpipe::model::attention_v_widened");
+  const auto O = computable(ctx.saved("o"), "kpipe::model::attention_o_widened");
+  kernels::attention_backward_fused(space, s, Q, K, V, O, ctx.saved("lse").matrix<Scalar>(), dO, D, dQ, dK, dV);
   kernels::merge_heads(space, dQ, 0, heads_, context_, dX);
   kernels::merge_heads(space, dK, dim_, heads_, context_, dX);
   kernels::merge_heads(space, dV, 2 * dim_, heads_, context_, dX);
   ctx.clear();
+}
+
+template <class Scalar>
+tensor::Tensor CausalSelfAttention<Scalar>::keep(const tensor::Tensor& tensor, const char* label) const {
+  return kernels::rounded(env_.exec, tensor, kernels::stored_dtype<Scalar>(env_.precision), label);
+}
+
+template <class Scalar>
+tensor::Matrix<Scalar> CausalSelfAttention<Scalar>::computable(const tensor::Tensor& saved, const char* label) const {
+  return kernels::widened(env_.exec, saved, label).template matrix<Scalar>();
 }
 
 template <class Scalar>

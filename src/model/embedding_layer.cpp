@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "kpipe/kernels/embedding.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/transformer_layers.hpp"
@@ -74,23 +75,25 @@ template <class Scalar>
 void TokenEmbedding<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList, Context& ctx) const {
   // Token ids have no gradient: only the tables learn. With sequence
   // parallelism every id's row of the gradient is needed: the group's rows.
+  const tensor::DType stored = kernels::stored_dtype<Scalar>(env_.precision);
   const tensor::Tensor dY = output_grads.at(0);
   if (!env_.sequence_parallel) {
-    ctx.save("dy", dY);
+    ctx.save("dy", kernels::rounded(env_.exec, dY, stored, "kpipe::model::embedding::dy_stored"));
     return;
   }
   const int rows = static_cast<int>(dY.spec().extent(0)) * env_.collectives.size(Group::tensor);
   const tensor::Tensor whole =
       env_.exec.pool().take<Scalar>("kpipe::model::embedding::gathered_dy", rows, output_dim());
   env_.collectives.all_gather(Group::tensor, dY, whole);
-  ctx.save("dy", whole);
+  ctx.save("dy", kernels::rounded(env_.exec, whole, stored, "kpipe::model::embedding::dy_stored"));
 }
 
 template <class Scalar>
 void TokenEmbedding<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::embedding::backward_weight");
-  kernels::embedding_backward(env_.exec.space(), ctx.saved("ids").matrix<Scalar>(), ctx.saved("dy").matrix<Scalar>(),
-                              token_.grad, position_.grad, first_);
+  const tensor::Tensor dy = kernels::widened(env_.exec, ctx.saved("dy"), "kpipe::model::embedding::dy_widened");
+  kernels::embedding_backward(env_.exec.space(), ctx.saved("ids").matrix<Scalar>(), dy.matrix<Scalar>(), token_.grad,
+                              position_.grad, first_);
   ctx.clear();
 }
 

@@ -9,8 +9,8 @@ LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
   linear_weights += other.linear_weights;
   saved += other.saved;
   kept_for_weight_gradient += other.kept_for_weight_gradient;
-  saved_linear_operands += other.saved_linear_operands;
-  kept_linear_operands += other.kept_linear_operands;
+  saved_in_scalar += other.saved_in_scalar;
+  kept_in_scalar += other.kept_in_scalar;
   workspace = std::max(workspace, other.workspace);
   forward_flops += other.forward_flops;
   tensor_forward += other.tensor_forward;
@@ -26,6 +26,7 @@ FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) {
   const std::int64_t rows = region_rows();
   footprint_.parameters += 2 * width;
   footprint_.saved += rows * (width + 1);
+  footprint_.saved_in_scalar += rows;
   footprint_.kept_for_weight_gradient += 2 * rows * width;
   if (sequence_parallel_) footprint_.row_partial += {2 * width, 2};
   return *this;
@@ -43,7 +44,6 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
   const std::int64_t t = ranks_, rows = rows_, region = region_rows();
   const std::int64_t biases = bias ? out : 0;
   LayerFootprint& f = footprint_;
-  const std::int64_t saved_before = f.saved, kept_before = f.kept_for_weight_gradient;
   f.forward_flops += 2 * rows * in * out / (split == TensorSplit::none ? 1 : t);
   switch (ranks_ == 1 ? TensorSplit::none : split) {
     case TensorSplit::none:
@@ -74,9 +74,6 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
       if (sequence_parallel_) f.tensor_backward += {region * out, 1};
       break;
   }
-  // Everything a Linear saves and keeps is a GEMM operand.
-  f.saved_linear_operands += f.saved - saved_before;
-  f.kept_linear_operands += f.kept_for_weight_gradient - kept_before;
   return *this;
 }
 
@@ -96,6 +93,7 @@ FootprintBuilder& FootprintBuilder::attention(std::int64_t heads, std::int64_t p
   const std::int64_t probabilities = rows_ * heads * positions;
   footprint_.saved +=
       path == kernels::AttentionPath::gemm ? 3 * rows_ * width + probabilities : 4 * rows_ * width + rows_ * heads;
+  if (path == kernels::AttentionPath::fused) footprint_.saved_in_scalar += rows_ * heads;
   if (path == kernels::AttentionPath::gemm) footprint_.workspace = std::max(footprint_.workspace, probabilities);
   return *this;
 }

@@ -1,6 +1,7 @@
 #include "kpipe/model/layer_norm_layer.hpp"
 
 #include "kpipe/kernels/layer_norm.hpp"
+#include "kpipe/kernels/precision.hpp"
 
 namespace kpipe::model {
 
@@ -24,7 +25,9 @@ LayerNorm<Scalar>::LayerNorm(int dim, const std::string& name, LayerEnvironment 
 
 template <class Scalar>
 std::vector<TensorDecl> LayerNorm<Scalar>::saved(int rows) const {
-  return {{"xhat", TensorSpec::matrix<Scalar>(rows, input_dim())}, {"rstd", TensorSpec::matrix<Scalar>(rows, 1)}};
+  // 1/std is a per-row statistic: float32 in every precision.
+  return {{"xhat", TensorSpec({rows, input_dim()}, kernels::stored_dtype<Scalar>(env_.precision))},
+          {"rstd", TensorSpec::matrix<Scalar>(rows, 1)}};
 }
 
 template <class Scalar>
@@ -38,7 +41,8 @@ void LayerNorm<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList ou
   kernels::layer_norm_forward(env_.exec.space(), X, gamma_.value, beta_.value, Scalar(epsilon),
                               outputs.at(0).matrix<Scalar>(), xhat, rstd);
   if (ctx) {
-    ctx->save("xhat", xhat);
+    ctx->save("xhat", kernels::rounded(env_.exec, xhat, kernels::stored_dtype<Scalar>(env_.precision),
+                                       "kpipe::model::layer_norm_xhat_stored"));
     ctx->save("rstd", rstd);
   }
 }
@@ -49,19 +53,22 @@ void LayerNorm<Scalar>::backward_input(tensor::TensorList output_grads, tensor::
   const auto region = env_.exec.region("kpipe::model::layer_norm::backward_input");
   const auto dX = input_grads.at(0).matrix<Scalar>();
   if (dX.size() != 0) {
-    kernels::layer_norm_backward_input(env_.exec.space(), output_grads.at(0).matrix<Scalar>(),
-                                       ctx.saved("xhat").matrix<Scalar>(), ctx.saved("rstd").matrix<Scalar>(),
-                                       gamma_.value, dX);
+    const tensor::Tensor xhat = kernels::widened(env_.exec, ctx.saved("xhat"), "kpipe::model::layer_norm_xhat_widened");
+    kernels::layer_norm_backward_input(env_.exec.space(), output_grads.at(0).matrix<Scalar>(), xhat.matrix<Scalar>(),
+                                       ctx.saved("rstd").matrix<Scalar>(), gamma_.value, dX);
   }
   ctx.drop("rstd");
-  ctx.save("dy", output_grads.at(0));
+  ctx.save("dy", kernels::rounded(env_.exec, output_grads.at(0), kernels::stored_dtype<Scalar>(env_.precision),
+                                  "kpipe::model::layer_norm_dy_stored"));
 }
 
 template <class Scalar>
 void LayerNorm<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::layer_norm::backward_weight");
-  kernels::layer_norm_backward_weight(env_.exec.space(), ctx.saved("dy").matrix<Scalar>(),
-                                      ctx.saved("xhat").matrix<Scalar>(), gamma_.grad, beta_.grad);
+  const tensor::Tensor dy = kernels::widened(env_.exec, ctx.saved("dy"), "kpipe::model::layer_norm_dy_widened");
+  const tensor::Tensor xhat = kernels::widened(env_.exec, ctx.saved("xhat"), "kpipe::model::layer_norm_xhat_widened");
+  kernels::layer_norm_backward_weight(env_.exec.space(), dy.matrix<Scalar>(), xhat.matrix<Scalar>(), gamma_.grad,
+                                      beta_.grad);
   ctx.clear();
 }
 

@@ -170,16 +170,7 @@ tensor::Tensor Linear<Scalar>::gathered_rows(const tensor::Tensor& local, const 
 
 template <class Scalar>
 tensor::Tensor Linear<Scalar>::operand(const tensor::Tensor& x, const char* label) const {
-  if constexpr (std::is_same_v<Scalar, float>) {
-    if (reduced()) {
-      const auto X = x.matrix<float>();
-      const tensor::Tensor rounded = env_.exec.pool().take(label, operand_dtype(), X.extent_int(0), X.extent_int(1));
-      with_reduced(precision_,
-                   [&](auto type) { kernels::round_to(env_.exec.space(), X, rounded.matrix<decltype(type)>()); });
-      return rounded;
-    }
-  }
-  return x;
+  return kernels::rounded(env_.exec, x, operand_dtype(), label);
 }
 
 template <class Scalar>

@@ -20,22 +20,23 @@ StageFootprint stage_footprint(const ModelSpec& model, LayerRange layers, const 
   footprint.linear_weights = layer_sum.linear_weights;
   footprint.saved_per_microbatch = layer_sum.saved;
   footprint.kept_for_weight_gradient = layer_sum.kept_for_weight_gradient;
-  footprint.saved_linear_operands = layer_sum.saved_linear_operands;
-  footprint.kept_linear_operands = layer_sum.kept_linear_operands;
+  footprint.saved_in_scalar = layer_sum.saved_in_scalar;
+  footprint.kept_in_scalar = layer_sum.kept_in_scalar;
   footprint.workspace = layer_sum.workspace;
   footprint.stash_per_microbatch = recompute ? footprint.input_per_microbatch : footprint.saved_per_microbatch;
+  // A recomputing stage keeps its input: data at the first stage, an activation between layers past it.
+  footprint.stash_in_scalar =
+      recompute ? (layers.first == 0 ? footprint.input_per_microbatch : 0) : footprint.saved_in_scalar;
   return footprint;
 }
 
-ActivationBytes activation_bytes(const StageFootprint& footprint, bool recompute, int scalar_bytes, int operand_bytes) {
-  const auto bytes = [&](std::int64_t elements, std::int64_t operands) {
-    return (elements - operands) * scalar_bytes + operands * operand_bytes;
+ActivationBytes activation_bytes(const StageFootprint& footprint, int scalar_bytes, int stored_bytes) {
+  const auto bytes = [&](std::int64_t elements, std::int64_t in_scalar) {
+    return (elements - in_scalar) * stored_bytes + in_scalar * scalar_bytes;
   };
-  ActivationBytes out;
-  out.saved = bytes(footprint.saved_per_microbatch, footprint.saved_linear_operands);
-  out.kept = bytes(footprint.kept_for_weight_gradient, footprint.kept_linear_operands);
-  out.stash = recompute ? footprint.input_per_microbatch * scalar_bytes : out.saved;
-  return out;
+  return {bytes(footprint.stash_per_microbatch, footprint.stash_in_scalar),
+          bytes(footprint.saved_per_microbatch, footprint.saved_in_scalar),
+          bytes(footprint.kept_for_weight_gradient, footprint.kept_in_scalar)};
 }
 
 }  // namespace kpipe::model

@@ -1,6 +1,17 @@
 #include "kpipe/model/sequential.hpp"
 
+#include <type_traits>
+
+#include "kpipe/kernels/precision.hpp"
+
 namespace kpipe::model {
+
+template <class Scalar>
+void Sequential<Scalar>::round_between(const tensor::Tensor& between) const {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    kernels::round_through(env_.exec.space(), between.matrix<float>(), kernels::operand_dtype(env_.precision));
+  }
+}
 
 template <class Scalar>
 Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env)
@@ -21,6 +32,7 @@ void Sequential<Scalar>::chain(tensor::TensorList inputs, tensor::TensorList out
             ? outputs.at(0)
             : tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::activation", rows, width(*layers_[i])));
     step(i, input, output);
+    if (i + 1 < layers_.size()) round_between(output);
     input = output;
   }
 }
@@ -57,6 +69,7 @@ void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor:
                                                  : tensor::Tensor(env_.exec.pool().take<Scalar>(
                                                        "kpipe::model::activation_grad", rows, layers_[i]->input_dim()));
     layers_[i]->backward_input({gradient}, {input_gradient}, ctx.children.at(i));
+    if (i > 0) round_between(input_gradient);
     gradient = input_gradient;
   }
 }

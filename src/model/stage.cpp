@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <type_traits>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/sequence_edge.hpp"
 #include "kpipe/model/sequential.hpp"
@@ -62,8 +64,9 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       options_(options),
       exec_(exec),
       serial_(std::make_unique<SerialCollectives>(exec)),
-      env_{exec, *serial_},
+      env_{exec, *serial_, false, options.kernels.precision},
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
+      last_(layers.end() == model.layer_count()),
       positions_(model.positions()),
       dim_(model.kind == ModelKind::transformer ? model.dim : 0),
       attention_layers_(decoder_blocks(model, layers)) {}
@@ -74,8 +77,10 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
     : layers_(layers),
       options_(options),
       exec_(exec),
-      env_{exec, collectives, options.sequence_parallel && collectives.size(Group::tensor) > 1},
+      env_{exec, collectives, options.sequence_parallel && collectives.size(Group::tensor) > 1,
+           options.kernels.precision},
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
+      last_(layers.end() == model.layer_count()),
       positions_(model.positions()),
       // A tensor rank's attention holds heads/t heads: its KV cache dim/t of each token's K and V.
       dim_(model.kind == ModelKind::transformer ? model.dim / collectives.size(Group::tensor) : 0),
@@ -112,12 +117,19 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   entry.rows = rows;
   // Our own copy: the layers keep references to their inputs until W.
   const tensor::Tensor input = pooled_copy<Scalar>(exec_, "kpipe::model::stage_input", X);
+  // Past the first stage the input is an activation between layers (already
+  // rounded when it came from a stage; rounding again changes nothing).
+  if (layers_.first > 0) round_boundary(input);
   if (options_.recompute) {
     body_->forward({input}, {Y}, nullptr);
-    entry.input = input;
+    // Exact in the stored type past the first stage; the data stays as given.
+    entry.input = layers_.first > 0
+                      ? kernels::rounded(exec_, input, boundary_dtype(), "kpipe::model::stage_input_stored")
+                      : input;
   } else {
     body_->forward({input}, {Y}, &entry.context);
   }
+  if (!last_) round_boundary(Y);
   if (options_.stash_store != nullptr) spill(mb, entry);
   stash_.emplace(mb, std::move(entry));
   update_peaks();
@@ -242,11 +254,13 @@ void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const t
   if (options_.recompute) {
     const auto output =
         exec_.pool().take<Scalar>("kpipe::model::recomputed_output", output_rows(entry.rows), output_dim());
-    body_->forward({entry.input}, {output}, &entry.context);
+    body_->forward({kernels::widened(exec_, entry.input, "kpipe::model::stage_input_widened")}, {output},
+                   &entry.context);
     entry.input = {};
     update_peaks();
   }
   body_->backward_input({dY}, {dX.size() != 0 ? tensor::Tensor(dX) : tensor::Tensor()}, entry.context);
+  if (dX.size() != 0) round_boundary(dX);
   entry.input_gradient_done = true;
   update_peaks();
 }
@@ -264,6 +278,7 @@ void Stage<Scalar>::forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const 
   tensor::require_shape("stage input", X, X.extent(0), input_dim());
   tensor::require_shape("stage output", Y, output_rows(X.extent_int(0)), output_dim());
   body_->forward({X}, {Y}, nullptr);
+  if (!last_) round_boundary(Y);
 }
 
 template <class Scalar>
@@ -299,6 +314,14 @@ void Stage<Scalar>::infer(const KvBlockTable& table, const TokenBatch& tokens, c
   }
   CachedBatch<Scalar> batch(*cache_, table, tokens, exec_);
   body_->infer({X}, {Y}, batch);
+  if (!last_) round_boundary(Y);
+}
+
+template <class Scalar>
+void Stage<Scalar>::round_boundary(const tensor::Tensor& boundary) const {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    kernels::round_through(exec_.space(), boundary.matrix<float>(), boundary_dtype());
+  }
 }
 
 template <class Scalar>

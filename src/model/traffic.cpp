@@ -1,5 +1,6 @@
 #include "kpipe/model/traffic.hpp"
 
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/layer_kind.hpp"
 
 namespace kpipe::model {
@@ -21,6 +22,9 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
   const bool recompute = config.pipeline.recompute == config::Recompute::full;
   const bool sequence_parallel = t > 1 && config.pipeline.sequence_parallel;
   const bool vocab_parallel_loss = t > 1 && model.kind == ModelKind::transformer;
+  // Boundaries travel in the type stages keep them in (model::Stage::boundary_dtype).
+  const auto boundary_bytes =
+      static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(config.compute.precision)));
   FootprintQuery query;
   query.rows = config.train.microbatch_size;
   query.tensor_ranks = t;
@@ -52,7 +56,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
     }
 
     const std::int64_t input_bytes = first ? 0 : stages[s - 1].output_bytes;
-    stage.output_bytes = last ? 0 : rows * specs[range.end() - 1].output_dim * scalar_bytes;
+    stage.output_bytes = last ? 0 : rows * specs[range.end() - 1].output_dim * boundary_bytes;
     stage.output_share_bytes = stage.output_bytes / parts;
     // A message each way per boundary: the activation out, the gradient back.
     const LinkVolume sent{stage.output_bytes / parts + input_bytes / parts, (last ? 0 : 1) + (first ? 0 : 1)};

@@ -76,8 +76,10 @@ std::optional<schedule::Calibration> CalibrationRecorder::finish() const {
   for (const Step& step : steps) seconds += step.seconds / steps.size();
   // A message is b rows of the boundary: the output of this rank's first chunk.
   const int b = pipeline_.spec().microbatch_size;
-  const std::int64_t bytes =
-      s.p > 1 ? std::int64_t{b} * pipeline_.chunk(0).output_dim() * static_cast<std::int64_t>(sizeof(float)) : 0;
+  const std::int64_t bytes = s.p > 1
+                                 ? std::int64_t{b} * pipeline_.chunk(0).output_dim() *
+                                       static_cast<std::int64_t>(tensor::size_of(pipeline_.chunk(0).boundary_dtype()))
+                                 : 0;
   return schedule::measure_calibration(timelines, b, seconds, bytes);
 }
 

@@ -6,6 +6,7 @@
 
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/schedule/action.hpp"
 
 namespace kpipe::runtime {
@@ -44,9 +45,8 @@ View take(View& slot, const Action& action, const char* what) {
 
 template <class Scalar>
 Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
-                           std::vector<model::Stage<Scalar>*> chunks, int microbatch_size,
-                           comm::Transport<Scalar>& transport, MicrobatchIO<Scalar> io, StepHooks hooks,
-                           tensor::ExecContext& exec)
+                           std::vector<model::Stage<Scalar>*> chunks, int microbatch_size, comm::Transport& transport,
+                           MicrobatchIO<Scalar> io, StepHooks hooks, tensor::ExecContext& exec)
     : schedule_(schedule),
       actions_(schedule.ranks.at(grid.pipeline_rank())),
       rank_(grid.pipeline_rank()),
@@ -80,7 +80,35 @@ comm::Message Executor<Scalar>::message_of(const Action& action) const {
   const bool at_output = schedule::towards_next_stage(action.kind);
   const int rows = stage.input_rows(microbatch_size_);
   return {action.peer, action.tag, at_output ? stage.output_rows(rows) : rows,
-          at_output ? stage.output_dim() : stage.input_dim()};
+          at_output ? stage.output_dim() : stage.input_dim(), stage.boundary_dtype()};
+}
+
+template <class Scalar>
+void Executor<Scalar>::send_boundary(const comm::Message& message, const Matrix<Scalar>& data) {
+  if (message.dtype == tensor::dtype_of<Scalar>()) {
+    transport_.send(message, data);
+    return;
+  }
+  if constexpr (std::is_same_v<Scalar, float>) {
+    kernels::with_reduced_type(message.dtype, "a boundary message", [&](auto type) {
+      using Wire = decltype(type);
+      const auto wire = exec_.pool().take<Wire>("kpipe::runtime::wire", data.extent_int(0), data.extent_int(1));
+      kernels::round_to(exec_.space(), data, wire);
+      transport_.send(message, wire);
+    });
+  }
+}
+
+template <class Scalar>
+Matrix<Scalar> Executor<Scalar>::receive_boundary(const comm::Message& message, FunctionRef<std::string()> what) {
+  if (message.dtype == tensor::dtype_of<Scalar>()) return transport_.complete_receive<Scalar>(message, what);
+  Matrix<Scalar> data = activations_.take(message.rows, message.cols);
+  if constexpr (std::is_same_v<Scalar, float>) {
+    kernels::with_reduced_type(message.dtype, "a boundary message", [&](auto type) {
+      kernels::widen(exec_.space(), transport_.complete_receive<decltype(type)>(message, what), data);
+    });
+  }
+  return data;
 }
 
 template <class Scalar>
@@ -166,7 +194,7 @@ void Executor<Scalar>::abandon_head(int step) {
   for (const std::size_t i : head_.drained) {
     const comm::Message message = message_of(actions_[i]);
     transport_.post_receive(message);
-    transport_.complete_receive(message, [&] {
+    receive_boundary(message, [&] {
       return fmt::format("dropping the {} of step {}'s abandoned head", schedule::describe(actions_[i]), step);
     });
   }
@@ -226,16 +254,16 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
       break;
     }
     case ActionKind::send_act:
-      transport_.send(message_of(action), take(slots.output[key], action, "output activation"));
+      send_boundary(message_of(action), take(slots.output[key], action, "output activation"));
       break;
     case ActionKind::recv_act:
-      slots.input[key] = transport_.complete_receive(message_of(action), waiting_for("activation"));
+      slots.input[key] = receive_boundary(message_of(action), waiting_for("activation"));
       break;
     case ActionKind::recv_grad:
-      slots.grad_output[key] = transport_.complete_receive(message_of(action), waiting_for("gradient"));
+      slots.grad_output[key] = receive_boundary(message_of(action), waiting_for("gradient"));
       break;
     case ActionKind::send_grad:
-      transport_.send(message_of(action), take(slots.grad_input[key], action, "input gradient"));
+      send_boundary(message_of(action), take(slots.grad_input[key], action, "input gradient"));
       break;
     case ActionKind::backward_input:
     case ActionKind::backward: {

@@ -34,9 +34,8 @@ int evaluated_batches(std::int64_t available, int asked) {
 template <class Scalar>
 HeldOutEvaluator<Scalar>::HeldOutEvaluator(const config::RunConfig& config, const model::TrainerSpec& spec,
                                            const schedule::Schedule& training, const comm::ProcessGrid& grid,
-                                           std::vector<model::Stage<Scalar>*> chunks,
-                                           comm::Transport<Scalar>& transport, model::Collectives& collectives,
-                                           tensor::ExecContext& exec)
+                                           std::vector<model::Stage<Scalar>*> chunks, comm::Transport& transport,
+                                           model::Collectives& collectives, tensor::ExecContext& exec)
     : schedule_(schedule::forward_schedule(training, training.m)),
       feed_(spec, grid.replica(), make_data_source<Scalar>(config.data, spec, io::Split::test, exec)),
       head_(spec, grid.replica(), feed_, collectives, exec),

@@ -126,13 +126,12 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     if (spec.optimizer.post_validation && model::needs_gradient_norm(spec.optimizer)) {
       estimate.previous_update = estimate.parameters + estimate.optimizer_state;
     }
-    // The Linears save their rounded operands in bf16 and fp16.
+    // bf16 and fp16 keep what the layers save in 2 bytes.
     const int scalar_bytes = static_cast<int>(scalar);
-    const auto operand_bytes = static_cast<int>(tensor::size_of(kernels::operand_dtype(spec.stage.kernels.precision)));
+    const auto stored_bytes =
+        static_cast<int>(tensor::size_of(kernels::stored_dtype<float>(spec.stage.kernels.precision)));
     std::vector<model::ActivationBytes> activations;
-    for (const auto& chunk : chunks) {
-      activations.push_back(model::activation_bytes(chunk, recompute, scalar_bytes, operand_bytes));
-    }
+    for (const auto& chunk : chunks) activations.push_back(model::activation_bytes(chunk, scalar_bytes, stored_bytes));
     estimate.activations = peak_activations(schedule.ranks.at(rank), activations, recompute);
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output
@@ -141,10 +140,15 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   // output never travels: the output the loss reads, a gradient waiting for
   // each stashed microbatch's B, and with recomputation the output B
   // recomputes (the logits of a language model, its largest tensors).
+  // The window's messages travel in the boundary type (2 bytes in bf16 and
+  // fp16, which also keep a rounded copy of each send in flight).
   const std::int64_t peak = schedule::peak_stash(schedule.ranks.at(rank)).peak;
-  const std::int64_t in_flight = 2 * (peak + 1) + (peak + 1);
+  const auto wire =
+      static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(spec.stage.kernels.precision)));
+  const std::int64_t slots = 2 * (peak + 1) * scalar;
+  const std::int64_t window = (peak + 1) * wire + (wire < scalar ? (peak + 1) * wire : 0);
   const std::int64_t loss_buffers = training ? 1 + peak + (recompute ? 1 : 0) : 1;
-  estimate.buffers = (in_flight * widest_boundary * (staged ? 2 : 1) + loss_buffers * loss_input) * scalar;
+  estimate.buffers = (slots + window) * widest_boundary * (staged ? 2 : 1) + loss_buffers * loss_input * scalar;
   return estimate;
 }
 

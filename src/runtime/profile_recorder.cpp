@@ -80,7 +80,8 @@ void ProfileRecorder::add_step(int step, double step_start, const runtime::StepR
     if (schedule::is_communication(a.kind)) {
       const auto& chunk = pipeline_.chunk(a.chunk);
       const int columns = schedule::towards_next_stage(a.kind) ? chunk.output_dim() : chunk.input_dim();
-      bytes = static_cast<std::int64_t>(rows_per_microbatch) * columns * static_cast<std::int64_t>(sizeof(float));
+      bytes = static_cast<std::int64_t>(rows_per_microbatch) * columns *
+              static_cast<std::int64_t>(tensor::size_of(chunk.boundary_dtype()));
     } else if (a.kind == ActionKind::reduce_grads && summed) {
       // The row spans the data-parallel sum, from the first gradients handed over.
       start = result.reduction_start;

@@ -1,5 +1,6 @@
 #include "swiglu.hpp"
 
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/layer_norm_layer.hpp"
 #include "kpipe/model/linear.hpp"
 #include "kpipe/model/residual.hpp"
@@ -29,7 +30,8 @@ int hidden_width(const ModelSpec& model, const LayerSpec& spec) { return spec.in
 
 template <class Scalar>
 std::vector<kpipe::model::TensorDecl> SwiGLU<Scalar>::saved(int rows) const {
-  return {{"x", kpipe::tensor::TensorSpec::matrix<Scalar>(rows, 2 * width_)}};
+  // compute.precision = bf16 or fp16: kept in that type, as the built-in layers keep theirs.
+  return {{"x", kpipe::tensor::TensorSpec({rows, 2 * width_}, kpipe::kernels::stored_dtype<Scalar>(env_.precision))}};
 }
 
 template <class Scalar>
@@ -46,7 +48,11 @@ void SwiGLU<Scalar>::forward(kpipe::tensor::TensorList inputs, kpipe::tensor::Te
         const Scalar a = X(r, c);
         Y(r, c) = a * sigmoid(a) * X(r, n + c);
       });
-  if (ctx) ctx->save("x", inputs.at(0));
+  if (ctx) {
+    ctx->save("x",
+              kpipe::kernels::rounded(env_.exec, inputs.at(0), kpipe::kernels::stored_dtype<Scalar>(env_.precision),
+                                      "custom::swiglu::x_stored"));
+  }
 }
 
 // d/dA = dY ⊙ B ⊙ silu'(A), silu'(a) = s + a·s·(1 - s); d/dB = dY ⊙ silu(A).
@@ -56,7 +62,7 @@ void SwiGLU<Scalar>::backward_input(kpipe::tensor::TensorList output_grads, kpip
   const auto region = env_.exec.region("custom::swiglu::backward_input");
   const auto dX = input_grads.at(0).matrix<Scalar>();
   if (dX.size() != 0) {
-    const auto X = ctx.saved("x").matrix<Scalar>();
+    const auto X = kpipe::kernels::widened(env_.exec, ctx.saved("x"), "custom::swiglu::x_widened").matrix<Scalar>();
     const auto dY = output_grads.at(0).matrix<Scalar>();
     const int n = width_;
     Kokkos::parallel_for(

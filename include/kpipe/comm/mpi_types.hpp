@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include "kpipe/tensor/spec.hpp"
+
 namespace kpipe::comm {
 
 template <class Scalar>
@@ -19,6 +21,17 @@ inline MPI_Datatype mpi_type<double>() {
 template <>
 inline MPI_Datatype mpi_type<int>() {
   return MPI_INT;
+}
+
+// bfloat16 and float16 travel as their bits: MPI has no such types, and
+// nothing reduces them on the way.
+template <>
+inline MPI_Datatype mpi_type<tensor::BFloat16>() {
+  return MPI_UINT16_T;
+}
+template <>
+inline MPI_Datatype mpi_type<tensor::Half>() {
+  return MPI_UINT16_T;
 }
 
 }  // namespace kpipe::comm

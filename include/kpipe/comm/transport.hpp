@@ -11,21 +11,28 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <variant>
 #include <vector>
 
 #include "kpipe/comm/watchdog.hpp"
 #include "kpipe/core/function_ref.hpp"
 #include "kpipe/tensor/buffer_pool.hpp"
 #include "kpipe/tensor/matrix.hpp"
+#include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::comm {
 
-// One message of a schedule: a rows x cols matrix to or from `peer` with `tag`.
+// One message of a schedule: a rows x cols matrix of `dtype` to or from
+// `peer` with `tag`. Boundaries travel in the element type their stages keep
+// them in: float32 (float64 in double builds), or bfloat16 and float16 under
+// compute.precision = bf16 and fp16, half the bytes.
 struct Message {
   int peer = 0;
   int tag = 0;
   int rows = 0;
   int cols = 0;
+  tensor::DType dtype = tensor::DType::float32;
 };
 
 enum class Staging {
@@ -37,12 +44,8 @@ enum class Staging {
 // always for host memory, for CUDA only with a CUDA-aware MPI (checked at run time).
 bool mpi_reaches_device_memory();
 
-template <class Scalar>
 class Transport {
  public:
-  using Matrix = tensor::Matrix<Scalar>;
-  using HostMatrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace>;
-
   // `space` is the execution-space instance (a CUDA stream) whose kernels
   // write the data this transport sends: a send waits for that instance
   // only, never for the whole device. With a `scatter_group` of t > 1 ranks
@@ -63,13 +66,16 @@ class Transport {
   // Starts receiving `message` now, ahead of the action that needs it.
   void post_receive(const Message& message);
   int posted_receives() const { return static_cast<int>(receives_.size()); }
-  // Completes a posted receive and hands its data over; `what` names the
-  // action and message for the watchdog, built only if it fires.
-  Matrix complete_receive(const Message& message, FunctionRef<std::string()> what);
+  // Completes a posted receive and hands its data over, a matrix of T, the
+  // message's dtype; `what` names the action and message for the watchdog,
+  // built only if it fires.
+  template <class T>
+  tensor::Matrix<T> complete_receive(const Message& message, FunctionRef<std::string()> what);
 
-  // Starts sending `data`, which is kept alive until the send completes; the
-  // caller must not write to it before complete_sends().
-  void send(const Message& message, const Matrix& data);
+  // Starts sending `data` (of the message's dtype), which is kept alive until
+  // the send completes; the caller must not write to it before complete_sends().
+  template <class T>
+  void send(const Message& message, const tensor::Matrix<T>& data);
   // Waits for every send started so far (the end of a step).
   void complete_sends(const std::string& what);
 
@@ -83,11 +89,31 @@ class Transport {
   int peak_posted_receives() const { return peak_posted_; }
 
  private:
+  // A pooled device matrix of any element type a message may have.
+  using Buffer = std::variant<tensor::Matrix<float>, tensor::Matrix<double>, tensor::Matrix<tensor::BFloat16>,
+                              tensor::Matrix<tensor::Half>>;
+  using HostBytes = Kokkos::View<unsigned char*, Kokkos::HostSpace>;
+
+  // Pools of device matrices, one per element type.
+  class Pools {
+   public:
+    explicit Pools(const std::string& label);
+    template <class T>
+    tensor::Matrix<T> take(int rows, int cols) {
+      return std::get<tensor::BufferPool<tensor::Matrix<T>>>(pools_).take(rows, cols);
+    }
+
+   private:
+    std::tuple<tensor::BufferPool<tensor::Matrix<float>>, tensor::BufferPool<tensor::Matrix<double>>,
+               tensor::BufferPool<tensor::Matrix<tensor::BFloat16>>, tensor::BufferPool<tensor::Matrix<tensor::Half>>>
+        pools_;
+  };
+
   struct Pending {
     Message message;
     MPI_Request request = MPI_REQUEST_NULL;
-    Matrix data;
-    HostMatrix staging;
+    Buffer data;
+    HostBytes staging;
   };
 
   void wait(Pending& pending, FunctionRef<std::string()> what);
@@ -96,9 +122,10 @@ class Transport {
   Message part_of(const Message& message) const;
   // The whole message from this rank's received part: the group's parts
   // gathered in rank order.
-  Matrix gather(const Pending& part, const Message& message);
+  template <class T>
+  tensor::Matrix<T> gather(const Pending& part, const Message& message);
   // The posted receive of `message`, or receives_.end().
-  typename std::vector<Pending>::iterator find_receive(const Message& message);
+  std::vector<Pending>::iterator find_receive(const Message& message);
 
   MPI_Comm comm_;
   const Watchdog& watchdog_;
@@ -109,9 +136,9 @@ class Transport {
   int part_ = 0;   // this rank's part
   std::vector<Pending> receives_;
   std::vector<Pending> sends_;
-  tensor::BufferPool<Matrix> buffers_{"kpipe::comm::receive_buffer"};
-  tensor::BufferPool<Matrix> send_parts_{"kpipe::comm::send_part"};  // scatter/gather: this rank's parts
-  tensor::BufferPool<HostMatrix> staging_buffers_{"kpipe::comm::staging_buffer"};
+  Pools buffers_{"kpipe::comm::receive_buffer"};
+  Pools send_parts_{"kpipe::comm::send_part"};  // scatter/gather: this rank's parts
+  tensor::BufferPool<HostBytes> staging_buffers_{"kpipe::comm::staging_buffer"};
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t messages_sent_ = 0;
   std::uint64_t bytes_gathered_ = 0;

@@ -48,10 +48,12 @@ struct LayerFootprint {
   std::int64_t linear_weights = 0;            // its Linears' weight matrices, which compute.gemm = "packed" copies
   std::int64_t saved = 0;                     // saved in F for B, one microbatch
   std::int64_t kept_for_weight_gradient = 0;  // kept from B until W, one microbatch
-  // Of those, the Linears' GEMM operands (x; x and dy), which
-  // compute.precision = bf16 and fp16 keep in 2 bytes (FootprintBuilder::linear counts them).
-  std::int64_t saved_linear_operands = 0;
-  std::int64_t kept_linear_operands = 0;
+  // Of those, what stays in the layer's scalar type under compute.precision
+  // = bf16 and fp16, which keeps the rest in 2 bytes (kernels::stored_dtype):
+  // per-row statistics (LayerNorm's 1/std, attention's log-sum-exp) and
+  // token ids.
+  std::int64_t saved_in_scalar = 0;
+  std::int64_t kept_in_scalar = 0;
   // Alive only inside one F or B of one microbatch (attention's T x T
   // probabilities in inference, their gradient in B): the largest of the
   // layer's parts, since they run one after another.

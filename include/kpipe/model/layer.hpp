@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "kpipe/config/run_config.hpp"
 #include "kpipe/model/collectives.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/matrix.hpp"
@@ -178,11 +179,16 @@ class Layer {
 // What layers are built with: the instance and pool they run on, and the
 // collectives of their tensor-parallel group (serial in the reference), and
 // whether the regions between tensor-parallel pairs hold only this rank's
-// rows (sequence parallelism; false whenever the group has one rank).
+// rows (sequence parallelism; false whenever the group has one rank), and
+// compute.precision: with bf16 or fp16 float layers keep what they save
+// between passes in that type (kernels::stored_dtype; per-row statistics and
+// token ids excepted) and Sequential rounds the activations and gradients
+// between its layers to it (docs/model.md, Precision).
 struct LayerEnvironment {
   tensor::ExecContext& exec;
   Collectives& collectives;
   bool sequence_parallel = false;
+  config::Precision precision = config::Precision::fp32;
 };
 
 namespace detail {

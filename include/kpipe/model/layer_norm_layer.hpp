@@ -9,7 +9,8 @@
 namespace kpipe::model {
 
 // Layer normalisation over features with epsilon 1e-5; gamma starts at one,
-// beta at zero. Saves "xhat" and "rstd" in F, "xhat" and "dy" from B to W.
+// beta at zero. Saves "xhat" and "rstd" in F, "xhat" and "dy" from B to W;
+// with compute.precision = bf16 or fp16 x̂ and dy in that type, 1/std in float32.
 template <class Scalar>
 class LayerNorm final : public Layer<Scalar> {
  public:

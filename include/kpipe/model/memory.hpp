@@ -26,9 +26,13 @@ struct StageFootprint {
   std::int64_t kept_for_weight_gradient = 0;
   // The largest temporary of one layer's F or B (LayerFootprint::workspace).
   std::int64_t workspace = 0;
-  // Of saved_per_microbatch and kept_for_weight_gradient, the Linears' GEMM operands.
-  std::int64_t saved_linear_operands = 0;
-  std::int64_t kept_linear_operands = 0;
+  // Of stash_per_microbatch, saved_per_microbatch and kept_for_weight_gradient,
+  // what stays in the scalar type under compute.precision = bf16 and fp16
+  // (LayerFootprint::saved_in_scalar; with recomputation the first stage's
+  // input, which is data).
+  std::int64_t stash_in_scalar = 0;
+  std::int64_t saved_in_scalar = 0;
+  std::int64_t kept_in_scalar = 0;
   std::int64_t linear_weights = 0;         // the Linear layers' weight matrices, which compute.gemm = "packed" copies
   std::int64_t input_per_microbatch = 0;   // the stage's input rows × its input width
   std::int64_t output_per_microbatch = 0;  // its output rows × its output width
@@ -40,11 +44,10 @@ struct ActivationBytes {
   std::int64_t saved = 0;  // saved_per_microbatch
   std::int64_t kept = 0;   // kept_for_weight_gradient
 };
-// `footprint`'s activations with `scalar_bytes` per element, but the Linears'
-// GEMM operands at `operand_bytes` (2 for compute.precision = bf16 and fp16:
-// the Linear saves its rounded copies). A recomputing stage stashes its
-// input, in the scalar.
-ActivationBytes activation_bytes(const StageFootprint& footprint, bool recompute, int scalar_bytes, int operand_bytes);
+// `footprint`'s activations at `stored_bytes` per element (2 for
+// compute.precision = bf16 and fp16, else the scalar's), but what stays in the
+// scalar type at `scalar_bytes`.
+ActivationBytes activation_bytes(const StageFootprint& footprint, int scalar_bytes, int stored_bytes);
 
 // The stage of `layers` on one rank: microbatches of query.rows samples, a
 // tensor group of query.tensor_ranks (with query.sequence_parallel, a

@@ -10,7 +10,9 @@
 namespace kpipe::model {
 
 // Layers applied one after the other; the intermediates come from the pool.
-// Saves nothing itself: one child context per layer.
+// Saves nothing itself: one child context per layer. With compute.precision
+// = bf16 or fp16 the activations and gradients between the layers are
+// rounded to that type (held in float32 buffers, exact in the reduced type).
 template <class Scalar>
 class Sequential final : public Layer<Scalar> {
  public:
@@ -41,6 +43,9 @@ class Sequential final : public Layer<Scalar> {
   // from the pool, width(layer) columns wide.
   template <class Width, class Step>
   void chain(tensor::TensorList inputs, tensor::TensorList outputs, const Width& width, const Step& step) const;
+
+  // An activation or gradient between two layers, rounded through the reduced type in place.
+  void round_between(const tensor::Tensor& between) const;
 
   LayerEnvironment env_;
   std::vector<std::unique_ptr<Layer<Scalar>>> layers_;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/collectives.hpp"
 #include "kpipe/model/kernel_choice.hpp"
 #include "kpipe/model/kv_cache.hpp"
@@ -70,6 +71,10 @@ class Stage {
   // `rows` input rows: b at the model's last stage.
   int input_rows(int microbatch_size) const;
   int output_rows(int rows) const { return body_->output_rows(rows); }
+  // The element type the stage's boundaries are exact in, and travel in
+  // between ranks: Scalar's, or bfloat16 and float16 under compute.precision
+  // = bf16 and fp16 (kernels::stored_dtype).
+  tensor::DType boundary_dtype() const { return kernels::stored_dtype<Scalar>(options_.kernels.precision); }
 
   // F: Y from X, stashing what B and W of microbatch `mb` need.
   void forward(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y);
@@ -148,6 +153,11 @@ class Stage {
   Stashed& stashed(int mb, bool input_gradient_done, const char* action);
   void run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX);
   void update_peaks();
+  // compute.precision = bf16, fp16: a boundary activation or gradient (the
+  // output when another stage follows, the input and its gradient past the
+  // first) rounded through the reduced type, so that a stage boundary is
+  // exact in it, as the activations between layers are (Sequential).
+  void round_boundary(const tensor::Tensor& boundary) const;
   void spill(int mb, Stashed& entry);
   void restore(int mb, Stashed& entry);
 
@@ -157,6 +167,7 @@ class Stage {
   std::unique_ptr<SerialCollectives> serial_;  // only when no collectives were given (stable across moves)
   LayerEnvironment env_;
   std::unique_ptr<Sequential<Scalar>> body_;
+  bool last_;                          // the model's last stage (its output goes to the loss)
   int positions_;                      // T for a transformer, 1 otherwise
   int dim_;                            // the transformer's width, 0 otherwise
   std::vector<int> attention_layers_;  // global indices of the decoder blocks

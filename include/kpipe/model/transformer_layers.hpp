@@ -72,8 +72,8 @@ class TokenEmbedding final : public Layer<Scalar> {
 // the GEMM path works on the projections in place and saves the QKV
 // projection itself and the probabilities P; the fused path splits the heads
 // into stacks and saves Q, K, V, O and the log-sum-exp L and recomputes P in
-// backward. Everything is
-// freed by B: attention has no weight gradient. In infer, n x 3·dim rows of
+// backward; with compute.precision = bf16 or fp16 all in that type but L.
+// Everything is freed by B: attention has no weight gradient. In infer, n x 3·dim rows of
 // single tokens: their K and V go to the KV cache pools of global layer
 // `layer` (its decoder block), and each token attends to its sequence's
 // cached positions (kernels/attention_cached.hpp).
@@ -94,6 +94,9 @@ class CausalSelfAttention final : public Layer<Scalar> {
  private:
   // The shape of one call on `rows` positions (a multiple of T).
   kernels::AttentionShape shape(int rows) const;
+  // A tensor to save, in the stored type (kernels::stored_dtype); a saved one to compute with, in Scalar.
+  tensor::Tensor keep(const tensor::Tensor& tensor, const char* label) const;
+  tensor::Matrix<Scalar> computable(const tensor::Tensor& saved, const char* label) const;
 
   LayerEnvironment env_;
   int heads_;

@@ -76,7 +76,7 @@ class Executor {
   // `chunks[c]` is model stage schedule.placement.stage(rank, c). The transport must run over the
   // pipeline communicator of `grid`.
   Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks,
-           int microbatch_size, comm::Transport<Scalar>& transport, MicrobatchIO<Scalar> io, StepHooks hooks,
+           int microbatch_size, comm::Transport& transport, MicrobatchIO<Scalar> io, StepHooks hooks,
            tensor::ExecContext& exec);
 
   StepResult run_step(int step);
@@ -102,6 +102,12 @@ class Executor {
   // Keeps receive_window_ receives posted, in list order, before action `limit`.
   void post_receives_ahead(std::size_t limit);
   comm::Message message_of(const schedule::Action& action) const;
+  // A stage boundary to or from another rank, in the stages' boundary type
+  // (model::Stage::boundary_dtype): bfloat16 and float16 rounded from the
+  // float32 matrix and widened back, exactly, since stages make their
+  // boundaries exact in it.
+  void send_boundary(const comm::Message& message, const Matrix<Scalar>& data);
+  Matrix<Scalar> receive_boundary(const comm::Message& message, FunctionRef<std::string()> what);
   int stage_of(int chunk) const { return schedule_.placement.stage(rank_, chunk); }
   std::size_t slot_key(int microbatch, int chunk) const {
     return static_cast<std::size_t>(microbatch) * schedule_.v + chunk;
@@ -122,7 +128,7 @@ class Executor {
   int rank_;
   std::vector<model::Stage<Scalar>*> chunks_;
   int microbatch_size_;
-  comm::Transport<Scalar>& transport_;
+  comm::Transport& transport_;
   MicrobatchIO<Scalar> io_;
   StepHooks hooks_;
   // The action that completes chunk c's weight gradients in a step (its last B or W), -1 if none.

@@ -22,8 +22,8 @@ template <class Scalar>
 class HeldOutEvaluator {
  public:
   HeldOutEvaluator(const config::RunConfig& config, const model::TrainerSpec& spec, const schedule::Schedule& training,
-                   const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks,
-                   comm::Transport<Scalar>& transport, model::Collectives& collectives, tensor::ExecContext& exec);
+                   const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks, comm::Transport& transport,
+                   model::Collectives& collectives, tensor::ExecContext& exec);
 
   // Evaluates the first train.eval_batches batches of the validation split
   // (all of it when that is 0 or more than it holds); this rank's share, to

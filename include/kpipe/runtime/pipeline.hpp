@@ -59,7 +59,7 @@ class Pipeline {
   const model::TrainerSpec& spec() const { return spec_; }
   // Each model stage's predicted traffic per rank (model::stage_traffic).
   const std::vector<model::StageTraffic>& traffic() const { return traffic_; }
-  const comm::Transport<Scalar>& transport() const { return transport_; }
+  const comm::Transport& transport() const { return transport_; }
   const GridCollectives& collectives() const { return collectives_; }
   const GradientSync<Scalar>& gradient_sync() const { return gradient_sync_; }
   // Training: the step's update and its checks (skipped and redone updates); null in inference.
@@ -115,7 +115,7 @@ class Pipeline {
   // The instance and pool of every chunk, the data, the loss, the optimizer and the transport's sends.
   tensor::ExecContext exec_;
   GridCollectives collectives_;  // the chunks' tensor-parallel group
-  comm::Transport<Scalar> transport_;
+  comm::Transport transport_;
   std::unique_ptr<Hdf5ActivationStore> activation_store_;  // before the chunks, which use it
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   DataFeed<Scalar> feed_;

@@ -13,8 +13,9 @@ LayerKind embedding_layer_kind() {
     LayerFootprint f;
     f.parameters = (model.padded_vocab(static_cast<int>(t)) / t + model.context) * std::int64_t{model.dim};
     f.forward_flops = rows * out;                    // the sum of the two tables
-    f.saved = rows * in;                             // the token ids
+    f.saved = f.saved_in_scalar = rows * in;         // the token ids
     f.kept_for_weight_gradient = rows * (in + out);  // the ids and the (gathered) output gradient
+    f.kept_in_scalar = rows * in;
     if (t > 1) {
       // The shards' lookups summed (reduce-scattered with sequence parallelism, whose B gathers dy's rows).
       f.tensor_forward = {rows * out, 1};

@@ -6,7 +6,10 @@
 #include "kpipe/comm/transport.hpp"
 
 using namespace kpipe::comm;
-using Matrix = Transport<double>::Matrix;
+using Matrix = kpipe::tensor::Matrix<double>;
+using kpipe::tensor::BFloat16;
+using kpipe::tensor::DType;
+using kpipe::tensor::Half;
 
 namespace {
 
@@ -41,16 +44,16 @@ TEST_CASE("messages around a ring arrive intact, posted early or late, staged or
   const int messages = 6, rows = 5, cols = 7;
 
   for (const Staging staging : {Staging::automatic, Staging::host}) {
-    Transport<double> transport(MPI_COMM_WORLD, watchdog, staging);
+    Transport transport(MPI_COMM_WORLD, watchdog, staging);
     CHECK(transport.staged() == (staging == Staging::host));
     // Post half of the receives ahead of the sends, like the executor's look-ahead.
-    for (int tag = 0; tag < messages / 2; ++tag) transport.post_receive({previous, tag, rows, cols});
+    for (int tag = 0; tag < messages / 2; ++tag) transport.post_receive({previous, tag, rows, cols, DType::float64});
     for (int tag = 0; tag < messages; ++tag)
-      transport.send({next, tag, rows, cols}, make_message(rank, tag, rows, cols));
+      transport.send({next, tag, rows, cols, DType::float64}, make_message(rank, tag, rows, cols));
     // Receive in reverse tag order: matching is by tag, not by arrival.
     for (int tag = messages - 1; tag >= 0; --tag) {
-      const Matrix received =
-          transport.complete_receive({previous, tag, rows, cols}, [] { return std::string("test receive"); });
+      const Matrix received = transport.complete_receive<double>({previous, tag, rows, cols, DType::float64},
+                                                                 [] { return std::string("test receive"); });
       CHECK(mismatches(received, previous, tag) == 0);
     }
     transport.complete_sends("test sends");
@@ -65,17 +68,60 @@ TEST_CASE("receive buffers are reused once released", "[comm]") {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const Watchdog watchdog(60.0, rank);
-  Transport<double> transport(MPI_COMM_WORLD, watchdog);
+  Transport transport(MPI_COMM_WORLD, watchdog);
   const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
   const double* first_buffer = nullptr;
   for (int tag = 0; tag < 4; ++tag) {
-    transport.send({next, tag, 3, 3}, make_message(rank, tag, 3, 3));
-    const Matrix received =
-        transport.complete_receive({previous, tag, 3, 3}, [] { return std::string("test receive"); });
+    transport.send({next, tag, 3, 3, DType::float64}, make_message(rank, tag, 3, 3));
+    const Matrix received = transport.complete_receive<double>({previous, tag, 3, 3, DType::float64},
+                                                               [] { return std::string("test receive"); });
     CHECK(mismatches(received, previous, tag) == 0);
     if (tag == 0) first_buffer = received.data();
     // Each message is dropped before the next is posted, so one buffer serves all.
     CHECK(received.data() == first_buffer);
     transport.complete_sends("test sends");
   }
+}
+
+// compute.precision = bf16 and fp16 send boundaries as 16-bit elements: every
+// bit pattern arrives unchanged (NaN payloads and float16 subnormals included),
+// in half the bytes, staged or direct.
+TEMPLATE_TEST_CASE("16-bit messages arrive bit for bit in half the bytes", "[comm][bf16][fp16]", BFloat16, Half) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  const Watchdog watchdog(60.0, rank);
+  const DType dtype = kpipe::tensor::dtype_of<TestType>();
+  constexpr int rows = 64, cols = 1024;  // all 65,536 bit patterns, shifted by the sender's rank
+  const auto bits = [](int sender, int i, int j) { return static_cast<std::uint16_t>(i * cols + j + sender); };
+  for (const Staging staging : {Staging::automatic, Staging::host}) {
+    Transport transport(MPI_COMM_WORLD, watchdog, staging);
+    kpipe::tensor::Matrix<TestType> message("message", rows, cols);
+    auto host = Kokkos::create_mirror_view(message);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) host(i, j).bits = bits(rank, i, j);
+    Kokkos::deep_copy(message, host);
+    transport.send({next, 7, rows, cols, dtype}, message);
+    const auto received =
+        transport.complete_receive<TestType>({previous, 7, rows, cols, dtype}, [] { return std::string("16-bit"); });
+    transport.complete_sends("16-bit sends");
+    const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), received);
+    int wrong = 0;
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) wrong += got(i, j).bits != bits(previous, i, j);
+    CHECK(wrong == 0);
+    CHECK(transport.bytes_sent() == std::uint64_t(rows) * cols * 2);
+  }
+}
+
+TEST_CASE("a message asked for in another element type than it travels in is an error", "[comm]") {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Watchdog watchdog(60.0, rank);
+  Transport transport(MPI_COMM_WORLD, watchdog);
+  const int next = (rank + 1) % size;
+  CHECK_THROWS_WITH(transport.send({next, 1, 3, 3, DType::bfloat16}, make_message(rank, 1, 3, 3)),
+                    Catch::Contains("is bfloat16, but a float64 matrix was given"));
 }

@@ -16,10 +16,13 @@
 #include "catch.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
+#include "kpipe/model/partition.hpp"
+#include "kpipe/model/traffic.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/dataset_source.hpp"
 #include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/traffic_report.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 #include "kpipe/schedule/simulate.hpp"
 #include "tiny_dataset.hpp"
@@ -110,9 +113,10 @@ TEST_CASE("zb-v planned at the deck's uneven costs is bitwise the sequential ref
 // Kernel choices that change how each Linear multiplies, not where: with
 // compute.gemm = packed each rank repacks its weights after every update, as
 // the reference does with the same shapes; compute.precision = bf16 rounds
-// each Linear's operands where they arrive and keeps float32 between layers,
-// so a pipeline boundary changes nothing. The GEMMs of a shape are
-// deterministic either way, so bitwise equality holds as in float32.
+// the activations between layers to bfloat16 wherever the stage boundaries
+// fall, and a boundary travels in bfloat16 exactly, so it changes nothing.
+// The GEMMs of a shape are deterministic either way, so bitwise equality
+// holds as in float32.
 TEST_CASE("pipelined training with packed weights or bf16 GEMMs is bitwise the sequential reference",
           "[runtime][packed][bf16]") {
   const int size = comm::size_of(comm::world());
@@ -132,6 +136,48 @@ TEST_CASE("pipelined training with packed weights or bf16 GEMMs is bitwise the s
           check_against_reference(config);
         }
       }
+    }
+  }
+}
+
+// compute.precision = bf16 and fp16 send every boundary in 2 bytes and keep
+// the stash in 2 bytes: each rank sends half of fp32's bytes, which is what
+// model::stage_traffic predicts (and kpipe plan prints), and stashes half of
+// fp32's bytes at its peak (this MLP's layers keep no statistics), which is
+// what the memory estimate's activations come to.
+TEST_CASE("reduced-precision boundaries and stashes take half the bytes, as predicted", "[runtime][bf16][fp16]") {
+  const int size = comm::size_of(comm::world());
+  for (const int p : {2, 4}) {
+    const int d = size / p;
+    if (p * d != size || d > 2) continue;
+    for (const std::string schedule : {"1f1b", "zb-h1"}) {
+      std::vector<std::uint64_t> sent;
+      std::vector<std::size_t> stashed;
+      std::vector<std::int64_t> estimated;
+      for (const auto precision : {config::Precision::fp32, config::Precision::bf16, config::Precision::fp16}) {
+        config::RunConfig config = config_for(p, d, schedule, "none");
+        config.compute.precision = precision;
+        runtime::Pipeline<float> pipeline(config, MPI_COMM_WORLD, runtime::Mode::train);
+        for (int step = 0; step < 2; ++step) pipeline.run_step(step);
+        const int rank = pipeline.grid().pipeline_rank();
+        const auto stages = model::stage_traffic(config, model::partition_layers(config));
+        const model::StepTraffic predicted = runtime::predicted_traffic(stages, pipeline.schedule(), d)[rank];
+        INFO(fmt::format("{} {} p={} d={} rank {}", config::name_of(precision), schedule, p, d, rank));
+        CHECK(pipeline.transport().bytes_sent() == static_cast<std::uint64_t>(2 * predicted.pipeline.bytes));
+        sent.push_back(pipeline.transport().bytes_sent());
+        std::size_t peak = 0;
+        for (int c = 0; c < pipeline.chunk_count(); ++c) peak += pipeline.chunk(c).peak_stashed_bytes();
+        stashed.push_back(peak);
+        estimated.push_back(pipeline.memory().activations);
+      }
+      INFO(fmt::format("{} p={} d={}", schedule, p, d));
+      CHECK(sent[0] > 0);
+      CHECK(sent[1] * 2 == sent[0]);
+      CHECK(sent[2] * 2 == sent[0]);
+      CHECK(stashed[1] * 2 == stashed[0]);
+      CHECK(stashed[2] * 2 == stashed[0]);
+      CHECK(estimated[1] * 2 == estimated[0]);
+      CHECK(estimated[2] * 2 == estimated[0]);
     }
   }
 }
