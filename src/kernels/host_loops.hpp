@@ -3,9 +3,12 @@
 // the generic x86-64 baseline (the default, no -march) vectorises with SSE2
 // only, four floats per instruction; GELU, the softmax and LayerNorm are then
 // compute-bound. GCC's target_clones compiles a function for AVX2 and AVX-512
-// too and picks one when the program loads, as BLAS libraries and PyTorch
-// pick their kernels (Clang 14 multiversions neither templates nor flattened
-// functions: a Clang build runs the baseline). The kernel files that use it
+// (x86-64-v4: F, BW, CD, DQ and VL, which every AVX-512 CPU since Skylake
+// has; with F alone GCC cannot narrow 32-bit lanes to the 16 bits of bfloat16
+// and float16, and the conversion loops stay scalar) too and picks one when
+// the program loads, as BLAS libraries and PyTorch pick their kernels (Clang
+// 14 multiversions neither templates nor flattened functions: a Clang build
+// runs the baseline). The kernel files that use it
 // are compiled without floating-point contraction (src/kernels/CMakeLists.txt):
 // AVX-512 brings FMA, and without contraction every clone rounds exactly as
 // the baseline does, so results do not depend on the CPU a run lands on.
@@ -19,7 +22,8 @@
 #if defined(__x86_64__) && defined(__ELF__) && !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(__clang__) && \
     defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define KPIPE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+#define KPIPE_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), flatten))
+#define KPIPE_VECTOR_CLONES_ENABLED 1
 #endif
 #endif
 #ifndef KPIPE_VECTOR_CLONES

@@ -17,6 +17,7 @@
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/precision.hpp"
+#include "kpipe/kernels/vector_isa.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/run_report.hpp"
 #include "kpipe/runtime/thread_check.hpp"
@@ -72,6 +73,7 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
 
 std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
   log::info("floating point: {}", tensor::subnormal_mode());
+  log::info("host loops: {}", kernels::host_loop_isa());
   log::info("MPI shared-memory eager limit: {}", comm::shared_memory_eager_limit());
   // Say which library runs the GEMMs: it depends on the build and the CPU.
   if (config.compute.gemm == config::GemmKind::vendor) {
