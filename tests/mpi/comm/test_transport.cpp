@@ -33,28 +33,41 @@ int mismatches(const Matrix& m, int sender, int tag) {
   return wrong;
 }
 
+// MPI_Comm_rank or MPI_Comm_size of the world.
+int world(int (*query)(MPI_Comm, int*)) {
+  int value = 0;
+  query(MPI_COMM_WORLD, &value);
+  return value;
+}
+
+// This rank's place on the ring of the world's ranks, and a watchdog for its waits.
+struct Ring {
+  const int rank = world(MPI_Comm_rank);
+  const int size = world(MPI_Comm_size);
+  const int next = (rank + 1) % size;
+  const int previous = (rank + size - 1) % size;
+  const Watchdog watchdog{60.0, rank};
+};
+
 }  // namespace
 
 TEST_CASE("messages around a ring arrive intact, posted early or late, staged or direct", "[comm]") {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
-  const Watchdog watchdog(60.0, rank);
+  const Ring ring;
   const int messages = 6, rows = 5, cols = 7;
 
   for (const Staging staging : {Staging::automatic, Staging::host}) {
-    Transport transport(MPI_COMM_WORLD, watchdog, staging);
+    Transport transport(MPI_COMM_WORLD, ring.watchdog, staging);
     CHECK(transport.staged() == (staging == Staging::host));
     // Post half of the receives ahead of the sends, like the executor's look-ahead.
-    for (int tag = 0; tag < messages / 2; ++tag) transport.post_receive({previous, tag, rows, cols, DType::float64});
+    for (int tag = 0; tag < messages / 2; ++tag)
+      transport.post_receive({ring.previous, tag, rows, cols, DType::float64});
     for (int tag = 0; tag < messages; ++tag)
-      transport.send({next, tag, rows, cols, DType::float64}, make_message(rank, tag, rows, cols));
+      transport.send({ring.next, tag, rows, cols, DType::float64}, make_message(ring.rank, tag, rows, cols));
     // Receive in reverse tag order: matching is by tag, not by arrival.
     for (int tag = messages - 1; tag >= 0; --tag) {
-      const Matrix received = transport.complete_receive<double>({previous, tag, rows, cols, DType::float64},
+      const Matrix received = transport.complete_receive<double>({ring.previous, tag, rows, cols, DType::float64},
                                                                  [] { return std::string("test receive"); });
-      CHECK(mismatches(received, previous, tag) == 0);
+      CHECK(mismatches(received, ring.previous, tag) == 0);
     }
     transport.complete_sends("test sends");
     CHECK(transport.bytes_sent() == std::uint64_t(messages) * rows * cols * sizeof(double));
@@ -64,18 +77,14 @@ TEST_CASE("messages around a ring arrive intact, posted early or late, staged or
 }
 
 TEST_CASE("receive buffers are reused once released", "[comm]") {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const Watchdog watchdog(60.0, rank);
-  Transport transport(MPI_COMM_WORLD, watchdog);
-  const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  const Ring ring;
+  Transport transport(MPI_COMM_WORLD, ring.watchdog);
   const double* first_buffer = nullptr;
   for (int tag = 0; tag < 4; ++tag) {
-    transport.send({next, tag, 3, 3, DType::float64}, make_message(rank, tag, 3, 3));
-    const Matrix received = transport.complete_receive<double>({previous, tag, 3, 3, DType::float64},
+    transport.send({ring.next, tag, 3, 3, DType::float64}, make_message(ring.rank, tag, 3, 3));
+    const Matrix received = transport.complete_receive<double>({ring.previous, tag, 3, 3, DType::float64},
                                                                [] { return std::string("test receive"); });
-    CHECK(mismatches(received, previous, tag) == 0);
+    CHECK(mismatches(received, ring.previous, tag) == 0);
     if (tag == 0) first_buffer = received.data();
     // Each message is dropped before the next is posted, so one buffer serves all.
     CHECK(received.data() == first_buffer);
@@ -87,41 +96,33 @@ TEST_CASE("receive buffers are reused once released", "[comm]") {
 // bit pattern arrives unchanged (NaN payloads and float16 subnormals included),
 // in half the bytes, staged or direct.
 TEMPLATE_TEST_CASE("16-bit messages arrive bit for bit in half the bytes", "[comm][bf16][fp16]", BFloat16, Half) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
-  const Watchdog watchdog(60.0, rank);
+  const Ring ring;
   const DType dtype = kpipe::tensor::dtype_of<TestType>();
   constexpr int rows = 64, cols = 1024;  // all 65,536 bit patterns, shifted by the sender's rank
   const auto bits = [](int sender, int i, int j) { return static_cast<std::uint16_t>(i * cols + j + sender); };
   for (const Staging staging : {Staging::automatic, Staging::host}) {
-    Transport transport(MPI_COMM_WORLD, watchdog, staging);
+    Transport transport(MPI_COMM_WORLD, ring.watchdog, staging);
     kpipe::tensor::Matrix<TestType> message("message", rows, cols);
     auto host = Kokkos::create_mirror_view(message);
     for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j) host(i, j).bits = bits(rank, i, j);
+      for (int j = 0; j < cols; ++j) host(i, j).bits = bits(ring.rank, i, j);
     Kokkos::deep_copy(message, host);
-    transport.send({next, 7, rows, cols, dtype}, message);
-    const auto received =
-        transport.complete_receive<TestType>({previous, 7, rows, cols, dtype}, [] { return std::string("16-bit"); });
+    transport.send({ring.next, 7, rows, cols, dtype}, message);
+    const auto received = transport.complete_receive<TestType>({ring.previous, 7, rows, cols, dtype},
+                                                               [] { return std::string("16-bit"); });
     transport.complete_sends("16-bit sends");
     const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), received);
     int wrong = 0;
     for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j) wrong += got(i, j).bits != bits(previous, i, j);
+      for (int j = 0; j < cols; ++j) wrong += got(i, j).bits != bits(ring.previous, i, j);
     CHECK(wrong == 0);
     CHECK(transport.bytes_sent() == std::uint64_t(rows) * cols * 2);
   }
 }
 
 TEST_CASE("a message asked for in another element type than it travels in is an error", "[comm]") {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const Watchdog watchdog(60.0, rank);
-  Transport transport(MPI_COMM_WORLD, watchdog);
-  const int next = (rank + 1) % size;
-  CHECK_THROWS_WITH(transport.send({next, 1, 3, 3, DType::bfloat16}, make_message(rank, 1, 3, 3)),
+  const Ring ring;
+  Transport transport(MPI_COMM_WORLD, ring.watchdog);
+  CHECK_THROWS_WITH(transport.send({ring.next, 1, 3, 3, DType::bfloat16}, make_message(ring.rank, 1, 3, 3)),
                     Catch::Contains("is bfloat16, but a float64 matrix was given"));
 }
