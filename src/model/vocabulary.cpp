@@ -29,15 +29,13 @@ std::string describe(char32_t symbol) {
 
 }  // namespace
 
-std::vector<char32_t> decode_utf8(std::string_view utf8, std::string_view what) {
-  std::vector<char32_t> out;
-  out.reserve(utf8.size());
+void for_each_code_point(std::string_view utf8, std::string_view what, FunctionRef<void(char32_t)> visit) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(utf8.data());
   const std::size_t n = utf8.size();
   for (std::size_t i = 0; i < n;) {
     const unsigned char lead = bytes[i];
     if (lead < 0x80) {
-      out.push_back(lead);
+      visit(lead);
       ++i;
       continue;
     }
@@ -63,9 +61,15 @@ std::vector<char32_t> decode_utf8(std::string_view utf8, std::string_view what) 
     if (code < minimum) bad_utf8(what, i, lead, "starts an overlong encoding");
     if (code > 0x10ffff) bad_utf8(what, i, lead, "starts a code point past U+10FFFF");
     if (code >= 0xd800 && code <= 0xdfff) bad_utf8(what, i, lead, "starts an encoded surrogate");
-    out.push_back(code);
+    visit(code);
     i += static_cast<std::size_t>(length);
   }
+}
+
+std::vector<char32_t> decode_utf8(std::string_view utf8, std::string_view what) {
+  std::vector<char32_t> out;
+  out.reserve(utf8.size());
+  for_each_code_point(utf8, what, [&](char32_t c) { out.push_back(c); });
   return out;
 }
 
@@ -109,10 +113,14 @@ Vocabulary::Vocabulary(std::vector<char32_t> symbols) : symbols_(std::move(symbo
   }
 }
 
-Vocabulary Vocabulary::of_text(const std::vector<char32_t>& code_points) {
-  std::vector<char32_t> symbols(code_points);
-  std::sort(symbols.begin(), symbols.end());
-  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+Vocabulary Vocabulary::of_text(std::string_view utf8, std::string_view what) {
+  // One bit per code point (136 KiB) rather than a sorted copy of the text.
+  std::vector<bool> seen(0x110000);
+  for_each_code_point(utf8, what, [&](char32_t c) { seen[c] = true; });
+  std::vector<char32_t> symbols;
+  for (char32_t c = 0; c < seen.size(); ++c) {
+    if (seen[c]) symbols.push_back(c);
+  }
   return Vocabulary(std::move(symbols));
 }
 
@@ -125,20 +133,19 @@ int Vocabulary::id_of(char32_t symbol) const {
 std::string Vocabulary::description() const { return fmt::format("{} distinct characters", size()); }
 
 std::vector<std::int32_t> Vocabulary::encode(std::string_view utf8, std::string_view what) const {
-  return encode(decode_utf8(utf8, what), what);
-}
-
-std::vector<std::int32_t> Vocabulary::encode(const std::vector<char32_t>& code_points, std::string_view what) const {
-  std::vector<std::int32_t> ids(code_points.size());
-  for (std::size_t i = 0; i < code_points.size(); ++i) {
-    ids[i] = id_of(code_points[i]);
-    if (ids[i] < 0) {
+  std::vector<std::int32_t> ids;
+  ids.reserve(utf8.size());  // exact for ASCII; decoded on the fly, so no code points are held
+  for_each_code_point(utf8, what, [&](char32_t c) {
+    const int id = id_of(c);
+    if (id < 0) {
       throw input_error(
           fmt::format("{} has {} at character {}, which is not in the vocabulary of {} symbols; use "
                       "only characters of the training data",
-                      what, describe(code_points[i]), i, size()));
+                      what, describe(c), ids.size(), size()));
     }
-  }
+    ids.push_back(id);
+  });
+  ids.shrink_to_fit();
   return ids;
 }
 

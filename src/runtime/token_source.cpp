@@ -58,8 +58,13 @@ std::string text_of(const std::string& path) {
   return text;
 }
 
-std::vector<char32_t> code_points_of(const std::string& text, const std::string& path) {
-  return model::decode_utf8(text, fmt::format("data.path '{}'", path));
+std::string text_name(const std::string& path) { return fmt::format("data.path '{}'", path); }
+
+// The characters of `text`, which must be valid UTF-8.
+std::size_t characters_of(const std::string& text, const std::string& path) {
+  std::size_t characters = 0;
+  model::for_each_code_point(text, text_name(path), [&](char32_t) { ++characters; });
+  return characters;
 }
 
 // Characters before this index train, the rest validate (bible_kjv.py's
@@ -78,29 +83,24 @@ std::size_t byte_offset(const std::string& text, std::size_t index) {
 }
 
 // The tokenizer of a text file: its characters, or a SentencePiece model.
-std::unique_ptr<model::Tokenizer> text_tokenizer(const config::DataConfig& data,
-                                                 const std::vector<char32_t>& code_points) {
+std::unique_ptr<model::Tokenizer> text_tokenizer(const config::DataConfig& data, const std::string& text) {
   if (data.tokenizer == config::TokenizerKind::sentencepiece) return model::load_sentencepiece(data.tokenizer_model);
-  return std::make_unique<model::Vocabulary>(model::Vocabulary::of_text(code_points));
+  return std::make_unique<model::Vocabulary>(model::Vocabulary::of_text(text, text_name(data.path)));
 }
 
 Loaded text_split(const config::DataConfig& data, io::Split split) {
+  // The text is decoded on the fly, never held in code points: the load's
+  // peak is the text and the tokens of a split (text_corpus_peak_bytes).
   const std::string text = text_of(data.path);
-  std::unique_ptr<model::Tokenizer> tokenizer;
-  std::size_t characters = 0;
-  {
-    // The code points (4 bytes each) go before the tokens are made: the load's peak is one of them.
-    const auto code_points = code_points_of(text, data.path);
-    tokenizer = text_tokenizer(data, code_points);
-    characters = code_points.size();
-  }
+  const std::size_t characters = characters_of(text, data.path);
+  const std::unique_ptr<model::Tokenizer> tokenizer = text_tokenizer(data, text);
   const std::size_t middle = train_characters(characters);
   const bool train = split == io::Split::train;
   // Each part encoded alone: subwords never straddle the cut.
   const std::size_t at = byte_offset(text, middle);
   const std::string_view part = train ? std::string_view(text).substr(0, at) : std::string_view(text).substr(at);
   Loaded loaded;
-  loaded.tokens = tokenizer->encode(part, fmt::format("data.path '{}'", data.path));
+  loaded.tokens = tokenizer->encode(part, text_name(data.path));
   loaded.vocabulary_size = tokenizer->size();
   loaded.vocabulary_text = tokenizer->description();
   loaded.characters = static_cast<std::int64_t>(train ? middle : characters - middle);
@@ -214,7 +214,7 @@ std::unique_ptr<model::Tokenizer> load_tokenizer(const config::DataConfig& data,
   std::string described;
   switch (token_stream_of(data)) {
     case Stream::text:
-      tokenizer = text_tokenizer(data, code_points_of(text_of(data.path), data.path));
+      tokenizer = text_tokenizer(data, text_of(data.path));
       described = fmt::format("data.path '{}' has {}", data.path, tokenizer->description());
       break;
     case Stream::hdf5:

@@ -12,8 +12,8 @@
 namespace {
 
 const kpipe::model::Vocabulary& vocabulary() {
-  static const auto* v = new kpipe::model::Vocabulary(
-      kpipe::model::Vocabulary::of_text(kpipe::model::decode_utf8("abcdefghijklmnopqrstuvwxyz ,.:;!?'ABCDEFGHIJ\n")));
+  static const auto* v =
+      new kpipe::model::Vocabulary(kpipe::model::Vocabulary::of_text("abcdefghijklmnopqrstuvwxyz ,.:;!?'ABCDEFGHIJ\n"));
   return *v;
 }
 

@@ -15,13 +15,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kpipe/core/function_ref.hpp"
 #include "kpipe/model/tokenizer.hpp"
 
 namespace kpipe::model {
 
-// The code points of `utf8`. `what` names the text in the error ("data.path
-// 'kjv.txt'", "the prompt"): an invalid sequence is an input error naming its
-// byte offset.
+// visit(c) for each code point c of `utf8`, in order, allocating nothing (a
+// corpus decodes without a copy in code points). `what` names the text in
+// the error ("data.path 'kjv.txt'", "the prompt"): an invalid sequence is an
+// input error naming its byte offset.
+void for_each_code_point(std::string_view utf8, std::string_view what, FunctionRef<void(char32_t)> visit);
+// The code points of `utf8`, decoded as for_each_code_point does.
 std::vector<char32_t> decode_utf8(std::string_view utf8, std::string_view what = "the text");
 // Appends the UTF-8 form of `code_point` (a valid scalar value) to `out`.
 void append_utf8(std::string& out, char32_t code_point);
@@ -31,8 +35,8 @@ class Vocabulary final : public Tokenizer {
   Vocabulary() = default;
   // Symbols in token order; a repeated symbol is an input error.
   explicit Vocabulary(std::vector<char32_t> symbols);
-  // The sorted distinct code points of `code_points`.
-  static Vocabulary of_text(const std::vector<char32_t>& code_points);
+  // The sorted distinct code points of `utf8`.
+  static Vocabulary of_text(std::string_view utf8, std::string_view what = "the text");
 
   int size() const override { return static_cast<int>(symbols_.size()); }
   const std::vector<char32_t>& symbols() const { return symbols_; }
@@ -42,8 +46,6 @@ class Vocabulary final : public Tokenizer {
   // Token ids of `utf8`; a character outside the vocabulary is an input error
   // naming it, its position and the vocabulary's size.
   std::vector<std::int32_t> encode(std::string_view utf8, std::string_view what = "the text") const override;
-  // Token ids of decoded code points (as encode, without the UTF-8 step).
-  std::vector<std::int32_t> encode(const std::vector<char32_t>& code_points, std::string_view what = "the text") const;
   // UTF-8 of token ids; an id outside [0, size()) is an input error.
   std::string decode(const std::int32_t* ids, std::size_t count) const override;
   using Tokenizer::decode;

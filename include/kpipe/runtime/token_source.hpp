@@ -41,9 +41,9 @@ std::shared_ptr<const std::vector<std::int32_t>> load_tokens(const config::DataC
 
 // The most host memory a text corpus (data.source = "text") takes in each
 // rank that loads it, for the memory estimate: while a split loads, the file
-// and its code points (5 bytes per byte at most, for ASCII text), then the
-// training split's tokens (4 bytes per character, at most 0.9 of the
-// bytes), which stay while `validation` loads the other split. 0 for the
+// and the split's tokens, decoded from it on the fly (under 5 bytes per
+// byte), then the training split's tokens (4 bytes per character, at most
+// 0.9 of the bytes), which stay while `validation` loads the other split. 0 for the
 // other sources, whose token streams are small or read by rows.
 std::int64_t text_corpus_peak_bytes(const config::DataConfig& data, bool validation);
 

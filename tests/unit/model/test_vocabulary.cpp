@@ -1,5 +1,6 @@
 // Character vocabularies: strict UTF-8 both ways, encode and decode, and
 // errors that name the character or byte at fault.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,17 +32,23 @@ TEST_CASE("utf-8: invalid sequences are input errors naming the byte offset", "[
       {std::string("xyz\xed\xa0\x80"), "byte 3 (0xed)"},  // an encoded surrogate
   };
   for (const auto& [bytes, where] : cases) {
-    const auto message = input_error_of([&] { decode_utf8(bytes, "data.path 'x.txt'"); });
-    INFO(message);
-    CHECK(message.find("data.path 'x.txt' is not valid UTF-8") != std::string::npos);
-    CHECK(message.find(where) != std::string::npos);
-    CHECK(message.find("convert it to UTF-8") != std::string::npos);
+    // Every reader of UTF-8 decodes alike: the code points, a vocabulary, the ids.
+    const Vocabulary latin = Vocabulary::of_text("abcxyz/(");
+    for (const auto& read : std::vector<std::function<void()>>{[&] { decode_utf8(bytes, "data.path 'x.txt'"); },
+                                                               [&] { Vocabulary::of_text(bytes, "data.path 'x.txt'"); },
+                                                               [&] { latin.encode(bytes, "data.path 'x.txt'"); }}) {
+      const auto message = input_error_of(read);
+      INFO(message);
+      CHECK(message.find("data.path 'x.txt' is not valid UTF-8") != std::string::npos);
+      CHECK(message.find(where) != std::string::npos);
+      CHECK(message.find("convert it to UTF-8") != std::string::npos);
+    }
   }
 }
 
 TEST_CASE("vocabulary: the sorted distinct symbols of a text; encode and decode round trip", "[model][vocabulary]") {
   const std::string text = "b\xc3\xa9 a\nab\xc3\xa9";
-  const auto vocabulary = Vocabulary::of_text(decode_utf8(text));
+  const auto vocabulary = Vocabulary::of_text(text);
   CHECK(vocabulary.symbols() == std::vector<char32_t>{U'\n', U' ', U'a', U'b', U'\u00e9'});
   CHECK(vocabulary.size() == 5);
   CHECK(vocabulary.utf8() == "\n ab\xc3\xa9");

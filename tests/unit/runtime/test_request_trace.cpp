@@ -14,7 +14,7 @@ using runtime::Trace;
 
 namespace {
 
-const model::Vocabulary vocabulary = model::Vocabulary::of_text(model::decode_utf8(" abcdefgh"));  // ' ' = 0, a = 1
+const model::Vocabulary vocabulary = model::Vocabulary::of_text(" abcdefgh");  // ' ' = 0, a = 1
 constexpr int context = 16;
 
 Trace parse(const std::string& text) { return parse_request_trace(text, "t.jsonl", vocabulary, context); }

@@ -48,8 +48,7 @@ TEST_CASE("example traces: uniform batching leaves a smaller bubble than request
 
 TEST_CASE("example traces: the KJV trace encodes with the KJV text's vocabulary", "[runtime][serve]") {
   // The sorted distinct characters of examples/lm/kjv.txt (prepare_kjv.sh), which the tests do not have.
-  const auto kjv = model::Vocabulary::of_text(
-      model::decode_utf8("\n !'(),-.:;?ABCDEFGHIJKLMNOPQRSTUVWYZabcdefghijklmnopqrstuvwxyz"));
+  const auto kjv = model::Vocabulary::of_text("\n !'(),-.:;?ABCDEFGHIJKLMNOPQRSTUVWYZabcdefghijklmnopqrstuvwxyz");
   REQUIRE(kjv.size() == vocab);
   const runtime::Trace trace = runtime::read_request_trace(examples + "kjv.jsonl", kjv, context);
   CHECK(trace.error.value_or("") == "");
