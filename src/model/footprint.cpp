@@ -12,6 +12,7 @@ LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
   saved_in_scalar += other.saved_in_scalar;
   kept_in_scalar += other.kept_in_scalar;
   workspace = std::max(workspace, other.workspace);
+  intermediates = std::max(intermediates, other.intermediates);
   forward_flops += other.forward_flops;
   tensor_forward += other.tensor_forward;
   tensor_backward += other.tensor_backward;
@@ -27,6 +28,7 @@ FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) {
   footprint_.parameters += 2 * width;
   footprint_.saved += rows * (width + 1);
   footprint_.saved_in_scalar += rows;
+  footprint_.intermediates += rows * width;
   footprint_.kept_for_weight_gradient += 2 * rows * width;
   if (sequence_parallel_) footprint_.row_partial += {2 * width, 2};
   return *this;
@@ -47,6 +49,7 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
   f.forward_flops += 2 * rows * in * out / (split == TensorSplit::none ? 1 : t);
   switch (ranks_ == 1 ? TensorSplit::none : split) {
     case TensorSplit::none:
+      f.intermediates += region * out;
       f.parameters += in * out + biases;
       f.linear_weights += in * out;
       f.saved += region * in;
@@ -54,6 +57,7 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
       if (sequence_parallel_) f.row_partial += {in * out + biases, bias ? 2 : 1};
       break;
     case TensorSplit::column:
+      f.intermediates += rows * out / t;
       f.parameters += in * out / t + biases / t;
       f.linear_weights += in * out / t;
       f.saved += region * in;
@@ -66,6 +70,7 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
       }
       break;
     case TensorSplit::row:
+      f.intermediates += rows * out;
       f.parameters += in * out / t + biases;
       f.linear_weights += in * out / t;
       f.saved += rows * in / t;
@@ -79,6 +84,7 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
 
 FootprintBuilder& FootprintBuilder::elementwise(std::int64_t rows, std::int64_t width) {
   footprint_.saved += rows * width;
+  footprint_.intermediates += rows * width;
   return *this;
 }
 
@@ -90,6 +96,7 @@ FootprintBuilder& FootprintBuilder::attention(std::int64_t heads, std::int64_t p
                                               kernels::AttentionPath path) {
   const std::int64_t width = heads * head_dim;
   footprint_.forward_flops += 2 * rows_ * positions * width;
+  footprint_.intermediates += rows_ * width;
   const std::int64_t probabilities = rows_ * heads * positions;
   footprint_.saved +=
       path == kernels::AttentionPath::gemm ? 3 * rows_ * width + probabilities : 4 * rows_ * width + rows_ * heads;

@@ -23,6 +23,7 @@ StageFootprint stage_footprint(const ModelSpec& model, LayerRange layers, const 
   footprint.saved_in_scalar = layer_sum.saved_in_scalar;
   footprint.kept_in_scalar = layer_sum.kept_in_scalar;
   footprint.workspace = layer_sum.workspace;
+  footprint.intermediates = layer_sum.intermediates;
   footprint.stash_per_microbatch = recompute ? footprint.input_per_microbatch : footprint.saved_per_microbatch;
   // A recomputing stage keeps its input: data at the first stage, an activation between layers past it.
   footprint.stash_in_scalar =

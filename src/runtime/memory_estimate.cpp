@@ -107,7 +107,9 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     const model::StageFootprint footprint = model::stage_footprint(spec.model, spec.stages.at(stage), query, recompute);
     estimate.parameters += footprint.parameters * scalar;
     estimate.packed_weights += footprint.linear_weights * scalar;
-    estimate.workspace = std::max(estimate.workspace, footprint.workspace * scalar);
+    // The pool keeps what one F passes between a layer's parts, and in training B's gradients as well.
+    const std::int64_t between = footprint.intermediates * (training ? 2 : 1);
+    estimate.workspace = std::max(estimate.workspace, (footprint.workspace + between) * scalar);
     chunks.push_back(footprint);
     widest_boundary = std::max(widest_boundary, footprint.input_per_microbatch);
     if (stage + 1 == schedule.placement.stage_count()) {

@@ -58,6 +58,11 @@ struct LayerFootprint {
   // probabilities in inference, their gradient in B): the largest of the
   // layer's parts, since they run one after another.
   std::int64_t workspace = 0;
+  // The outputs of the layer's parts in one F, the activations a composite
+  // layer passes between them (B passes as many gradients): pooled float
+  // buffers that stay allocated for the next microbatch. The largest of the
+  // layers', like workspace.
+  std::int64_t intermediates = 0;
   // Forward FLOPs of one microbatch: 2·in·out per Linear, 2·T·width per
   // position for causal attention's scores and weighted sum (half of the
   // full T x T products each); elementwise work is left out. With rows = 1

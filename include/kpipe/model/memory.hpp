@@ -24,8 +24,11 @@ struct StageFootprint {
   // Kept from B until W in split-backward schedules: each Linear's input and
   // output gradient, each LayerNorm's x̂ and output gradient.
   std::int64_t kept_for_weight_gradient = 0;
-  // The largest temporary of one layer's F or B (LayerFootprint::workspace).
+  // The largest temporary of one layer's F or B (LayerFootprint::workspace),
+  // and the most activations one layer passes between its parts in F
+  // (LayerFootprint::intermediates).
   std::int64_t workspace = 0;
+  std::int64_t intermediates = 0;
   // Of stash_per_microbatch, saved_per_microbatch and kept_for_weight_gradient,
   // what stays in the scalar type under compute.precision = bf16 and fp16
   // (LayerFootprint::saved_in_scalar; with recomputation the first stage's

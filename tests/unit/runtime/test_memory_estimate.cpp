@@ -124,16 +124,22 @@ TEST_CASE("with packed weights the estimate counts a copy of W, and of Wᵀ in t
   }
 }
 
-TEST_CASE("the estimate counts the GEMM attention's T x T probabilities as one action's workspace",
-          "[runtime][memory]") {
+// A decoder block's F passes 16 activations of d per position between its
+// parts (LayerNorm d, Q|K|V 3d, attention d, projection d; LayerNorm d, the
+// MLP's 4d and its activation's 4d, projection d), which the pool keeps, and
+// in training B as many gradients.
+TEST_CASE(
+    "the estimate counts one action's temporaries: the GEMM attention's T x T probabilities and a "
+    "block's activations between its parts",
+    "[runtime][memory]") {
   const std::string attention = GENERATE("gemm", "fused");
   const std::string schedule_name = GENERATE("1f1b", "forward");
-  const int b = 2, context = 32, heads = 4;
+  const int b = 2, context = 32, heads = 4, dim = 16;
   const config::RunConfig config = config::run_config(config::parse_deck(
-      fmt::format("model.kind = \"transformer\"\nmodel.vocab = 16\nmodel.context = {}\nmodel.dim = 16\n"
+      fmt::format("model.kind = \"transformer\"\nmodel.vocab = 16\nmodel.context = {}\nmodel.dim = {}\n"
                   "model.heads = {}\nmodel.layers = 2\ntrain.global_batch = 8\ntrain.microbatch_size = {}\n"
                   "pipeline.stages = 2\npipeline.schedule = \"{}\"\ncompute.attention = \"{}\"\n",
-                  context, heads, b, schedule_name, attention),
+                  context, dim, heads, b, schedule_name, attention),
       "test.toml"));
   const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
   const schedule::Schedule schedule = schedule::make_schedule(schedule::run_plan(config));
@@ -142,7 +148,8 @@ TEST_CASE("the estimate counts the GEMM attention's T x T probabilities as one a
     const runtime::MemoryEstimate estimate = runtime::estimate_memory(spec, schedule, rank, 1, false, 0);
     // b sequences, each head's causal scores over T x T positions, float32; inference stashes nothing.
     const std::int64_t probabilities = std::int64_t{b} * heads * context * context * 4;
-    CHECK(estimate.workspace == (attention == "gemm" ? probabilities : 0));
+    const std::int64_t between = 16 * std::int64_t{dim} * b * context * 4 * (schedule_name == "forward" ? 1 : 2);
+    CHECK(estimate.workspace == (attention == "gemm" ? probabilities : 0) + between);
     if (schedule_name == "forward") CHECK(estimate.activations == 0);
     CHECK(estimate.total() >= estimate.parameters + estimate.workspace);
   }
