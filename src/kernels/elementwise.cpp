@@ -8,6 +8,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/fast_math.hpp"
 #include "rows.hpp"
+#include "stored.hpp"
 
 namespace kpipe::kernels {
 
@@ -92,9 +93,9 @@ void forward_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatr
 
 // Y = f(X) and D = f'(X): the backward then needs no f, and GELU's erf is
 // computed once per element instead of once in each pass.
-template <class F, class Scalar>
+template <class F, class Scalar, class Stored>
 void forward_and_derivative_kernel(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
-                                   const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& D) {
+                                   const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Stored>& D) {
   const auto x = detail::flat(X);
   const auto y = detail::flat(Y);
   const auto d = detail::flat(D);
@@ -103,7 +104,7 @@ void forward_and_derivative_kernel(const tensor::ExecutionSpace& space, const te
       KOKKOS_LAMBDA(std::int64_t e) {
         const Scalar value = x(e);  // read before Y, which may alias X, is written
         y(e) = F::value(value);
-        d(e) = F::derivative(value);
+        detail::store(F::derivative(value), d(e));
       });
 }
 
@@ -136,16 +137,17 @@ struct Product {
   }
 };
 
-// C = op(A, B) element by element, on matrices of one shape (checked by the caller).
-template <class Scalar, class Op>
-void combine(const tensor::ExecutionSpace& space, const char* label, const tensor::ConstMatrix<Scalar>& A,
+// C = op(A, B) element by element, on matrices of one shape (checked by the
+// caller); A may be stored in a reduced type, widened as it is read.
+template <class Scalar, class Op, class StoredA = Scalar>
+void combine(const tensor::ExecutionSpace& space, const char* label, const tensor::ConstMatrix<StoredA>& A,
              const tensor::ConstMatrix<Scalar>& B, const tensor::Matrix<Scalar>& C, Op op) {
   const auto a = detail::flat(A);
   const auto b = detail::flat(B);
   const auto c = detail::flat(C);
   detail::for_each(
       space, label, static_cast<std::int64_t>(c.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) { c(e) = op(a(e), b(e)); });
+      KOKKOS_LAMBDA(std::int64_t e) { c(e) = op(detail::load(a(e)), b(e)); });
 }
 
 // x^2 in double, in which squared_norm accumulates.
@@ -164,21 +166,21 @@ void activation_forward(const tensor::ExecutionSpace& space, Activation f,
   with_activation(f, [&](auto op) { forward_kernel<decltype(op), Scalar>(space, X, Y); });
 }
 
-template <class Scalar>
+template <class Scalar, class Stored>
 void activation_forward(const tensor::ExecutionSpace& space, Activation f,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y,
-                        const tensor::Matrix<Scalar>& D) {
+                        const tensor::Matrix<Stored>& D) {
   tensor::require_shape("activation output", Y, X.extent(0), X.extent(1));
   tensor::require_shape("activation derivative", D, X.extent(0), X.extent(1));
   with_activation(f, [&](auto op) { forward_and_derivative_kernel<decltype(op), Scalar>(space, X, Y, D); });
 }
 
-template <class Scalar>
-void activation_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& D,
+template <class Scalar, class Stored>
+void activation_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Stored>>& D,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dX) {
   tensor::require_shape("activation output gradient", dY, D.extent(0), D.extent(1));
   tensor::require_shape("activation input gradient", dX, D.extent(0), D.extent(1));
-  combine(space, "kpipe::kernels::activation_backward", D, dY, dX, Product{});
+  combine<Scalar>(space, "kpipe::kernels::activation_backward", D, dY, dX, Product{});
 }
 
 template <class Scalar>
@@ -290,5 +292,16 @@ double squared_norm(const tensor::ExecutionSpace& space, const tensor::ConstMatr
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE
+
+// compute.precision = bf16 and fp16: a float activation keeps its derivative reduced.
+#define KPIPE_INSTANTIATE_STORED(Stored)                                                                              \
+  template void activation_forward<float, Stored>(const tensor::ExecutionSpace&, Activation,                          \
+                                                  const tensor::ConstMatrix<float>&, const tensor::Matrix<float>&,    \
+                                                  const tensor::Matrix<Stored>&);                                     \
+  template void activation_backward<float, Stored>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Stored>&, \
+                                                   const tensor::ConstMatrix<float>&, const tensor::Matrix<float>&);
+KPIPE_INSTANTIATE_STORED(tensor::BFloat16)
+KPIPE_INSTANTIATE_STORED(tensor::Half)
+#undef KPIPE_INSTANTIATE_STORED
 
 }  // namespace kpipe::kernels

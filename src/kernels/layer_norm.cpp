@@ -2,6 +2,7 @@
 
 #include "kpipe/tensor/compat.hpp"
 #include "rows.hpp"
+#include "stored.hpp"
 
 // Forward and the input gradient work row by row (rows.hpp): on the host one
 // thread per row with vectorised loops over the features, which stay in L1
@@ -9,11 +10,11 @@
 
 namespace kpipe::kernels {
 
-template <class Scalar>
+template <class Scalar, class Stored>
 void layer_norm_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& gamma,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& beta, tensor::identity_t<Scalar> epsilon,
-                        const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Scalar>& xhat,
+                        const tensor::Matrix<Scalar>& Y, const tensor::Matrix<Stored>& xhat,
                         const tensor::Matrix<Scalar>& rstd) {
   const int rows = static_cast<int>(X.extent(0));
   const int n = static_cast<int>(X.extent(1));
@@ -28,7 +29,7 @@ void layer_norm_forward(const tensor::ExecutionSpace& space, const tensor::Const
         const Scalar* const g = &gamma(0, 0);
         const Scalar* const b = &beta(0, 0);
         Scalar* const y = &Y(i, 0);
-        Scalar* const normalised = &xhat(i, 0);
+        Stored* const normalised = &xhat(i, 0);
         const Scalar mean = detail::row_sum(row, n, [&](int j) { return x[j]; }) / n;
         // Two passes: the variance of the centred values does not cancel.
         const Scalar squares = detail::row_sum(row, n, [&](int j) {
@@ -38,17 +39,17 @@ void layer_norm_forward(const tensor::ExecutionSpace& space, const tensor::Const
         const Scalar r = Scalar(1) / tensor::compat::math::sqrt(squares / n + epsilon);
         detail::row_for(row, n, [&](int j) {
           const Scalar value = (x[j] - mean) * r;
-          normalised[j] = value;
+          detail::store(value, normalised[j]);
           y[j] = value * g[j] + b[j];
         });
         detail::row_single(row, [&] { rstd(i, 0) = r; });
       });
 }
 
-template <class Scalar>
+template <class Scalar, class Stored>
 void layer_norm_backward_input(const tensor::ExecutionSpace& space,
                                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
-                               const tensor::ConstMatrix<tensor::identity_t<Scalar>>& xhat,
+                               const tensor::ConstMatrix<tensor::identity_t<Stored>>& xhat,
                                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& rstd,
                                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& gamma,
                                const tensor::Matrix<Scalar>& dX) {
@@ -61,20 +62,22 @@ void layer_norm_backward_input(const tensor::ExecutionSpace& space,
   detail::for_each_row(
       space, "kpipe::kernels::layer_norm_backward_input", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
         const Scalar* const dy = &dY(i, 0);
-        const Scalar* const normalised = &xhat(i, 0);
+        const Stored* const normalised = &xhat(i, 0);
         const Scalar* const g = &gamma(0, 0);
         Scalar* const dx = &dX(i, 0);
         const Scalar mean_g = detail::row_sum(row, n, [&](int j) { return dy[j] * g[j]; }) / n;
-        const Scalar mean_gx = detail::row_sum(row, n, [&](int j) { return dy[j] * g[j] * normalised[j]; }) / n;
+        const Scalar mean_gx =
+            detail::row_sum(row, n, [&](int j) { return dy[j] * g[j] * detail::load(normalised[j]); }) / n;
         const Scalar r = rstd(i, 0);
-        detail::row_for(row, n, [&](int j) { dx[j] = r * (dy[j] * g[j] - mean_g - normalised[j] * mean_gx); });
+        detail::row_for(row, n,
+                        [&](int j) { dx[j] = r * (dy[j] * g[j] - mean_g - detail::load(normalised[j]) * mean_gx); });
       });
 }
 
-template <class Scalar>
+template <class Scalar, class Stored>
 void layer_norm_backward_weight(const tensor::ExecutionSpace& space,
-                                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
-                                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& xhat,
+                                const tensor::ConstMatrix<tensor::identity_t<Stored>>& dY,
+                                const tensor::ConstMatrix<tensor::identity_t<Stored>>& xhat,
                                 const tensor::Matrix<Scalar>& dgamma, const tensor::Matrix<Scalar>& dbeta) {
   const int rows = static_cast<int>(xhat.extent(0));
   const int n = static_cast<int>(xhat.extent(1));
@@ -90,11 +93,12 @@ void layer_norm_backward_weight(const tensor::ExecutionSpace& space,
         Scalar sum_gamma[block] = {};
         Scalar sum_beta[block] = {};
         for (int i = 0; i < rows; ++i) {
-          const Scalar* const dy = &dY(i, first);
-          const Scalar* const normalised = &xhat(i, first);
+          const Stored* const dy = &dY(i, first);
+          const Stored* const normalised = &xhat(i, first);
           for (int j = 0; j < width; ++j) {
-            sum_gamma[j] += dy[j] * normalised[j];
-            sum_beta[j] += dy[j];
+            const Scalar g = detail::load(dy[j]);
+            sum_gamma[j] += g * detail::load(normalised[j]);
+            sum_beta[j] += g;
           }
         }
         for (int j = 0; j < width; ++j) {
@@ -118,5 +122,21 @@ void layer_norm_backward_weight(const tensor::ExecutionSpace& space,
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE
+
+// compute.precision = bf16 and fp16: a float LayerNorm keeps xhat and dY reduced.
+#define KPIPE_INSTANTIATE_STORED(Stored)                                                                     \
+  template void layer_norm_forward<float, Stored>(                                                           \
+      const tensor::ExecutionSpace&, const tensor::ConstMatrix<float>&, const tensor::ConstMatrix<float>&,   \
+      const tensor::ConstMatrix<float>&, float, const tensor::Matrix<float>&, const tensor::Matrix<Stored>&, \
+      const tensor::Matrix<float>&);                                                                         \
+  template void layer_norm_backward_input<float, Stored>(                                                    \
+      const tensor::ExecutionSpace&, const tensor::ConstMatrix<float>&, const tensor::ConstMatrix<Stored>&,  \
+      const tensor::ConstMatrix<float>&, const tensor::ConstMatrix<float>&, const tensor::Matrix<float>&);   \
+  template void layer_norm_backward_weight<float, Stored>(                                                   \
+      const tensor::ExecutionSpace&, const tensor::ConstMatrix<Stored>&, const tensor::ConstMatrix<Stored>&, \
+      const tensor::Matrix<float>&, const tensor::Matrix<float>&);
+KPIPE_INSTANTIATE_STORED(tensor::BFloat16)
+KPIPE_INSTANTIATE_STORED(tensor::Half)
+#undef KPIPE_INSTANTIATE_STORED
 
 }  // namespace kpipe::kernels

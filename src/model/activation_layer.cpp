@@ -6,7 +6,7 @@ namespace kpipe::model {
 
 template <class Scalar>
 std::vector<TensorDecl> ActivationLayer<Scalar>::saved(int rows) const {
-  return {{"derivative", tensor::TensorSpec({rows, dim_}, kernels::stored_dtype<Scalar>(env_.precision))}};
+  return {{"derivative", tensor::TensorSpec({rows, dim_}, stored())}};
 }
 
 template <class Scalar>
@@ -18,12 +18,14 @@ void ActivationLayer<Scalar>::forward(tensor::TensorList inputs, tensor::TensorL
     kernels::activation_forward(env_.exec.space(), f_, X, Y);
     return;
   }
-  // f'(X) costs little once f(X) is computed, and backward then needs only it.
-  const auto derivative =
-      env_.exec.pool().take<Scalar>("kpipe::model::activation_derivative", static_cast<int>(X.extent(0)), dim_);
-  kernels::activation_forward(env_.exec.space(), f_, X, Y, derivative);
-  ctx->save("derivative", kernels::rounded(env_.exec, derivative, kernels::stored_dtype<Scalar>(env_.precision),
-                                           "kpipe::model::activation_derivative_stored"));
+  // f'(X) costs little once f(X) is computed, and backward then needs only
+  // it, kept in the stored type (written there directly).
+  const tensor::Tensor derivative =
+      env_.exec.pool().take("kpipe::model::activation_derivative", stored(), static_cast<int>(X.extent(0)), dim_);
+  kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
+    kernels::activation_forward(env_.exec.space(), f_, X, Y, derivative.matrix<decltype(type)>());
+  });
+  ctx->save("derivative", derivative);
 }
 
 template <class Scalar>
@@ -32,12 +34,18 @@ void ActivationLayer<Scalar>::backward_input(tensor::TensorList output_grads, te
   const auto region = env_.exec.region("kpipe::model::activation::backward_input");
   const auto dX = input_grads.at(0).matrix<Scalar>();
   if (dX.size() != 0) {
-    const tensor::Tensor derivative =
-        kernels::widened(env_.exec, ctx.saved("derivative"), "kpipe::model::activation_derivative_widened");
-    kernels::activation_backward(env_.exec.space(), derivative.matrix<Scalar>(), output_grads.at(0).matrix<Scalar>(),
-                                 dX);
+    kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
+      using Stored = decltype(type);
+      kernels::activation_backward<Scalar, Stored>(env_.exec.space(), ctx.saved("derivative").matrix<Stored>(),
+                                                   output_grads.at(0).matrix<Scalar>(), dX);
+    });
   }
   ctx.clear();
+}
+
+template <class Scalar>
+tensor::DType ActivationLayer<Scalar>::stored() const {
+  return kernels::stored_dtype<Scalar>(env_.precision);
 }
 
 template class ActivationLayer<float>;

@@ -26,8 +26,7 @@ LayerNorm<Scalar>::LayerNorm(int dim, const std::string& name, LayerEnvironment 
 template <class Scalar>
 std::vector<TensorDecl> LayerNorm<Scalar>::saved(int rows) const {
   // 1/std is a per-row statistic: float32 in every precision.
-  return {{"xhat", TensorSpec({rows, input_dim()}, kernels::stored_dtype<Scalar>(env_.precision))},
-          {"rstd", TensorSpec::matrix<Scalar>(rows, 1)}};
+  return {{"xhat", TensorSpec({rows, input_dim()}, stored())}, {"rstd", TensorSpec::matrix<Scalar>(rows, 1)}};
 }
 
 template <class Scalar>
@@ -36,13 +35,15 @@ void LayerNorm<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList ou
   const auto X = inputs.at(0).matrix<Scalar>();
   const int rows = static_cast<int>(X.extent(0));
   auto& pool = env_.exec.pool();
-  const auto xhat = pool.take<Scalar>("kpipe::model::layer_norm_xhat", rows, input_dim());
+  // x̂ is written in the type it is kept in.
+  const tensor::Tensor xhat = pool.take("kpipe::model::layer_norm_xhat", stored(), rows, input_dim());
   const auto rstd = pool.take<Scalar>("kpipe::model::layer_norm_rstd", rows, 1);
-  kernels::layer_norm_forward(env_.exec.space(), X, gamma_.value, beta_.value, Scalar(epsilon),
-                              outputs.at(0).matrix<Scalar>(), xhat, rstd);
+  kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
+    kernels::layer_norm_forward(env_.exec.space(), X, gamma_.value, beta_.value, Scalar(epsilon),
+                                outputs.at(0).matrix<Scalar>(), xhat.matrix<decltype(type)>(), rstd);
+  });
   if (ctx) {
-    ctx->save("xhat", kernels::rounded(env_.exec, xhat, kernels::stored_dtype<Scalar>(env_.precision),
-                                       "kpipe::model::layer_norm_xhat_stored"));
+    ctx->save("xhat", xhat);
     ctx->save("rstd", rstd);
   }
 }
@@ -53,23 +54,31 @@ void LayerNorm<Scalar>::backward_input(tensor::TensorList output_grads, tensor::
   const auto region = env_.exec.region("kpipe::model::layer_norm::backward_input");
   const auto dX = input_grads.at(0).matrix<Scalar>();
   if (dX.size() != 0) {
-    const tensor::Tensor xhat = kernels::widened(env_.exec, ctx.saved("xhat"), "kpipe::model::layer_norm_xhat_widened");
-    kernels::layer_norm_backward_input(env_.exec.space(), output_grads.at(0).matrix<Scalar>(), xhat.matrix<Scalar>(),
-                                       ctx.saved("rstd").matrix<Scalar>(), gamma_.value, dX);
+    kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
+      using Stored = decltype(type);
+      kernels::layer_norm_backward_input<Scalar, Stored>(env_.exec.space(), output_grads.at(0).matrix<Scalar>(),
+                                                         ctx.saved("xhat").matrix<Stored>(),
+                                                         ctx.saved("rstd").matrix<Scalar>(), gamma_.value, dX);
+    });
   }
   ctx.drop("rstd");
-  ctx.save("dy", kernels::rounded(env_.exec, output_grads.at(0), kernels::stored_dtype<Scalar>(env_.precision),
-                                  "kpipe::model::layer_norm_dy_stored"));
+  ctx.save("dy", kernels::rounded(env_.exec, output_grads.at(0), stored(), "kpipe::model::layer_norm_dy_stored"));
 }
 
 template <class Scalar>
 void LayerNorm<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::layer_norm::backward_weight");
-  const tensor::Tensor dy = kernels::widened(env_.exec, ctx.saved("dy"), "kpipe::model::layer_norm_dy_widened");
-  const tensor::Tensor xhat = kernels::widened(env_.exec, ctx.saved("xhat"), "kpipe::model::layer_norm_xhat_widened");
-  kernels::layer_norm_backward_weight(env_.exec.space(), dy.matrix<Scalar>(), xhat.matrix<Scalar>(), gamma_.grad,
-                                      beta_.grad);
+  kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
+    using Stored = decltype(type);
+    kernels::layer_norm_backward_weight<Scalar, Stored>(env_.exec.space(), ctx.saved("dy").matrix<Stored>(),
+                                                        ctx.saved("xhat").matrix<Stored>(), gamma_.grad, beta_.grad);
+  });
   ctx.clear();
+}
+
+template <class Scalar>
+tensor::DType LayerNorm<Scalar>::stored() const {
+  return kernels::stored_dtype<Scalar>(env_.precision);
 }
 
 template class LayerNorm<float>;

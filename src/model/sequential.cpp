@@ -9,13 +9,15 @@ namespace kpipe::model {
 template <class Scalar>
 void Sequential<Scalar>::round_between(const tensor::Tensor& between) const {
   if constexpr (std::is_same_v<Scalar, float>) {
+    if (between_ == BetweenLayers::kept) return;
     kernels::round_through(env_.exec.space(), between.matrix<float>(), kernels::operand_dtype(env_.precision));
   }
 }
 
 template <class Scalar>
-Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env)
-    : env_(env), layers_(std::move(layers)) {}
+Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env,
+                               BetweenLayers between)
+    : env_(env), layers_(std::move(layers)), between_(between) {}
 
 template <class Scalar>
 template <class Width, class Step>

@@ -49,7 +49,7 @@ std::unique_ptr<Sequential<Scalar>> build_body(const ModelSpec& model, LayerRang
     if (layers.first == 0) body.front() = with_edge(std::move(body.front()), SequenceEdge::enter, env);
     if (layers.end() == total) body.back() = with_edge(std::move(body.back()), SequenceEdge::leave, env);
   }
-  return std::make_unique<Sequential<Scalar>>(std::move(body), env);
+  return std::make_unique<Sequential<Scalar>>(std::move(body), env, BetweenLayers::rounded);
 }
 
 std::string stage_name(LayerRange layers) {

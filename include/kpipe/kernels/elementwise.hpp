@@ -19,15 +19,17 @@ void activation_forward(const tensor::ExecutionSpace& space, Activation f,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y);
 
 // Y = f(X) and D = f'(X), what activation_backward needs: training keeps D
-// instead of X, and GELU's backward does not evaluate erf again.
-template <class Scalar>
+// instead of X, and GELU's backward does not evaluate erf again. D is Scalar,
+// or for float bfloat16 or float16 (`Stored`; compute.precision keeps it in
+// that type), rounded as round_to rounds, with no float32 copy in between.
+template <class Scalar, class Stored = Scalar>
 void activation_forward(const tensor::ExecutionSpace& space, Activation f,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X, const tensor::Matrix<Scalar>& Y,
-                        const tensor::Matrix<Scalar>& D);
+                        const tensor::Matrix<Stored>& D);
 
-// dX = D * dY, with D = f'(X) from activation_forward.
-template <class Scalar>
-void activation_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& D,
+// dX = D * dY, with D = f'(X) from activation_forward (widened exactly when Stored is reduced).
+template <class Scalar, class Stored = Scalar>
+void activation_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Stored>>& D,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dX);
 
 // C = A + B.

@@ -90,4 +90,17 @@ void with_reduced_type(tensor::DType dtype, const char* what, F&& f) {
   }
 }
 
+// f(T{}) for the element type T in which layers of `Scalar` keep what they
+// save under `precision` (stored_dtype): Scalar, or bfloat16 or float16.
+template <class Scalar, class F>
+void with_stored_type(config::Precision precision, F&& f) {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (precision != config::Precision::fp32) {
+      with_reduced_type(operand_dtype(precision), "a stored tensor", f);
+      return;
+    }
+  }
+  f(Scalar{});
+}
+
 }  // namespace kpipe::kernels

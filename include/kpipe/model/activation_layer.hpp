@@ -23,6 +23,9 @@ class ActivationLayer final : public Layer<Scalar> {
   void backward_weight(Context& ctx) override { ctx.clear(); }
 
  private:
+  // The derivative's element type (kernels::stored_dtype).
+  tensor::DType stored() const;
+
   LayerEnvironment env_;
   kernels::Activation f_;
   int dim_;

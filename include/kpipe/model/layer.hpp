@@ -182,8 +182,8 @@ class Layer {
 // rows (sequence parallelism; false whenever the group has one rank), and
 // compute.precision: with bf16 or fp16 float layers keep what they save
 // between passes in that type (kernels::stored_dtype; per-row statistics and
-// token ids excepted) and Sequential rounds the activations and gradients
-// between its layers to it (docs/model.md, Precision).
+// token ids excepted) and a stage rounds the activations and gradients
+// between the model's layers to it (docs/model.md, Precision).
 struct LayerEnvironment {
   tensor::ExecContext& exec;
   Collectives& collectives;

@@ -26,6 +26,9 @@ class LayerNorm final : public Layer<Scalar> {
   std::vector<Parameter<Scalar>> parameters() const override { return {gamma_, beta_}; }
 
  private:
+  // The element type x̂ and dy are kept in (kernels::stored_dtype).
+  tensor::DType stored() const;
+
   LayerEnvironment env_;
   Parameter<Scalar> gamma_;
   Parameter<Scalar> beta_;

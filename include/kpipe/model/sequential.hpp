@@ -9,14 +9,21 @@
 
 namespace kpipe::model {
 
+// What a Sequential does to the activations and gradients between its layers
+// under compute.precision = bf16 or fp16: a stage's body (the model's layers)
+// rounds them to that type (held in float32 buffers, exact in the reduced
+// type), so that a stage boundary may fall between any two; a composite
+// inside a layer keeps them float32, and each part keeps what it saves in
+// the reduced type.
+enum class BetweenLayers { kept, rounded };
+
 // Layers applied one after the other; the intermediates come from the pool.
-// Saves nothing itself: one child context per layer. With compute.precision
-// = bf16 or fp16 the activations and gradients between the layers are
-// rounded to that type (held in float32 buffers, exact in the reduced type).
+// Saves nothing itself: one child context per layer.
 template <class Scalar>
 class Sequential final : public Layer<Scalar> {
  public:
-  Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env);
+  Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env,
+             BetweenLayers between = BetweenLayers::kept);
 
   const char* kind() const override { return "sequential"; }
   int input_dim() const override { return layers_.front()->input_dim(); }
@@ -49,6 +56,7 @@ class Sequential final : public Layer<Scalar> {
 
   LayerEnvironment env_;
   std::vector<std::unique_ptr<Layer<Scalar>>> layers_;
+  BetweenLayers between_;
 };
 
 }  // namespace kpipe::model
