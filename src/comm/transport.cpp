@@ -19,26 +19,8 @@ std::size_t bytes_of(const Message& message) {
   return static_cast<std::size_t>(message.rows) * message.cols * tensor::size_of(message.dtype);
 }
 
-// f(T{}) for the element type T of `dtype`.
-template <class F>
-void with_element_type(tensor::DType dtype, F&& f) {
-  switch (dtype) {
-    case tensor::DType::float32:
-      return f(float{});
-    case tensor::DType::float64:
-      return f(double{});
-    case tensor::DType::bfloat16:
-      return f(tensor::BFloat16{});
-    case tensor::DType::float16:
-      return f(tensor::Half{});
-  }
-  throw runtime_error(fmt::format("a message of element type {}: not one of DType's", static_cast<int>(dtype)));
-}
-
 MPI_Datatype mpi_type_of(tensor::DType dtype) {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  with_element_type(dtype, [&](auto element) { type = mpi_type<decltype(element)>(); });
-  return type;
+  return tensor::with_element_type(dtype, [](auto element) { return mpi_type<decltype(element)>(); });
 }
 
 // A rows x cols matrix of T in a host staging buffer.
@@ -102,7 +84,7 @@ void Transport::post_receive(const Message& whole) {
   const Message message = part_of(whole);
   Pending pending{message, MPI_REQUEST_NULL, {}, {}};
   void* target = nullptr;
-  with_element_type(message.dtype, [&](auto type) {
+  tensor::with_element_type(message.dtype, [&](auto type) {
     using T = decltype(type);
     const auto buffer = buffers_.take<T>(message.rows, message.cols);
     target = buffer.data();

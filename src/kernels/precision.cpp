@@ -5,6 +5,7 @@
 #include "flat.hpp"
 #include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
+#include "stored.hpp"
 
 namespace kpipe::kernels {
 
@@ -12,9 +13,6 @@ namespace {
 
 // Elements per host_loop call, as in elementwise.cpp.
 constexpr std::int64_t grain = 4096;
-
-KOKKOS_INLINE_FUNCTION void round(float x, tensor::BFloat16& y) { y = tensor::to_bfloat16(x); }
-KOKKOS_INLINE_FUNCTION void round(float x, tensor::Half& y) { y = tensor::to_half(x); }
 
 template <class Reduced>
 void round_all(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<float>& X,
@@ -24,7 +22,7 @@ void round_all(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<fl
   const auto y = detail::flat(Y);
   detail::for_each(
       space, "kpipe::kernels::round_to", static_cast<std::int64_t>(x.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) { round(x(e), y(e)); });
+      KOKKOS_LAMBDA(std::int64_t e) { detail::store(x(e), y(e)); });
 }
 
 template <class Reduced>
@@ -35,7 +33,7 @@ void widen_all(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Re
   const auto y = detail::flat(Y);
   detail::for_each(
       space, "kpipe::kernels::widen", static_cast<std::int64_t>(x.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) { y(e) = tensor::to_float(x(e)); });
+      KOKKOS_LAMBDA(std::int64_t e) { y(e) = detail::load(x(e)); });
 }
 
 template <class Reduced>
@@ -45,8 +43,8 @@ void round_through_all(const tensor::ExecutionSpace& space, const tensor::Matrix
       space, "kpipe::kernels::round_through", static_cast<std::int64_t>(x.extent(0)), grain,
       KOKKOS_LAMBDA(std::int64_t e) {
         Reduced y;
-        round(x(e), y);
-        x(e) = tensor::to_float(y);
+        detail::store(x(e), y);
+        x(e) = detail::load(y);
       });
 }
 

@@ -53,13 +53,6 @@ Shard shard_of(TensorSplit split, int axis, int blocks, const Collectives& colle
   return Shard::along(axis, collectives.rank(Group::tensor), collectives.size(Group::tensor), blocks);
 }
 
-// f(T{}) for the storage type T of a reduced compute.precision (bf16, fp16).
-template <class F>
-decltype(auto) with_reduced(config::Precision precision, F&& f) {
-  if (precision == config::Precision::fp16) return f(tensor::Half{});
-  return f(tensor::BFloat16{});
-}
-
 // `extent` of an axis split into `shard`: the shard's share.
 int local_extent(int extent, const Shard& shard, int axis) {
   return shard.axis == axis ? extent / shard.count : extent;
@@ -136,7 +129,7 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
   weight_.row_partial = bias_.row_partial = sequence_parallel_ && split_ == TensorSplit::none;
   initialise_shard(env_.exec.space(), init, init_key, whole_rows, whole_columns, weight_shard, weight_.value);
   if (reduced()) {
-    weight_reduced_ = with_reduced(precision_, [&](auto type) {
+    weight_reduced_ = tensor::with_element_type(operand_dtype(), [&](auto type) {
       return tensor::Tensor(tensor::uninitialized_matrix<decltype(type)>(
           "kpipe::model::" + name + ".weight." + std::string(config::name_of(precision_)), rows, columns));
     });
@@ -149,7 +142,7 @@ void Linear<Scalar>::weights_changed() {
   packed_.invalidate();
   if constexpr (std::is_same_v<Scalar, float>) {
     if (!reduced()) return;
-    with_reduced(precision_, [&](auto type) {
+    kernels::with_reduced_type(operand_dtype(), "a Linear's weight", [&](auto type) {
       kernels::round_to(env_.exec.space(), weight_.value, weight_reduced_.matrix<decltype(type)>());
     });
   }
@@ -183,7 +176,7 @@ void Linear<Scalar>::multiply(Trans trans_a, Trans trans_b, const tensor::Tensor
                               Scalar beta, const tensor::Matrix<Scalar>& C) const {
   if constexpr (std::is_same_v<Scalar, float>) {
     if (reduced()) {
-      with_reduced(precision_, [&](auto type) {
+      kernels::with_reduced_type(operand_dtype(), "a Linear's operands", [&](auto type) {
         using T = decltype(type);
         kernels::gemm_mixed(env_.exec.space(), trans_a, trans_b, 1, A.matrix<T>(), B.matrix<T>(), beta, C, gemm_);
       });
@@ -295,8 +288,9 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
     kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
   } else if (has_bias_) {
     if constexpr (std::is_same_v<Scalar, float>) {
-      with_reduced(precision_,
-                   [&](auto type) { kernels::add_column_sums(space, gradient.matrix<decltype(type)>(), bias_.grad); });
+      kernels::with_reduced_type(operand_dtype(), "a Linear's output gradient", [&](auto type) {
+        kernels::add_column_sums(space, gradient.matrix<decltype(type)>(), bias_.grad);
+      });
     }
   }
   ctx.clear();

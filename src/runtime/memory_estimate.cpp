@@ -90,6 +90,9 @@ std::string MemoryEstimate::describe() const {
 MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::Schedule& schedule, int rank,
                                int tensor_ranks, bool staged, std::int64_t baseline_bytes) {
   constexpr std::int64_t scalar = sizeof(float);
+  // bf16 and fp16 keep what the layers save, and send the boundaries, in 2 bytes.
+  const auto stored =
+      static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(spec.stage.kernels.precision)));
   const bool training = schedule.training();
   const bool recompute = spec.stage.recompute;
   MemoryEstimate estimate;
@@ -128,12 +131,10 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     if (spec.optimizer.post_validation && model::needs_gradient_norm(spec.optimizer)) {
       estimate.previous_update = estimate.parameters + estimate.optimizer_state;
     }
-    // bf16 and fp16 keep what the layers save in 2 bytes.
-    const int scalar_bytes = static_cast<int>(scalar);
-    const auto stored_bytes =
-        static_cast<int>(tensor::size_of(kernels::stored_dtype<float>(spec.stage.kernels.precision)));
     std::vector<model::ActivationBytes> activations;
-    for (const auto& chunk : chunks) activations.push_back(model::activation_bytes(chunk, scalar_bytes, stored_bytes));
+    for (const auto& chunk : chunks) {
+      activations.push_back(model::activation_bytes(chunk, static_cast<int>(scalar), static_cast<int>(stored)));
+    }
     estimate.activations = peak_activations(schedule.ranks.at(rank), activations, recompute);
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output
@@ -145,10 +146,8 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   // The window's messages travel in the boundary type (2 bytes in bf16 and
   // fp16, which also keep a rounded copy of each send in flight).
   const std::int64_t peak = schedule::peak_stash(schedule.ranks.at(rank)).peak;
-  const auto wire =
-      static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(spec.stage.kernels.precision)));
   const std::int64_t slots = 2 * (peak + 1) * scalar;
-  const std::int64_t window = (peak + 1) * wire + (wire < scalar ? (peak + 1) * wire : 0);
+  const std::int64_t window = (peak + 1) * stored + (stored < scalar ? (peak + 1) * stored : 0);
   const std::int64_t loss_buffers = training ? 1 + peak + (recompute ? 1 : 0) : 1;
   estimate.buffers = (slots + window) * widest_boundary * (staged ? 2 : 1) + loss_buffers * loss_input * scalar;
   return estimate;

@@ -13,17 +13,7 @@ void tally(const Pools& pools, std::size_t& buffers, std::size_t& bytes) {
 }  // namespace
 
 Tensor Workspace::take(const std::string& label, DType dtype, int rows, int cols) {
-  switch (dtype) {
-    case DType::float32:
-      return take<float>(label, rows, cols);
-    case DType::float64:
-      return take<double>(label, rows, cols);
-    case DType::bfloat16:
-      return take<BFloat16>(label, rows, cols);
-    case DType::float16:
-      return take<Half>(label, rows, cols);
-  }
-  return {};
+  return with_element_type(dtype, [&](auto type) { return Tensor(take<decltype(type)>(label, rows, cols)); });
 }
 
 std::size_t Workspace::buffers() const {

@@ -84,9 +84,7 @@ class Linear final : public Layer<Scalar> {
   // compute.precision = bf16 or fp16: the GEMMs take rounded operands.
   bool reduced() const { return precision_ != config::Precision::fp32; }
   // The element type of the GEMMs' operands (and of the saved x).
-  tensor::DType operand_dtype() const {
-    return reduced() ? kernels::operand_dtype(precision_) : tensor::dtype_of<Scalar>();
-  }
+  tensor::DType operand_dtype() const { return kernels::stored_dtype<Scalar>(precision_); }
   // Writes the lowest finite value to the padding columns of this rank's outputs Y.
   void mask_padding(const tensor::Matrix<Scalar>& Y) const;
   // A pooled buffer of the group's rows of `local`, stacked in rank order.

@@ -114,6 +114,22 @@ constexpr DType dtype_of<Half>() {
   return DType::float16;
 }
 
+// f(T{}) for the element type T of `dtype`: float, double, BFloat16 or Half.
+template <class F>
+decltype(auto) with_element_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::float64:
+      return f(double{});
+    case DType::bfloat16:
+      return f(BFloat16{});
+    case DType::float16:
+      return f(Half{});
+    case DType::float32:
+      break;
+  }
+  return f(float{});
+}
+
 class TensorSpec {
  public:
   TensorSpec() = default;
