@@ -249,8 +249,12 @@ void mixed_product(const tensor::ExecutionSpace& space, Trans trans_a, Trans tra
   const auto [m, n, k] = product_shape("gemm_mixed", trans_a, trans_b, A, B, C);
   if (m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
-  if (vendor != Vendor::cblas || path == GemmPath::portable) {
+  if (vendor == Vendor::none || path == GemmPath::portable) {
     detail::portable_gemm<Reduced>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
+    return;
+  }
+  if constexpr (vendor == Vendor::cublas) {
+    detail::cublas_gemm_mixed(space, operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
     return;
   }
   space.fence();  // oneDNN and CBLAS run on the calling thread
@@ -295,7 +299,12 @@ void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_
 std::string mixed_gemm_library(tensor::DType operands) {
   const char* type = tensor::name_of(operands);
   constexpr Vendor vendor = default_vendor();
-  if (vendor == Vendor::cublas) return fmt::format("the portable kernel (cuBLAS' {} GEMM is not wired yet)", type);
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (vendor == Vendor::cublas) {
+    return fmt::format("{} GemmEx, {} operands with CUBLAS_COMPUTE_32F (tensor cores where the GPU has them)",
+                       detail::cublas_version(), type);
+  }
+#endif
   if (vendor == Vendor::none) return "the portable kernel (this build has no vendor BLAS)";
 #if defined(KPIPE_HAVE_DNNL)
   const std::string kernel = operands == tensor::DType::float16 ? detail::onednn_kernel<tensor::Half>()

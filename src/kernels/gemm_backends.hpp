@@ -63,6 +63,12 @@ template <class Scalar>
 void cublas_gemm(const tensor::ExecutionSpace& space, const GemmOperands<Scalar>& op);
 template <class Scalar>
 void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmOperands<Scalar>& op);
+// cublasGemmEx on bfloat16 or float16 A and B with float32 C and float32 sums
+// (CUBLAS_COMPUTE_32F: tensor cores where the GPU has them, never 16-bit sums).
+template <class In>
+void cublas_gemm_mixed(const tensor::ExecutionSpace& space, const GemmOperands<float, In>& op);
+// "cuBLAS 13.0.0", for mixed_gemm_library().
+std::string cublas_version();
 
 // The Kokkos TeamPolicy kernel with scratch-memory tiles, for every backend:
 // a GEMM per matrix of the batches (a batch of one for a plain GEMM). A and B

@@ -70,9 +70,42 @@ void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmO
   }
 }
 
+namespace {
+
+// cuBLAS' name for the bits tensor::BFloat16 and tensor::Half hold.
+template <class In>
+constexpr cudaDataType_t cuda_type() {
+  return std::is_same_v<In, tensor::BFloat16> ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+}  // namespace
+
+template <class In>
+void cublas_gemm_mixed(const tensor::ExecutionSpace& space, const GemmOperands<float, In>& op) {
+  const cublasHandle_t h = handle();
+  check(cublasSetStream(h, space.cuda_stream()), "cublasSetStream");
+  check(cublasGemmEx(h, cublas_trans(op.trans_b), cublas_trans(op.trans_a), op.n, op.m, op.k, &op.alpha, op.b,
+                     cuda_type<In>(), op.ldb, op.a, cuda_type<In>(), op.lda, &op.beta, op.c, CUDA_R_32F, op.ldc,
+                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
+}
+
+std::string cublas_version() {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  check(cublasGetProperty(MAJOR_VERSION, &major), "cublasGetProperty");
+  check(cublasGetProperty(MINOR_VERSION, &minor), "cublasGetProperty");
+  check(cublasGetProperty(PATCH_LEVEL, &patch), "cublasGetProperty");
+  return fmt::format("cuBLAS {}.{}.{}", major, minor, patch);
+}
+
 template void cublas_gemm<float>(const tensor::ExecutionSpace&, const GemmOperands<float>&);
 template void cublas_gemm<double>(const tensor::ExecutionSpace&, const GemmOperands<double>&);
 template void cublas_gemm_batched<float>(const tensor::ExecutionSpace&, const BatchedGemmOperands<float>&);
 template void cublas_gemm_batched<double>(const tensor::ExecutionSpace&, const BatchedGemmOperands<double>&);
+template void cublas_gemm_mixed<tensor::BFloat16>(const tensor::ExecutionSpace&,
+                                                  const GemmOperands<float, tensor::BFloat16>&);
+template void cublas_gemm_mixed<tensor::Half>(const tensor::ExecutionSpace&, const GemmOperands<float, tensor::Half>&);
 
 }  // namespace kpipe::kernels::detail

@@ -56,8 +56,9 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
 // operands only by the float32 summation error. The vendor path is oneDNN's
 // matmul of that type where the build has oneDNN and it has a kernel for this
 // CPU (mixed_gemm_library() says which), and otherwise A and B widened to
-// float32 for the vendor GEMM; the portable path (and every path on CUDA for
-// now) is the portable kernel loading the operands into float32 tiles.
+// float32 for the vendor GEMM; on CUDA it is cublasGemmEx with float32 sums.
+// The portable path is the portable kernel loading the operands into float32
+// tiles.
 // GemmPath::packed runs the vendor path. Deterministic like gemm.
 void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
                 const tensor::ConstMatrix<tensor::BFloat16>& A, const tensor::ConstMatrix<tensor::BFloat16>& B,
