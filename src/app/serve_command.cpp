@@ -127,8 +127,8 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
     const double rate = l.tokens / std::max(result.seconds, 1e-12);
     log::info("serve: {} requests ({} rejected), {} tokens in {:.2f} s: {:.1f} tokens/s in {} microbatches",
               result.requests.size(), rejected, l.tokens, result.seconds, rate, result.microbatches);
-    log::info("serve: KV cache {} blocks of {} tokens per stage{}, at most {} in use", result.kv_blocks,
-              config.inference.block_tokens, t > 1 ? " and tensor rank" : "", result.peak_kv_blocks);
+    log::info("serve: KV cache {} blocks of {} tokens per stage{} in {}, at most {} in use", result.kv_blocks,
+              config.inference.block_tokens, t > 1 ? " and tensor rank" : "", result.kv_dtype, result.peak_kv_blocks);
     log::info(
         "serve: time to first token p50 {:.4f} p90 {:.4f} p99 {:.4f} s; between tokens p50 {:.4f} p90 {:.4f} "
         "p99 {:.4f} s",
@@ -170,6 +170,11 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
                                    {"tokens", l.tokens},
                                    {"tokens_per_second", rate},
                                    {"microbatches", result.microbatches},
+                                   {"kv_cache",
+                                    {{"blocks", result.kv_blocks},
+                                     {"block_tokens", config.inference.block_tokens},
+                                     {"peak_blocks", result.peak_kv_blocks},
+                                     {"dtype", result.kv_dtype}}},
                                    {"time_to_first_token", percentiles(l.first_token)},
                                    {"time_between_tokens", percentiles(l.between_tokens)},
                                    {"bubble", {{"measured", measured}, {"simulated", predicted.simulation.bubble()}}},

@@ -260,8 +260,9 @@ std::vector<KeySpec> build_schema() {
       integer("inference.max_sequences", d.inference.max_sequences, 1, 1 << 20,
               "Requests being served at once; later arrivals wait in arrival order"),
       real("inference.kv_cache_mib", d.inference.kv_cache_mib, 0.0, std::nullopt, true,
-           "KV cache of each stage's layers in MiB, per tensor rank (which caches its heads/t heads); a request is "
-           "admitted only when blocks for its whole prompt and output are free"),
+           "KV cache of each stage's layers in MiB, per tensor rank (which caches its heads/t heads), K and V in "
+           "bfloat16/float16 under compute.precision = bf16/fp16; a request is admitted only when blocks for its "
+           "whole prompt and output are free"),
       integer("inference.block_tokens", d.inference.block_tokens, 1, 1 << 16,
               "Tokens per KV cache block: the unit the cache allocates to a request"),
       real("inference.temperature", d.inference.temperature, 0.0, 100.0, false,

@@ -12,6 +12,7 @@
 #include "attention_common.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/tensor/compat.hpp"
+#include "stored.hpp"
 
 namespace kpipe::kernels {
 
@@ -26,9 +27,9 @@ using Scratch = tensor::ExecutionSpace::scratch_memory_space;
 template <class T>
 using Line = Kokkos::View<T*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-template <class Scalar>
+template <class Scalar, class Stored>
 void check_operands(int heads, const PagedTokens& tokens, const tensor::ConstMatrix<Scalar>& QKV,
-                    const tensor::Matrix<Scalar>& K, const tensor::Matrix<Scalar>& V, const tensor::Matrix<Scalar>& O) {
+                    const tensor::Matrix<Stored>& K, const tensor::Matrix<Stored>& V, const tensor::Matrix<Scalar>& O) {
   const std::size_t n = tokens.slot.extent(0);
   const std::size_t dim = K.extent(1);
   if (heads < 1 || dim % static_cast<std::size_t>(heads) != 0 || tokens.block_tokens < 1 ||
@@ -56,21 +57,21 @@ KOKKOS_INLINE_FUNCTION void accumulate(const RowMember& team, int keys, Scalar c
     for (int d = 0; d < hd; ++d) out[d] *= correction;
     for (int j = 0; j < keys; ++j) {
       const Scalar pj = p(j);
-      const Scalar* const v = &V(rows(j), column);
-      for (int d = 0; d < hd; ++d) out[d] += pj * v[d];
+      const auto* const v = &V(rows(j), column);
+      for (int d = 0; d < hd; ++d) out[d] += pj * detail::load(v[d]);
     }
   } else {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, hd), [&](int d) {
       Scalar a = acc(d) * correction;
-      for (int j = 0; j < keys; ++j) a += p(j) * V(rows(j), column + d);
+      for (int j = 0; j < keys; ++j) a += p(j) * detail::load(V(rows(j), column + d));
       acc(d) = a;
     });
   }
 }
 
-template <class Scalar>
+template <class Scalar, class Stored>
 void write_cache(const tensor::ExecutionSpace& space, const PagedTokens& tokens, const tensor::ConstMatrix<Scalar>& QKV,
-                 const tensor::Matrix<Scalar>& K, const tensor::Matrix<Scalar>& V) {
+                 const tensor::Matrix<Stored>& K, const tensor::Matrix<Stored>& V) {
   const auto slot = tokens.slot;
   const int dim = static_cast<int>(K.extent(1));
   Kokkos::parallel_for(
@@ -80,21 +81,21 @@ void write_cache(const tensor::ExecutionSpace& space, const PagedTokens& tokens,
         const int i = team.league_rank();
         const int row = slot(i);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int d) {
-          K(row, d) = QKV(i, dim + d);
-          V(row, d) = QKV(i, 2 * dim + d);
+          detail::store(QKV(i, dim + d), K(row, d));
+          detail::store(QKV(i, 2 * dim + d), V(row, d));
         });
       });
 }
 
 }  // namespace
 
-template <class Scalar>
+template <class Scalar, class Stored>
 void attention_cached(const tensor::ExecutionSpace& space, int heads, const PagedTokens& tokens,
-                      const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV, const tensor::Matrix<Scalar>& K,
-                      const tensor::Matrix<Scalar>& V, const tensor::Matrix<Scalar>& O) {
-  check_operands<Scalar>(heads, tokens, QKV, K, V, O);
+                      const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV, const tensor::Matrix<Stored>& K,
+                      const tensor::Matrix<Stored>& V, const tensor::Matrix<Scalar>& O) {
+  check_operands<Scalar, Stored>(heads, tokens, QKV, K, V, O);
   if (tokens.tokens() == 0) return;
-  write_cache<Scalar>(space, tokens, QKV, K, V);
+  write_cache<Scalar, Stored>(space, tokens, QKV, K, V);
 
   // Local copies for the lambda below.
   const auto position = tokens.position;
@@ -136,7 +137,7 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
             const int row = blocks(seq, t / block_tokens) * block_tokens + t % block_tokens;
             rows(j) = row;
             Scalar s = 0;
-            for (int d = 0; d < hd; ++d) s += q(d) * K(row, column + d);
+            for (int d = 0; d < hd; ++d) s += q(d) * detail::load(K(row, column + d));
             p(j) = s;
           });
           team.team_barrier();
@@ -156,12 +157,14 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
       });
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                           \
-  template void attention_cached<Scalar>(const tensor::ExecutionSpace&, int, const PagedTokens&,            \
-                                         const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&, \
-                                         const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&);
-KPIPE_INSTANTIATE(float)
-KPIPE_INSTANTIATE(double)
+#define KPIPE_INSTANTIATE(Scalar, Stored)                                                                           \
+  template void attention_cached<Scalar, Stored>(const tensor::ExecutionSpace&, int, const PagedTokens&,            \
+                                                 const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Stored>&, \
+                                                 const tensor::Matrix<Stored>&, const tensor::Matrix<Scalar>&);
+KPIPE_INSTANTIATE(float, float)
+KPIPE_INSTANTIATE(double, double)
+KPIPE_INSTANTIATE(float, tensor::BFloat16)
+KPIPE_INSTANTIATE(float, tensor::Half)
 #undef KPIPE_INSTANTIATE
 
 }  // namespace kpipe::kernels

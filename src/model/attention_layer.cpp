@@ -134,8 +134,13 @@ void CausalSelfAttention<Scalar>::infer(tensor::TensorList inputs, tensor::Tenso
                                         CachedBatch<Scalar>& batch) const {
   const auto region = env_.exec.region("kpipe::model::attention::infer");
   const KvCache<Scalar>& cache = batch.cache();
-  kernels::attention_cached(env_.exec.space(), heads_, batch.paged(), inputs.at(0).matrix<Scalar>(), cache.keys(layer_),
-                            cache.values(layer_), outputs.at(0).matrix<Scalar>());
+  kernels::with_stored_type<Scalar>(env_.precision, [&](auto element) {
+    using Stored = decltype(element);
+    kernels::attention_cached<Scalar, Stored>(env_.exec.space(), heads_, batch.paged(), inputs.at(0).matrix<Scalar>(),
+                                              cache.keys(layer_).template matrix<Stored>(),
+                                              cache.values(layer_).template matrix<Stored>(),
+                                              outputs.at(0).matrix<Scalar>());
+  });
 }
 
 template class CausalSelfAttention<float>;

@@ -68,27 +68,30 @@ const std::vector<int>& KvBlockTable::blocks_of(int sequence) const {
   return it == sequences_.end() ? none : it->second.blocks;
 }
 
+std::size_t kv_block_bytes(int attention_layers, int dim, int block_tokens, tensor::DType stored) {
+  return 2 * static_cast<std::size_t>(attention_layers) * static_cast<std::size_t>(block_tokens) *
+         static_cast<std::size_t>(dim) * tensor::size_of(stored);
+}
+
 template <class Scalar>
-KvCache<Scalar>::KvCache(const std::vector<int>& layers, int blocks, int block_tokens, int dim)
-    : blocks_(blocks), block_tokens_(block_tokens), dim_(dim) {
+KvCache<Scalar>::KvCache(const std::vector<int>& layers, int blocks, int block_tokens, int dim, tensor::DType stored)
+    : blocks_(blocks), block_tokens_(block_tokens), dim_(dim), stored_(stored) {
   const int rows = blocks * block_tokens;
   for (const int layer : layers) {
     // Every row is written by attention before it is read.
     const auto prefix = fmt::format("kpipe::model::kv_cache.layer{}", layer);
-    layers_.emplace(layer, Pools{tensor::uninitialized_matrix<Scalar>(prefix + ".keys", rows, dim),
-                                 tensor::uninitialized_matrix<Scalar>(prefix + ".values", rows, dim)});
+    tensor::with_element_type(stored, [&](auto element) {
+      using Stored = decltype(element);
+      layers_.emplace(layer, Pools{tensor::uninitialized_matrix<Stored>(prefix + ".keys", rows, dim),
+                                   tensor::uninitialized_matrix<Stored>(prefix + ".values", rows, dim)});
+    });
   }
 }
 
 template <class Scalar>
-std::size_t KvCache<Scalar>::bytes_per_block(int attention_layers, int dim, int block_tokens) {
-  return 2 * static_cast<std::size_t>(attention_layers) * static_cast<std::size_t>(block_tokens) *
-         static_cast<std::size_t>(dim) * sizeof(Scalar);
-}
-
-template <class Scalar>
 std::size_t KvCache<Scalar>::bytes() const {
-  return static_cast<std::size_t>(blocks_) * bytes_per_block(static_cast<int>(layers_.size()), dim_, block_tokens_);
+  return static_cast<std::size_t>(blocks_) *
+         kv_block_bytes(static_cast<int>(layers_.size()), dim_, block_tokens_, stored_);
 }
 
 template <class Scalar>

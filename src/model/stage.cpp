@@ -291,7 +291,8 @@ void Stage<Scalar>::enable_kv_cache(int blocks, int block_tokens) {
     throw input_error(fmt::format("{}: a KV cache of {} blocks of {} tokens is empty; both must be at least 1",
                                   stage_name(layers_), blocks, block_tokens));
   }
-  cache_ = std::make_unique<KvCache<Scalar>>(attention_layers_, blocks, block_tokens, dim_);
+  cache_ = std::make_unique<KvCache<Scalar>>(attention_layers_, blocks, block_tokens, dim_,
+                                             kernels::stored_dtype<Scalar>(options_.kernels.precision));
 }
 
 template <class Scalar>

@@ -39,9 +39,14 @@ struct PagedTokens {
 // tiles with an online softmax, in an order that depends on the position
 // alone: a token's output is bitwise the same whichever microbatch carries
 // it, so a prompt gives the same result chunked or whole. No atomics.
-template <class Scalar>
+//
+// The pools hold Stored: Scalar, or for float bfloat16 or float16
+// (compute.precision = bf16, fp16: twice the tokens in the same bytes). K and
+// V are rounded as they are written and widened exactly as they are read;
+// scores, softmax and sums stay in Scalar.
+template <class Scalar, class Stored = Scalar>
 void attention_cached(const tensor::ExecutionSpace& space, int heads, const PagedTokens& tokens,
-                      const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV, const tensor::Matrix<Scalar>& K,
-                      const tensor::Matrix<Scalar>& V, const tensor::Matrix<Scalar>& O);
+                      const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV, const tensor::Matrix<Stored>& K,
+                      const tensor::Matrix<Stored>& V, const tensor::Matrix<Scalar>& O);
 
 }  // namespace kpipe::kernels

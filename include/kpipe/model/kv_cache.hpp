@@ -18,6 +18,7 @@
 #include "kpipe/model/spec.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/matrix.hpp"
+#include "kpipe/tensor/tensor.hpp"
 
 namespace kpipe::model {
 
@@ -70,29 +71,35 @@ struct TokenBatch {
   int size() const { return static_cast<int>(sequence.size()); }
 };
 
-// K and V pools ((blocks · block_tokens) x dim, default memory space) for
-// each attention layer of a stage, found by the global index of the layer
-// (the decoder block) that owns it.
 // Global indices of the decoder blocks among `layers`: the attention layers
 // whose K and V a stage holding them caches.
 std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers);
 
+// Bytes of one KV block: 2 · attention_layers · block_tokens · dim elements
+// of `stored`, so callers size the block count from a memory budget.
+std::size_t kv_block_bytes(int attention_layers, int dim, int block_tokens, tensor::DType stored);
+
+// K and V pools ((blocks · block_tokens) x dim, default memory space) for
+// each attention layer of a stage, found by the global index of the layer
+// (the decoder block) that owns it. The pools hold `stored` elements: the
+// stage's Scalar, or bfloat16 or float16 for a float stage under
+// compute.precision = bf16, fp16 (kernels::stored_dtype), which holds twice
+// the tokens in the same bytes.
 template <class Scalar>
 class KvCache {
  public:
-  KvCache(const std::vector<int>& layers, int blocks, int block_tokens, int dim);
-
-  // Bytes of blocks of this shape: 2 · attention_layers · block_tokens · dim
-  // · sizeof(Scalar) each, so callers size `blocks` from a memory budget.
-  static std::size_t bytes_per_block(int attention_layers, int dim, int block_tokens);
+  KvCache(const std::vector<int>& layers, int blocks, int block_tokens, int dim,
+          tensor::DType stored = tensor::dtype_of<Scalar>());
 
   int blocks() const { return blocks_; }
   int block_tokens() const { return block_tokens_; }
+  tensor::DType stored() const { return stored_; }
   std::size_t bytes() const;
 
-  // The pools of global layer `layer`; throws unless the cache has them.
-  const tensor::Matrix<Scalar>& keys(int layer) const { return pools(layer).keys; }
-  const tensor::Matrix<Scalar>& values(int layer) const { return pools(layer).values; }
+  // The pools of global layer `layer`, matrices of stored(); throws unless
+  // the cache has them.
+  const tensor::Tensor& keys(int layer) const { return pools(layer).keys; }
+  const tensor::Tensor& values(int layer) const { return pools(layer).values; }
 
   // Device space for a microbatch's index arrays (CachedBatch), at least
   // `ints` long: grown when a microbatch needs more than any before, so
@@ -102,14 +109,15 @@ class KvCache {
 
  private:
   struct Pools {
-    tensor::Matrix<Scalar> keys;
-    tensor::Matrix<Scalar> values;
+    tensor::Tensor keys;
+    tensor::Tensor values;
   };
   const Pools& pools(int layer) const;
 
   int blocks_;
   int block_tokens_;
   int dim_;
+  tensor::DType stored_;
   std::map<int, Pools> layers_;
   Kokkos::View<int*, tensor::MemorySpace> indices_;
 };

@@ -15,6 +15,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/log.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
@@ -70,8 +71,8 @@ int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfi
   }
   if (most == 0) return 1 << 30;
   // A tensor rank caches the K and V of its heads/t heads: inference.kv_cache_mib is per tensor rank.
-  const std::size_t per_block =
-      model::KvCache<Scalar>::bytes_per_block(most, spec.model.dim / tensor_ranks, inference.block_tokens);
+  const std::size_t per_block = model::kv_block_bytes(most, spec.model.dim / tensor_ranks, inference.block_tokens,
+                                                      kernels::stored_dtype<Scalar>(spec.stage.kernels.precision));
   const double budget = inference.kv_cache_mib * 1024.0 * 1024.0;
   const int blocks = static_cast<int>(budget / static_cast<double>(per_block));
   if (blocks < 1) {
@@ -165,6 +166,7 @@ class Server {
     mailbox_.complete_sends("kpipe serve's last messages");
     result_.work = gather_work();
     result_.kv_blocks = blocks_;
+    result_.kv_dtype = tensor::name_of(kernels::stored_dtype<Scalar>(pipeline_.spec().stage.kernels.precision));
     result_.peak_kv_blocks = static_cast<int>(comm::max(group_, peak_blocks_));
     return std::move(result_);
   }

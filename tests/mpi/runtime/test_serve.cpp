@@ -85,7 +85,7 @@ double kv_cache_mib_for(const config::RunConfig& config, int blocks) {
   int most = 0;
   for (const auto& stage : spec.stages)
     most = std::max(most, static_cast<int>(model::decoder_blocks(spec.model, stage).size()));
-  return (blocks + 0.5) * static_cast<double>(model::KvCache<double>::bytes_per_block(most, 16, 4)) / (1 << 20);
+  return (blocks + 0.5) * static_cast<double>(model::kv_block_bytes(most, 16, 4, tensor::DType::float64)) / (1 << 20);
 }
 
 }  // namespace

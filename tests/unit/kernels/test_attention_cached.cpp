@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "catch.hpp"
@@ -91,17 +92,30 @@ std::vector<std::vector<double>> reference(const Prompts& p, AttentionPath path)
   return out;
 }
 
-// The outputs of each sequence fed through the cache: microbatch m carries,
-// of every sequence with tokens left, its next chunk of chunks[min(m, last)]
-// tokens. Unreserved pool rows hold NaN, so reading one shows.
-template <class Scalar>
+template <class Stored>
+Stored quiet_nan() {
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+  if constexpr (std::is_same_v<Stored, BFloat16>) {
+    return to_bfloat16(nan);
+  } else if constexpr (std::is_same_v<Stored, Half>) {
+    return to_half(nan);
+  } else {
+    return std::numeric_limits<Stored>::quiet_NaN();
+  }
+}
+
+// The outputs of each sequence fed through the cache, its pools of Stored:
+// microbatch m carries, of every sequence with tokens left, its next chunk
+// of chunks[min(m, last)] tokens. Unreserved pool rows hold NaN, so reading
+// one shows.
+template <class Scalar, class Stored = Scalar>
 std::vector<std::vector<Scalar>> cached(const Prompts& p, const std::vector<int>& chunks) {
   const ExecutionSpace space;
   const int rows = pool_blocks * block_tokens;
-  auto K = uninitialized_matrix<Scalar>("test::k", rows, dim);
-  auto V = uninitialized_matrix<Scalar>("test::v", rows, dim);
-  Kokkos::deep_copy(K, std::numeric_limits<Scalar>::quiet_NaN());
-  Kokkos::deep_copy(V, std::numeric_limits<Scalar>::quiet_NaN());
+  auto K = uninitialized_matrix<Stored>("test::k", rows, dim);
+  auto V = uninitialized_matrix<Stored>("test::v", rows, dim);
+  Kokkos::deep_copy(K, quiet_nan<Stored>());
+  Kokkos::deep_copy(V, quiet_nan<Stored>());
   std::vector<std::vector<Scalar>> out;
   for (const int length : p.lengths) out.emplace_back(static_cast<std::size_t>(length) * dim);
   std::vector<int> done(p.lengths.size(), 0);
@@ -137,7 +151,7 @@ std::vector<std::vector<Scalar>> cached(const Prompts& p, const std::vector<int>
     auto QKV = uninitialized_matrix<Scalar>("test::qkv", n, 3 * dim);
     from_host<Scalar>(qkv, QKV);
     auto O = uninitialized_matrix<Scalar>("test::o", n, dim);
-    attention_cached(space, heads, tokens, QKV, K, V, O);
+    attention_cached<Scalar, Stored>(space, heads, tokens, QKV, K, V, O);
     const auto result = to_host<Scalar>(O);
     for (int i = 0; i < n; ++i) {
       auto& into = out[static_cast<std::size_t>(owner[static_cast<std::size_t>(sequence[i])])];
@@ -164,6 +178,31 @@ TEMPLATE_TEST_CASE("cached attention in any chunking equals causal attention of 
     INFO("chunking " << c);
     CHECK(cached<Scalar>(p, chunkings[c]) == whole);  // bitwise
   }
+}
+
+// bfloat16 or float16 pools (compute.precision = bf16, fp16) keep each K and
+// V rounded as it is written and widen it exactly: the output is, bitwise,
+// that of float pools fed the rounded K and V, whatever the chunking.
+TEMPLATE_TEST_CASE("a 16-bit cache gives the float cache's output on K and V rounded to it",
+                   "[kernels][attention][kv_cache]", BFloat16, Half) {
+  using Stored = TestType;
+  const Prompts p = prompts();
+  Prompts rounded = p;
+  for (auto& qkv : rounded.qkv) {
+    for (std::size_t i = 0; i < qkv.size(); ++i) {
+      if (static_cast<int>(i % (3 * dim)) < dim) continue;  // Q is not cached
+      const auto value = static_cast<float>(qkv[i]);
+      if constexpr (std::is_same_v<Stored, BFloat16>) {
+        qkv[i] = to_float(to_bfloat16(value));
+      } else {
+        qkv[i] = to_float(to_half(value));
+      }
+    }
+  }
+  const auto whole = cached<float, Stored>(p, {1000});
+  CHECK(whole == cached<float>(rounded, {1000}));
+  CHECK(whole != cached<float>(p, {1000}));  // the rounding shows
+  CHECK(cached<float, Stored>(p, {5, 1, 1, 2, 64}) == whole);
 }
 
 TEST_CASE("cached attention checks its operands", "[kernels][attention][kv_cache]") {

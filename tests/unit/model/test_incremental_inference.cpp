@@ -140,6 +140,27 @@ TEST_CASE("chunked and one-shot prefill through the KV cache agree in float", "[
   CHECK(relative_error(served<float>({&stage}, prompt, {5, 1}), one_shot) < 1e-5);
 }
 
+// compute.precision = bf16: the cache holds K and V in bfloat16, so the same
+// blocks take half the bytes, and serving differs from the whole window's
+// bf16 forward only by that rounding of K and V (bf16's unit roundoff is
+// 2^-8 = 0.0039).
+TEST_CASE("a bf16 stage caches K and V in bfloat16: half the bytes, the whole window's logits",
+          "[model][kv_cache][transformer][precision]") {
+  tensor::ExecContext exec;
+  const auto spec = serving_transformer();
+  const auto prompt = prompts(spec);
+  StageOptions bf16;
+  bf16.kernels.precision = config::Precision::bf16;
+  Stage<float> reduced(spec, {0, spec.layer_count()}, bf16, exec);
+  Stage<float> full(spec, {0, spec.layer_count()}, {}, exec);
+  reduced.enable_kv_cache(10, block_tokens);
+  full.enable_kv_cache(10, block_tokens);
+  CHECK(2 * reduced.kv_cache_bytes() == full.kv_cache_bytes());
+  const auto error = relative_error(served<float>({&reduced}, prompt, {5, 1}), whole_window(reduced, prompt));
+  INFO("relative error " << error);
+  CHECK(error < 0.01);
+}
+
 TEST_CASE("a transformer stage reports its per-token widths and KV cache size", "[model][kv_cache]") {
   tensor::ExecContext exec;
   const auto spec = serving_transformer();
@@ -154,7 +175,8 @@ TEST_CASE("a transformer stage reports its per-token widths and KV cache size", 
   CHECK(last.kv_cache_bytes() == 0);
   last.enable_kv_cache(10, block_tokens);
   CHECK(last.kv_cache_bytes() == 2 * 1 * 10 * block_tokens * spec.dim * sizeof(double));
-  CHECK(KvCache<float>::bytes_per_block(3, 64, 16) == 2 * 3 * 16 * 64 * sizeof(float));
+  CHECK(kv_block_bytes(3, 64, 16, tensor::DType::float32) == 2 * 3 * 16 * 64 * sizeof(float));
+  CHECK(kv_block_bytes(3, 64, 16, tensor::DType::bfloat16) == 2 * 3 * 16 * 64 * 2);
 }
 
 TEST_CASE("incremental inference is refused where it cannot work", "[model][kv_cache]") {

@@ -10,6 +10,7 @@
 // allocations from the microbatch itself, so cache slots never travel.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
@@ -47,13 +48,15 @@ struct ServeResult {
   int microbatches = 0;
   int kv_blocks = 0;       // KV cache blocks of each stage (inference.kv_cache_mib)
   int peak_kv_blocks = 0;  // the most any stage held at once
+  std::string kv_dtype;    // the element K and V are cached in: "float32", "bfloat16", ...
 };
 
 // The KV blocks of inference.kv_cache_mib every stage holds: the stage with
 // the most decoder blocks decides, since all stages follow one block table.
 // The budget is per rank: a tensor rank of `tensor_ranks` caches its
-// heads' share, so a block costs it 1/t. An input error when the budget
-// holds no block.
+// heads' share, so a block costs it 1/t. Under compute.precision = bf16 and
+// fp16 a float model caches K and V in that type: twice the blocks. An
+// input error when the budget holds no block.
 template <class Scalar>
 int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfig& inference, int tensor_ranks = 1);
 
