@@ -34,7 +34,9 @@ std::vector<TensorDecl> CausalSelfAttention<Scalar>::saved(int rows) const {
     return {{"qkv", TensorSpec({rows, 3 * dim_}, stored)}, {"p", TensorSpec({stacked, s.tokens}, stored)}};
   }
   std::vector<TensorDecl> out;
-  for (const char* name : {"q", "k", "v", "o"}) out.push_back({name, TensorSpec({stacked, s.head_dim}, stored)});
+  // A named spec, not braces inside the loop's braces: nvcc's front end misparses those.
+  const TensorSpec stack({stacked, s.head_dim}, stored);
+  for (const char* name : {"q", "k", "v", "o"}) out.push_back(TensorDecl{name, stack});
   // The log-sum-exp is a per-row statistic: float32 in every precision.
   out.push_back({"lse", TensorSpec::matrix<Scalar>(stacked, 1)});
   return out;
