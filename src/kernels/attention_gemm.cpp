@@ -5,13 +5,19 @@
 // entries included: a dense BLAS call beats skipping half of them by hand.
 // They read Q, K, V and write O (and their gradients) straight in the
 // projections, one batched call per head over the sequences: copying the heads
-// into stacks and back cost more than the softmax.
+// into stacks and back cost more than the softmax. Under compute.precision =
+// bf16 and fp16 the products take operands of that type (In) with float32
+// sums (gemm_batched_mixed); the softmax and its gradient stay float32.
 #include <fmt/format.h>
+
+#include <type_traits>
 
 #include "attention_common.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/attention.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "kpipe/tensor/compat.hpp"
+#include "stored.hpp"
 
 namespace kpipe::kernels {
 
@@ -29,19 +35,20 @@ struct HeadBlocks {
 
   // Head h's T x hd block of every sequence in O or dO.
   template <class Scalar>
-  Batch<Scalar> of(const tensor::Matrix<Scalar>& O, int h) const {
+  Batch<Scalar> of(const Kokkos::View<Scalar**, Kokkos::LayoutRight, tensor::MemorySpace>& O, int h) const {
     return row_blocks(O, sequences, h * head_dim, head_dim);
   }
   // The same in one part of QKV or dQKV.
   template <class Scalar>
-  Batch<Scalar> of(const tensor::Matrix<Scalar>& QKV, Part part, int h) const {
+  Batch<Scalar> of(const Kokkos::View<Scalar**, Kokkos::LayoutRight, tensor::MemorySpace>& QKV, Part part,
+                   int h) const {
     return of(QKV, static_cast<int>(part) * heads + h);
   }
   // Head h's T x T block of every sequence in P or dP: blocks s·heads + h of
   // the stacks, each contiguous (blocks with rows heads·T apart, cut out of a
   // position-major P, made OpenBLAS's small-matrix kernels slower).
   template <class Scalar>
-  Batch<Scalar> scores(const tensor::Matrix<Scalar>& P, int h) const {
+  Batch<Scalar> scores(const Kokkos::View<Scalar**, Kokkos::LayoutRight, tensor::MemorySpace>& P, int h) const {
     const std::size_t ld = P.stride(0);
     const std::size_t block = static_cast<std::size_t>(tokens) * ld;
     return Batch<Scalar>(P.data() + h * block, Kokkos::LayoutStride(sequences, heads * block, tokens, ld, tokens, 1));
@@ -98,19 +105,87 @@ void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tenso
 
 // dP becomes dS = scale · P ∘ (dP − rowsum(dP ∘ P)): the gradient of the
 // softmax, with the 1/sqrt(hd) of the scores folded in, zero where masked.
-template <class Scalar>
+// P is Scalar, or the kept bfloat16/float16 probabilities, widened exactly.
+template <class Scalar, class In>
 void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, Scalar scale,
-                             const tensor::ConstMatrix<Scalar>& P, const tensor::Matrix<Scalar>& dP) {
+                             const tensor::ConstMatrix<In>& P, const tensor::Matrix<Scalar>& dP) {
   detail::for_each_row(
       space, "kpipe::kernels::attention_softmax_backward", static_cast<int>(P.extent(0)),
       KOKKOS_LAMBDA(const detail::Row& row, int r) {
         const int valid = r % tokens + 1;
-        const Scalar* const p = &P(r, 0);
+        const In* const p = &P(r, 0);
         Scalar* const dp = &dP(r, 0);
         const int used = detail::whole_lanes(valid, tokens);
-        const Scalar dot = detail::row_sum(row, used, [&](int j) { return j < valid ? dp[j] * p[j] : Scalar(0); });
-        detail::row_for(row, tokens, [&](int j) { dp[j] = j < valid ? scale * p[j] * (dp[j] - dot) : Scalar(0); });
+        const Scalar dot =
+            detail::row_sum(row, used, [&](int j) { return j < valid ? dp[j] * detail::load(p[j]) : Scalar(0); });
+        detail::row_for(row, tokens,
+                        [&](int j) { dp[j] = j < valid ? scale * detail::load(p[j]) * (dp[j] - dot) : Scalar(0); });
       });
+}
+
+// One batched product of the gemm path: gemm_batched on Scalar operands,
+// gemm_batched_mixed on bfloat16 or float16 ones.
+template <class Scalar, class In>
+void product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha, const ConstBatch<In>& A,
+             const ConstBatch<In>& B, const Batch<Scalar>& C, GemmPath gemm) {
+  if constexpr (std::is_same_v<In, Scalar>) {
+    gemm_batched<Scalar>(space, trans_a, trans_b, alpha, A, B, Scalar(0), C, gemm);
+  } else {
+    gemm_batched_mixed(space, trans_a, trans_b, alpha, A, B, 0.0f, C, gemm);
+  }
+}
+
+// The forward on In operands: S = scale Q Kᵀ into P, the softmax in P, P
+// rounded into P_in (P itself for Scalar operands), O = P_in V.
+template <class Scalar, class In>
+void forward_products(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                      const tensor::ConstMatrix<In>& QKV, const tensor::Matrix<Scalar>& P,
+                      const tensor::Matrix<In>& P_in, const tensor::Matrix<Scalar>& O, GemmPath gemm) {
+  const HeadBlocks at = head_blocks(shape, QKV, O, P);
+  tensor::require_shape("attention probabilities kept", P_in, P.extent(0), P.extent(1));
+  if (shape.batch_heads == 0) return;
+  const Scalar scale = detail::softmax_scale<Scalar>(shape);
+  for (int h = 0; h < at.heads; ++h) {
+    product<Scalar, In>(space, Trans::no, Trans::yes, scale, at.of(QKV, Part::q, h), at.of(QKV, Part::k, h),
+                        at.scores(P, h), gemm);
+  }
+  causal_softmax<Scalar>(space, shape.tokens, P);
+  if constexpr (!std::is_same_v<In, Scalar>) round_to(space, P, P_in);
+  const tensor::ConstMatrix<In> probabilities = P_in;
+  for (int h = 0; h < at.heads; ++h) {
+    product<Scalar, In>(space, Trans::no, Trans::no, Scalar(1), at.scores(probabilities, h), at.of(QKV, Part::v, h),
+                        at.of(O, h), gemm);
+  }
+}
+
+// The backward on In operands: dV = Pᵀ dO, dP = dO Vᵀ, the softmax's
+// gradient dS in dP, rounded into dS_in (dP itself for Scalar operands), dQ
+// = dS K, dK = dSᵀ Q.
+template <class Scalar, class In>
+void backward_products(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                       const tensor::ConstMatrix<In>& QKV, const tensor::ConstMatrix<In>& P,
+                       const tensor::ConstMatrix<In>& dO, const tensor::Matrix<Scalar>& dP,
+                       const tensor::Matrix<In>& dS_in, const tensor::Matrix<Scalar>& dQKV, GemmPath gemm) {
+  const HeadBlocks at = head_blocks(shape, QKV, dO, P);
+  tensor::require_shape("attention probability gradient", dP, P.extent(0), P.extent(1));
+  tensor::require_shape("attention score gradient kept", dS_in, P.extent(0), P.extent(1));
+  tensor::require_shape("attention QKV gradient", dQKV, QKV.extent(0), QKV.extent(1));
+  if (shape.batch_heads == 0) return;
+  for (int h = 0; h < at.heads; ++h) {
+    const auto dO_h = at.of(dO, h);
+    product<Scalar, In>(space, Trans::yes, Trans::no, Scalar(1), at.scores(P, h), dO_h, at.of(dQKV, Part::v, h), gemm);
+    product<Scalar, In>(space, Trans::no, Trans::yes, Scalar(1), dO_h, at.of(QKV, Part::v, h), at.scores(dP, h), gemm);
+  }
+  causal_softmax_backward<Scalar, In>(space, shape.tokens, detail::softmax_scale<Scalar>(shape), P, dP);
+  if constexpr (!std::is_same_v<In, Scalar>) round_to(space, dP, dS_in);
+  const tensor::ConstMatrix<In> dS = dS_in;
+  for (int h = 0; h < at.heads; ++h) {
+    const auto dS_h = at.scores(dS, h);
+    product<Scalar, In>(space, Trans::no, Trans::no, Scalar(1), dS_h, at.of(QKV, Part::k, h), at.of(dQKV, Part::q, h),
+                        gemm);
+    product<Scalar, In>(space, Trans::yes, Trans::no, Scalar(1), dS_h, at.of(QKV, Part::q, h), at.of(dQKV, Part::k, h),
+                        gemm);
+  }
 }
 
 }  // namespace
@@ -119,18 +194,7 @@ template <class Scalar>
 void attention_forward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV, const tensor::Matrix<Scalar>& P,
                             const tensor::Matrix<Scalar>& O, GemmPath gemm) {
-  const HeadBlocks at = head_blocks(shape, QKV, O, P);
-  if (shape.batch_heads == 0) return;
-  const Scalar scale = detail::softmax_scale<Scalar>(shape);
-  for (int h = 0; h < at.heads; ++h) {
-    gemm_batched<Scalar>(space, Trans::no, Trans::yes, scale, at.of(QKV, Part::q, h), at.of(QKV, Part::k, h), Scalar(0),
-                         at.scores(P, h), gemm);
-  }
-  causal_softmax<Scalar>(space, shape.tokens, P);
-  for (int h = 0; h < at.heads; ++h) {
-    gemm_batched<Scalar>(space, Trans::no, Trans::no, Scalar(1), at.scores(P, h), at.of(QKV, Part::v, h), Scalar(0),
-                         at.of(O, h), gemm);
-  }
+  forward_products<Scalar, Scalar>(space, shape, QKV, P, P, O, gemm);
 }
 
 template <class Scalar>
@@ -139,25 +203,22 @@ void attention_backward_gemm(const tensor::ExecutionSpace& space, const Attentio
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& P,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO,
                              const tensor::Matrix<Scalar>& dP, const tensor::Matrix<Scalar>& dQKV, GemmPath gemm) {
-  const HeadBlocks at = head_blocks(shape, QKV, dO, P);
-  tensor::require_shape("attention probability gradient", dP, P.extent(0), P.extent(1));
-  tensor::require_shape("attention QKV gradient", dQKV, QKV.extent(0), QKV.extent(1));
-  if (shape.batch_heads == 0) return;
-  const Scalar one = 1;
-  const Scalar zero = 0;
-  for (int h = 0; h < at.heads; ++h) {
-    const auto dO_h = at.of(dO, h);
-    gemm_batched<Scalar>(space, Trans::yes, Trans::no, one, at.scores(P, h), dO_h, zero, at.of(dQKV, Part::v, h), gemm);
-    gemm_batched<Scalar>(space, Trans::no, Trans::yes, one, dO_h, at.of(QKV, Part::v, h), zero, at.scores(dP, h), gemm);
-  }
-  causal_softmax_backward<Scalar>(space, shape.tokens, detail::softmax_scale<Scalar>(shape), P, dP);
-  for (int h = 0; h < at.heads; ++h) {
-    const auto dS_h = at.scores(dP, h);
-    gemm_batched<Scalar>(space, Trans::no, Trans::no, one, dS_h, at.of(QKV, Part::k, h), zero, at.of(dQKV, Part::q, h),
-                         gemm);
-    gemm_batched<Scalar>(space, Trans::yes, Trans::no, one, dS_h, at.of(QKV, Part::q, h), zero, at.of(dQKV, Part::k, h),
-                         gemm);
-  }
+  backward_products<Scalar, Scalar>(space, shape, QKV, P, dO, dP, dP, dQKV, gemm);
+}
+
+template <class Reduced>
+void attention_forward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                            const tensor::ConstMatrix<Reduced>& QKV, const tensor::Matrix<float>& P,
+                            const tensor::Matrix<Reduced>& P_kept, const tensor::Matrix<float>& O, GemmPath gemm) {
+  forward_products<float, Reduced>(space, shape, QKV, P, P_kept, O, gemm);
+}
+
+template <class Reduced>
+void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                             const tensor::ConstMatrix<Reduced>& QKV, const tensor::ConstMatrix<Reduced>& P,
+                             const tensor::ConstMatrix<Reduced>& dO, const tensor::Matrix<float>& dP,
+                             const tensor::Matrix<Reduced>& dS, const tensor::Matrix<float>& dQKV, GemmPath gemm) {
+  backward_products<float, Reduced>(space, shape, QKV, P, dO, dP, dS, dQKV, gemm);
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                                 \
@@ -170,6 +231,18 @@ void attention_backward_gemm(const tensor::ExecutionSpace& space, const Attentio
       const tensor::Matrix<Scalar>&, GemmPath);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+#define KPIPE_INSTANTIATE(Reduced)                                                                            \
+  template void attention_forward_gemm<Reduced>(                                                              \
+      const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Reduced>&,              \
+      const tensor::Matrix<float>&, const tensor::Matrix<Reduced>&, const tensor::Matrix<float>&, GemmPath);  \
+  template void attention_backward_gemm<Reduced>(                                                             \
+      const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Reduced>&,              \
+      const tensor::ConstMatrix<Reduced>&, const tensor::ConstMatrix<Reduced>&, const tensor::Matrix<float>&, \
+      const tensor::Matrix<Reduced>&, const tensor::Matrix<float>&, GemmPath);
+KPIPE_INSTANTIATE(tensor::BFloat16)
+KPIPE_INSTANTIATE(tensor::Half)
 #undef KPIPE_INSTANTIATE
 
 }  // namespace kpipe::kernels

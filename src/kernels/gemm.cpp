@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "gemm_backends.hpp"
+#include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/precision.hpp"
 
@@ -208,30 +212,53 @@ void gemm_batched(const tensor::ExecutionSpace& space, int batch, Trans trans_a,
   gemm_batched<Scalar>(space, trans_a, trans_b, alpha, stack(A), stack(B), beta, stack(C), path);
 }
 
-template <class Scalar>
-void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
-                  const ConstBatch<tensor::identity_t<Scalar>>& A, const ConstBatch<tensor::identity_t<Scalar>>& B,
-                  tensor::identity_t<Scalar> beta, const Batch<Scalar>& C, GemmPath path) {
+namespace {
+
+// The batch size and m, n, k of batches A, B, C, checked: an input error
+// naming `what` when they do not fit or a row is not contiguous.
+template <class ABatch, class BBatch, class CBatch>
+std::tuple<std::size_t, std::size_t, std::size_t, std::size_t> batched_shape(const char* what, Trans trans_a,
+                                                                             Trans trans_b, const ABatch& A,
+                                                                             const BBatch& B, const CBatch& C) {
   const std::size_t batch = C.extent(0);
   const auto [m, k] = op_shape(A.extent(1), A.extent(2), trans_a);
   const auto [k_b, n] = op_shape(B.extent(1), B.extent(2), trans_b);
   if (A.extent(0) != batch || B.extent(0) != batch || k_b != k || C.extent(1) != m || C.extent(2) != n) {
-    throw input_error(fmt::format("gemm_batched shapes do not fit: {} blocks of {} {}x{}, {} {}x{}, C {}x{}", batch,
+    throw input_error(fmt::format("{} shapes do not fit: {} blocks of {} {}x{}, {} {}x{}, C {}x{}", what, batch,
                                   op_name("A", trans_a), m, k, op_name("B", trans_b), k_b, n, C.extent(1),
                                   C.extent(2)));
   }
   if (A.stride(2) != 1 || B.stride(2) != 1 || C.stride(2) != 1) {
-    throw input_error("gemm_batched needs contiguous rows: an entry's stride must be 1");
+    throw input_error(fmt::format("{} needs contiguous rows: an entry's stride must be 1", what));
   }
+  return {batch, m, n, k};
+}
+
+// The BLAS view of batches whose shape batched_shape checked.
+template <class Scalar, class ABatch, class BBatch, class CBatch,
+          class In = std::remove_const_t<typename ABatch::value_type>>
+detail::BatchedGemmOperands<Scalar, In> batched_operands(Trans trans_a, Trans trans_b, std::size_t batch, std::size_t m,
+                                                         std::size_t n, std::size_t k, Scalar alpha, const ABatch& A,
+                                                         const BBatch& B, Scalar beta, const CBatch& C) {
+  return {operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C), static_cast<int>(batch),
+          static_cast<long long>(A.stride(0)), static_cast<long long>(B.stride(0)),
+          static_cast<long long>(C.stride(0))};
+}
+
+}  // namespace
+
+template <class Scalar>
+void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+                  const ConstBatch<tensor::identity_t<Scalar>>& A, const ConstBatch<tensor::identity_t<Scalar>>& B,
+                  tensor::identity_t<Scalar> beta, const Batch<Scalar>& C, GemmPath path) {
+  const auto [batch, m, n, k] = batched_shape("gemm_batched", trans_a, trans_b, A, B, C);
   if (batch == 0 || m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
   if (vendor == Vendor::none || path == GemmPath::portable) {
     detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, A, B, beta, C);
     return;
   }
-  const detail::BatchedGemmOperands<Scalar> op{
-      operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C), static_cast<int>(batch),
-      static_cast<long long>(A.stride(0)), static_cast<long long>(B.stride(0)), static_cast<long long>(C.stride(0))};
+  const auto op = batched_operands<Scalar>(trans_a, trans_b, batch, m, n, k, alpha, A, B, beta, C);
   if constexpr (vendor == Vendor::cublas) {
     detail::cublas_gemm_batched<Scalar>(space, op);
   } else if constexpr (vendor == Vendor::cblas) {
@@ -242,36 +269,80 @@ void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans tran
 
 namespace {
 
+// The stored rows x cols of op(X) = rows x cols, X of In with leading
+// dimension ld, widened into `into` (dense rows): its float32 operand.
+template <class In>
+int widen_operand(const In* x, int ld, int rows, int cols, Trans trans, std::vector<float>& into) {
+  if (trans == Trans::yes) std::swap(rows, cols);
+  into.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  for (int r = 0; r < rows; ++r) {
+    // A row at a time in the vector ISA's clone: the conversions vectorise.
+    const In* const from = x + static_cast<std::ptrdiff_t>(r) * ld;
+    float* const to = into.data() + static_cast<std::ptrdiff_t>(r) * cols;
+    detail::host_loop([from, to](std::int64_t c) { to[c] = tensor::to_float(from[c]); }, 0, cols);
+  }
+  return std::max(1, cols);
+}
+
+// The host's mixed products, block by block in ascending order: oneDNN's
+// matmul of the type where it has a kernel for this CPU, else the operands
+// widened to float32 for the vendor GEMM (the same products; only the
+// library's sum order differs), in buffers kept between calls.
+template <class In>
+void host_gemm_batched_mixed(const detail::BatchedGemmOperands<float, In>& op) {
+  detail::GemmOperands<float, In> block = op.first;
+#if defined(KPIPE_HAVE_DNNL)
+  if (!detail::onednn_kernel<In>().empty()) {
+    for (int i = 0; i < op.batch; ++i) {
+      block.a = op.first.a + i * op.stride_a;
+      block.b = op.first.b + i * op.stride_b;
+      block.c = op.first.c + i * op.stride_c;
+      detail::onednn_gemm(block);
+    }
+    return;
+  }
+#endif
+  thread_local std::vector<float> a;
+  thread_local std::vector<float> b;
+  for (int i = 0; i < op.batch; ++i) {
+    const int lda = widen_operand(op.first.a + i * op.stride_a, block.lda, block.m, block.k, block.trans_a, a);
+    const int ldb = widen_operand(op.first.b + i * op.stride_b, block.ldb, block.k, block.n, block.trans_b, b);
+    host_gemm(detail::GemmOperands<float>{block.trans_a, block.trans_b, block.m, block.n, block.k, block.alpha,
+                                          a.data(), lda, b.data(), ldb, block.beta, op.first.c + i * op.stride_c,
+                                          block.ldc});
+  }
+}
+
+template <class Reduced>
+void mixed_batched_product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                           const ConstBatch<Reduced>& A, const ConstBatch<Reduced>& B, float beta,
+                           const Batch<float>& C, GemmPath path) {
+  const auto [batch, m, n, k] = batched_shape("gemm_batched_mixed", trans_a, trans_b, A, B, C);
+  if (batch == 0 || m == 0 || n == 0) return;
+  constexpr Vendor vendor = default_vendor();
+  if (vendor == Vendor::none || path == GemmPath::portable) {
+    detail::portable_gemm<Reduced>(space, trans_a, trans_b, alpha, A, B, beta, C);
+    return;
+  }
+  const auto op = batched_operands<float>(trans_a, trans_b, batch, m, n, k, alpha, A, B, beta, C);
+  if constexpr (vendor == Vendor::cublas) {
+    if (batch == 1) {
+      detail::cublas_gemm_mixed(space, op.first);
+    } else {
+      detail::cublas_gemm_batched_mixed(space, op);
+    }
+  } else if constexpr (vendor == Vendor::cblas) {
+    space.fence();  // oneDNN and CBLAS run on the calling thread
+    host_gemm_batched_mixed(op);
+  }
+}
+
 template <class Reduced>
 void mixed_product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
                    const tensor::ConstMatrix<Reduced>& A, const tensor::ConstMatrix<Reduced>& B, float beta,
                    const tensor::Matrix<float>& C, GemmPath path) {
-  const auto [m, n, k] = product_shape("gemm_mixed", trans_a, trans_b, A, B, C);
-  if (m == 0 || n == 0) return;
-  constexpr Vendor vendor = default_vendor();
-  if (vendor == Vendor::none || path == GemmPath::portable) {
-    detail::portable_gemm<Reduced>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
-    return;
-  }
-  if constexpr (vendor == Vendor::cublas) {
-    detail::cublas_gemm_mixed(space, operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
-    return;
-  }
-  space.fence();  // oneDNN and CBLAS run on the calling thread
-#if defined(KPIPE_HAVE_DNNL)
-  if (!detail::onednn_kernel<Reduced>().empty()) {
-    detail::onednn_gemm(operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
-    return;
-  }
-#endif
-  // Widened to float32 the products are the same; only the vendor GEMM's sum order differs.
-  const auto widened = [&](const tensor::ConstMatrix<Reduced>& X) {
-    auto wide =
-        tensor::uninitialized_matrix<float>("kpipe::kernels::gemm_mixed::widened", X.extent_int(0), X.extent_int(1));
-    widen(space, X, wide);
-    return wide;
-  };
-  gemm<float>(space, trans_a, trans_b, alpha, widened(A), widened(B), beta, C, GemmPath::vendor);
+  product_shape("gemm_mixed", trans_a, trans_b, A, B, C);
+  mixed_batched_product(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C), path);
 }
 
 // What runs a oneDNN kernel's products: "AMX-BF16 tiles", ...
@@ -294,6 +365,18 @@ void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_
                 const tensor::ConstMatrix<tensor::Half>& A, const tensor::ConstMatrix<tensor::Half>& B, float beta,
                 const tensor::Matrix<float>& C, GemmPath path) {
   mixed_product(space, trans_a, trans_b, alpha, A, B, beta, C, path);
+}
+
+void gemm_batched_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                        const ConstBatch<tensor::BFloat16>& A, const ConstBatch<tensor::BFloat16>& B, float beta,
+                        const Batch<float>& C, GemmPath path) {
+  mixed_batched_product(space, trans_a, trans_b, alpha, A, B, beta, C, path);
+}
+
+void gemm_batched_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
+                        const ConstBatch<tensor::Half>& A, const ConstBatch<tensor::Half>& B, float beta,
+                        const Batch<float>& C, GemmPath path) {
+  mixed_batched_product(space, trans_a, trans_b, alpha, A, B, beta, C, path);
 }
 
 std::string mixed_gemm_library(tensor::DType operands) {
@@ -347,6 +430,14 @@ void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, confi
   template ConstBatch<Scalar> row_blocks<const Scalar>(const tensor::ConstMatrix<Scalar>&, int, int, int);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
+#undef KPIPE_INSTANTIATE
+
+// Batches of bfloat16 and float16 for gemm_batched_mixed.
+#define KPIPE_INSTANTIATE(Scalar)                                                          \
+  template Batch<Scalar> row_blocks<Scalar>(const tensor::Matrix<Scalar>&, int, int, int); \
+  template ConstBatch<Scalar> row_blocks<const Scalar>(const tensor::ConstMatrix<Scalar>&, int, int, int);
+KPIPE_INSTANTIATE(tensor::BFloat16)
+KPIPE_INSTANTIATE(tensor::Half)
 #undef KPIPE_INSTANTIATE
 
 }  // namespace kpipe::kernels

@@ -33,9 +33,9 @@ struct GemmOperands {
 
 // `batch` GEMMs of the same shape, operands of block i at first.a + i·stride_a
 // and so on (in elements).
-template <class Scalar>
+template <class Scalar, class In = Scalar>
 struct BatchedGemmOperands {
-  GemmOperands<Scalar> first;
+  GemmOperands<Scalar, In> first;
   int batch;
   long long stride_a;
   long long stride_b;
@@ -67,6 +67,8 @@ void cublas_gemm_batched(const tensor::ExecutionSpace& space, const BatchedGemmO
 // (CUBLAS_COMPUTE_32F: tensor cores where the GPU has them, never 16-bit sums).
 template <class In>
 void cublas_gemm_mixed(const tensor::ExecutionSpace& space, const GemmOperands<float, In>& op);
+template <class In>
+void cublas_gemm_batched_mixed(const tensor::ExecutionSpace& space, const BatchedGemmOperands<float, In>& op);
 // "cuBLAS 13.0.0", for mixed_gemm_library().
 std::string cublas_version();
 

@@ -90,6 +90,18 @@ void cublas_gemm_mixed(const tensor::ExecutionSpace& space, const GemmOperands<f
         "cublasGemmEx");
 }
 
+template <class In>
+void cublas_gemm_batched_mixed(const tensor::ExecutionSpace& space, const BatchedGemmOperands<float, In>& batched) {
+  const cublasHandle_t h = handle();
+  check(cublasSetStream(h, space.cuda_stream()), "cublasSetStream");
+  const GemmOperands<float, In>& op = batched.first;
+  check(cublasGemmStridedBatchedEx(h, cublas_trans(op.trans_b), cublas_trans(op.trans_a), op.n, op.m, op.k, &op.alpha,
+                                   op.b, cuda_type<In>(), op.ldb, batched.stride_b, op.a, cuda_type<In>(), op.lda,
+                                   batched.stride_a, &op.beta, op.c, CUDA_R_32F, op.ldc, batched.stride_c,
+                                   batched.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
+}
+
 std::string cublas_version() {
   int major = 0;
   int minor = 0;
@@ -107,5 +119,9 @@ template void cublas_gemm_batched<double>(const tensor::ExecutionSpace&, const B
 template void cublas_gemm_mixed<tensor::BFloat16>(const tensor::ExecutionSpace&,
                                                   const GemmOperands<float, tensor::BFloat16>&);
 template void cublas_gemm_mixed<tensor::Half>(const tensor::ExecutionSpace&, const GemmOperands<float, tensor::Half>&);
+template void cublas_gemm_batched_mixed<tensor::BFloat16>(const tensor::ExecutionSpace&,
+                                                          const BatchedGemmOperands<float, tensor::BFloat16>&);
+template void cublas_gemm_batched_mixed<tensor::Half>(const tensor::ExecutionSpace&,
+                                                      const BatchedGemmOperands<float, tensor::Half>&);
 
 }  // namespace kpipe::kernels::detail

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <type_traits>
+
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/attention_cached.hpp"
 #include "kpipe/kernels/precision.hpp"
@@ -52,12 +54,27 @@ void CausalSelfAttention<Scalar>::forward(tensor::TensorList inputs, tensor::Ten
   const auto s = shape(X.extent_int(0));
   if (kernels_.attention == AttentionPath::gemm) {
     // The products read Q, K and V in the projection and write O in Y: backward needs the projection as it is.
-    const auto P = pool.take<Scalar>("kpipe::model::attention_p", s.batch_heads * s.tokens, s.tokens);
-    kernels::attention_forward_gemm(space, s, X, P, Y, kernels_.gemm);
-    if (ctx) {
-      ctx->save("qkv", keep(inputs.at(0), "kpipe::model::attention_qkv_stored"));
-      ctx->save("p", keep(P, "kpipe::model::attention_p_stored"));
-    }
+    const int stacked = s.batch_heads * s.tokens;
+    const auto P = pool.take<Scalar>("kpipe::model::attention_p", stacked, s.tokens);
+    kernels::with_stored_type<Scalar>(env_.precision, [&](auto element) {
+      using Stored = decltype(element);
+      if constexpr (std::is_same_v<Stored, Scalar>) {
+        kernels::attention_forward_gemm(space, s, X, P, Y, kernels_.gemm);
+        if (ctx) {
+          ctx->save("qkv", inputs.at(0));
+          ctx->save("p", P);
+        }
+      } else {
+        // The products take the rounded projection and probabilities, which are also what backward keeps.
+        const tensor::Tensor qkv = keep(inputs.at(0), "kpipe::model::attention_qkv_stored");
+        const auto P_kept = pool.take<Stored>("kpipe::model::attention_p_stored", stacked, s.tokens);
+        kernels::attention_forward_gemm<Stored>(space, s, qkv.matrix<Stored>(), P, P_kept, Y, kernels_.gemm);
+        if (ctx) {
+          ctx->save("qkv", qkv);
+          ctx->save("p", P_kept);
+        }
+      }
+    });
     return;
   }
   // The fused kernels take heads-major stacks.
@@ -96,10 +113,20 @@ void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads
   }
   const auto s = shape(dY.extent_int(0));
   if (kernels_.attention == AttentionPath::gemm) {
-    const auto dP = pool.take<Scalar>("kpipe::model::attention_dp", s.batch_heads * s.tokens, s.tokens);
-    kernels::attention_backward_gemm(space, s, computable(ctx.saved("qkv"), "kpipe::model::attention_qkv_widened"),
-                                     computable(ctx.saved("p"), "kpipe::model::attention_p_widened"), dY, dP, dX,
-                                     kernels_.gemm);
+    const int stacked = s.batch_heads * s.tokens;
+    const auto dP = pool.take<Scalar>("kpipe::model::attention_dp", stacked, s.tokens);
+    kernels::with_stored_type<Scalar>(env_.precision, [&](auto element) {
+      using Stored = decltype(element);
+      const auto qkv = ctx.saved("qkv").matrix<Stored>();
+      const auto P = ctx.saved("p").matrix<Stored>();
+      if constexpr (std::is_same_v<Stored, Scalar>) {
+        kernels::attention_backward_gemm(space, s, qkv, P, dY, dP, dX, kernels_.gemm);
+      } else {
+        const tensor::Tensor dO = keep(output_grads.at(0), "kpipe::model::attention_do_stored");
+        const auto dS = pool.take<Stored>("kpipe::model::attention_ds_stored", stacked, s.tokens);
+        kernels::attention_backward_gemm<Stored>(space, s, qkv, P, dO.matrix<Stored>(), dP, dS, dX, kernels_.gemm);
+      }
+    });
     ctx.clear();
     return;
   }

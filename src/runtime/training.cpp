@@ -99,7 +99,7 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
       }
       return kernels::mixed_gemm_library(operands);
     };
-    log::info("compute.precision = {}: Linear GEMMs in {} with float32 sums: {}",
+    log::info("compute.precision = {}: Linear and attention GEMMs in {} with float32 sums: {}",
               config::name_of(config.compute.precision), tensor::name_of(operands), library());
   }
   const comm::Watchdog watchdog(config.runtime.watchdog_seconds, comm::rank_of(comm::world()));

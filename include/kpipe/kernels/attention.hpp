@@ -70,6 +70,24 @@ void attention_backward_gemm(const tensor::ExecutionSpace& space, const Attentio
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dO,
                              const tensor::Matrix<Scalar>& dP, const tensor::Matrix<Scalar>& dQKV, GemmPath gemm);
 
+// The gemm path under compute.precision = bf16 and fp16: the products take
+// Reduced (tensor::BFloat16 or tensor::Half) operands with float32 sums
+// (gemm_batched_mixed); the softmax and its gradient run in float32. Forward:
+// QKV rounded to Reduced in, the scores and probabilities in P (float32
+// scratch), the probabilities rounded into P_kept (what backward takes, and
+// the second product's operand), O in float32. Backward: dO rounded to
+// Reduced, the kept QKV and P; dP (float32) and dS (Reduced: the softmax's
+// gradient rounded, the last two products' operand) are scratch of P's shape.
+template <class Reduced>
+void attention_forward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                            const tensor::ConstMatrix<Reduced>& QKV, const tensor::Matrix<float>& P,
+                            const tensor::Matrix<Reduced>& P_kept, const tensor::Matrix<float>& O, GemmPath gemm);
+template <class Reduced>
+void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                             const tensor::ConstMatrix<Reduced>& QKV, const tensor::ConstMatrix<Reduced>& P,
+                             const tensor::ConstMatrix<Reduced>& dO, const tensor::Matrix<float>& dP,
+                             const tensor::Matrix<Reduced>& dS, const tensor::Matrix<float>& dQKV, GemmPath gemm);
+
 // fused path, forward: O and the log-sum-exp L ((batch·heads·T) x 1) of each
 // query's scaled, masked scores.
 template <class Scalar>

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "catch.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/attention.hpp"
+#include "kpipe/kernels/precision.hpp"
 #include "random_matrix.hpp"
 #include "relative_error.hpp"
 
@@ -128,6 +130,58 @@ Run<Scalar> run(AttentionPath path, const AttentionShape& s, int heads, const st
   return result;
 }
 
+// The gemm path under compute.precision = bf16 or fp16 on float32 q, k, v and
+// dout: the projection and dY rounded to Reduced, float32 out.
+template <class Reduced>
+Run<float> run_reduced(const AttentionShape& s, int heads, const std::vector<double>& q, const std::vector<double>& k,
+                       const std::vector<double>& v, const std::vector<double>& dout, GemmPath gemm) {
+  const ExecutionSpace space;
+  const int rows = rows_of(s), hd = s.head_dim, T = s.tokens;
+  const int positions = rows / heads, dim = heads * hd;
+  const auto reduced = [&](const Matrix<float>& X) {
+    auto Y = uninitialized_matrix<Reduced>("test::reduced", X.extent_int(0), X.extent_int(1));
+    round_to(space, X, Y);
+    return Y;
+  };
+  auto QKV = uninitialized_matrix<float>("test::qkv", positions, 3 * dim);
+  merge_heads(space, device<float>(q, rows, hd), 0, heads, T, QKV);
+  merge_heads(space, device<float>(k, rows, hd), dim, heads, T, QKV);
+  merge_heads(space, device<float>(v, rows, hd), 2 * dim, heads, T, QKV);
+  const auto QKV_kept = reduced(QKV);
+  auto P = uninitialized_matrix<float>("test::p", rows, T);
+  auto P_kept = uninitialized_matrix<Reduced>("test::p_kept", rows, T);
+  auto Y = uninitialized_matrix<float>("test::y", positions, dim);
+  attention_forward_gemm<Reduced>(space, s, QKV_kept, P, P_kept, Y, gemm);
+  auto dY = uninitialized_matrix<float>("test::dy", positions, dim);
+  merge_heads(space, device<float>(dout, rows, hd), 0, heads, T, dY);
+  auto dP = uninitialized_matrix<float>("test::dp", rows, T);
+  auto dS = uninitialized_matrix<Reduced>("test::ds", rows, T);
+  auto dQKV = uninitialized_matrix<float>("test::dqkv", positions, 3 * dim);
+  attention_backward_gemm<Reduced>(space, s, QKV_kept, P_kept, reduced(dY), dP, dS, dQKV, gemm);
+  Run<float> result;
+  const auto head_stack = [&](const Matrix<float>& X, int offset) {
+    auto stacked = uninitialized_matrix<float>("test::stacked", rows, hd);
+    split_heads(space, X, offset, heads, T, stacked);
+    return host(stacked);
+  };
+  result.forward.O = head_stack(Y, 0);
+  result.backward = {head_stack(dQKV, 0), head_stack(dQKV, dim), head_stack(dQKV, 2 * dim)};
+  return result;
+}
+
+// `values` rounded to Reduced (through float32), as round_to rounds.
+template <class Reduced>
+std::vector<double> rounded_values(std::vector<double> values) {
+  for (double& x : values) {
+    if constexpr (std::is_same_v<Reduced, BFloat16>) {
+      x = to_float(to_bfloat16(static_cast<float>(x)));
+    } else {
+      x = to_float(to_half(static_cast<float>(x)));
+    }
+  }
+  return values;
+}
+
 std::vector<double> random_values(int rows, int cols, std::uint64_t stream, double range = 1) {
   return host(random_matrix<double>(rows, cols, stream, -range, range));
 }
@@ -168,6 +222,34 @@ TEST_CASE("fused and gemm attention agree forward and backward in float", "[kern
   CHECK(relative_error(fused.backward.dV, gemm.backward.dV) < 1e-5);
   // And the float log-sum-exp against the double definition.
   CHECK(relative_error(fused.forward.L, naive_attention(s, q, k, v).L) < 1e-5);
+}
+
+// compute.precision = bf16, fp16: the products take the rounded projection
+// (and dY), so the truth is the double attention of the rounded q, k, v and
+// dout; what remains is the rounding of P before P V and of dS before dS K and
+// dSᵀ Q, each a relative error of at most the type's unit roundoff r (2^-9,
+// 2^-11) per entry, carried through sums of positive weights (forward) and
+// of gradients of both signs (backward, hence the larger bound).
+TEMPLATE_TEST_CASE("reduced-precision gemm attention is the double attention of its rounded operands",
+                   "[kernels][attention][bf16][fp16]", BFloat16, Half) {
+  const double r = std::is_same_v<TestType, BFloat16> ? 0x1p-9 : 0x1p-11;
+  const int T = GENERATE(1, 33, 100);
+  const int hd = GENERATE(8, 32);
+  const AttentionShape s{6, T, hd};  // 2 sequences of 3 heads
+  const auto q = rounded_values<TestType>(random_values(rows_of(s), hd, 12, 2));
+  const auto k = rounded_values<TestType>(random_values(rows_of(s), hd, 13, 2));
+  const auto v = rounded_values<TestType>(random_values(rows_of(s), hd, 14));
+  const auto dout = rounded_values<TestType>(random_values(rows_of(s), hd, 15));
+  const auto truth = run<double>(AttentionPath::gemm, s, 3, q, k, v, dout);
+  const auto vendor = run_reduced<TestType>(s, 3, q, k, v, dout, GemmPath::vendor);
+  const auto portable = run_reduced<TestType>(s, 3, q, k, v, dout, GemmPath::portable);
+  for (const auto* got : {&vendor, &portable}) {
+    INFO("T = " << T << ", hd = " << hd << ", " << (got == &vendor ? "vendor" : "portable") << " GEMM");
+    CHECK(relative_error(got->forward.O, truth.forward.O) < 2 * r);
+    CHECK(relative_error(got->backward.dQ, truth.backward.dQ) < 8 * r);
+    CHECK(relative_error(got->backward.dK, truth.backward.dK) < 8 * r);
+    CHECK(relative_error(got->backward.dV, truth.backward.dV) < 2 * r);
+  }
 }
 
 TEST_CASE("attention gradients match finite differences of sum(O * R) in double", "[kernels][attention]") {

@@ -12,11 +12,13 @@
 // 2^-9 for bfloat16, 2^-11 for float16) moves each product by at most
 // (2r + r^2) |a||b| more.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -112,6 +114,55 @@ TEMPLATE_TEST_CASE("mixed-precision GEMM on every path is within float32 summati
   ExecutionSpace().fence();
   const Exact truth = exact(ta, tb, m, n, k, alpha, widened_to_host(A), widened_to_host(B), beta, c);
   CHECK(worst_ratio(to_host<float>(C), truth) <= (k + 2) * u);
+}
+
+// Attention's products under compute.precision: batches of strided blocks
+// (one head's columns of every sequence of a wider projection, C blocks
+// inside a wider matrix too), each block against its own float64 product.
+TEMPLATE_TEST_CASE("batched mixed-precision GEMM of strided blocks is within float32 summation error on every path",
+                   "[kernels][gemm][bf16][fp16]", BFloat16, Half) {
+  const int batch = 3, m = 33, n = 17, k = 8;
+  const auto ta = GENERATE(Trans::no, Trans::yes);
+  const auto tb = GENERATE(Trans::no, Trans::yes);
+  const auto path = GENERATE(GemmPath::portable, GemmPath::vendor);
+  const float alpha = -0.5f, beta = 1.0f;
+  INFO("transposed A " << (ta == Trans::yes) << ", B " << (tb == Trans::yes) << ", "
+                       << (path == GemmPath::portable ? "portable" : mixed_gemm_library(dtype_of<TestType>())));
+  // Stored blocks of op(X) = rows x cols: X's rows x cols, or cols x rows transposed.
+  const auto stored = [](Trans t, int rows, int cols) {
+    return t == Trans::no ? std::pair{rows, cols} : std::pair{cols, rows};
+  };
+  const auto [ra, ca] = stored(ta, m, k);
+  const auto [rb, cb] = stored(tb, k, n);
+  const auto A = rounded<TestType>(random_matrix<float>(batch * ra, ca + 7, 4));
+  const auto B = rounded<TestType>(random_matrix<float>(batch * rb, cb + 2, 5));
+  const auto C = random_matrix<float>(batch * m, n + 5, 6);
+  const auto a = widened_to_host(A), b = widened_to_host(B);
+  const auto c = to_host<float>(C);
+  const ConstMatrix<TestType> A_read = A, B_read = B;
+  gemm_batched_mixed(ExecutionSpace(), ta, tb, alpha, row_blocks(A_read, batch, 3, ca),
+                     row_blocks(B_read, batch, 1, cb), beta, row_blocks(C, batch, 2, n), path);
+  ExecutionSpace().fence();
+  const auto got = to_host<float>(C);
+  // Block i of a row-major matrix `values` of width `ld`, columns [first, first + cols).
+  const auto block = [](const auto& values, int ld, int i, int rows, int first, int cols) {
+    std::vector<typename std::decay_t<decltype(values)>::value_type> out;
+    for (int r = 0; r < rows; ++r) {
+      const auto row = values.begin() + static_cast<std::ptrdiff_t>(i * rows + r) * ld + first;
+      out.insert(out.end(), row, row + cols);
+    }
+    return out;
+  };
+  for (int i = 0; i < batch; ++i) {
+    INFO("block " << i);
+    const Exact truth = exact(ta, tb, m, n, k, alpha, block(a, ca + 7, i, ra, 3, ca), block(b, cb + 2, i, rb, 1, cb),
+                              beta, block(c, n + 5, i, m, 2, n));
+    CHECK(worst_ratio(block(got, n + 5, i, m, 2, n), truth) <= (k + 2) * u);
+  }
+  // Columns of C outside the blocks are untouched.
+  for (int row = 0; row < batch * m; ++row) {
+    for (int col : {0, 1, n + 2, n + 3, n + 4}) CHECK(got[row * (n + 5) + col] == c[row * (n + 5) + col]);
+  }
 }
 
 // The Linear's two products by W on the packed path (oneDNN on W packed in
