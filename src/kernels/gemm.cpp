@@ -73,19 +73,17 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
 // kernel (it does not know the CPU) and oneDNN has AVX2 or newer JIT kernels
 // for it: 5 to 7 times faster at the Linear shapes on Sapphire Rapids, where
 // OpenBLAS 0.3.21 runs Prescott's SSE3 code (docs/performance.md).
-bool float_gemm_on_onednn() {
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
+bool float_gemm_on_onednn() {
   static const bool on_onednn = detail::cblas_kernel_is_generic() && detail::onednn_has_avx2_kernels();
   return on_onednn;
-#else
-  return false;
-#endif
 }
+#endif
 
 // One host GEMM: CBLAS, or oneDNN for float32 where float_gemm_on_onednn().
 template <class Scalar>
 void host_gemm(const detail::GemmOperands<Scalar>& op) {
-#if defined(KPIPE_HAVE_DNNL)
+#if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
   if constexpr (std::is_same_v<Scalar, float>) {
     if (float_gemm_on_onednn()) return detail::onednn_gemm(op);
   }
@@ -345,6 +343,7 @@ void mixed_product(const tensor::ExecutionSpace& space, Trans trans_a, Trans tra
   mixed_batched_product(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C), path);
 }
 
+#if defined(KPIPE_HAVE_DNNL)
 // What runs a oneDNN kernel's products: "AMX-BF16 tiles", ...
 std::string units_of(const std::string& kernel) {
   if (kernel.find("amx") != std::string::npos) return "AMX-BF16 tiles";
@@ -352,6 +351,7 @@ std::string units_of(const std::string& kernel) {
   if (kernel.find("bf16") != std::string::npos) return "AVX512-BF16 dot products";
   return "emulated by oneDNN on this CPU's float32 units, which have no instructions for the type";
 }
+#endif
 
 }  // namespace
 
