@@ -282,24 +282,20 @@ int widen_operand(const In* x, int ld, int rows, int cols, Trans trans, std::vec
   return std::max(1, cols);
 }
 
-// The host's mixed products, block by block in ascending order: oneDNN's
-// matmul of the type where it has a kernel for this CPU, else the operands
-// widened to float32 for the vendor GEMM (the same products; only the
-// library's sum order differs), in buffers kept between calls.
+// The host's mixed products: one oneDNN matmul of the type over the batch
+// where oneDNN has a kernel for this CPU, else block by block in ascending
+// order the operands widened to float32 for the vendor GEMM (the same
+// products; only the library's sum order differs), in buffers kept between
+// calls.
 template <class In>
 void host_gemm_batched_mixed(const detail::BatchedGemmOperands<float, In>& op) {
-  detail::GemmOperands<float, In> block = op.first;
 #if defined(KPIPE_HAVE_DNNL)
   if (!detail::onednn_kernel<In>().empty()) {
-    for (int i = 0; i < op.batch; ++i) {
-      block.a = op.first.a + i * op.stride_a;
-      block.b = op.first.b + i * op.stride_b;
-      block.c = op.first.c + i * op.stride_c;
-      detail::onednn_gemm(block);
-    }
+    detail::onednn_gemm_batched(op);
     return;
   }
 #endif
+  const detail::GemmOperands<float, In>& block = op.first;
   thread_local std::vector<float> a;
   thread_local std::vector<float> b;
   for (int i = 0; i < op.batch; ++i) {

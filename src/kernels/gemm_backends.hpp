@@ -117,6 +117,9 @@ std::string onednn_version();
 // bfloat16 and float16 only where onednn_kernel() names a kernel.
 template <class In>
 void onednn_gemm(const GemmOperands<float, In>& op);
+// The same on a batch: one matmul over the matrices the strides apart.
+template <class In>
+void onednn_gemm_batched(const BatchedGemmOperands<float, In>& op);
 // Whether this CPU has AVX2 or newer, for which oneDNN has JIT kernels.
 bool onednn_has_avx2_kernels();
 // The kernel oneDNN picks for a matmul of In operands with float32 sums on

@@ -185,11 +185,21 @@ bool onednn_has_avx2_kernels() { return dnnl::get_effective_cpu_isa() >= dnnl::c
 
 namespace {
 
+// op(X), batch x rows x cols, as it lies in memory: matrix i at i·stride,
+// each row-major with rows `ld` apart or transposed.
+memory::desc batched_operand(int batch, long long stride, int rows, int cols, int ld, Trans trans,
+                             memory::data_type type) {
+  return memory::desc({batch, rows, cols}, type,
+                      trans == Trans::no ? memory::dims{stride, ld, 1} : memory::dims{stride, 1, ld});
+}
+
 // A matmul of one shape on row-major operands: op(A) and op(B) of In, C
 // float32 = alpha op(A) op(B) + beta C (alpha as the output scale, beta as a
-// sum post-op).
+// sum post-op); with a batch of more than one, a batched matmul over
+// matrices the strides apart.
 template <class In>
-dnnl::matmul::primitive_desc plain_matmul(const GemmOperands<float, In>& op) {
+dnnl::matmul::primitive_desc plain_matmul(const BatchedGemmOperands<float, In>& batched) {
+  const GemmOperands<float, In>& op = batched.first;
   dnnl::primitive_attr attr;
   if (op.alpha != 1.0f) attr.set_output_scales(0, {op.alpha});
   if (op.beta != 0.0f) {
@@ -197,18 +207,33 @@ dnnl::matmul::primitive_desc plain_matmul(const GemmOperands<float, In>& op) {
     sum.append_sum(op.beta);
     attr.set_post_ops(sum);
   }
-  const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, data_type<In>()),
-                                operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
-                                row_major(op.m, op.n, op.ldc));
+  if (batched.batch == 1) {
+    const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, data_type<In>()),
+                                  operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
+                                  row_major(op.m, op.n, op.ldc));
+    return dnnl::matmul::primitive_desc(desc, attr, runtime().engine);
+  }
+  const int n = batched.batch;
+  const dnnl::matmul::desc desc(
+      batched_operand(n, batched.stride_a, op.m, op.k, op.lda, op.trans_a, data_type<In>()),
+      batched_operand(n, batched.stride_b, op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
+      batched_operand(n, batched.stride_c, op.m, op.n, op.ldc, Trans::no, memory::data_type::f32));
   return dnnl::matmul::primitive_desc(desc, attr, runtime().engine);
+}
+
+template <class In>
+dnnl::matmul::primitive_desc plain_matmul(const GemmOperands<float, In>& op) {
+  return plain_matmul(BatchedGemmOperands<float, In>{op, 1, 0, 0, 0});
 }
 
 }  // namespace
 
 template <class In>
-void onednn_gemm(const GemmOperands<float, In>& op) {
-  // One primitive per shape, transpositions, leading dimensions and scalars.
-  using Shape = std::tuple<Trans, Trans, int, int, int, int, int, int, float, float>;
+void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
+  const GemmOperands<float, In>& op = batched.first;
+  // One primitive per shape, batch, strides, transpositions, leading dimensions and scalars.
+  using Shape =
+      std::tuple<Trans, Trans, int, int, int, int, int, int, float, float, int, long long, long long, long long>;
   struct Matmul {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul primitive;
@@ -216,17 +241,21 @@ void onednn_gemm(const GemmOperands<float, In>& op) {
   static std::map<Shape, Matmul> matmuls;
   if (op.k == 0) {
     // No products (oneDNN divides by k): C = beta C, and beta = 0 does not read C, as in BLAS.
-    for (int i = 0; i < op.m; ++i) {
-      float* row = op.c + static_cast<std::ptrdiff_t>(i) * op.ldc;
-      for (int j = 0; j < op.n; ++j) row[j] = op.beta == 0.0f ? 0.0f : op.beta * row[j];
+    for (int block = 0; block < batched.batch; ++block) {
+      for (int i = 0; i < op.m; ++i) {
+        float* row = op.c + block * batched.stride_c + static_cast<std::ptrdiff_t>(i) * op.ldc;
+        for (int j = 0; j < op.n; ++j) row[j] = op.beta == 0.0f ? 0.0f : op.beta * row[j];
+      }
     }
     return;
   }
   try {
-    const Shape shape{op.trans_a, op.trans_b, op.m, op.n, op.k, op.lda, op.ldb, op.ldc, op.alpha, op.beta};
+    const Shape shape{op.trans_a,       op.trans_b,      op.m,     op.n,    op.k,          op.lda,
+                      op.ldb,           op.ldc,          op.alpha, op.beta, batched.batch, batched.stride_a,
+                      batched.stride_b, batched.stride_c};
     auto found = matmuls.find(shape);
     if (found == matmuls.end()) {
-      const auto pd = plain_matmul(op);
+      const auto pd = plain_matmul(batched);
       found = matmuls.emplace(shape, Matmul{pd, dnnl::matmul(pd)}).first;
     }
     const auto& pd = found->second.pd;
@@ -238,14 +267,21 @@ void onednn_gemm(const GemmOperands<float, In>& op) {
     found->second.primitive.execute(rt.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     rt.stream.wait();
   } catch (const dnnl::error& e) {
-    throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
-                                    e.what(), static_cast<int>(e.status)));
+    throw runtime_error(fmt::format("oneDNN matmul of {} x {}x{} by {}x{} failed: {} (status {})", batched.batch, op.m,
+                                    op.k, op.k, op.n, e.what(), static_cast<int>(e.status)));
   }
+}
+
+template <class In>
+void onednn_gemm(const GemmOperands<float, In>& op) {
+  onednn_gemm_batched(BatchedGemmOperands<float, In>{op, 1, 0, 0, 0});
 }
 
 template void onednn_gemm<float>(const GemmOperands<float>&);
 template void onednn_gemm<tensor::BFloat16>(const GemmOperands<float, tensor::BFloat16>&);
 template void onednn_gemm<tensor::Half>(const GemmOperands<float, tensor::Half>&);
+template void onednn_gemm_batched<tensor::BFloat16>(const BatchedGemmOperands<float, tensor::BFloat16>&);
+template void onednn_gemm_batched<tensor::Half>(const BatchedGemmOperands<float, tensor::Half>&);
 
 template <class In>
 std::string onednn_kernel() {
