@@ -243,30 +243,6 @@ detail::BatchedGemmOperands<Scalar, In> batched_operands(Trans trans_a, Trans tr
           static_cast<long long>(C.stride(0))};
 }
 
-}  // namespace
-
-template <class Scalar>
-void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
-                  const ConstBatch<tensor::identity_t<Scalar>>& A, const ConstBatch<tensor::identity_t<Scalar>>& B,
-                  tensor::identity_t<Scalar> beta, const Batch<Scalar>& C, GemmPath path) {
-  const auto [batch, m, n, k] = batched_shape("gemm_batched", trans_a, trans_b, A, B, C);
-  if (batch == 0 || m == 0 || n == 0) return;
-  constexpr Vendor vendor = default_vendor();
-  if (vendor == Vendor::none || path == GemmPath::portable) {
-    detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, A, B, beta, C);
-    return;
-  }
-  const auto op = batched_operands<Scalar>(trans_a, trans_b, batch, m, n, k, alpha, A, B, beta, C);
-  if constexpr (vendor == Vendor::cublas) {
-    detail::cublas_gemm_batched<Scalar>(space, op);
-  } else if constexpr (vendor == Vendor::cblas) {
-    space.fence();
-    host_gemm_batched<Scalar>(op);
-  }
-}
-
-namespace {
-
 // The stored rows x cols of op(X) = rows x cols, X of In with leading
 // dimension ld, widened into `into` (dense rows): its float32 operand.
 template <class In>
@@ -307,36 +283,58 @@ void host_gemm_batched_mixed(const detail::BatchedGemmOperands<float, In>& op) {
   }
 }
 
-template <class Reduced>
-void mixed_batched_product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
-                           const ConstBatch<Reduced>& A, const ConstBatch<Reduced>& B, float beta,
-                           const Batch<float>& C, GemmPath path) {
-  const auto [batch, m, n, k] = batched_shape("gemm_batched_mixed", trans_a, trans_b, A, B, C);
+// matrix i of C = alpha op(A_i) op(B_i) + beta C_i on In operands: Scalar
+// (gemm_batched), or bfloat16 and float16 with float32 sums
+// (gemm_batched_mixed); `what` names the call in shape errors.
+template <class Scalar, class In>
+void batched_product(const char* what, const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, Scalar alpha,
+                     const ConstBatch<In>& A, const ConstBatch<In>& B, Scalar beta, const Batch<Scalar>& C,
+                     GemmPath path) {
+  const auto [batch, m, n, k] = batched_shape(what, trans_a, trans_b, A, B, C);
   if (batch == 0 || m == 0 || n == 0) return;
   constexpr Vendor vendor = default_vendor();
   if (vendor == Vendor::none || path == GemmPath::portable) {
-    detail::portable_gemm<Reduced>(space, trans_a, trans_b, alpha, A, B, beta, C);
+    detail::portable_gemm<In>(space, trans_a, trans_b, alpha, A, B, beta, C);
     return;
   }
-  const auto op = batched_operands<float>(trans_a, trans_b, batch, m, n, k, alpha, A, B, beta, C);
+  const auto op = batched_operands<Scalar>(trans_a, trans_b, batch, m, n, k, alpha, A, B, beta, C);
+  constexpr bool mixed = !std::is_same_v<In, Scalar>;
   if constexpr (vendor == Vendor::cublas) {
-    if (batch == 1) {
+    if constexpr (!mixed) {
+      detail::cublas_gemm_batched<Scalar>(space, op);
+    } else if (batch == 1) {
       detail::cublas_gemm_mixed(space, op.first);
     } else {
       detail::cublas_gemm_batched_mixed(space, op);
     }
   } else if constexpr (vendor == Vendor::cblas) {
     space.fence();  // oneDNN and CBLAS run on the calling thread
-    host_gemm_batched_mixed(op);
+    if constexpr (mixed) {
+      host_gemm_batched_mixed(op);
+    } else {
+      host_gemm_batched<Scalar>(op);
+    }
   }
 }
+
+}  // namespace
+
+template <class Scalar>
+void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+                  const ConstBatch<tensor::identity_t<Scalar>>& A, const ConstBatch<tensor::identity_t<Scalar>>& B,
+                  tensor::identity_t<Scalar> beta, const Batch<Scalar>& C, GemmPath path) {
+  batched_product<Scalar, Scalar>("gemm_batched", space, trans_a, trans_b, alpha, A, B, beta, C, path);
+}
+
+namespace {
 
 template <class Reduced>
 void mixed_product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
                    const tensor::ConstMatrix<Reduced>& A, const tensor::ConstMatrix<Reduced>& B, float beta,
                    const tensor::Matrix<float>& C, GemmPath path) {
   product_shape("gemm_mixed", trans_a, trans_b, A, B, C);
-  mixed_batched_product(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C), path);
+  batched_product<float, Reduced>("gemm_mixed", space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C),
+                                  path);
 }
 
 #if defined(KPIPE_HAVE_DNNL)
@@ -366,13 +364,13 @@ void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_
 void gemm_batched_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
                         const ConstBatch<tensor::BFloat16>& A, const ConstBatch<tensor::BFloat16>& B, float beta,
                         const Batch<float>& C, GemmPath path) {
-  mixed_batched_product(space, trans_a, trans_b, alpha, A, B, beta, C, path);
+  batched_product<float>("gemm_batched_mixed", space, trans_a, trans_b, alpha, A, B, beta, C, path);
 }
 
 void gemm_batched_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
                         const ConstBatch<tensor::Half>& A, const ConstBatch<tensor::Half>& B, float beta,
                         const Batch<float>& C, GemmPath path) {
-  mixed_batched_product(space, trans_a, trans_b, alpha, A, B, beta, C, path);
+  batched_product<float>("gemm_batched_mixed", space, trans_a, trans_b, alpha, A, B, beta, C, path);
 }
 
 std::string mixed_gemm_library(tensor::DType operands) {
