@@ -12,7 +12,6 @@
 #include "gemm_backends.hpp"
 #include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/kernels/precision.hpp"
 
 namespace kpipe::kernels {
 

@@ -116,9 +116,10 @@ void gemm_batched(const tensor::ExecutionSpace& space, Trans trans_a, Trans tran
 // gemm_mixed on batches: matrix i of C = alpha op(A_i) op(B_i) + beta C_i
 // with A and B in bfloat16 or float16 and C and its sums in float32 (the
 // gemm path of attention under compute.precision = bf16, fp16). The vendor
-// path runs gemm_mixed's library on each matrix in ascending order (one
-// cublasGemmStridedBatchedEx call on CUDA); the portable path is
-// gemm_batched's kernel loading the operands into float32 tiles.
+// path is one oneDNN matmul over the batch where oneDNN has a kernel for the
+// type, else each matrix in ascending order widened to float32 for the
+// vendor GEMM, and one cublasGemmStridedBatchedEx call on CUDA; the portable
+// path is gemm_batched's kernel loading the operands into float32 tiles.
 void gemm_batched_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, float alpha,
                         const ConstBatch<tensor::BFloat16>& A, const ConstBatch<tensor::BFloat16>& B, float beta,
                         const Batch<float>& C, GemmPath path = GemmPath::vendor);
