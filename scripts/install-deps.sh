@@ -23,6 +23,7 @@ packages=(
   slurm-wlm munge                             # a one-node Slurm for the job-script tests (tests/slurm)
   iproute2                                    # network namespaces and tc for the two-host tests (tests/hosts)
   nftables                                    # packet loss on the two hosts' link (tests/hosts/degraded_link.sh)
+  iptables libnetfilter-queue-dev             # added latency on that link: NFQUEUE and tests/hosts/link_delay.cpp
 )
 
 missing=()
