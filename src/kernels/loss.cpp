@@ -3,12 +3,27 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/fast_math.hpp"
 #include "kpipe/tensor/compat.hpp"
+#include "rows.hpp"
 
 namespace kpipe::kernels {
 
 namespace {
+
 using Range = Kokkos::RangePolicy<tensor::ExecutionSpace>;
+
+// A row's gradient scale · (softmax − one-hot) from its exponentials in dz,
+// `inverse` one over their sum and `label` the label's column (any other
+// value where the row holds no label). The plain and the vocabulary-parallel
+// losses share it, so that on one rank they agree bitwise.
+template <class Row, class Scalar>
+KOKKOS_INLINE_FUNCTION void gradient_row(const Row& row, int columns, Scalar inverse, Scalar scale, int label,
+                                         Scalar* dz) {
+  detail::row_for(row, columns,
+                  [&](int j) { dz[j] = scale * (dz[j] * inverse - (j == label ? Scalar(1) : Scalar(0))); });
+}
+
 }  // namespace
 
 template <class Scalar>
@@ -23,26 +38,24 @@ double softmax_cross_entropy(const tensor::ExecutionSpace& space,
         fmt::format("{} labels for {} logits; give one label per row", labels.extent(0), tensor::shape_string(logits)));
   }
   tensor::require_shape("logit gradient", dlogits, rows, classes);
-  double loss = 0;
-  Kokkos::parallel_reduce(
-      "kpipe::kernels::softmax_cross_entropy", Range(space, 0, rows),
-      KOKKOS_LAMBDA(int i, double& partial) {
-        Scalar max = logits(i, 0);
-        for (int j = 1; j < classes; ++j) max = logits(i, j) > max ? logits(i, j) : max;
-        Scalar sum = 0;
-        for (int j = 0; j < classes; ++j) sum += tensor::compat::math::exp(logits(i, j) - max);
-        const Scalar log_sum = max + tensor::compat::math::log(sum);
+  return detail::sum_over_rows(
+      space, "kpipe::kernels::softmax_cross_entropy", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
+        const Scalar* const z = &logits(i, 0);
+        Scalar* const dz = &dlogits(i, 0);
+        const Scalar max = detail::row_max(row, classes, [&](int j) { return z[j]; });
+        // The gradient holds the exponentials until their sum is known: one exponential per logit.
+        const Scalar sum = detail::row_sum(row, classes, [&](int j) {
+          const Scalar e = fast_math::exp(z[j] - max);
+          dz[j] = e;
+          return e;
+        });
+        row.team_barrier();
         const int label = labels(i);
-        const bool valid = label >= 0 && label < classes;
-        for (int j = 0; j < classes; ++j) {
-          const Scalar p = tensor::compat::math::exp(logits(i, j) - log_sum);
-          dlogits(i, j) = scale * (j == label ? p - Scalar(1) : p);
-        }
-        partial +=
-            valid ? static_cast<double>(scale * (log_sum - logits(i, label))) : tensor::compat::quiet_nan<double>();
-      },
-      loss);
-  return loss;
+        gradient_row(row, classes, Scalar(1) / sum, scale, label, dz);
+        return label >= 0 && label < classes
+                   ? static_cast<double>(scale * (max + tensor::compat::math::log(sum) - z[label]))
+                   : tensor::compat::quiet_nan<double>();
+      });
 }
 
 template <class Scalar>
@@ -104,14 +117,16 @@ void vocab_shard_sums(const tensor::ExecutionSpace& space,
   const int rows = static_cast<int>(logits.extent(0));
   const int columns = static_cast<int>(logits.extent(1));
   tensor::require_shape("shard sums", sums, rows, 2);
-  Kokkos::parallel_for(
-      "kpipe::kernels::vocab_shard_sums", Range(space, 0, rows), KOKKOS_LAMBDA(int i) {
+  detail::for_each_row(
+      space, "kpipe::kernels::vocab_shard_sums", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
+        const Scalar* const z = &logits(i, 0);
         const Scalar max = largest(maxima, i);
-        Scalar sum = 0;
-        for (int j = 0; j < columns; ++j) sum += tensor::compat::math::exp(logits(i, j) - max);
+        const Scalar sum = detail::row_sum(row, columns, [&](int j) { return fast_math::exp(z[j] - max); });
         const int local = labels(i) - first;
-        sums(i, 0) = sum;
-        sums(i, 1) = local >= 0 && local < columns ? logits(i, local) : Scalar(0);
+        detail::row_single(row, [&] {
+          sums(i, 0) = sum;
+          sums(i, 1) = local >= 0 && local < columns ? z[local] : Scalar(0);
+        });
       });
 }
 
@@ -128,21 +143,19 @@ double vocab_shard_loss(const tensor::ExecutionSpace& space,
         fmt::format("{} labels for {} logits; give one label per row", labels.extent(0), tensor::shape_string(logits)));
   }
   tensor::require_shape("logit gradient", dlogits, rows, columns);
-  double loss = 0;
-  Kokkos::parallel_reduce(
-      "kpipe::kernels::vocab_shard_loss", Range(space, 0, rows),
-      KOKKOS_LAMBDA(int i, double& partial) {
-        const Scalar log_sum = largest(maxima, i) + tensor::compat::math::log(sums(i, 0));
+  return detail::sum_over_rows(
+      space, "kpipe::kernels::vocab_shard_loss", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
+        const Scalar* const z = &logits(i, 0);
+        Scalar* const dz = &dlogits(i, 0);
+        const Scalar max = largest(maxima, i);
+        detail::row_for(row, columns, [&](int j) { dz[j] = fast_math::exp(z[j] - max); });
+        row.team_barrier();
         const int label = labels(i);
-        for (int j = 0; j < columns; ++j) {
-          const Scalar p = tensor::compat::math::exp(logits(i, j) - log_sum);
-          dlogits(i, j) = scale * (first + j == label ? p - Scalar(1) : p);
-        }
-        const bool valid = label >= 0 && label < vocab;
-        partial += valid ? static_cast<double>(scale * (log_sum - sums(i, 1))) : tensor::compat::quiet_nan<double>();
-      },
-      loss);
-  return loss;
+        gradient_row(row, columns, Scalar(1) / sums(i, 0), scale, label - first, dz);
+        return label >= 0 && label < vocab
+                   ? static_cast<double>(scale * (max + tensor::compat::math::log(sums(i, 0)) - sums(i, 1)))
+                   : tensor::compat::quiet_nan<double>();
+      });
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                                   \

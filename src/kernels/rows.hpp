@@ -41,6 +41,37 @@ void for_each_row(const tensor::ExecutionSpace& space, const char* name, int row
   }
 }
 
+// Σ_r body(row, r) over rows r in [0, rows), each body a double: body runs
+// as under for_each_row. Host: blocks of rows, each summed in one host_loop
+// (vectorised per ISA), the blocks' sums reduced in Kokkos' order; GPUs: a
+// team per row.
+template <class Body>
+double sum_over_rows(const tensor::ExecutionSpace& space, const char* name, int rows, const Body& body) {
+  double total = 0;
+  if constexpr (host_memory) {
+    constexpr int rows_per_block = 16;
+    Kokkos::parallel_reduce(
+        name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (rows + rows_per_block - 1) / rows_per_block),
+        KOKKOS_LAMBDA(int block, double& partial) {
+          const int begin = block * rows_per_block;
+          double sum = 0;
+          host_loop([&](std::int64_t r) { sum += body(HostRow{}, static_cast<int>(r)); }, begin,
+                    rows - begin < rows_per_block ? rows : begin + rows_per_block);
+          partial += sum;
+        },
+        total);
+  } else {
+    Kokkos::parallel_reduce(
+        name, row_policy(space, rows),
+        KOKKOS_LAMBDA(const RowMember& team, double& partial) {
+          const double term = body(team, team.league_rank());
+          Kokkos::single(Kokkos::PerTeam(team), [&] { partial += term; });
+        },
+        total);
+  }
+  return total;
+}
+
 // f(j) for j in [0, n) over the row's threads.
 template <class Team, class F>
 KOKKOS_INLINE_FUNCTION void row_for(const Team& team, int n, const F& f) {

@@ -87,7 +87,10 @@ KOKKOS_INLINE_FUNCTION float tanh(float a) {
   return x * p / q;
 }
 
-// Cephes expf: exp(a) = 2^n exp(r) with |r| <= ln(2)/2, 2^n built from its bits.
+// Cephes expf: exp(a) = 2^n exp(r) with |r| <= ln(2)/2, 2^n built from its
+// bits. Below -87 it is 0, as expf is where kpipe flushes subnormals to zero
+// (the clamp alone would leave 1.6e-38 there: a probability of 1e-38 instead
+// of none for a logit 10,000 below the largest).
 KOKKOS_INLINE_FUNCTION float exp(float a) {
   const float x = detail::clamp_magnitude(a, 87.0f);
   const float t = x * 1.44269504088896341f + detail::round_shifter;
@@ -100,7 +103,7 @@ KOKKOS_INLINE_FUNCTION float exp(float a) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float exp_r = p * r * r + r + 1.0f;
-  return exp_r * detail::power_of_two(t);
+  return a < -87.0f ? 0.0f : exp_r * detail::power_of_two(t);
 }
 
 // The standard normal density exp(-x^2 / 2) / sqrt(2 pi), for the GELU
