@@ -38,10 +38,13 @@ using hdf5::File;
 struct ChecksumKind {
   const char* attribute;
   std::uint64_t (*of)(const void* data, std::size_t size);
+  bool xxh3;
 };
 
-std::uint64_t fnv1a64(const void* data, std::size_t size) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;
+constexpr std::uint64_t fnv1a64_start = 0xcbf29ce484222325ull;
+
+// FNV-1a 64 of `size` more bytes, from `hash` so far.
+std::uint64_t fnv1a64_continue(std::uint64_t hash, const void* data, std::size_t size) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < size; ++i) {
     hash ^= bytes[i];
@@ -50,8 +53,29 @@ std::uint64_t fnv1a64(const void* data, std::size_t size) {
   return hash;
 }
 
-constexpr ChecksumKind xxh3_64{"xxh3_64", checksum64};
-constexpr ChecksumKind legacy_fnv1a64{"fnv1a64", fnv1a64};
+std::uint64_t fnv1a64(const void* data, std::size_t size) { return fnv1a64_continue(fnv1a64_start, data, size); }
+
+constexpr ChecksumKind xxh3_64{"xxh3_64", checksum64, true};
+constexpr ChecksumKind legacy_fnv1a64{"fnv1a64", fnv1a64, false};
+
+// A checksum of bytes handed in pieces, in order: `kind.of` over all of them at once.
+class RunningChecksum {
+ public:
+  explicit RunningChecksum(const ChecksumKind& kind) : xxh3_(kind.xxh3) { XXH3_64bits_reset(&state_); }
+  void add(const void* data, std::size_t size) {
+    if (xxh3_) {
+      XXH3_64bits_update(&state_, data, size);
+    } else {
+      fnv_ = fnv1a64_continue(fnv_, data, size);
+    }
+  }
+  std::uint64_t value() const { return xxh3_ ? XXH3_64bits_digest(&state_) : fnv_; }
+
+ private:
+  bool xxh3_;
+  XXH3_state_t state_;
+  std::uint64_t fnv_ = fnv1a64_start;
+};
 
 // ---- MPI helpers: only what a shared file needs ------------------------------
 
@@ -389,28 +413,59 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
 
 namespace {
 
-template <class T>
-std::uint64_t checksum_as(const Dataset& dataset, const ChecksumKind& kind) {
-  const auto values = dataset.read<T>();
-  return kind.of(values.data(), values.size() * sizeof(T));
+// Bytes per block when a dataset is read through the scratch buffer.
+constexpr std::uint64_t block_bytes = std::uint64_t{4} << 20;
+
+// Reads `dataset` as T in blocks of whole rows (about block_bytes) through
+// `scratch`, which the caller keeps from one dataset to the next: reading a
+// dataset of any size allocates nothing and faults in no fresh pages. Calls
+// sink(first_row, values, rows) on each block in order and returns the
+// checksum of all of it, as `kind.of` would over the whole dataset.
+template <class T, class Sink>
+std::uint64_t read_in_blocks(const Dataset& dataset, const ChecksumKind& kind, std::vector<unsigned char>& scratch,
+                             const Sink& sink) {
+  dataset.require_stored();
+  const auto extent = dataset.shape();
+  if (extent.empty()) {
+    const auto values = dataset.read<T>();  // refuses a scalar, where rows are expected
+    return kind.of(values.data(), values.size() * sizeof(T));
+  }
+  RunningChecksum checksum(kind);
+  const std::uint64_t rows = extent.front();
+  if (rows == 0 || dataset.elements() == 0) return checksum.value();
+  const std::uint64_t row_bytes = dataset.elements() / rows * sizeof(T);
+  const std::uint64_t block_rows = std::max<std::uint64_t>(1, block_bytes / row_bytes);
+  if (scratch.size() < block_rows * row_bytes) scratch.resize(block_rows * row_bytes);
+  auto* const values = reinterpret_cast<T*>(scratch.data());
+  for (std::uint64_t first = 0; first < rows; first += block_rows) {
+    const std::uint64_t count = std::min(block_rows, rows - first);
+    dataset.read_rows(values, first, count);
+    checksum.add(values, count * row_bytes);
+    sink(first, values, count);
+  }
+  return checksum.value();
 }
 
-std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind) {
+// The checksum of `dataset`, read through `scratch`.
+std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind, std::vector<unsigned char>& scratch) {
+  const auto read = [&](auto type) {
+    return read_in_blocks<decltype(type)>(dataset, kind, scratch, [](std::uint64_t, const auto*, std::uint64_t) {});
+  };
   switch (dataset.type()) {
     case hdf5::Type::float32:
-      return checksum_as<float>(dataset, kind);
+      return read(float{});
     case hdf5::Type::float64:
-      return checksum_as<double>(dataset, kind);
+      return read(double{});
     case hdf5::Type::int32:
-      return checksum_as<std::int32_t>(dataset, kind);
+      return read(std::int32_t{});
     case hdf5::Type::int64:
-      return checksum_as<std::int64_t>(dataset, kind);
+      return read(std::int64_t{});
     case hdf5::Type::uint64:
-      return checksum_as<std::uint64_t>(dataset, kind);
+      return read(std::uint64_t{});
     case hdf5::Type::bfloat16:
-      return checksum_as<tensor::BFloat16>(dataset, kind);
+      return read(tensor::BFloat16{});
     case hdf5::Type::float16:
-      return checksum_as<tensor::Half>(dataset, kind);
+      return read(tensor::Half{});
   }
   return 0;
 }
@@ -470,7 +525,7 @@ void check_model(const std::string& file, const File& checkpoint, const std::vec
 // `copy` (not in hdf5::Rehearsal's child, which must not touch Kokkos).
 template <class Scalar>
 void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what,
-          const ChecksumKind& kind, bool copy) {
+          const ChecksumKind& kind, bool copy, std::vector<unsigned char>& scratch) {
   if (!group.has(tensor.name)) {
     throw input_error(
         fmt::format("{}: holds no {} {} (was it written with another train.optimizer?)", file, what, tensor.name));
@@ -487,24 +542,24 @@ void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<S
     throw input_error(fmt::format("{}: {} holds {}, the run computes in {}", file, dataset.path(),
                                   hdf5::name_of(dataset.type()), hdf5::name_of(hdf5::type_of<Scalar>())));
   }
-  const std::size_t count = static_cast<std::size_t>(rows * cols);
   // A tensor in host memory is read in place (the child verified the file
-  // first; a run whose read then fails its checksum stops).
+  // first; a run whose read then fails its checksum stops). Otherwise the
+  // dataset passes through `scratch`, into the tensor's rows when `copy`.
   using Space = typename tensor::Matrix<Scalar>::memory_space;
   if (copy && Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space>::accessible) {
     dataset.read_rows(tensor.value.data(), 0, static_cast<std::uint64_t>(rows));
-    verify(file, dataset, kind, kind.of(tensor.value.data(), count * sizeof(Scalar)));
+    verify(file, dataset, kind, kind.of(tensor.value.data(), static_cast<std::size_t>(rows * cols) * sizeof(Scalar)));
     return;
   }
-  // Left uninitialised: the read overwrites all of it.
-  const std::unique_ptr<Scalar[]> host(new Scalar[count]);
-  dataset.read_rows(host.get(), 0, static_cast<std::uint64_t>(rows));
-  verify(file, dataset, kind, kind.of(host.get(), count * sizeof(Scalar)));
-  if (!copy) return;
-  Kokkos::deep_copy(
-      tensor.value,
-      Kokkos::View<const Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-          host.get(), rows, cols));
+  const auto into_tensor = [&](std::uint64_t first, const Scalar* values, std::uint64_t count) {
+    if (!copy) return;
+    using HostRows =
+        Kokkos::View<const Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    const auto begin = static_cast<std::int64_t>(first), end = begin + static_cast<std::int64_t>(count);
+    Kokkos::deep_copy(Kokkos::subview(tensor.value, std::make_pair(begin, end), Kokkos::ALL),
+                      HostRows(values, static_cast<std::size_t>(count), static_cast<std::size_t>(cols)));
+  };
+  verify(file, dataset, kind, read_in_blocks<Scalar>(dataset, kind, scratch, into_tensor));
 }
 
 // The whole read but the regular-file check: it is rehearsed (hdf5::Rehearsal).
@@ -553,7 +608,8 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
 
   // This rank's share of the datasets it does not load itself (those it
   // loads are verified as they load): together the ranks verify every
-  // checksum in the file.
+  // checksum in the file. What is only checksummed passes through `scratch`.
+  std::vector<unsigned char> scratch;
   const auto loads = [](const auto& tensors, const std::string& member) {
     return std::any_of(tensors.begin(), tensors.end(), [&](const auto& tensor) { return tensor.name == member; });
   };
@@ -563,13 +619,15 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
     for (const auto& member : group.names()) {
       if (index++ % std::max(shares, 1) != share || loads(*mine, member)) continue;
       const auto dataset = group.open_dataset(member);
-      verify(file, dataset, kind, checksum_of(dataset, kind));
+      verify(file, dataset, kind, checksum_of(dataset, kind, scratch));
     }
   }
   const auto parameter_group = checkpoint.open_group("parameters");
-  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter", kind, copy);
+  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter", kind, copy, scratch);
   const auto optimizer_group = checkpoint.open_group("optimizer");
-  for (const auto& tensor : optimizer_state) load(file, optimizer_group, tensor, "optimizer state", kind, copy);
+  for (const auto& tensor : optimizer_state) {
+    load(file, optimizer_group, tensor, "optimizer state", kind, copy, scratch);
+  }
   return info;
 }
 

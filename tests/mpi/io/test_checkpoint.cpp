@@ -10,8 +10,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -310,6 +312,66 @@ TEST_CASE("a damaged checkpoint is refused on every rank", "[checkpoint]") {
   try {
     runtime::load_checkpoint(pipeline, flipped);
     FAIL("a flipped byte went unnoticed");
+  } catch (const Error& error) {
+    CHECK(error.exit_code() == 2);
+    CHECK_THAT(error.what(), Catch::Contains("is corrupt"));
+  }
+  remove_directory(directory);
+}
+
+// The reader takes a dataset through its scratch buffer in blocks of 4 MiB
+// (the rehearsal's child, and what a rank only checksums): a tensor of 1,100
+// rows of 1,024 floats spans two blocks, and its checksum, taken piece by
+// piece, must be the writer's, taken in one go. A byte flipped in the second
+// block is caught there too.
+TEST_CASE("tensors larger than a read block restart whole, and a flip in their second block is caught",
+          "[checkpoint]") {
+  const std::string directory = scratch_directory();
+  constexpr int rows = 1100, cols = 1024;
+  constexpr float marker = 12345.678f;  // the flipped row's values, found in the file by their bytes
+  const auto make = [&](const std::string& name, float offset) {
+    tensor::Matrix<float> value(name, rows, cols);
+    const auto host = Kokkos::create_mirror_view(value);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        host(i, j) = i == 1090 ? marker : offset + 0.001f * static_cast<float>(i * cols + j);
+    Kokkos::deep_copy(value, host);
+    return io::NamedMatrix<float>{name, value};
+  };
+  const bool holder = comm::rank_of(comm::world()) == 0;
+  std::vector<io::NamedMatrix<float>> weights, moments;
+  if (holder) {
+    weights.push_back(make("big", 0.0f));
+    moments.push_back(make("big.moment", 7.0f));
+  }
+  io::CheckpointInfo info;
+  info.step = 1;
+  info.schedule = "test";
+  const std::string file = io::write_checkpoint<float>(MPI_COMM_WORLD, directory, info, weights, moments, 1, -1);
+  const std::vector<io::ModelShape> model{{"big", rows, cols}};
+
+  // Weights only: every rank loads or checksums both datasets (share 0 of 1).
+  std::vector<io::NamedMatrix<float>> loaded;
+  if (holder) loaded.push_back({"big", tensor::Matrix<float>("loaded", rows, cols)});
+  CHECK(io::read_checkpoint<float>(file, model, loaded, {}, 0, 1).step == 1);
+  if (holder) CHECK(tensor::to_host<float>(loaded[0].value) == tensor::to_host<float>(weights[0].value));
+
+  const std::string flipped = directory + "/flipped.h5";
+  if (holder) {
+    // The marker row of the later dataset (big.moment: written second) lies in its second block.
+    std::ifstream in(file, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string row(cols * sizeof(float), '\0');
+    for (int j = 0; j < cols; ++j) std::memcpy(&row[j * sizeof(float)], &marker, sizeof(float));
+    const auto first = bytes.find(row), second = bytes.find(row, first + row.size());
+    REQUIRE(second != std::string::npos);
+    bytes[second + 3] = static_cast<char>(bytes[second + 3] ^ 0x10);
+    std::ofstream(flipped, std::ios::binary) << bytes;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  try {
+    io::read_checkpoint<float>(flipped, model, loaded, {}, 0, 1);
+    FAIL("a flipped byte in the second block went unnoticed");
   } catch (const Error& error) {
     CHECK(error.exit_code() == 2);
     CHECK_THAT(error.what(), Catch::Contains("is corrupt"));
