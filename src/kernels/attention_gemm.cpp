@@ -7,7 +7,8 @@
 // projections, one batched call per head over the sequences: copying the heads
 // into stacks and back cost more than the softmax. Under compute.precision =
 // bf16 and fp16 the products take operands of that type (In) with float32
-// sums (gemm_batched_mixed); the softmax and its gradient stay float32.
+// sums (gemm_batched_mixed); the softmax and its gradient compute in float32
+// and write their results straight in that type.
 #include <fmt/format.h>
 
 #include <type_traits>
@@ -15,7 +16,6 @@
 #include "attention_common.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/attention.hpp"
-#include "kpipe/kernels/precision.hpp"
 #include "kpipe/tensor/compat.hpp"
 #include "stored.hpp"
 
@@ -75,20 +75,24 @@ HeadBlocks head_blocks(const AttentionShape& shape, const QkvView& QKV, const OV
   return {static_cast<int>(sequences), static_cast<int>(heads), shape.tokens, shape.head_dim};
 }
 
-// Row r of P holds scores of position t = r mod T; it becomes the softmax of
-// its entries 0..t, and the masked entries above the diagonal exact zeros.
-// The loops run over the valid entries rounded up to whole vectors of lanes
-// and mask by selection: the same results as loops over the valid entries (a
-// masked entry adds an exact zero to the sum), without the scalar remainders
-// that rows of 1..T valid entries would leave.
-template <class Scalar>
-void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tensor::Matrix<Scalar>& P) {
+// Row r of P holds scores of position t = r mod T; row r of P_out (P itself
+// for Scalar operands, else the kept bfloat16/float16 probabilities, written
+// rounded without a float32 pass between) becomes the softmax of its entries
+// 0..t, and the masked entries above the diagonal exact zeros. The loops run
+// over the valid entries rounded up to whole vectors of lanes and mask by
+// selection: the same results as loops over the valid entries (a masked entry
+// adds an exact zero to the sum), without the scalar remainders that rows of
+// 1..T valid entries would leave.
+template <class Scalar, class Out>
+void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tensor::Matrix<Scalar>& P,
+                    const tensor::Matrix<Out>& P_out) {
   detail::for_each_row(
       space, "kpipe::kernels::attention_causal_softmax", static_cast<int>(P.extent(0)),
       KOKKOS_LAMBDA(const detail::Row& row, int r) {
         const int valid = r % tokens + 1;
         const int used = detail::whole_lanes(valid, tokens);
         Scalar* const p = &P(r, 0);
+        Out* const out = &P_out(r, 0);
         const Scalar max = detail::row_max(row, used, [&](int j) { return j < valid ? p[j] : p[0]; });
         // Each exponential is stored as it is summed: one pass less over the row.
         const Scalar sum = detail::row_sum(row, used, [&](int j) {
@@ -99,27 +103,32 @@ void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tenso
         row.team_barrier();
         // One division per row: a vector division per entry cost as much as the exponentials.
         const Scalar inverse = Scalar(1) / sum;
-        detail::row_for(row, tokens, [&](int j) { p[j] = j < used ? p[j] * inverse : Scalar(0); });
+        detail::row_for(row, tokens, [&](int j) { detail::store(j < used ? p[j] * inverse : Scalar(0), out[j]); });
       });
 }
 
-// dP becomes dS = scale · P ∘ (dP − rowsum(dP ∘ P)): the gradient of the
-// softmax, with the 1/sqrt(hd) of the scores folded in, zero where masked.
-// P is Scalar, or the kept bfloat16/float16 probabilities, widened exactly.
+// dS = scale · P ∘ (dP − rowsum(dP ∘ P)) into dS (dP itself for Scalar
+// operands, else the bfloat16/float16 operand of the next products, written
+// rounded): the gradient of the softmax, with the 1/sqrt(hd) of the scores
+// folded in, zero where masked. P is Scalar, or the kept bfloat16/float16
+// probabilities, widened exactly.
 template <class Scalar, class In>
 void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, Scalar scale,
-                             const tensor::ConstMatrix<In>& P, const tensor::Matrix<Scalar>& dP) {
+                             const tensor::ConstMatrix<In>& P, const tensor::Matrix<Scalar>& dP,
+                             const tensor::Matrix<In>& dS) {
   detail::for_each_row(
       space, "kpipe::kernels::attention_softmax_backward", static_cast<int>(P.extent(0)),
       KOKKOS_LAMBDA(const detail::Row& row, int r) {
         const int valid = r % tokens + 1;
         const In* const p = &P(r, 0);
         Scalar* const dp = &dP(r, 0);
+        In* const ds = &dS(r, 0);
         const int used = detail::whole_lanes(valid, tokens);
         const Scalar dot =
             detail::row_sum(row, used, [&](int j) { return j < valid ? dp[j] * detail::load(p[j]) : Scalar(0); });
-        detail::row_for(row, tokens,
-                        [&](int j) { dp[j] = j < valid ? scale * detail::load(p[j]) * (dp[j] - dot) : Scalar(0); });
+        detail::row_for(row, tokens, [&](int j) {
+          detail::store(j < valid ? scale * detail::load(p[j]) * (dp[j] - dot) : Scalar(0), ds[j]);
+        });
       });
 }
 
@@ -135,8 +144,8 @@ void product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, 
   }
 }
 
-// The forward on In operands: S = scale Q Kᵀ into P, the softmax in P, P
-// rounded into P_in (P itself for Scalar operands), O = P_in V.
+// The forward on In operands: S = scale Q Kᵀ into P, its softmax into P_in
+// (P itself for Scalar operands), O = P_in V.
 template <class Scalar, class In>
 void forward_products(const tensor::ExecutionSpace& space, const AttentionShape& shape,
                       const tensor::ConstMatrix<In>& QKV, const tensor::Matrix<Scalar>& P,
@@ -149,8 +158,7 @@ void forward_products(const tensor::ExecutionSpace& space, const AttentionShape&
     product<Scalar, In>(space, Trans::no, Trans::yes, scale, at.of(QKV, Part::q, h), at.of(QKV, Part::k, h),
                         at.scores(P, h), gemm);
   }
-  causal_softmax<Scalar>(space, shape.tokens, P);
-  if constexpr (!std::is_same_v<In, Scalar>) round_to(space, P, P_in);
+  causal_softmax<Scalar, In>(space, shape.tokens, P, P_in);
   const tensor::ConstMatrix<In> probabilities = P_in;
   for (int h = 0; h < at.heads; ++h) {
     product<Scalar, In>(space, Trans::no, Trans::no, Scalar(1), at.scores(probabilities, h), at.of(QKV, Part::v, h),
@@ -159,8 +167,7 @@ void forward_products(const tensor::ExecutionSpace& space, const AttentionShape&
 }
 
 // The backward on In operands: dV = Pᵀ dO, dP = dO Vᵀ, the softmax's
-// gradient dS in dP, rounded into dS_in (dP itself for Scalar operands), dQ
-// = dS K, dK = dSᵀ Q.
+// gradient into dS_in (dP itself for Scalar operands), dQ = dS K, dK = dSᵀ Q.
 template <class Scalar, class In>
 void backward_products(const tensor::ExecutionSpace& space, const AttentionShape& shape,
                        const tensor::ConstMatrix<In>& QKV, const tensor::ConstMatrix<In>& P,
@@ -176,8 +183,7 @@ void backward_products(const tensor::ExecutionSpace& space, const AttentionShape
     product<Scalar, In>(space, Trans::yes, Trans::no, Scalar(1), at.scores(P, h), dO_h, at.of(dQKV, Part::v, h), gemm);
     product<Scalar, In>(space, Trans::no, Trans::yes, Scalar(1), dO_h, at.of(QKV, Part::v, h), at.scores(dP, h), gemm);
   }
-  causal_softmax_backward<Scalar, In>(space, shape.tokens, detail::softmax_scale<Scalar>(shape), P, dP);
-  if constexpr (!std::is_same_v<In, Scalar>) round_to(space, dP, dS_in);
+  causal_softmax_backward<Scalar, In>(space, shape.tokens, detail::softmax_scale<Scalar>(shape), P, dP, dS_in);
   const tensor::ConstMatrix<In> dS = dS_in;
   for (int h = 0; h < at.heads; ++h) {
     const auto dS_h = at.scores(dS, h);
