@@ -3,8 +3,7 @@
 # (torch.autocast), taking turns in one run so all see the same machine: the
 # compute-bound MLP (benchmarks/decks/compute_bound.toml and its -bf16 twin;
 # sequential and 1F1B, p = 2) and the character transformer
-# (inputs/kjv-char.toml; kpipe sequential and 1F1B, p = 2, PyTorch
-# sequential), one thread per rank. ROUNDS x every measurement; one JSON
+# (inputs/kjv-char.toml; sequential and 1F1B, p = 2), one thread per rank. ROUNDS x every measurement; one JSON
 # object per measurement on stdout (docs/performance.md, "Mixed precision").
 #
 #   benchmarks/peers/compare_precision.sh [ROUNDS] [TRANSFORMER_STEPS]
@@ -52,5 +51,7 @@ for _ in $(seq "$rounds"); do
     [[ $precision == bf16 ]] && autocast=(--bf16)
     result=$(/usr/bin/python3 "$peers/torch_char_gpt.py" "$text" --steps "$steps" --eval-batches 1 "${autocast[@]}")
     emit pytorch kjv-char sequential "$precision" "$(field tokens_per_second <<<"$result")" tokens
+    result=$(/usr/bin/python3 "$peers/torch_char_gpt.py" "$text" --steps "$steps" --mode 1f1b "${autocast[@]}")
+    emit pytorch kjv-char 1f1b "$precision" "$(field tokens_per_second <<<"$result")" tokens
   done
 done

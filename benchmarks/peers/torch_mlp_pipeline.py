@@ -26,25 +26,19 @@ samples/s (of wall time, and of the process's CPU time). Prints one JSON object.
 """
 import argparse
 import contextlib
-import datetime
 import json
 import math
-import os
-import socket
 import statistics
 import time
 import tomllib
 
-# One BLAS and one OpenMP thread per process, as kpipe's ranks run
-# (scripts/mpi-env.sh); OpenBLAS reads these when torch loads it.
-os.environ["OPENBLAS_NUM_THREADS"] = "1"
-os.environ["OMP_NUM_THREADS"] = "1"
+# First: it sets one thread per process before torch loads its BLAS.
+from torch_pipeline import join, one_f_one_b, set_threads, spawn
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
 
 # kpipe's defaults for the keys this peer reads (docs/deck.md); the deck and
 # the overrides replace them.
@@ -218,8 +212,7 @@ def sequential_step(c, model, optimizer, teacher, step):
 
 
 def pipeline_step(c, rank, stages, model, optimizer, teacher, step, widths):
-    """Non-interleaved 1F1B: p - rank - 1 warm-up forwards, then one forward
-    and one backward in turn, then the remaining backwards."""
+    """One step of non-interleaved 1F1B (torch_pipeline.one_f_one_b)."""
     b = c["train.microbatch_size"]
     m = c["train.global_batch"] // b
     last = rank == stages - 1
@@ -257,14 +250,7 @@ def pipeline_step(c, rank, stages, model, optimizer, teacher, step, widths):
             sends.append((dist.isend(x.grad, rank - 1), x.grad))
 
     optimizer.zero_grad(set_to_none=False)
-    warmup = min(stages - rank - 1, m)
-    for j in range(warmup):
-        forward(j)
-    for i in range(m - warmup):
-        forward(warmup + i)
-        backward(i)
-    for j in range(m - warmup, m):
-        backward(j)
+    one_f_one_b(rank, stages, m, forward, backward)
     for work, _ in sends:
         work.wait()
     optimizer.step()
@@ -292,11 +278,6 @@ def timed(c, args, run_step, barrier):
             "step_ms": [1e3 * s for s in seconds], "first_loss": losses[0], "last_loss": losses[-1]}
 
 
-def set_threads():
-    torch.set_num_threads(1)
-    torch.set_num_interop_threads(1)
-
-
 def describe(c, args, stages, partition):
     return {"peer": "pytorch", "torch": torch.__version__, "threads_per_process": torch.get_num_threads(),
             "mode": args.mode, "processes": stages, "partition": partition, "deck": args.deck,
@@ -322,9 +303,7 @@ def sequential_main(c, args):
 
 
 def stage_main(rank, c, args, stages, port):
-    set_threads()
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=stages,
-                            timeout=datetime.timedelta(minutes=5))
+    join(rank, stages, port)
     partition = balanced_partition(c, stages)
     first = sum(partition[:rank])
     shapes = layer_widths(c)
@@ -341,12 +320,6 @@ def stage_main(rank, c, args, stages, port):
         print(json.dumps(out), flush=True)
     dist.barrier()
     dist.destroy_process_group()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main():
@@ -368,7 +341,7 @@ def main():
     if c["pipeline.schedule"] != "1f1b":
         raise SystemExit(f"torch_mlp_pipeline.py: --mode 1f1b runs pipeline.schedule = \"1f1b\", "
                          f"not {c['pipeline.schedule']!r}")
-    mp.spawn(stage_main, args=(c, args, stages, free_port()), nprocs=stages, join=True)
+    spawn(stage_main, stages, c, args, stages)
 
 
 if __name__ == "__main__":
