@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include <cstring>
 #include <deque>
 #include <string>
+#include <string_view>
+#include <system_error>
 
 namespace {
 
@@ -72,9 +75,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: link_delay QUEUE MILLISECONDS\n");
     return 2;
   }
-  const int number = std::atoi(argv[1]);
-  const double milliseconds = std::atof(argv[2]);
-  if (number < 0 || number > 65535 || !(milliseconds > 0 && milliseconds < 10000)) {
+  int number = -1;
+  double milliseconds = 0;
+  const std::string_view queue_text(argv[1]), delay_text(argv[2]);
+  const auto whole = [](std::string_view text, auto& value) {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return error == std::errc() && end == text.data() + text.size();
+  };
+  if (!whole(queue_text, number) || !whole(delay_text, milliseconds) || number < 0 || number > 65535 ||
+      !(milliseconds > 0 && milliseconds < 10000)) {
     std::fprintf(stderr, "link_delay: give a queue number in [0, 65535] and a delay in (0, 10000) ms\n");
     return 2;
   }
