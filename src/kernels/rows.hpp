@@ -27,12 +27,14 @@ inline RowPolicy row_policy(const tensor::ExecutionSpace& space, int rows) {
   return host_memory ? RowPolicy(space, rows, 1) : RowPolicy(space, rows, Kokkos::AUTO);
 }
 
+// Host rows per host_loop call: enough that a call costs nothing, few
+// enough to spread over threads.
+constexpr int rows_per_block = 16;
+
 // body(row, r) for every row r in [0, rows).
 template <class Body>
 void for_each_row(const tensor::ExecutionSpace& space, const char* name, int rows, const Body& body) {
   if constexpr (host_memory) {
-    // Enough rows per block that a host_loop call costs nothing, few enough to spread over threads.
-    constexpr int rows_per_block = 16;
     for_each(
         space, name, rows, rows_per_block, KOKKOS_LAMBDA(std::int64_t r) { body(HostRow{}, static_cast<int>(r)); });
   } else {
@@ -49,7 +51,6 @@ template <class Body>
 double sum_over_rows(const tensor::ExecutionSpace& space, const char* name, int rows, const Body& body) {
   double total = 0;
   if constexpr (host_memory) {
-    constexpr int rows_per_block = 16;
     Kokkos::parallel_reduce(
         name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (rows + rows_per_block - 1) / rows_per_block),
         KOKKOS_LAMBDA(int block, double& partial) {

@@ -18,8 +18,7 @@ cd "$root" || exit 1
 # btl_base_verbose: Open MPI names each TCP connection it makes, the proof
 # that ranks on different hosts talk over the link.
 network+=(--mca btl_base_verbose 30)
-"$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:2,10.77.0.2:2 -n 4 --display-map \
-  "${network[@]}" "$kpipe" run "$@" --json "$work/two.json")" >"$work/two.log" 2>&1 ||
+across_hosts 2 --display-map "$kpipe" run "$@" --json "$work/two.json" >"$work/two.log" 2>&1 ||
   { echo "the run across two hosts failed"; tail -n 20 "$work/two.log"; exit 1; }
 grep -E "Data for node|process grid" "$work/two.log" | sort -u
 [ "$(grep "Data for node" "$work/two.log" | sort -u | wc -l)" -eq 2 ] || { echo "the ranks were not placed on two nodes"; exit 1; }

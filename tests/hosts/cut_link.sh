@@ -26,8 +26,7 @@ cd "$root" || exit 1
 run=(run benchmarks/decks/compute_bound.toml pipeline.data_parallel=2 checkpoint.every=5
   checkpoint.path="$work/checkpoints" checkpoint.restart=latest runtime.watchdog_seconds=10)
 network+=(--mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 2)
-"$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:2,10.77.0.2:2 -n 4 "${network[@]}" \
-  "$kpipe" "${run[@]}" train.steps=100000)" >"$work/cut.log" 2>&1 &
+across_hosts 2 "$kpipe" "${run[@]}" train.steps=100000 >"$work/cut.log" 2>&1 &
 job=$!
 for _ in $(seq 600); do grep -Eq "^step +12/" "$work/cut.log" && break; sleep 0.1; done
 grep -Eq "^step +12/" "$work/cut.log" || { echo "the run did not reach step 12"; tail -n 20 "$work/cut.log"; exit 1; }

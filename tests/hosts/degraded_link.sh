@@ -48,8 +48,7 @@ run=(run benchmarks/decks/compute_bound.toml runtime.watchdog_seconds=5)
 # to 3 ms, depending on how much of tbf's 64 KB burst the previous message
 # left (0.67 ms in a CI run under load, with the oneDNN float32 GEMMs).
 slow_run() {
-  if ! "$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:1,10.77.0.2:1 -n 2 "${network[@]}" \
-    "$kpipe" "${run[@]}" --json "$work/slow.json")" >"$work/slow.log" 2>&1; then
+  if ! across_hosts 1 "$kpipe" "${run[@]}" --json "$work/slow.json" >"$work/slow.log" 2>&1; then
     # Open MPI's daemon wire-up has no retry of its own: a lost packet there ends the launch, before kpipe runs.
     if grep -q "unable to reliably start one or more daemons" "$work/slow.log"; then
       echo "Open MPI could not start its daemon across the lossy link"

@@ -53,8 +53,7 @@ run=(run benchmarks/decks/compute_bound.toml train.steps=6 runtime.watchdog_seco
 # One run over the delayed link; succeeds when its calibration sees the
 # delay and the plan from it predicts the measured step within 10%.
 delayed_run() {
-  if ! "$here/netns_rsh.sh" kpipe-h1 "$(printf '%q ' "$mpiexec" --host 10.77.0.1:1,10.77.0.2:1 -n 2 "${network[@]}" \
-    "$kpipe" "${run[@]}" --json "$work/delayed.json")" >"$work/delayed.log" 2>&1; then
+  if ! across_hosts 1 "$kpipe" "${run[@]}" --json "$work/delayed.json" >"$work/delayed.log" 2>&1; then
     echo "the run over the delayed link failed"
     tail -n 20 "$work/delayed.log"
     exit 1
