@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -339,7 +340,11 @@ std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelS
 template <class Scalar>
 std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const CheckpointInfo& info,
                              const std::vector<NamedMatrix<Scalar>>& parameters,
-                             const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank) {
+                             const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank,
+                             double deadline_seconds) {
+  const auto started = std::chrono::steady_clock::now();
+  double deadline = deadline_seconds > 0.0 ? deadline_seconds : std::numeric_limits<double>::infinity();
+  MPI_Allreduce(MPI_IN_PLACE, &deadline, 1, MPI_DOUBLE, MPI_MIN, comm);
   // Every rank must create every dataset alike: agree on the list, then on who writes what.
   std::map<std::string, const NamedMatrix<Scalar>*> mine;
   std::vector<ModelShape> my_shapes;
@@ -399,6 +404,17 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
 
   // Complete on every rank: rank 0 syncs the data, renames, syncs the directory, prunes.
   on_root(comm, [&] {
+    // Past the shortest deadline a peer's watchdog is ending the job. A rank
+    // stopped inside the write and woken by that end (Open MPI sends SIGCONT,
+    // then SIGTERM, which kpipe takes as a preemption) finishes the file with
+    // the peer's last collective contributions: it must not publish it.
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    if (took.count() > deadline) {
+      throw runtime_error(
+          fmt::format("checkpoint: writing {} took {:.1f} s, past its {:.1f} s deadline (a peer's "
+                      "watchdog is ending the job); not published",
+                      final_name, took.count(), deadline));
+    }
     sync_path(temporary, O_RDONLY);
     if (std::rename(temporary.c_str(), final_name.c_str()) != 0) {
       throw runtime_error(fmt::format("cannot rename {} to {}: {}", temporary, final_name, std::strerror(errno)));
@@ -660,10 +676,10 @@ CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelS
 
 template std::string write_checkpoint<float>(MPI_Comm, const std::string&, const CheckpointInfo&,
                                              const std::vector<NamedMatrix<float>>&,
-                                             const std::vector<NamedMatrix<float>>&, int, int);
+                                             const std::vector<NamedMatrix<float>>&, int, int, double);
 template std::string write_checkpoint<double>(MPI_Comm, const std::string&, const CheckpointInfo&,
                                               const std::vector<NamedMatrix<double>>&,
-                                              const std::vector<NamedMatrix<double>>&, int, int);
+                                              const std::vector<NamedMatrix<double>>&, int, int, double);
 template CheckpointInfo read_checkpoint<float>(const std::string&, const std::vector<ModelShape>&,
                                                const std::vector<NamedMatrix<float>>&,
                                                const std::vector<NamedMatrix<float>>&, int, int);

@@ -155,11 +155,10 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
   for (const auto* tensors : {&parameters, &state}) {
     for (const auto& tensor : *tensors) bytes += static_cast<double>(tensor.value.span() * sizeof(Scalar));
   }
-  const comm::Deadline deadline(pipeline.watchdog(),
-                                pipeline.watchdog().seconds() + bytes / limits::slowest_write_bytes_per_second,
-                                "in a checkpoint write (collective HDF5/MPI-IO)");
+  const double seconds = pipeline.watchdog().seconds() + bytes / limits::slowest_write_bytes_per_second;
+  const comm::Deadline deadline(pipeline.watchdog(), seconds, "in a checkpoint write (collective HDF5/MPI-IO)");
   return io::write_checkpoint<Scalar>(grid.world(), config.path, info, parameters, state, config.keep,
-                                      grid.world_rank());
+                                      grid.world_rank(), seconds);
 }
 
 template <class Scalar>

@@ -97,10 +97,14 @@ std::vector<std::string> unfinished_checkpoints(const std::string& directory);
 // later steps and files kpipe did not write stay). Throws a runtime error on
 // every rank when the file cannot be written; `fault_rank` is the world rank
 // the test-only fault hook (KPIPE_FAULT=RANK:checkpoint) compares against.
+// `deadline_seconds` (0: none) is how long the caller lets this rank's write
+// take before a watchdog ends the job; a write that took longer than the
+// shortest rank's is not published (a peer is ending the job by then).
 template <class Scalar>
 std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const CheckpointInfo& info,
                              const std::vector<NamedMatrix<Scalar>>& parameters,
-                             const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank);
+                             const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank,
+                             double deadline_seconds = 0.0);
 
 // What a reader must find in a checkpoint: every parameter of the whole model
 // by name and shape (the same list on every rank), and this rank's tensors.
