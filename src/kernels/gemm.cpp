@@ -12,6 +12,7 @@
 #include "gemm_backends.hpp"
 #include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels {
 
@@ -68,26 +69,68 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
           leading_dimension(C)};
 }
 
-// Host float32 GEMMs go to oneDNN's matmul where OpenBLAS runs a pre-AVX2
-// kernel (it does not know the CPU) and oneDNN has AVX2 or newer JIT kernels
-// for it: 5 to 7 times faster at the Linear shapes on Sapphire Rapids, where
-// OpenBLAS 0.3.21 runs Prescott's SSE3 code (docs/performance.md).
+// Host float32 GEMMs go to oneDNN's matmul where its JIT kernels use wider
+// vectors than the kernel OpenBLAS picked for this CPU: 5 to 7 times faster at
+// the Linear shapes on Sapphire Rapids, where OpenBLAS 0.3.21 runs Prescott's
+// SSE3 code, and about 2 times on AMD Zen 4, where it runs Haswell's AVX2 code
+// and oneDNN AVX-512 (docs/performance.md).
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
 bool float_gemm_on_onednn() {
-  static const bool on_onednn = detail::cblas_kernel_is_generic() && detail::onednn_has_avx2_kernels();
+  static const bool on_onednn = [] {
+    const detail::VectorIsa blas = detail::cblas_vector_isa();
+    return blas != detail::VectorIsa::unknown && detail::onednn_vector_isa() > blas;
+  }();
   return on_onednn;
 }
 #endif
 
-// One host GEMM: CBLAS, or oneDNN for float32 where float_gemm_on_onednn().
+// One library call on the calling thread: CBLAS, or oneDNN for float32 where
+// float_gemm_on_onednn().
 template <class Scalar>
-void host_gemm(const detail::GemmOperands<Scalar>& op) {
+void library_gemm(const detail::GemmOperands<Scalar>& op) {
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
   if constexpr (std::is_same_v<Scalar, float>) {
     if (float_gemm_on_onednn()) return detail::onednn_gemm(op);
   }
 #endif
   detail::cblas_gemm(op);
+}
+
+using Host = Kokkos::DefaultHostExecutionSpace;
+
+// Columns of C below which a slice is not worth a thread of its own.
+constexpr int min_columns_per_thread = 64;
+
+int host_threads() { return tensor::compat::concurrency(Host()); }
+
+// One host GEMM. In a threaded host build (OpenMP) a product splits its
+// output columns over Kokkos' threads, each a single-threaded library call on
+// its slice: the GEMMs run in the rank's one threading runtime, no library
+// pool spins beside Kokkos' threads, and each thread packs only its slice of
+// op(B). OpenBLAS' own threading of the Linear's 32-row products split their
+// rows and packed all of op(B) in each thread: 1.06-1.12x on two threads,
+// against 1.58x split by columns (docs/performance.md, "Portability study").
+// Every output is one slice's, summed over k in the library's order: the
+// result does not depend on the thread count.
+template <class Scalar>
+void host_gemm(const detail::GemmOperands<Scalar>& op) {
+  const int parts = std::clamp(op.n / min_columns_per_thread, 1, host_threads());
+  if (parts == 1 || tensor::compat::in_host_parallel_region()) {
+    library_gemm(op);
+    return;
+  }
+  // Slice `part` of C's columns and of op(B)'s: columns of B (row-major k x
+  // n), or rows of B when it is transposed (n x k).
+  Kokkos::parallel_for("kpipe::kernels::gemm_columns", Kokkos::RangePolicy<Host>(0, parts), [&op, parts](int part) {
+    const int first = static_cast<int>(static_cast<long long>(op.n) * part / parts);
+    const int last = static_cast<int>(static_cast<long long>(op.n) * (part + 1) / parts);
+    detail::GemmOperands<Scalar> slice = op;
+    slice.n = last - first;
+    slice.b = op.b + (op.trans_b == Trans::no ? first : static_cast<std::ptrdiff_t>(first) * op.ldb);
+    slice.c = op.c + first;
+    library_gemm(slice);
+  });
+  tensor::compat::fence(Host(), "kpipe::kernels::gemm_columns");
 }
 
 // CBLAS has no strided-batch call: one call per block, in ascending order.
@@ -112,27 +155,33 @@ BlasThreads vendor_blas_threads() {
 }
 
 std::string vendor_gemm_library() {
+  std::string library;
   switch (default_vendor()) {
     case Vendor::cblas:
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
       if (float_gemm_on_onednn()) {
-        return fmt::format(
-            "{} matmul for float32 and cblas for float64, as OpenBLAS runs its generic {} kernel on "
-            "this CPU",
+        library = fmt::format(
+            "{} matmul for float32 and cblas for float64, as OpenBLAS runs its {} kernel on this CPU, "
+            "with narrower vectors than oneDNN's",
             detail::onednn_version(), detail::cblas_kernel());
+        break;
       }
 #endif
 #if defined(KPIPE_HAVE_CBLAS)
-      return detail::cblas_library();
+      library = detail::cblas_library();
 #else
-      return "cblas";
+      library = "cblas";
 #endif
+      break;
     case Vendor::cublas:
       return "cublas";
     case Vendor::none:
-      break;
+      return "portable";
   }
-  return "portable";
+  if (const int threads = host_threads(); threads > 1) {
+    library += fmt::format(", output columns split over {} Kokkos threads, one library thread each", threads);
+  }
+  return library;
 }
 
 template <class Scalar>

@@ -53,10 +53,14 @@ std::string cblas_kernel();
 std::string cblas_library();
 // OpenBLAS' threads, looked up at run time like cblas_kernel.
 BlasThreads cblas_threads();
-// Whether that kernel predates AVX2 (Prescott, Nehalem, Sandybridge,
-// Barcelona, ...): on a CPU with AVX2 it means OpenBLAS did not recognise the
-// CPU, as 0.3.21 runs Prescott's SSE3 code on Sapphire Rapids.
-bool cblas_kernel_is_generic();
+// The x86-64 vector instructions a GEMM library's kernels use, oldest first.
+enum class VectorIsa { pre_avx2, avx2, avx512, unknown };
+// Those of OpenBLAS' kernel: pre_avx2 for Prescott, Nehalem, Sandybridge,
+// Barcelona, ... (on a CPU with AVX2, OpenBLAS did not recognise the CPU, as
+// 0.3.21 runs Prescott's SSE3 code on Sapphire Rapids), avx2 for Haswell and
+// Zen (0.3.21 runs Haswell's on AMD Zen 4), avx512 for SkylakeX and newer;
+// unknown for another CBLAS or a kernel name this list does not know.
+VectorIsa cblas_vector_isa();
 
 // cuBLAS on the space's stream, for CudaSpace (gemm_cublas.cpp, with KOKKOS_ENABLE_CUDA).
 template <class Scalar>
@@ -120,8 +124,8 @@ void onednn_gemm(const GemmOperands<float, In>& op);
 // The same on a batch: one matmul over the matrices the strides apart.
 template <class In>
 void onednn_gemm_batched(const BatchedGemmOperands<float, In>& op);
-// Whether this CPU has AVX2 or newer, for which oneDNN has JIT kernels.
-bool onednn_has_avx2_kernels();
+// Those oneDNN's JIT kernels use on this CPU.
+VectorIsa onednn_vector_isa();
 // The kernel oneDNN picks for a matmul of In operands with float32 sums on
 // this CPU ("brg:avx512_core_amx_bf16"), or "" where it has none but its
 // reference loops, which are slower than widening to float32 for the vendor

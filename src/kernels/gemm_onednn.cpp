@@ -6,7 +6,7 @@
 // bias is the primitive's bias argument (added once per output, no extra pass
 // over Y). The weight gradient Xᵀ dY, with nothing to pack, is a matmul on
 // the row-major operands, Xᵀ read through transposed strides (onednn_gemm,
-// also the float32 vendor path where OpenBLAS does not know the CPU). Never
+// also the float32 vendor path where OpenBLAS' kernel has narrower vectors). Never
 // dnnl::sgemm, which corrupts the heap when a signal arrives during the call.
 // A primitive of fixed shape and thread count computes every output in a
 // fixed order: deterministic.
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <type_traits>
@@ -34,24 +35,26 @@ namespace {
 
 using dnnl::memory;
 
-struct Runtime {
-  dnnl::engine engine;
-  dnnl::stream stream;
-};
-
-// One engine and stream per process, made on first use.
-Runtime& runtime() {
-  static Runtime shared = [] {
+// One engine per process, made on first use.
+const dnnl::engine& engine() {
+  static const dnnl::engine shared = [] {
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
     // One thread per rank, as OpenBLAS runs (OPENBLAS_NUM_THREADS=1): the
-    // ranks fill the cores, and oneDNN may split K over its threads, which
-    // would make the sum order depend on how many it gets.
+    // ranks fill the cores, a threaded host build splits a product's columns
+    // over Kokkos' threads itself (gemm.cpp), and oneDNN may split K over its
+    // threads, which would make the sum order depend on how many it gets.
     omp_set_num_threads(1);
 #endif
-    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    return Runtime{engine, dnnl::stream(engine)};
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return shared;
+}
+
+// A stream per thread: Kokkos' threads run column slices of one product at
+// once (gemm.cpp), and a stream is not to be shared between threads.
+dnnl::stream& stream() {
+  thread_local dnnl::stream own(engine());
+  return own;
 }
 
 // A row-major rows x cols matrix whose rows lie `ld` elements apart.
@@ -105,14 +108,13 @@ class OnednnPacked final : public PackedBackend<float> {
     try {
       const Product& product = product_for(op, bias != nullptr);
       const memory& weights = packed(product.pd.weights_desc(), op);
-      Runtime& rt = runtime();
       // oneDNN wraps the caller's buffers; it never writes an input.
-      memory src(product.pd.src_desc(), rt.engine, const_cast<In*>(op.a));
-      memory dst(product.pd.dst_desc(), rt.engine, op.c);
+      memory src(product.pd.src_desc(), engine(), const_cast<In*>(op.a));
+      memory dst(product.pd.dst_desc(), engine(), op.c);
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
-      if (bias) args.emplace(DNNL_ARG_BIAS, memory(product.pd.bias_desc(), rt.engine, const_cast<float*>(bias)));
-      product.matmul.execute(rt.stream, args);
-      rt.stream.wait();
+      if (bias) args.emplace(DNNL_ARG_BIAS, memory(product.pd.bias_desc(), engine(), const_cast<float*>(bias)));
+      product.matmul.execute(stream(), args);
+      stream().wait();
     } catch (const dnnl::error& e) {
       throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
                                       e.what(), static_cast<int>(e.status)));
@@ -128,7 +130,7 @@ class OnednnPacked final : public PackedBackend<float> {
       const memory::desc src = row_major(op.m, op.k, op.lda, data_type<In>()), dst = row_major(op.m, op.n, op.ldc);
       const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
       const auto desc = with_bias ? dnnl::matmul::desc(src, any, bias, dst) : dnnl::matmul::desc(src, any, dst);
-      dnnl::matmul::primitive_desc pd(desc, runtime().engine);
+      dnnl::matmul::primitive_desc pd(desc, engine());
       found = products_.emplace(shape, Product{pd, dnnl::matmul(pd)}).first;
     }
     return found->second;
@@ -141,14 +143,13 @@ class OnednnPacked final : public PackedBackend<float> {
     auto found = std::find_if(packed_.begin(), packed_.end(),
                               [&](const Packed& p) { return p.trans == op.trans_b && p.layout == layout; });
     if (found == packed_.end()) {
-      found = packed_.insert(packed_.end(), {op.trans_b, layout, memory(layout, runtime().engine)});
+      found = packed_.insert(packed_.end(), {op.trans_b, layout, memory(layout, engine())});
     }
     Packed& entry = *found;
     if (entry.version != version_) {
-      Runtime& rt = runtime();
-      memory source(operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()), rt.engine, const_cast<In*>(op.b));
-      dnnl::reorder(source, entry.copy).execute(rt.stream, source, entry.copy);
-      rt.stream.wait();
+      memory source(operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()), engine(), const_cast<In*>(op.b));
+      dnnl::reorder(source, entry.copy).execute(stream(), source, entry.copy);
+      stream().wait();
       entry.version = version_;
     }
     return entry.copy;
@@ -172,7 +173,7 @@ bool onednn_blocks_weights() {
     const memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
     try {
       const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(row_major(rows, k, k), any, row_major(rows, n, n)),
-                                            runtime().engine);
+                                            engine());
       return pd.weights_desc() != row_major(k, n, n);
     } catch (const dnnl::error&) {
       return false;  // no matmul for the shape at all: the vendor path
@@ -181,7 +182,11 @@ bool onednn_blocks_weights() {
   return blocks;
 }
 
-bool onednn_has_avx2_kernels() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx2; }
+VectorIsa onednn_vector_isa() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  if (isa >= dnnl::cpu_isa::avx512_core) return VectorIsa::avx512;
+  return isa >= dnnl::cpu_isa::avx2 ? VectorIsa::avx2 : VectorIsa::pre_avx2;
+}
 
 namespace {
 
@@ -211,14 +216,14 @@ dnnl::matmul::primitive_desc plain_matmul(const BatchedGemmOperands<float, In>& 
     const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, data_type<In>()),
                                   operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
                                   row_major(op.m, op.n, op.ldc));
-    return dnnl::matmul::primitive_desc(desc, attr, runtime().engine);
+    return dnnl::matmul::primitive_desc(desc, attr, engine());
   }
   const int n = batched.batch;
   const dnnl::matmul::desc desc(
       batched_operand(n, batched.stride_a, op.m, op.k, op.lda, op.trans_a, data_type<In>()),
       batched_operand(n, batched.stride_b, op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
       batched_operand(n, batched.stride_c, op.m, op.n, op.ldc, Trans::no, memory::data_type::f32));
-  return dnnl::matmul::primitive_desc(desc, attr, runtime().engine);
+  return dnnl::matmul::primitive_desc(desc, attr, engine());
 }
 
 template <class In>
@@ -238,7 +243,10 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul primitive;
   };
+  // Kokkos' threads look up their column slices' shapes at once (gemm.cpp);
+  // map nodes stay where they are, so a found primitive outlives the lock.
   static std::map<Shape, Matmul> matmuls;
+  static std::mutex matmuls_mutex;
   if (op.k == 0) {
     // No products (oneDNN divides by k): C = beta C, and beta = 0 does not read C, as in BLAS.
     for (int block = 0; block < batched.batch; ++block) {
@@ -253,19 +261,22 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
     const Shape shape{op.trans_a,       op.trans_b,      op.m,     op.n,    op.k,          op.lda,
                       op.ldb,           op.ldc,          op.alpha, op.beta, batched.batch, batched.stride_a,
                       batched.stride_b, batched.stride_c};
-    auto found = matmuls.find(shape);
-    if (found == matmuls.end()) {
-      const auto pd = plain_matmul(batched);
-      found = matmuls.emplace(shape, Matmul{pd, dnnl::matmul(pd)}).first;
-    }
-    const auto& pd = found->second.pd;
-    Runtime& rt = runtime();
+    const Matmul& matmul = [&]() -> const Matmul& {
+      const std::lock_guard<std::mutex> lock(matmuls_mutex);
+      auto found = matmuls.find(shape);
+      if (found == matmuls.end()) {
+        const auto pd = plain_matmul(batched);
+        found = matmuls.emplace(shape, Matmul{pd, dnnl::matmul(pd)}).first;
+      }
+      return found->second;
+    }();
+    const auto& pd = matmul.pd;
     // oneDNN wraps the caller's buffers; it never writes an input.
-    memory a(pd.src_desc(), rt.engine, const_cast<In*>(op.a));
-    memory b(pd.weights_desc(), rt.engine, const_cast<In*>(op.b));
-    memory c(pd.dst_desc(), rt.engine, op.c);
-    found->second.primitive.execute(rt.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-    rt.stream.wait();
+    memory a(pd.src_desc(), engine(), const_cast<In*>(op.a));
+    memory b(pd.weights_desc(), engine(), const_cast<In*>(op.b));
+    memory c(pd.dst_desc(), engine(), op.c);
+    matmul.primitive.execute(stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    stream().wait();
   } catch (const dnnl::error& e) {
     throw runtime_error(fmt::format("oneDNN matmul of {} x {}x{} by {}x{} failed: {} (status {})", batched.batch, op.m,
                                     op.k, op.k, op.n, e.what(), static_cast<int>(e.status)));
