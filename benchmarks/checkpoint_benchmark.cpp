@@ -8,7 +8,7 @@
 // layers and verifies their checksums plus its share of the others' (each read
 // rehearsed in a child first, io::hdf5::Rehearsal). Before every read the page
 // cache is dropped when this process may (root), so reads come from the disk;
-// the JSON says whether it was. JSON on stdout; docs/performance.md.
+// the JSON says whether it was. JSON on stdout; docs/performance-log.md.
 //
 //   mpirun -n 2 checkpoint_benchmark [DIRECTORY (.)] [REPEATS (3)] [PARAMETERS (1e8)]
 

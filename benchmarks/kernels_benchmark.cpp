@@ -1,4 +1,4 @@
-// Stage-compute kernels (docs/performance.md, "Stage compute (Kokkos)"):
+// Stage-compute kernels (docs/performance-log.md, "Stage compute (Kokkos)"):
 //  * GEMM in GFLOP/s over training shapes, b x 1024 x 1024 (a microbatch of b
 //    rows times a 1024 x 1024 weight) for b = 1 .. 256 and 1024^3, through
 //    kpipe's vendor path, its portable kernel, and cblas_sgemm called directly

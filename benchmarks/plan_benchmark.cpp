@@ -1,7 +1,7 @@
 // Times the schedule engine on large plans, phase by phase: what `kpipe plan`
 // does after reading the deck (generate and lower, the per-rank checks,
 // simulate with the cross-rank check, summarise), plus a full validate() for
-// reference. Prints one JSON document; docs/performance.md records the
+// reference. Prints one JSON document; docs/performance-log.md records the
 // results.
 //
 //   plan_benchmark [--json FILE] [--repeat N] [SCHEDULE P V M ...]

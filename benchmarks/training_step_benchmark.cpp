@@ -1,5 +1,5 @@
 // The sequential training step of the quickstart model (inputs/quickstart.toml)
-// on one rank: time per sample, for both GEMM paths (docs/performance.md).
+// on one rank: time per sample, for both GEMM paths (docs/performance-log.md).
 #include <benchmark/benchmark.h>
 
 #include "kpipe/config/from_deck.hpp"

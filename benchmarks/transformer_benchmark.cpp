@@ -1,7 +1,7 @@
 // Training throughput of the character transformer (inputs/kjv-char.toml):
 // the sequential trainer on rank 0 with the share of its step spent in
 // attention, in the Linear layers (their GEMMs and bias) and in the rest, then
-// the deck's pipelined run on every rank; JSON on stdout (docs/performance.md).
+// the deck's pipelined run on every rank; JSON on stdout (docs/performance-log.md).
 // The sequential part also reports its process CPU time per step.
 //
 //   mpirun -n 2 build/benchmarks/transformer_benchmark [DECK] [STEPS] [key=value ...]

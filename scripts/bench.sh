@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kpipe's benchmark suite in one command (docs/performance.md, "Benchmark
+# kpipe's benchmark suite in one command (docs/performance-log.md, "Benchmark
 # suite"): kernel efficiency (GEMM against cblas_sgemm, attention,
 # elementwise), pipeline efficiency (measured against simulated bubble per
 # schedule, and p = 2 over sequential), the microbatch-size sweep, memory per

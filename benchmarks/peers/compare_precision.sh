@@ -4,7 +4,7 @@
 # compute-bound MLP (benchmarks/decks/compute_bound.toml and its -bf16 twin;
 # sequential and 1F1B, p = 2) and the character transformer
 # (inputs/kjv-char.toml; sequential and 1F1B, p = 2), one thread per rank. ROUNDS x every measurement; one JSON
-# object per measurement on stdout (docs/performance.md, "Mixed precision").
+# object per measurement on stdout (docs/performance-log.md, "Mixed precision").
 #
 #   benchmarks/peers/compare_precision.sh [ROUNDS] [TRANSFORMER_STEPS]
 set -euo pipefail

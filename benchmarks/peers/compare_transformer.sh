@@ -2,7 +2,7 @@
 # kpipe's sequential trainer against the PyTorch peer on the character
 # transformer (inputs/kjv-char.toml), one thread each, taking turns so both see
 # the same machine: ROUNDS x (PyTorch, kpipe b = 8, kpipe b = 32); one JSON
-# object per measurement on stdout (docs/performance.md, "Transformer").
+# object per measurement on stdout (docs/performance-log.md, "Transformer").
 # OVERRIDES, one word each, go to the kpipe runs only (compute.gemm=packed).
 #
 #   benchmarks/peers/compare_transformer.sh [ROUNDS] [STEPS] ["OVERRIDES"]

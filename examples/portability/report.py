@@ -2,9 +2,12 @@
 """The portability study's report (README.md here): from run.sh's results
 directory, per platform (a build in one ranks x threads layout) and deck,
 
-  * architectural efficiency: achieved FLOP/s over the layout's roofline,
-    min(GEMM peak, arithmetic intensity x memory bandwidth), both measured by
-    kernels_benchmark on every rank at once;
+  * architectural efficiency: the time a step's work needs at the layout's
+    roofline over the time it took, the work counted whole: the GEMMs' FLOPs
+    at min(GEMM peak, arithmetic intensity x memory bandwidth), plus the bytes
+    the memory-bound kernels must move (activations, bias gradients, loss,
+    data, optimizer) at the memory bandwidth, the peak and the bandwidth
+    measured by kernels_benchmark on every rank at once;
   * application efficiency: samples/s over the best samples/s of that deck on
     any platform;
   * Pennycook's metric over the platforms: their harmonic mean, 0 when a
@@ -21,8 +24,16 @@ import os
 import sys
 import tomllib
 
-# kpipe's defaults for the model keys (docs/deck.md), under the deck's values.
-DEFAULTS = {"input_dim": 64, "hidden": [256, 256, 256, 256], "output_dim": 10}
+# kpipe's defaults for the keys read here (docs/deck.md), under the deck's values.
+MODEL_DEFAULTS = {"input_dim": 64, "hidden": [256, 256, 256, 256], "output_dim": 10}
+TRAIN_DEFAULTS = {"microbatch_size": 16, "global_batch": 256, "optimizer": "adamw"}
+FLOAT = 4  # bytes
+
+# Bytes per parameter an optimizer step must move: SGD with momentum reads the
+# weight, its gradient and its velocity and writes the weight and velocity;
+# AdamW reads weight, gradient and both moments and writes three; then the
+# gradient is zeroed for the next step.
+OPTIMIZER_BYTES = {"sgd": (3 + 2 + 1) * FLOAT, "adamw": (4 + 3 + 1) * FLOAT}
 
 
 def load(path):
@@ -31,29 +42,48 @@ def load(path):
 
 
 def deck_model(path):
-    """FLOPs per trained sample and the GEMMs' arithmetic intensity of an MLP
-    deck: a Linear of in x out costs 2 in out FLOPs per sample forward, twice
-    that backward (input and weight gradients), and each of its three GEMMs
-    on a microbatch of b rows moves the b x in, in x out and b x out floats."""
+    """The work of one trained sample of an MLP deck.
+
+    FLOPs: a Linear of in x out costs 2 in out per sample forward, twice that
+    backward (input and weight gradients). Its three GEMMs on a microbatch of
+    b rows move the b x in, in x out and b x out floats: the arithmetic
+    intensity. Memory-bound bytes, the least any implementation moves: each
+    hidden activation reads its input and writes its output forward and reads
+    the output gradient and what it saved and writes the input gradient
+    backward; each bias gradient reads its output gradient; the loss reads the
+    logits and writes their gradient; the data writes the input; the
+    optimizer's bytes per parameter (OPTIMIZER_BYTES) are shared by the
+    global batch's samples."""
     with open(path, "rb") as file:
         deck = tomllib.load(file)
-    model = dict(DEFAULTS, **deck.get("model", {}))
-    b = deck.get("train", {}).get("microbatch_size", 16)
+    model = dict(MODEL_DEFAULTS, **deck.get("model", {}))
+    train = dict(TRAIN_DEFAULTS, **deck.get("train", {}))
+    b = train["microbatch_size"]
     widths = [model["input_dim"], *model["hidden"], model["output_dim"]]
     layers = list(zip(widths[:-1], widths[1:]))
     flops = sum(2 * i * o for i, o in layers)
-    gemm_bytes = sum(4 * (b * i + i * o + b * o) for i, o in layers)
-    return {"flops_per_sample": 3 * flops, "microbatch_size": b, "arithmetic_intensity": b * flops / gemm_bytes}
+    gemm_bytes = sum(FLOAT * (b * i + i * o + b * o) for i, o in layers)
+    parameters = sum(i * o + o for i, o in layers)
+    hidden = sum(model["hidden"])
+    memory_bytes = (FLOAT * (2 * hidden + 3 * hidden)  # activations, forward and backward
+                    + FLOAT * sum(o for _, o in layers)  # bias gradients
+                    + FLOAT * 2 * model["output_dim"]  # the loss
+                    + FLOAT * model["input_dim"]  # the data
+                    + OPTIMIZER_BYTES[train["optimizer"]] * parameters / train["global_batch"])
+    return {"flops_per_sample": 3 * flops, "microbatch_size": b, "arithmetic_intensity": b * flops / gemm_bytes,
+            "memory_bound_bytes_per_sample": memory_bytes}
 
 
 def roofline(prefix):
-    """Summed over the ranks that ran at once: vendor GEMM at 1024^3 (GFLOP/s)
-    and the better of deep_copy and add (GB/s); medians when repeated."""
+    """Summed over the ranks that ran at once: the better of the vendor and
+    packed GEMMs at 1024^3 (GFLOP/s) and of deep_copy and add (GB/s); medians
+    when repeated."""
     gemm = bandwidth = 0.0
     for path in sorted(glob.glob(prefix + "-*.json")):
         runs = [b for b in load(path)["benchmarks"]
                 if b.get("run_type") != "aggregate" or b.get("aggregate_name") == "median"]
-        gemm += max(b["GFLOP/s"] for b in runs if b["run_name"].startswith("BM_gemm_vendor/1024/"))
+        gemm += max(b["GFLOP/s"] for b in runs if b["run_name"].startswith(("BM_gemm_vendor/1024/",
+                                                                            "BM_gemm_packed/1024/")))
         bandwidth += max(b["bytes_per_second"] for b in runs if b["run_name"].startswith(("BM_deep_copy", "BM_add"))) / 1e9
     return gemm, bandwidth
 
@@ -86,8 +116,12 @@ def main():
             rate = load(path)["samples_per_second"] if os.path.exists(path) else 0.0
             achieved = rate * model["flops_per_sample"] / 1e9
             roof = min(p["gemm_gflops"], model["arithmetic_intensity"] * p["bandwidth_gbs"])
+            # Seconds per sample at the roofline: the GEMMs, then the memory-bound kernels.
+            ideal = (model["flops_per_sample"] / (roof * 1e9) +
+                     model["memory_bound_bytes_per_sample"] / (p["bandwidth_gbs"] * 1e9)) if roof else 0.0
             results.append({"platform": p["name"], "samples_per_second": rate, "achieved_gflops": achieved,
-                            "roofline_gflops": roof, "architectural": achieved / roof if roof else 0.0})
+                            "roofline_gflops": roof, "ideal_us_per_sample": ideal * 1e6,
+                            "architectural": ideal * rate})
         best = max(r["samples_per_second"] for r in results)
         for r in results:
             r["application"] = r["samples_per_second"] / best if best else 0.0
@@ -96,19 +130,21 @@ def main():
                               "pp_application": pennycook([r["application"] for r in results])}
         for p, r in zip(platforms, results):
             rows.append([deck_name, p["label"], f"{p['gemm_gflops']:.1f}", f"{p['bandwidth_gbs']:.1f}",
-                         f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}",
+                         f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}", f"{r['ideal_us_per_sample']:.2f}",
                          f"{r['architectural']:.3f}", f"{r['application']:.3f}",
                          f"{p.get('load_average_after', [float('nan')])[0]:.1f}"])
     print("| deck | platform | GEMM peak GFLOP/s | bandwidth GB/s | roofline GFLOP/s | samples/s | achieved GFLOP/s "
-          "| architectural eff. | application eff. | load (1 min) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| roofline µs/sample | architectural eff. | application eff. | load (1 min) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()
     for deck_name, s in summary.items():
         m = s["model"]
-        print(f"{deck_name}: {m['flops_per_sample'] / 1e6:.2f} MFLOP per trained sample, GEMM arithmetic intensity "
-              f"{m['arithmetic_intensity']:.1f} FLOP/B at b = {m['microbatch_size']}; Pennycook PP over "
+        print(f"{deck_name}: {m['flops_per_sample'] / 1e6:.2f} MFLOP and "
+              f"{m['memory_bound_bytes_per_sample'] / 1e3:.1f} kB of memory-bound traffic per trained sample, GEMM "
+              f"arithmetic intensity {m['arithmetic_intensity']:.1f} FLOP/B at b = {m['microbatch_size']}; "
+              f"Pennycook PP over "
               f"{len(platforms)} platforms: architectural {s['pp_architectural']:.3f}, "
               f"application {s['pp_application']:.3f}")
     with open(os.path.join(d, "portability.json"), "w") as file:

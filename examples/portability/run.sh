@@ -72,18 +72,19 @@ for build in "${builds[@]}"; do
     name="$(basename "$build")-$layout"
     say "$name ($kokkos, $ranks rank(s) x $threads thread(s))"
     # One rank per core is bound to it; one threaded rank must be free to use
-    # both cores. OpenBLAS (the vendor GEMM) gets the rank's threads as well.
+    # both cores. The vendor GEMM runs on the rank's Kokkos threads (output
+    # columns split over them), so OpenBLAS keeps one thread: no second pool.
     bind=(--bind-to core)
     [[ $threads -gt 1 ]] && bind=(--bind-to none)
     # OMP_PROC_BIND, OMP_PLACES and OMP_WAIT_POLICY from the caller win (README.md, "Platforms").
-    export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+    export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=1
     export OMP_PROC_BIND=${caller_bind:-spread} OMP_PLACES=${caller_places:-threads}
     # The roofline of this layout: every rank runs the GEMM and bandwidth
     # kernels at the same time (report.py adds the ranks up).
     # shellcheck disable=SC2016 # $OMPI_COMM_WORLD_RANK is each rank's own, expanded there
     ROOF="$out/$name-roofline" mpirun -n "$ranks" "${bind[@]}" \
       sh -c '"$0" "$@" --benchmark_out="$ROOF-$OMPI_COMM_WORLD_RANK.json"' \
-      "$build/benchmarks/kernels_benchmark" --benchmark_filter='BM_gemm_vendor/1024/|BM_deep_copy|BM_add' \
+      "$build/benchmarks/kernels_benchmark" --benchmark_filter='BM_gemm_(vendor|packed)/1024/|BM_deep_copy|BM_add' \
       --benchmark_out_format=json "${roof_args[@]}" >/dev/null 2>"$out/$name-roofline.log" ||
       { cat "$out/$name-roofline.log" >&2; exit 1; }
     for deck in "${decks[@]}"; do

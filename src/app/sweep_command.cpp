@@ -2,7 +2,7 @@
 // (samples/s, peak stashed activations) and calibrated; the simulator's
 // prediction of every size from its measured per-action costs (a CostFit:
 // interpolated between measured sizes, a fitted line beyond them) next to the
-// measurement, and a recommendation (docs/performance.md,
+// measurement, and a recommendation (docs/performance-log.md,
 // "Sweep and calibrated plan").
 
 #include <fmt/format.h>

@@ -7,7 +7,7 @@
 // run is partitioned by those layer costs, predicted by the calibrated
 // simulator and checked against the memory limit; the best few predictions
 // are measured beside the deck as written, and the fastest measured is
-// printed as deck keys (docs/performance.md, "kpipe tune").
+// printed as deck keys (docs/performance-log.md, "kpipe tune").
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

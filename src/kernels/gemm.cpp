@@ -73,7 +73,7 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
 // vectors than the kernel OpenBLAS picked for this CPU: 5 to 7 times faster at
 // the Linear shapes on Sapphire Rapids, where OpenBLAS 0.3.21 runs Prescott's
 // SSE3 code, and about 2 times on AMD Zen 4, where it runs Haswell's AVX2 code
-// and oneDNN AVX-512 (docs/performance.md).
+// and oneDNN AVX-512 (docs/performance-log.md).
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
 bool float_gemm_on_onednn() {
   static const bool on_onednn = [] {
@@ -109,7 +109,7 @@ int host_threads() { return tensor::compat::concurrency(Host()); }
 // pool spins beside Kokkos' threads, and each thread packs only its slice of
 // op(B). OpenBLAS' own threading of the Linear's 32-row products split their
 // rows and packed all of op(B) in each thread: 1.06-1.12x on two threads,
-// against 1.58x split by columns (docs/performance.md, "Portability study").
+// against 1.58x split by columns (docs/performance-log.md, "Portability study").
 // Every output is one slice's, summed over k in the library's order: the
 // result does not depend on the thread count.
 template <class Scalar>

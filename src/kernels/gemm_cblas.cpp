@@ -1,5 +1,5 @@
 // The host vendor path: a row-major CBLAS call, nothing else, so that its speed
-// is the library's own (docs/performance.md measures exactly that). In a
+// is the library's own (docs/performance-log.md measures exactly that). In a
 // threaded host build each call is one column slice of a product, on one of
 // Kokkos' threads (gemm.cpp), and OpenBLAS keeps to that thread.
 #include <cblas.h>

@@ -1,5 +1,5 @@
 #pragma once
-// What `kpipe tune` searches (docs/performance.md, "kpipe tune"): every
+// What `kpipe tune` searches (docs/performance-log.md, "kpipe tune"): every
 // training schedule, v, microbatch size b and recomputation that the deck's
 // ranks can run, each partitioned by measured per-layer costs, predicted by
 // the calibrated simulator, and the best few measured.

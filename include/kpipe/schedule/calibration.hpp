@@ -1,7 +1,7 @@
 #pragma once
 // Calibration: the simulator's costs measured in seconds from runs, so that
 // `kpipe plan --costs` predicts a real step and `kpipe sweep` ranks
-// microbatch sizes (docs/performance.md, "Sweep and calibrated plan").
+// microbatch sizes (docs/performance-log.md, "Sweep and calibrated plan").
 //
 // One run gives a Calibration: per model stage the mean F (LOSS folded in),
 // B and W (a BW split in halves), a rank's own time per SEND and per RECV
