@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <type_traits>
@@ -239,17 +238,19 @@ dnnl::matmul::primitive_desc plain_matmul(const GemmOperands<float, In>& op) {
 template <class In>
 void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
   const GemmOperands<float, In>& op = batched.first;
-  // One primitive per shape, batch, strides, transpositions, leading dimensions and scalars.
+  // One primitive per shape, batch, strides, transpositions, leading
+  // dimensions and scalars, per thread: Kokkos' threads run column slices of
+  // one product at once (gemm.cpp), often of one shape. Each keeps memory
+  // objects for its operands and the argument map that names them, so a call
+  // only points them at the caller's buffers: no allocation, no lock.
   using Shape =
       std::tuple<Trans, Trans, int, int, int, int, int, int, float, float, int, long long, long long, long long>;
   struct Matmul {
-    dnnl::matmul::primitive_desc pd;
     dnnl::matmul primitive;
+    memory a, b, c;
+    std::unordered_map<int, memory> args;
   };
-  // Kokkos' threads look up their column slices' shapes at once (gemm.cpp);
-  // map nodes stay where they are, so a found primitive outlives the lock.
-  static std::map<Shape, Matmul> matmuls;
-  static std::mutex matmuls_mutex;
+  thread_local std::map<Shape, Matmul> matmuls;
   if (op.k == 0) {
     // No products (oneDNN divides by k): C = beta C, and beta = 0 does not read C, as in BLAS.
     for (int block = 0; block < batched.batch; ++block) {
@@ -264,21 +265,24 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
     const Shape shape{op.trans_a,       op.trans_b,      op.m,     op.n,    op.k,          op.lda,
                       op.ldb,           op.ldc,          op.alpha, op.beta, batched.batch, batched.stride_a,
                       batched.stride_b, batched.stride_c};
-    const Matmul& matmul = [&]() -> const Matmul& {
-      const std::lock_guard<std::mutex> lock(matmuls_mutex);
-      auto found = matmuls.find(shape);
-      if (found == matmuls.end()) {
-        const auto pd = plain_matmul(batched);
-        found = matmuls.emplace(shape, Matmul{pd, dnnl::matmul(pd)}).first;
-      }
-      return found->second;
-    }();
-    const auto& pd = matmul.pd;
+    auto found = matmuls.find(shape);
+    if (found == matmuls.end()) {
+      const auto pd = plain_matmul(batched);
+      Matmul made{dnnl::matmul(pd),
+                  memory(pd.src_desc(), engine(), nullptr),
+                  memory(pd.weights_desc(), engine(), nullptr),
+                  memory(pd.dst_desc(), engine(), nullptr),
+                  {}};
+      made.args = {{DNNL_ARG_SRC, made.a}, {DNNL_ARG_WEIGHTS, made.b}, {DNNL_ARG_DST, made.c}};
+      found = matmuls.emplace(shape, std::move(made)).first;
+    }
+    Matmul& matmul = found->second;
     // oneDNN wraps the caller's buffers; it never writes an input.
-    memory a(pd.src_desc(), engine(), const_cast<In*>(op.a));
-    memory b(pd.weights_desc(), engine(), const_cast<In*>(op.b));
-    memory c(pd.dst_desc(), engine(), op.c);
-    matmul.primitive.execute(stream(), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    matmul.a.set_data_handle(const_cast<In*>(op.a));
+    matmul.b.set_data_handle(const_cast<In*>(op.b));
+    matmul.c.set_data_handle(op.c);
+    engine();  // one OpenMP thread for the call, as for the primitive
+    matmul.primitive.execute(stream(), matmul.args);
     stream().wait();
   } catch (const dnnl::error& e) {
     throw runtime_error(fmt::format("oneDNN matmul of {} x {}x{} by {}x{} failed: {} (status {})", batched.batch, op.m,
