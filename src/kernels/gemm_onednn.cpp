@@ -91,9 +91,13 @@ class OnednnPacked final : public PackedBackend<float> {
   void gemm(const GemmOperands<float>& op) override { onednn_gemm(op); }
 
  private:
+  // A primitive with memory objects for its operands and the argument map
+  // that names them: a call points them at its buffers, allocating nothing.
   struct Product {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul matmul;
+    memory src, dst, bias;
+    std::unordered_map<int, memory> args;
   };
   struct Packed {
     Trans trans;  // a square W and its transpose may share a layout, never a copy
@@ -108,14 +112,13 @@ class OnednnPacked final : public PackedBackend<float> {
   template <class In>
   void multiply(const GemmOperands<float, In>& op, const float* bias) {
     try {
-      const Product& product = product_for(op, bias != nullptr);
-      const memory& weights = packed(product.pd.weights_desc(), op);
+      Product& product = product_for(op, bias != nullptr);
+      product.args[DNNL_ARG_WEIGHTS] = packed(product.pd.weights_desc(), op);
       // oneDNN wraps the caller's buffers; it never writes an input.
-      memory src(product.pd.src_desc(), engine(), const_cast<In*>(op.a));
-      memory dst(product.pd.dst_desc(), engine(), op.c);
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
-      if (bias) args.emplace(DNNL_ARG_BIAS, memory(product.pd.bias_desc(), engine(), const_cast<float*>(bias)));
-      product.matmul.execute(stream(), args);
+      product.src.set_data_handle(const_cast<In*>(op.a));
+      product.dst.set_data_handle(op.c);
+      if (bias) product.bias.set_data_handle(const_cast<float*>(bias));
+      product.matmul.execute(stream(), product.args);
       stream().wait();
     } catch (const dnnl::error& e) {
       throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
@@ -124,7 +127,7 @@ class OnednnPacked final : public PackedBackend<float> {
   }
 
   template <class In>
-  const Product& product_for(const GemmOperands<float, In>& op, bool with_bias) {
+  Product& product_for(const GemmOperands<float, In>& op, bool with_bias) {
     const Shape shape{data_type<In>(), op.trans_b, with_bias, op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
     auto found = products_.find(shape);
     if (found == products_.end()) {
@@ -133,7 +136,15 @@ class OnednnPacked final : public PackedBackend<float> {
       const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
       const auto desc = with_bias ? dnnl::matmul::desc(src, any, bias, dst) : dnnl::matmul::desc(src, any, dst);
       dnnl::matmul::primitive_desc pd(desc, engine());
-      found = products_.emplace(shape, Product{pd, dnnl::matmul(pd)}).first;
+      Product made{
+          pd, dnnl::matmul(pd), memory(pd.src_desc(), engine(), nullptr), memory(pd.dst_desc(), engine(), nullptr), {},
+          {}};
+      made.args = {{DNNL_ARG_SRC, made.src}, {DNNL_ARG_DST, made.dst}, {DNNL_ARG_WEIGHTS, memory()}};
+      if (with_bias) {
+        made.bias = memory(pd.bias_desc(), engine(), nullptr);
+        made.args.emplace(DNNL_ARG_BIAS, made.bias);
+      }
+      found = products_.emplace(shape, std::move(made)).first;
     }
     return found->second;
   }
