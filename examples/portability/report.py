@@ -130,7 +130,8 @@ def main():
                               "pp_application": pennycook([r["application"] for r in results])}
         for p, r in zip(platforms, results):
             rows.append([deck_name, p["label"], f"{p['gemm_gflops']:.1f}", f"{p['bandwidth_gbs']:.1f}",
-                         f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}", f"{r['ideal_us_per_sample']:.2f}",
+                         f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}",
+                         f"{r['ideal_us_per_sample']:.2f}",
                          f"{r['architectural']:.3f}", f"{r['application']:.3f}",
                          f"{p.get('load_average_after', [float('nan')])[0]:.1f}"])
     print("| deck | platform | GEMM peak GFLOP/s | bandwidth GB/s | roofline GFLOP/s | samples/s | achieved GFLOP/s "
@@ -144,8 +145,7 @@ def main():
         print(f"{deck_name}: {m['flops_per_sample'] / 1e6:.2f} MFLOP and "
               f"{m['memory_bound_bytes_per_sample'] / 1e3:.1f} kB of memory-bound traffic per trained sample, GEMM "
               f"arithmetic intensity {m['arithmetic_intensity']:.1f} FLOP/B at b = {m['microbatch_size']}; "
-              f"Pennycook PP over "
-              f"{len(platforms)} platforms: architectural {s['pp_architectural']:.3f}, "
+              f"Pennycook PP over {len(platforms)} platforms: architectural {s['pp_architectural']:.3f}, "
               f"application {s['pp_application']:.3f}")
     with open(os.path.join(d, "portability.json"), "w") as file:
         json.dump({"platforms": platforms, "decks": summary}, file, indent=2)

@@ -34,20 +34,24 @@ namespace {
 
 using dnnl::memory;
 
-// One engine per process, made on first use. Everything that makes a
-// primitive or runs one asks for it, and so sets, on the calling thread, the
-// one OpenMP thread a primitive takes when it is made: the ranks fill the
-// cores, a threaded host build splits a product's columns over Kokkos'
-// threads itself (gemm.cpp), and oneDNN may split K over its threads, which
-// would make the sum order depend on how many it gets. Set on every call:
-// inside Kokkos' parallel region a worker's setting lasts only that region,
-// and a primitive made there with the team's two threads ran its halves one
-// after the other (quickstart, 1 rank x 2 threads: 41,585 samples/s, against
-// 79,544 on one thread each).
-const dnnl::engine& engine() {
+// Sets, on the calling thread, the one OpenMP thread a primitive takes when
+// it is made and runs: the ranks fill the cores, a threaded host build splits
+// a product's columns over Kokkos' threads itself (gemm.cpp), and oneDNN may
+// split K over its threads, which would make the sum order depend on how many
+// it gets. Set on every call: inside Kokkos' parallel region a worker's
+// setting lasts only that region, and a primitive made there with the team's
+// two threads ran its halves one after the other (quickstart, 1 rank x 2
+// threads: 41,585 samples/s, against 79,544 on one thread each).
+void on_one_thread() {
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
   omp_set_num_threads(1);
 #endif
+}
+
+// One engine per process, made on first use. Everything that makes a
+// primitive asks for it, and so runs on_one_thread first.
+const dnnl::engine& engine() {
+  on_one_thread();
   static const dnnl::engine shared(dnnl::engine::kind::cpu, 0);
   return shared;
 }
@@ -292,7 +296,7 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
     matmul.a.set_data_handle(const_cast<In*>(op.a));
     matmul.b.set_data_handle(const_cast<In*>(op.b));
     matmul.c.set_data_handle(op.c);
-    engine();  // one OpenMP thread for the call, as for the primitive
+    on_one_thread();
     matmul.primitive.execute(stream(), matmul.args);
     stream().wait();
   } catch (const dnnl::error& e) {
