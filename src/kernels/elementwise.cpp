@@ -54,9 +54,9 @@ struct GeluTanh {
   }
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION static Scalar derivative(Scalar x) {
-    const Scalar t = fast_math::tanh(inner(x));
+    const Scalar u = inner(x);
     const Scalar slope = Scalar(0.79788456080286535588) * (Scalar(1) + Scalar(3 * 0.044715) * x * x);
-    return Scalar(0.5) * (Scalar(1) + t) + Scalar(0.5) * x * ((Scalar(1) - t) * (Scalar(1) + t)) * slope;
+    return Scalar(0.5) * (Scalar(1) + fast_math::tanh(u)) + Scalar(0.5) * x * fast_math::sech_squared(u) * slope;
   }
 };
 struct Relu {
@@ -76,8 +76,7 @@ struct Tanh {
   }
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION static Scalar derivative(Scalar x) {
-    const Scalar t = fast_math::tanh(x);
-    return Scalar(1) - t * t;
+    return fast_math::sech_squared(x);
   }
 };
 

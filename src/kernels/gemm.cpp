@@ -174,7 +174,11 @@ std::string vendor_gemm_library() {
 #endif
       break;
     case Vendor::cublas:
+#if defined(KOKKOS_ENABLE_CUDA)
+      return detail::cublas_version();
+#else
       return "cublas";
+#endif
     case Vendor::none:
       return "portable";
   }

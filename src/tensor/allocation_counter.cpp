@@ -23,8 +23,11 @@ namespace {
 AllocationCounter* active = nullptr;
 Kokkos::Tools::allocateDataFunction previous = nullptr;
 
+// Zero-byte events allocate nothing and are not counted: Kokkos' CUDA backend
+// reports one ("Kokkos::CudaSpace::TeamScratchMemory", 0 bytes) at every team
+// launch that asks no level-1 scratch (4.6.01, CudaInternal::resize_team_scratch_space).
 void on_allocate(Kokkos::Profiling::SpaceHandle handle, const char* label, const void* pointer, std::uint64_t size) {
-  if (active != nullptr) AllocationCounterAccess::record(*active, handle.name, label, size);
+  if (active != nullptr && size > 0) AllocationCounterAccess::record(*active, handle.name, label, size);
   if (previous != nullptr) previous(handle, label, pointer, size);
 }
 

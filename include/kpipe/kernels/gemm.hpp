@@ -25,8 +25,8 @@ using GemmPath = config::GemmKind;
 
 // The library behind GemmPath::vendor in this build on this CPU: "cblas
 // (OpenBLAS, SkylakeX kernel)", "oneDNN 2.6.3 matmul for float32 and cblas for
-// float64, as ...", "cublas", or "portable" when there is none for the
-// default memory space.
+// float64, as ...", "cuBLAS" and its version, or "portable" when there is
+// none for the default memory space.
 std::string vendor_gemm_library();
 
 // The vendor BLAS' own threads: OpenBLAS' openblas_get_num_threads (1 for a

@@ -4,6 +4,7 @@
 
 #include "catch.hpp"
 #include "kpipe/comm/gradient_reducer.hpp"
+#include "staging_choices.hpp"
 
 using kpipe::comm::GradientReducer;
 
@@ -54,7 +55,7 @@ TEST_CASE("large tensors are summed in place, small ones in buckets of at most 1
   };
   // Nothing in place: ceil(68 / 16) buckets. From 10 elements on: 16 and 41 alone, 3 + 1 + 7 in one bucket.
   for (const Case c : {Case{1 << 27, 5, 5}, Case{10, 3, 5}}) {
-    for (const bool staged : {false, true}) {
+    for (const bool staged : kpipe::test::staging_choices()) {
       Tensors tensors = filled(sizes, rank);
       GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), c.in_place_elements * sizeof(double), staged,
                                       watchdog);
@@ -71,7 +72,7 @@ TEST_CASE("sums started in groups overlap and finish together, step after step",
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const kpipe::comm::Watchdog watchdog(60.0, rank);
-  for (const bool staged : {false, true}) {
+  for (const bool staged : kpipe::test::staging_choices()) {
     GradientReducer<double> reducer(MPI_COMM_WORLD, 16 * sizeof(double), 1 << 30, staged, watchdog);
     // Two steps: the second reuses the first one's buckets.
     for (int step = 0; step < 2; ++step) {

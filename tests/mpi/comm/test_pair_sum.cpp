@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "staging_choices.hpp"
 
 using kpipe::comm::PairSum;
 
@@ -33,7 +34,7 @@ TEST_CASE("a pair of ranks sums a tensor in pieces, bitwise a + b on both", "[co
   const int peer = rank == 0 ? size - 1 : 0;
   // 64-byte pieces: 63 of 16 floats and a last of 8; one piece for all; staged through the host or not.
   for (const std::size_t piece_bytes : {std::size_t{64}, std::size_t{1} << 20}) {
-    for (const bool staged : {false, true}) {
+    for (const bool staged : kpipe::test::staging_choices()) {
       Kokkos::View<float*> tensor("tensor", n);
       auto host = Kokkos::create_mirror_view(tensor);
       for (int i = 0; i < n; ++i) host(i) = value(rank, i);

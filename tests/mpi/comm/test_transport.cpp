@@ -57,7 +57,8 @@ TEST_CASE("messages around a ring arrive intact, posted early or late, staged or
 
   for (const Staging staging : {Staging::automatic, Staging::host}) {
     Transport transport(MPI_COMM_WORLD, ring.watchdog, staging);
-    CHECK(transport.staged() == (staging == Staging::host));
+    // Automatic staging copies through the host exactly where MPI cannot read the Views' memory.
+    CHECK(transport.staged() == (staging == Staging::host || !kpipe::comm::mpi_reaches_device_memory()));
     // Post half of the receives ahead of the sends, like the executor's look-ahead.
     for (int tag = 0; tag < messages / 2; ++tag)
       transport.post_receive({ring.previous, tag, rows, cols, DType::float64});

@@ -31,7 +31,9 @@ using namespace kpipe;
 
 namespace {
 
-constexpr int half = 3;  // N
+// Every restart test trains N steps, checkpoints, and trains N more; CUDA's
+// headers name a type `half`, hence no shorter name.
+constexpr int steps_before_restart = 3;  // N
 
 // A tiny MLP, or a tiny transformer whose vocabulary t does not divide: it
 // is padded to 15 tokens at t = 1 and to 20 at t = 2; "tied": its LM head
@@ -56,7 +58,7 @@ config::RunConfig config_for(int p, int d, const std::string& schedule, const st
                              "\"{}\"\npipeline.virtual_stages = {}\n"
                              "pipeline.tensor_parallel = {}\nruntime.watchdog_seconds = 60\ncheckpoint.every = {}\n"
                              "checkpoint.path = \"{}\"\ncheckpoint.keep = 2\n",
-                             2 * half, p, d, schedule, v, t, half, directory);
+                             2 * steps_before_restart, p, d, schedule, v, t, steps_before_restart, directory);
   return config::run_config(config::parse_deck(text, "test.toml"));
 }
 
@@ -141,11 +143,11 @@ TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]")
     auto config = config_for(2, 1, schedule.substr(0, schedule.find(' ')), directory, 1, tied ? "tied" : "mlp");
     if (schedule.find("packed") != std::string::npos) config.compute.gemm = config::GemmKind::packed;
     if (schedule.find("bf16") != std::string::npos) config.compute.precision = config::Precision::bf16;
-    const Weights uninterrupted = train(config, MPI_COMM_WORLD, 0, 2 * half);
+    const Weights uninterrupted = train(config, MPI_COMM_WORLD, 0, 2 * steps_before_restart);
     std::string file;
-    train(config, MPI_COMM_WORLD, 0, half, "", &file);
-    CHECK(file == io::checkpoint_file(directory, half));
-    const Weights restarted = train(config, MPI_COMM_WORLD, half, 2 * half, file);
+    train(config, MPI_COMM_WORLD, 0, steps_before_restart, "", &file);
+    CHECK(file == io::checkpoint_file(directory, steps_before_restart));
+    const Weights restarted = train(config, MPI_COMM_WORLD, steps_before_restart, 2 * steps_before_restart, file);
     compare(uninterrupted, restarted, 0.0);
   }
   // keep = 2: the third checkpoint removes the first.
@@ -179,12 +181,13 @@ TEST_CASE("bf16, fp16 and fp32 checkpoints restart in each other's precision", "
     auto written_with = config_for(2, 1, "1f1b", directory);
     written_with.compute.precision = from;
     std::string file;
-    const Weights saved = train(written_with, MPI_COMM_WORLD, 0, half, "", &file);
+    const Weights saved = train(written_with, MPI_COMM_WORLD, 0, steps_before_restart, "", &file);
     auto restarted_with = written_with;
     restarted_with.compute.precision = to;
-    const Weights restored = train(restarted_with, MPI_COMM_WORLD, half, half, file);
+    const Weights restored = train(restarted_with, MPI_COMM_WORLD, steps_before_restart, steps_before_restart, file);
     compare(saved, restored, 0.0);
-    const Weights continued = train(restarted_with, MPI_COMM_WORLD, half, 2 * half, file);
+    const Weights continued =
+        train(restarted_with, MPI_COMM_WORLD, steps_before_restart, 2 * steps_before_restart, file);
     for (const auto& [name, values] : continued) {
       INFO(name);
       CHECK(values != saved.at(name));
@@ -224,25 +227,28 @@ TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
   // Ranks 0 and 1 write the p = 2 checkpoint; ranks 2 and 3 wait.
   MPI_Comm pair = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, comm::rank_of(comm::world()) < 2 ? 0 : 1, comm::rank_of(comm::world()), &pair);
-  std::string file = io::checkpoint_file(directory, half);
+  std::string file = io::checkpoint_file(directory, steps_before_restart);
   Weights p2_uninterrupted;  // ranks 0 and 1: the p = 2, d = 1 run without a restart
   if (comm::rank_of(comm::world()) < 2) {
-    train(config_for(2, 1, "1f1b", directory), pair, 0, half, "", &file);
-    p2_uninterrupted = train(config_for(2, 1, "1f1b", directory), pair, 0, 2 * half);
+    train(config_for(2, 1, "1f1b", directory), pair, 0, steps_before_restart, "", &file);
+    p2_uninterrupted = train(config_for(2, 1, "1f1b", directory), pair, 0, 2 * steps_before_restart);
   }
   MPI_Comm_free(&pair);
   MPI_Barrier(MPI_COMM_WORLD);
 
   SECTION("p = 4, the same accumulation order: bitwise") {
     const auto config = config_for(4, 1, "1f1b", directory);
-    compare(train(config, MPI_COMM_WORLD, 0, 2 * half), train(config, MPI_COMM_WORLD, half, 2 * half, file), 0.0);
+    compare(train(config, MPI_COMM_WORLD, 0, 2 * steps_before_restart),
+            train(config, MPI_COMM_WORLD, steps_before_restart, 2 * steps_before_restart, file), 0.0);
   }
   SECTION("p = 4 interleaved (v = 2)") {
     const auto config = config_for(4, 1, "interleaved", directory);
-    compare(train(config, MPI_COMM_WORLD, 0, 2 * half), train(config, MPI_COMM_WORLD, half, 2 * half, file), 0.0);
+    compare(train(config, MPI_COMM_WORLD, 0, 2 * steps_before_restart),
+            train(config, MPI_COMM_WORLD, steps_before_restart, 2 * steps_before_restart, file), 0.0);
   }
   SECTION("p = 2, d = 2: replicas sum partial gradients, so close, not bitwise") {
-    const Weights restarted = train(config_for(2, 2, "1f1b", directory), MPI_COMM_WORLD, half, 2 * half, file);
+    const Weights restarted = train(config_for(2, 2, "1f1b", directory), MPI_COMM_WORLD, steps_before_restart,
+                                    2 * steps_before_restart, file);
     // World rank = replica * p + pipeline rank: ranks 0 and 1 hold what they held at p = 2, d = 1.
     // 1e-6: the issue's bound for a restart that changes the summation order.
     if (comm::rank_of(comm::world()) < 2) compare(p2_uninterrupted, restarted, 1e-6);
@@ -262,28 +268,28 @@ TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on 
   Weights saved, uninterrupted;
   {
     runtime::Pipeline<float> pipeline(t2, MPI_COMM_WORLD, runtime::Mode::train);
-    for (int step = 0; step < half; ++step) pipeline.run_step(step);
-    file = runtime::save_checkpoint(pipeline, t2.checkpoint, {"deck = \"test\"\n"}, half);
+    for (int step = 0; step < steps_before_restart; ++step) pipeline.run_step(step);
+    file = runtime::save_checkpoint(pipeline, t2.checkpoint, {"deck = \"test\"\n"}, steps_before_restart);
     saved = whole(pipeline);
-    for (int step = half; step < 2 * half; ++step) pipeline.run_step(step);
+    for (int step = steps_before_restart; step < 2 * steps_before_restart; ++step) pipeline.run_step(step);
     uninterrupted = whole(pipeline);
   }
   SECTION("t = 1 (p = 2, d = 2) reads the global tensors and continues within 1e-5") {
     runtime::Pipeline<float> pipeline(config_for(2, 2, "1f1b", directory, 1, kind), MPI_COMM_WORLD,
                                       runtime::Mode::train);
-    CHECK(runtime::load_checkpoint(pipeline, file) == half);
+    CHECK(runtime::load_checkpoint(pipeline, file) == steps_before_restart);
     // World rank (replica · p + stage) · t + tensor rank: ranks 0 and 3 hold
     // stage 0 and stage 1 in both layouts.
     const bool same_stage = comm::rank_of(comm::world()) % 3 == 0;
     if (same_stage) compare(saved, by_name(pipeline.parameters()), 0.0);
-    for (int step = half; step < 2 * half; ++step) pipeline.run_step(step);
+    for (int step = steps_before_restart; step < 2 * steps_before_restart; ++step) pipeline.run_step(step);
     // The tensor group's partial sums and the replicas' add in other orders.
     if (same_stage) compare(uninterrupted, by_name(pipeline.parameters()), 1e-5);
   }
   SECTION("t = 2 slices them back and continues bitwise like the uninterrupted run") {
     runtime::Pipeline<float> pipeline(t2, MPI_COMM_WORLD, runtime::Mode::train);
-    CHECK(runtime::load_checkpoint(pipeline, file) == half);
-    for (int step = half; step < 2 * half; ++step) pipeline.run_step(step);
+    CHECK(runtime::load_checkpoint(pipeline, file) == steps_before_restart);
+    for (int step = steps_before_restart; step < 2 * steps_before_restart; ++step) pipeline.run_step(step);
     compare(uninterrupted, whole(pipeline), 0.0);
   }
   remove_directory(directory);

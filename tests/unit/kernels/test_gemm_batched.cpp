@@ -1,5 +1,6 @@
-// Batched GEMM: every block equals a plain GEMM of that block, on both paths,
-// and all of them equal a long-double host product; so do blocks cut out of
+// Batched GEMM: every block equals a plain GEMM of that block, on both paths
+// (bit for bit, except cuBLAS' batched kernels), and all of them equal a
+// long-double host product; so do blocks cut out of
 // wider matrices (row_blocks), whose other columns stay untouched.
 #include <algorithm>
 #include <cmath>
@@ -85,7 +86,12 @@ TEMPLATE_TEST_CASE("each block of a batched GEMM equals the GEMM of that block",
   const auto C = clone<Scalar>("test::batched", C0);
   gemm_batched(ExecutionSpace(), batch, ta, tb, alpha, A, B, beta, C, path);
   const auto batched = to_host<Scalar>(C);
-  for (int block = 0; block < batch; ++block) {
+  // The CBLAS loop and the portable kernel run each block as gemm runs it;
+  // cuBLAS' strided-batched kernels are not its single-GEMM ones (H200: other
+  // bits even at m = n = k = 1), so there the long-double reference below alone
+  // holds the blocks.
+  const bool same_kernels = path == GemmPath::portable || vendor_gemm_library().rfind("cuBLAS", 0) != 0;
+  for (int block = 0; same_kernels && block < batch; ++block) {
     const auto Ci = block_of(C0, block, batch);
     gemm(ExecutionSpace(), ta, tb, alpha, block_of(A, block, batch), block_of(B, block, batch), beta, Ci, path);
     const auto single = to_host<Scalar>(Ci);

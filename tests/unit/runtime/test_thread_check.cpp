@@ -5,10 +5,13 @@
 #include <condition_variable>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "catch.hpp"
+#include "kpipe/core/isolated.hpp"
 
 using namespace kpipe;
 using Catch::Matchers::Contains;
@@ -54,7 +57,9 @@ TEST_CASE("oversubscribed nodes get one line saying what to set", "[runtime][thr
 
 TEST_CASE("a rank's CPUs are those of all its threads, not the calling thread's alone", "[runtime][threads]") {
   // As OMP_PROC_BIND leaves an OpenMP rank: the calling thread bound to one
-  // CPU, another thread to the next one.
+  // CPU, another thread to the next one. In a child process, whose only
+  // threads are these two: a CUDA build's driver threads, started unbound
+  // before the test, would add every CPU to the parent's set.
   cpu_set_t all;
   CPU_ZERO(&all);
   REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
@@ -66,31 +71,41 @@ TEST_CASE("a rank's CPUs are those of all its threads, not the calling thread's 
     WARN("one CPU: there are no two CPUs to bind two threads apart");
     return;
   }
-  const auto bind = [](int cpu) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    return sched_setaffinity(0, sizeof one, &one) == 0;
-  };
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool bound = false, done = false;
-  std::thread other([&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    bound = bind(allowed[1]);
+  const auto two_threads_apart = [&] {
+    const auto bind = [](int cpu) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      return sched_setaffinity(0, sizeof one, &one) == 0;
+    };
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool bound = false, done = false;
+    std::thread other([&] {
+      std::unique_lock<std::mutex> lock(mutex);
+      bound = bind(allowed[1]);
+      changed.notify_all();
+      changed.wait(lock, [&] { return done; });
+    });
+    std::vector<int> cpus;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return bound; });
+      if (!bind(allowed[0])) throw std::runtime_error("could not bind the calling thread");
+      cpus = runtime::this_rank_threads().cpus;
+      done = true;
+    }
     changed.notify_all();
-    changed.wait(lock, [&] { return done; });
-  });
-  std::vector<int> cpus;
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return bound; });
-    REQUIRE(bind(allowed[0]));
-    cpus = runtime::this_rank_threads().cpus;
-    done = true;
-  }
-  changed.notify_all();
-  other.join();
-  REQUIRE(sched_setaffinity(0, sizeof all, &all) == 0);
-  CHECK(cpus == std::vector<int>{allowed[0], allowed[1]});
+    other.join();
+    const std::vector<int> expected{allowed[0], allowed[1]};
+    if (cpus != expected) {
+      std::string listed;
+      for (const int cpu : cpus) listed += " " + std::to_string(cpu);
+      throw std::runtime_error("the rank's CPUs are" + listed + ", not " + std::to_string(expected[0]) + " " +
+                               std::to_string(expected[1]));
+    }
+  };
+  const IsolatedOutcome outcome = run_isolated(two_threads_apart, 30.0);
+  INFO(outcome.message);
+  CHECK(outcome.end == IsolatedOutcome::End::finished);
 }
