@@ -106,14 +106,16 @@ class Run:
     def __init__(self, args):
         self.args = args
         torch.manual_seed(args.seed)
-        self.precision = torch.autocast("cpu", dtype=torch.bfloat16) if args.bf16 else contextlib.nullcontext()
+        self.device = torch.device(args.device)
+        self.precision = (torch.autocast(self.device.type, dtype=torch.bfloat16) if args.bf16
+                          else contextlib.nullcontext())
         text = open(args.text, encoding="utf-8").read()
         self.symbols = sorted(set(text))
         index = {c: i for i, c in enumerate(self.symbols)}
         tokens = torch.tensor([index[c] for c in text], dtype=torch.long)
         split = int(len(tokens) * 0.9)
         self.train, self.valid = tokens[:split], tokens[split:]
-        self.model = CharGPT(len(self.symbols), args.context, args.dim, args.heads, args.layers, 4)
+        self.model = CharGPT(len(self.symbols), args.context, args.dim, args.heads, args.layers, 4).to(self.device)
         self.rng = np.random.default_rng(args.seed)
         self.offsets = torch.arange(args.context)
 
@@ -121,7 +123,8 @@ class Run:
         """The next step's training windows (inputs, targets), the same in every process."""
         T, B = self.args.context, self.args.batch
         starts = torch.from_numpy(self.rng.integers(0, len(self.train) - T - 1, B))
-        return self.train[starts[:, None] + self.offsets], self.train[starts[:, None] + self.offsets + 1]
+        x, y = self.train[starts[:, None] + self.offsets], self.train[starts[:, None] + self.offsets + 1]
+        return x.to(self.device), y.to(self.device)
 
     def set_lr(self, optimizer, step):
         for group in optimizer.param_groups:
@@ -131,7 +134,7 @@ class Run:
         a = self.args
         tokens = a.steps * a.batch * a.context
         print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
-                          "mode": a.mode, "precision": "bf16" if a.bf16 else "fp32",
+                          "mode": a.mode, "device": a.device, "precision": "bf16" if a.bf16 else "fp32",
                           "parameters": sum(p.numel() for p in self.model.parameters()), "steps": a.steps,
                           "tokens_per_second": tokens / seconds, "seconds": seconds,
                           "cpu_tokens_per_second": tokens / cpu_seconds, **fields}), flush=True)
@@ -150,8 +153,8 @@ def sequential_main(args):
         with torch.no_grad():
             for batch in range(min(args.eval_batches, windows // args.batch)):
                 starts = torch.arange(batch * args.batch, (batch + 1) * args.batch) * T
-                x = run.valid[starts[:, None] + run.offsets]
-                y = run.valid[starts[:, None] + run.offsets + 1]
+                x = run.valid[starts[:, None] + run.offsets].to(run.device)
+                y = run.valid[starts[:, None] + run.offsets + 1].to(run.device)
                 losses.append(F.cross_entropy(model(x).view(-1, vocab), y.view(-1)).item())
         model.train()
         return float(np.mean(losses))
@@ -170,6 +173,8 @@ def sequential_main(args):
         losses.append(loss.item())
         if args.eval_every and (step + 1) % args.eval_every == 0:
             validation.append({"step": step + 1, "loss": evaluate()})
+    if run.device.type == "cuda":
+        torch.cuda.synchronize()  # the last optimizer step's kernels are in the time
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     if not args.eval_every:
         validation.append({"step": args.steps, "loss": evaluate()})
@@ -292,12 +297,16 @@ def main():
     parser.add_argument("--eval-every", type=int, default=0, help="steps between validation losses; 0: at the end")
     parser.add_argument("--eval-batches", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--device", default="cpu",
+                        help="torch device of --mode sequential, e.g. cuda (the losses' .item() syncs each step)")
     parser.add_argument("--bf16", action="store_true",
                         help="train under torch.autocast's bfloat16, kpipe's compute.precision = \"bf16\"")
     args = parser.parse_args()
     if args.mode == "sequential":
         sequential_main(args)
         return
+    if args.device != "cpu":
+        raise SystemExit("torch_char_gpt.py: --device is for --mode sequential; the 1f1b peer runs on CPUs over gloo")
     if args.layers % args.stages or args.batch % args.microbatch:
         raise SystemExit("torch_char_gpt.py: --mode 1f1b needs --layers a multiple of --stages and --batch of "
                          "--microbatch")

@@ -181,11 +181,11 @@ class Teacher:
         return x, y
 
 
-def precision(c):
+def precision(c, device="cpu"):
     """compute.precision = "bf16": torch.autocast's bfloat16 (Linear layers in
     bfloat16, master weights and the optimizer in float32), kpipe's peer."""
     if c["compute.precision"] == "bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -198,12 +198,12 @@ def loss_of(c, output, target):
     return total / c["train.global_batch"]
 
 
-def sequential_step(c, model, optimizer, teacher, step):
+def sequential_step(c, model, optimizer, teacher, step, device):
     optimizer.zero_grad(set_to_none=False)
     total = 0.0
     for j in range(c["train.global_batch"] // c["train.microbatch_size"]):
-        x, y = teacher.microbatch(step, j)
-        with precision(c):
+        x, y = (t.to(device) for t in teacher.microbatch(step, j))
+        with precision(c, device):
             loss = loss_of(c, model(x), y)
         loss.backward()
         total += loss.item()
@@ -284,19 +284,22 @@ def describe(c, args, stages, partition):
             "overrides": args.overrides, "global_batch": c["train.global_batch"],
             "microbatch_size": c["train.microbatch_size"],
             "m": c["train.global_batch"] // c["train.microbatch_size"], "warmup_steps": args.warmup,
-            "steps_timed": args.steps, "precision": c["compute.precision"]}
+            "steps_timed": args.steps, "precision": c["compute.precision"], "device": args.device}
 
 
 def sequential_main(c, args):
     set_threads()
     layers = len(layer_widths(c))
-    model = build_stage(c, 0, layers)
+    model = build_stage(c, 0, layers).to(args.device)
     optimizer = make_optimizer(c, model.parameters())
     teacher = Teacher(c)
     result = describe(c, args, 1, [layers])
 
     def run_step(step):
-        return sequential_step(c, model, optimizer, teacher, step)
+        loss = sequential_step(c, model, optimizer, teacher, step, args.device)
+        if args.device != "cpu":
+            torch.cuda.synchronize()  # the optimizer's kernels are in the step's time
+        return loss
 
     result.update(timed(c, args, run_step, lambda: None))
     print(json.dumps(result))
@@ -329,6 +332,9 @@ def main():
     parser.add_argument("--mode", choices=["sequential", "1f1b"], default="1f1b")
     parser.add_argument("--steps", type=int, default=None, help="timed steps (default: the deck's train.steps)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device of --mode sequential, e.g. cuda (teacher data made on the CPU, copied "
+                             "per microbatch; each microbatch's loss.item() syncs)")
     args = parser.parse_args()
     c = read_deck(args.deck, args.overrides)
     check_supported(c)
@@ -337,6 +343,9 @@ def main():
     if args.mode == "sequential":
         sequential_main(c, args)
         return
+    if args.device != "cpu":
+        raise SystemExit("torch_mlp_pipeline.py: --device is for --mode sequential; the 1f1b peer runs on CPUs "
+                         "over gloo")
     stages = c["pipeline.stages"]
     if c["pipeline.schedule"] != "1f1b":
         raise SystemExit(f"torch_mlp_pipeline.py: --mode 1f1b runs pipeline.schedule = \"1f1b\", "
