@@ -17,8 +17,9 @@
 #
 # The checks (unit and MPI tests, the default decks' runs) share the GPU side
 # by side, with no rank binding; then the timed phases run one job at a time:
-# large (GPT-2 small, 124M parameters, on synthetic tokens: sequential fp32 and
-# bf16, and p = 2), overhead (the fixed cost per action kind), bench, peer, study.
+# large (GPT-2 small, 124M parameters, on synthetic tokens: sequential in fp32
+# and bf16 with the fused and the GEMM attention, and p = 2), overhead (the
+# fixed cost per action kind), bench, peer, study. Tests not built are skipped.
 # The peers need python3 with torch (CUDA). Run from anywhere; mpirun from PATH.
 set -uo pipefail
 
@@ -84,13 +85,20 @@ fi
 export OMPI_MCA_hwloc_base_binding_policy=none
 if has unit; then
   for test in tensor/test_tensor kernels/test_kernels model/test_model runtime/test_runtime; do
+    [[ -x $build/tests/unit/$test ]] || { note "$(basename $test) not built: skipped"; continue; }
     check "$(basename $test)" "$(limit 150)" "$build/tests/unit/$test" &
   done
 fi
 if has mpi; then
+  # The MPI tests at their smallest rank counts, and training at 4 (the
+  # longest, about 250 s on an H200 beside the others); those not built are
+  # skipped.
   for spec in runtime/test_pipeline_training:2 runtime/test_pipeline_training:4 comm/test_comm:2 \
-    io/test_checkpoint:2 runtime/test_tensor_parallel:2; do
+    io/test_checkpoint:2 runtime/test_tensor_parallel:2 runtime/test_tensor_parallel_training:4 \
+    runtime/test_activation_store:2 runtime/test_activation_dump:2 runtime/test_serve:2 \
+    runtime/test_post_validation:2; do
     test=${spec%:*} ranks=${spec#*:}
+    [[ -x $build/tests/mpi/$test ]] || { note "$(basename "$test") not built: skipped"; continue; }
     check "$(basename "$test")-np$ranks" "$(limit 300)" mpirun -n "$ranks" "$build/tests/mpi/$test" &
   done
 fi
