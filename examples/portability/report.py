@@ -153,7 +153,12 @@ def main():
 
 
 def plot(d, platforms, summary):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # a GPU node's system Python, say: the table and the JSON are the results
+        print(f"report.py: this Python ({sys.executable}) has no matplotlib; {d}/portability.json written, no plot",
+              file=sys.stderr)
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
