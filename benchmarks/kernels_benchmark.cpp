@@ -226,6 +226,20 @@ BENCHMARK(BM_activation_forward)
     ->Arg(static_cast<int>(Activation::tanh))
     ->UseRealTime();
 
+// Synthetic inputs: a microbatch of normal values (compute_bound's 32 x 512),
+// the stream counter moving on each call as the steps' keys do.
+void BM_fill_normal(benchmark::State& state) {
+  auto x = uninitialized_matrix<float>("kpipe::benchmark::x", 32, 512);
+  std::uint64_t step = 0;
+  for (auto _ : state) {
+    fill_normal(ExecutionSpace(), stream_key(1, step++), 0, 0.0, 1.0, x);
+    Kokkos::fence();
+  }
+  state.counters["values/s"] =
+      benchmark::Counter(static_cast<double>(x.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_fill_normal)->UseRealTime();
+
 void BM_adamw_update(benchmark::State& state) {
   auto w = random_matrix(rows, cols, 3);
   const auto g = random_matrix(rows, cols, 4);
