@@ -87,13 +87,6 @@ KOKKOS_INLINE_FUNCTION float tanh(float a) {
   return x * p / q;
 }
 
-// 1 - tanh(x)^2 as 4e / (1 + e)^2 with e = exp(-2|x|): accurate relative to
-// itself where tanh saturates, which 1 - t^2 from a rounded t is not. The
-// GELU-tanh derivative multiplies it by up to 58 at |x| = 10, where tanh's fit
-// evaluated with fused multiply-adds (as nvcc compiles it) stops 4 ulps short
-// of 1: an error of 2.7e-5 from the difference, 1e-7 from this.
-KOKKOS_INLINE_FUNCTION float sech_squared(float x);
-
 // Cephes expf: exp(a) = 2^n exp(r) with |r| <= ln(2)/2, 2^n built from its
 // bits. Below -87 it is 0, as expf is where kpipe flushes subnormals to zero
 // (the clamp alone would leave 1.6e-38 there: a probability of 1e-38 instead
@@ -113,6 +106,11 @@ KOKKOS_INLINE_FUNCTION float exp(float a) {
   return a < -87.0f ? 0.0f : exp_r * detail::power_of_two(t);
 }
 
+// 1 - tanh(x)^2 as 4e / (1 + e)^2 with e = exp(-2|x|): accurate relative to
+// itself where tanh saturates, which 1 - t^2 from a rounded t is not. The
+// GELU-tanh derivative multiplies it by up to 58 at |x| = 10, where tanh's fit
+// evaluated with fused multiply-adds (as nvcc compiles it) stops 4 ulps short
+// of 1: an error of 2.7e-5 from the difference, 1e-7 from this.
 KOKKOS_INLINE_FUNCTION float sech_squared(float x) {
   const float e = exp(-2.0f * detail::from_bits(detail::to_bits(x) & 0x7fffffff));
   const float d = 1.0f + e;
