@@ -82,6 +82,28 @@ memory::desc operand(int rows, int cols, int ld, Trans trans, memory::data_type 
   return trans == Trans::no ? row_major(rows, cols, ld, type) : memory::desc({rows, cols}, type, memory::dims{1, ld});
 }
 
+// A matmul primitive with memory objects for its operands and the argument
+// map that names them: a call points them at its buffers (set_data_handle),
+// allocating nothing. The packed path puts its reordered weights in the map.
+struct BoundMatmul {
+  BoundMatmul(const dnnl::matmul::primitive_desc& made, bool with_bias)
+      : pd(made),
+        primitive(made),
+        src(made.src_desc(), engine(), nullptr),
+        weights(made.weights_desc(), engine(), nullptr),
+        dst(made.dst_desc(), engine(), nullptr),
+        args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}} {
+    if (with_bias) {
+      bias = memory(made.bias_desc(), engine(), nullptr);
+      args.emplace(DNNL_ARG_BIAS, bias);
+    }
+  }
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+  memory src, weights, dst, bias;
+  std::unordered_map<int, memory> args;
+};
+
 class OnednnPacked final : public PackedBackend<float> {
  public:
   void invalidate() override { ++version_; }
@@ -95,14 +117,6 @@ class OnednnPacked final : public PackedBackend<float> {
   void gemm(const GemmOperands<float>& op) override { onednn_gemm(op); }
 
  private:
-  // A primitive with memory objects for its operands and the argument map
-  // that names them: a call points them at its buffers, allocating nothing.
-  struct Product {
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul matmul;
-    memory src, dst, bias;
-    std::unordered_map<int, memory> args;
-  };
   struct Packed {
     Trans trans;  // a square W and its transpose may share a layout, never a copy
     memory::desc layout;
@@ -116,13 +130,13 @@ class OnednnPacked final : public PackedBackend<float> {
   template <class In>
   void multiply(const GemmOperands<float, In>& op, const float* bias) {
     try {
-      Product& product = product_for(op, bias != nullptr);
+      BoundMatmul& product = product_for(op, bias != nullptr);
       product.args[DNNL_ARG_WEIGHTS] = packed(product.pd.weights_desc(), op);
       // oneDNN wraps the caller's buffers; it never writes an input.
       product.src.set_data_handle(const_cast<In*>(op.a));
       product.dst.set_data_handle(op.c);
       if (bias) product.bias.set_data_handle(const_cast<float*>(bias));
-      product.matmul.execute(stream(), product.args);
+      product.primitive.execute(stream(), product.args);
       stream().wait();
     } catch (const dnnl::error& e) {
       throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
@@ -131,7 +145,7 @@ class OnednnPacked final : public PackedBackend<float> {
   }
 
   template <class In>
-  Product& product_for(const GemmOperands<float, In>& op, bool with_bias) {
+  BoundMatmul& product_for(const GemmOperands<float, In>& op, bool with_bias) {
     const Shape shape{data_type<In>(), op.trans_b, with_bias, op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
     auto found = products_.find(shape);
     if (found == products_.end()) {
@@ -139,16 +153,7 @@ class OnednnPacked final : public PackedBackend<float> {
       const memory::desc src = row_major(op.m, op.k, op.lda, data_type<In>()), dst = row_major(op.m, op.n, op.ldc);
       const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
       const auto desc = with_bias ? dnnl::matmul::desc(src, any, bias, dst) : dnnl::matmul::desc(src, any, dst);
-      dnnl::matmul::primitive_desc pd(desc, engine());
-      Product made{
-          pd, dnnl::matmul(pd), memory(pd.src_desc(), engine(), nullptr), memory(pd.dst_desc(), engine(), nullptr), {},
-          {}};
-      made.args = {{DNNL_ARG_SRC, made.src}, {DNNL_ARG_DST, made.dst}, {DNNL_ARG_WEIGHTS, memory()}};
-      if (with_bias) {
-        made.bias = memory(pd.bias_desc(), engine(), nullptr);
-        made.args.emplace(DNNL_ARG_BIAS, made.bias);
-      }
-      found = products_.emplace(shape, std::move(made)).first;
+      found = products_.emplace(shape, BoundMatmul(dnnl::matmul::primitive_desc(desc, engine()), with_bias)).first;
     }
     return found->second;
   }
@@ -172,7 +177,7 @@ class OnednnPacked final : public PackedBackend<float> {
     return entry.copy;
   }
 
-  std::map<Shape, Product> products_;
+  std::map<Shape, BoundMatmul> products_;
   std::vector<Packed> packed_;  // one per op(W) and layout asked for, compared by its oneDNN description
   long version_ = 1;            // starts ahead of every copy: the first use packs
 };
@@ -260,12 +265,7 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
   // only points them at the caller's buffers: no allocation, no lock.
   using Shape =
       std::tuple<Trans, Trans, int, int, int, int, int, int, float, float, int, long long, long long, long long>;
-  struct Matmul {
-    dnnl::matmul primitive;
-    memory a, b, c;
-    std::unordered_map<int, memory> args;
-  };
-  thread_local std::map<Shape, Matmul> matmuls;
+  thread_local std::map<Shape, BoundMatmul> matmuls;
   if (op.k == 0) {
     // No products (oneDNN divides by k): C = beta C, and beta = 0 does not read C, as in BLAS.
     for (int block = 0; block < batched.batch; ++block) {
@@ -281,21 +281,12 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
                       op.ldb,           op.ldc,          op.alpha, op.beta, batched.batch, batched.stride_a,
                       batched.stride_b, batched.stride_c};
     auto found = matmuls.find(shape);
-    if (found == matmuls.end()) {
-      const auto pd = plain_matmul(batched);
-      Matmul made{dnnl::matmul(pd),
-                  memory(pd.src_desc(), engine(), nullptr),
-                  memory(pd.weights_desc(), engine(), nullptr),
-                  memory(pd.dst_desc(), engine(), nullptr),
-                  {}};
-      made.args = {{DNNL_ARG_SRC, made.a}, {DNNL_ARG_WEIGHTS, made.b}, {DNNL_ARG_DST, made.c}};
-      found = matmuls.emplace(shape, std::move(made)).first;
-    }
-    Matmul& matmul = found->second;
+    if (found == matmuls.end()) found = matmuls.emplace(shape, BoundMatmul(plain_matmul(batched), false)).first;
+    BoundMatmul& matmul = found->second;
     // oneDNN wraps the caller's buffers; it never writes an input.
-    matmul.a.set_data_handle(const_cast<In*>(op.a));
-    matmul.b.set_data_handle(const_cast<In*>(op.b));
-    matmul.c.set_data_handle(op.c);
+    matmul.src.set_data_handle(const_cast<In*>(op.a));
+    matmul.weights.set_data_handle(const_cast<In*>(op.b));
+    matmul.dst.set_data_handle(op.c);
     on_one_thread();
     matmul.primitive.execute(stream(), matmul.args);
     stream().wait();
