@@ -10,11 +10,11 @@
 
 #include "catch.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/stage.hpp"
 #include "relative_error.hpp"
 #include "test_models.hpp"
+#include "vendor_gemm.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
@@ -217,7 +217,7 @@ TEST_CASE("an unchunked prefill gives bitwise the same logits alone or batched w
   const auto batched = served<float>({&stage}, prompt, {spec.context});
   const auto alone = served<float>({&stage}, {prompt.front()}, {spec.context});
   REQUIRE(alone.size() * 2 == batched.size());
-  if (kernels::vendor_gemm_library().rfind("cuBLAS", 0) == 0) {
+  if (test::vendor_gemm_is_cublas()) {
     CHECK(relative_error(alone, std::vector<float>(batched.begin(), batched.begin() + alone.size())) < 1e-5);
   } else {
     CHECK(std::equal(alone.begin(), alone.end(), batched.begin()));
