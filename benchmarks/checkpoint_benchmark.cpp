@@ -2,8 +2,9 @@
 // one run: writes and reads a checkpoint of about PARAMETERS float32
 // parameters (layers of 2048 x 2048 weights, dealt round-robin over the ranks
 // as a pipeline would hold them) through io::write_checkpoint and
-// io::read_checkpoint, and times dd writing (conv=fsync, as the checkpoint is
-// synced) and reading a file of the same size in DIRECTORY. Write: collective
+// io::read_checkpoint, and after each, dd writing (zeros, conv=fsync, as the
+// checkpoint is synced) and reading a file of the same size in
+// DIRECTORY; the fractions of dd are medians of those pairs. Write: collective
 // (parallel HDF5, temporary name, fsync, rename); read: every rank reads its
 // layers and verifies their checksums plus its share of the others' (each read
 // rehearsed in a child first, io::hdf5::Rehearsal). Before every read the page
@@ -25,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kpipe/core/error.hpp"
@@ -58,23 +60,21 @@ double timed(const std::string& command) {
   return MPI_Wtime() - start;
 }
 
-struct DdSeconds {
-  std::vector<double> write, read;
-};
+// Seconds dd takes to write `mib` MiB into `probe` (synced, as a checkpoint
+// is) and to read them back, on rank 0, the page cache dropped between when
+// `drop`.
+std::pair<double, double> time_dd(const std::string& probe, long mib, bool drop) {
+  const double write =
+      timed("dd if=/dev/zero of='" + probe + "' bs=1M count=" + std::to_string(mib) + " conv=fsync status=none");
+  if (drop) drop_page_cache();
+  return {write, timed("dd if='" + probe + "' of=/dev/null bs=1M status=none")};
+}
 
-// dd of `bytes` (whole MiB) into DIRECTORY/dd-probe and back, on rank 0.
-DdSeconds time_dd(const std::string& directory, double bytes, int repeats, bool drop) {
-  const std::string probe = (std::filesystem::path(directory) / "kpipe-dd-probe").string();
-  const long mib = std::lround(bytes / (1 << 20));
-  DdSeconds dd;
-  for (int repeat = 0; repeat < repeats; ++repeat) {
-    dd.write.push_back(
-        timed("dd if=/dev/zero of='" + probe + "' bs=1M count=" + std::to_string(mib) + " conv=fsync status=none"));
-    if (drop) drop_page_cache();
-    dd.read.push_back(timed("dd if='" + probe + "' of=/dev/null bs=1M status=none"));
-  }
-  std::filesystem::remove(probe);
-  return dd;
+// Median of a[i] / b[i].
+double median_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < a.size(); ++i) ratios.push_back(a[i] / b[i]);
+  return median(ratios);
 }
 
 nlohmann::json run(const std::string& directory, int repeats, double parameters, int rank, int size) {
@@ -90,14 +90,17 @@ nlohmann::json run(const std::string& directory, int repeats, double parameters,
   }
   const auto model = io::all_model_shapes(MPI_COMM_WORLD, shapes);
   const double file_bytes = static_cast<double>(layers) * width * width * sizeof(float);
+  const std::string probe = (std::filesystem::path(directory) / "kpipe-dd-probe").string();
 
   bool dropped = false;
   if (rank == 0) dropped = drop_page_cache();
   MPI_Bcast(&dropped, 1, MPI_CXX_BOOL, 0, MPI_COMM_WORLD);
-  std::vector<double> writes, reads;
+  std::vector<double> writes, reads, dd_writes, dd_reads;
   io::CheckpointInfo info;
   info.schedule = "benchmark";
   std::string file;
+  // Each repeat times dd beside the checkpoint: a virtual disk's rate moves
+  // within minutes, so only ratios of neighbours mean much.
   for (int repeat = 0; repeat < repeats; ++repeat) {
     info.step = repeat + 1;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -112,16 +115,19 @@ nlohmann::json run(const std::string& directory, int repeats, double parameters,
     io::read_checkpoint<float>(file, model, mine, {}, rank, size);
     MPI_Barrier(MPI_COMM_WORLD);
     reads.push_back(MPI_Wtime() - start);
+
+    if (rank == 0) {
+      const auto [write, read] = time_dd(probe, std::lround(file_bytes / (1 << 20)), dropped);
+      dd_writes.push_back(write);
+      dd_reads.push_back(read);
+    }
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0) std::filesystem::remove(file);
   if (rank != 0) return {};
+  std::filesystem::remove(file);
+  std::filesystem::remove(probe);
 
-  const DdSeconds dd = time_dd(directory, file_bytes, repeats, dropped);
-  const double write_mb_s = file_bytes / median(writes) / megabyte;
-  const double read_mb_s = file_bytes / median(reads) / megabyte;
-  const double dd_write_mb_s = file_bytes / median(dd.write) / megabyte;
-  const double dd_read_mb_s = file_bytes / median(dd.read) / megabyte;
+  const auto rate = [&](const std::vector<double>& seconds) { return file_bytes / median(seconds) / megabyte; };
   return {{"ranks", size},
           {"parameters", static_cast<long long>(layers) * width * width},
           {"file_bytes", file_bytes},
@@ -129,14 +135,14 @@ nlohmann::json run(const std::string& directory, int repeats, double parameters,
           {"page_cache_dropped_before_reads", dropped},
           {"write_seconds", writes},
           {"read_seconds", reads},
-          {"dd_write_seconds", dd.write},
-          {"dd_read_seconds", dd.read},
-          {"write_mb_per_s_median", write_mb_s},
-          {"read_mb_per_s_median", read_mb_s},
-          {"dd_write_mb_per_s_median", dd_write_mb_s},
-          {"dd_read_mb_per_s_median", dd_read_mb_s},
-          {"write_fraction_of_dd", write_mb_s / dd_write_mb_s},
-          {"read_fraction_of_dd", read_mb_s / dd_read_mb_s}};
+          {"dd_write_seconds", dd_writes},
+          {"dd_read_seconds", dd_reads},
+          {"write_mb_per_s_median", rate(writes)},
+          {"read_mb_per_s_median", rate(reads)},
+          {"dd_write_mb_per_s_median", rate(dd_writes)},
+          {"dd_read_mb_per_s_median", rate(dd_reads)},
+          {"write_fraction_of_dd", median_ratio(dd_writes, writes)},
+          {"read_fraction_of_dd", median_ratio(dd_reads, reads)}};
 }
 
 }  // namespace

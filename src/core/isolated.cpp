@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 
@@ -125,6 +127,22 @@ IsolatedOutcome run_isolated(const std::function<void()>& work, double seconds) 
     default:
       return {IsolatedOutcome::End::failed, message};
   }
+}
+
+KeptFromChildren::KeptFromChildren(const std::vector<std::pair<void*, std::size_t>>& ranges) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  for (const auto& [address, bytes] : ranges) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(address);
+    const std::uintptr_t first = (begin + page - 1) / page * page, end = (begin + bytes) / page * page;
+    // Best effort: a range madvise refuses is inherited as before.
+    if (end > first && ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTFORK) == 0) {
+      pages_.emplace_back(reinterpret_cast<void*>(first), end - first);
+    }
+  }
+}
+
+KeptFromChildren::~KeptFromChildren() {
+  for (const auto& [address, bytes] : pages_) ::madvise(address, bytes, MADV_DOFORK);
 }
 
 }  // namespace kpipe

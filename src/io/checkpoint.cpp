@@ -23,6 +23,7 @@
 #include "kpipe/core/clock.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
+#include "kpipe/core/isolated.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/hdf5.hpp"
 
@@ -429,17 +430,19 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
 
 namespace {
 
-// Bytes per block when a dataset is read through the scratch buffer.
+// Bytes per block when a dataset is read in blocks.
 constexpr std::uint64_t block_bytes = std::uint64_t{4} << 20;
 
-// Reads `dataset` as T in blocks of whole rows (about block_bytes) through
-// `scratch`, which the caller keeps from one dataset to the next: reading a
-// dataset of any size allocates nothing and faults in no fresh pages. Calls
-// sink(first_row, values, rows) on each block in order and returns the
-// checksum of all of it, as `kind.of` would over the whole dataset.
+// Reads `dataset` as T in blocks of whole rows (about block_bytes), each into
+// `into` at its rows' place when given (a host buffer of the whole dataset),
+// else into `scratch`, which the caller keeps from one dataset to the next:
+// then reading a dataset of any size allocates nothing and faults in no fresh
+// pages. Calls sink(first_row, values, rows) on each block in order and
+// returns the checksum of all of it, as `kind.of` would over the whole
+// dataset, each block hashed while the cache still holds it.
 template <class T, class Sink>
 std::uint64_t read_in_blocks(const Dataset& dataset, const ChecksumKind& kind, std::vector<unsigned char>& scratch,
-                             const Sink& sink) {
+                             const Sink& sink, T* into = nullptr) {
   dataset.require_stored();
   const auto extent = dataset.shape();
   if (extent.empty()) {
@@ -449,12 +452,12 @@ std::uint64_t read_in_blocks(const Dataset& dataset, const ChecksumKind& kind, s
   RunningChecksum checksum(kind);
   const std::uint64_t rows = extent.front();
   if (rows == 0 || dataset.elements() == 0) return checksum.value();
-  const std::uint64_t row_bytes = dataset.elements() / rows * sizeof(T);
+  const std::uint64_t row_values = dataset.elements() / rows, row_bytes = row_values * sizeof(T);
   const std::uint64_t block_rows = std::max<std::uint64_t>(1, block_bytes / row_bytes);
-  if (scratch.size() < block_rows * row_bytes) scratch.resize(block_rows * row_bytes);
-  auto* const values = reinterpret_cast<T*>(scratch.data());
+  if (!into && scratch.size() < block_rows * row_bytes) scratch.resize(block_rows * row_bytes);
   for (std::uint64_t first = 0; first < rows; first += block_rows) {
     const std::uint64_t count = std::min(block_rows, rows - first);
+    T* const values = into ? into + first * row_values : reinterpret_cast<T*>(scratch.data());
     dataset.read_rows(values, first, count);
     checksum.add(values, count * row_bytes);
     sink(first, values, count);
@@ -462,11 +465,19 @@ std::uint64_t read_in_blocks(const Dataset& dataset, const ChecksumKind& kind, s
   return checksum.value();
 }
 
-// The checksum of `dataset`, read through `scratch`.
-std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind, std::vector<unsigned char>& scratch) {
-  const auto read = [&](auto type) {
-    return read_in_blocks<decltype(type)>(dataset, kind, scratch, [](std::uint64_t, const auto*, std::uint64_t) {});
-  };
+void verify(const std::string& file, const Dataset& dataset, const ChecksumKind& kind, std::uint64_t computed) {
+  const std::uint64_t stored = dataset.uint_attribute(kind.attribute);
+  if (stored != computed) {
+    throw input_error(
+        fmt::format("{}: {} is corrupt: its checksum is {:016x}, the file says {:016x}; restart from an "
+                    "earlier checkpoint",
+                    file, dataset.path(), computed, stored));
+  }
+}
+
+// read(T{}) with T the element type of `dataset`.
+template <class Read>
+auto with_element_type(const Dataset& dataset, const Read& read) {
   switch (dataset.type()) {
     case hdf5::Type::float32:
       return read(float{});
@@ -483,17 +494,37 @@ std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind, std:
     case hdf5::Type::float16:
       return read(tensor::Half{});
   }
-  return 0;
+  return read(float{});
 }
 
-void verify(const std::string& file, const Dataset& dataset, const ChecksumKind& kind, std::uint64_t computed) {
-  const std::uint64_t stored = dataset.uint_attribute(kind.attribute);
-  if (stored != computed) {
-    throw input_error(
-        fmt::format("{}: {} is corrupt: its checksum is {:016x}, the file says {:016x}; restart from an "
-                    "earlier checkpoint",
-                    file, dataset.path(), computed, stored));
-  }
+// The checksum of `dataset`, read through `scratch`.
+std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind, std::vector<unsigned char>& scratch) {
+  return with_element_type(dataset, [&](auto type) {
+    return read_in_blocks<decltype(type)>(dataset, kind, scratch, [](std::uint64_t, const auto*, std::uint64_t) {});
+  });
+}
+
+// What hdf5::Rehearsal's child reads of a dataset the rank then reads and
+// verifies itself: where libhdf5 copies the data verbatim, the first and last
+// rows only (the same calls over the same layout, so a file that crashes
+// libhdf5 there does so in the child), and the rank's read is the one pass
+// over the bytes; otherwise all of it, verified.
+void rehearse(const std::string& file, const Dataset& dataset, const ChecksumKind& kind,
+              std::vector<unsigned char>& scratch) {
+  if (!dataset.stored_verbatim()) return verify(file, dataset, kind, checksum_of(dataset, kind, scratch));
+  dataset.require_stored();
+  with_element_type(dataset, [&](auto type) {
+    using T = decltype(type);
+    const auto extent = dataset.shape();
+    if (extent.empty()) return static_cast<void>(dataset.read<T>());  // refuses a scalar, as the rank's read does
+    const std::uint64_t rows = extent.front();
+    if (rows == 0 || dataset.elements() == 0) return;
+    const std::uint64_t row_bytes = dataset.elements() / rows * sizeof(T);
+    if (scratch.size() < row_bytes) scratch.resize(row_bytes);
+    for (const std::uint64_t row : {std::uint64_t{0}, rows - 1}) {
+      dataset.read_rows(reinterpret_cast<T*>(scratch.data()), row, 1);
+    }
+  });
 }
 
 void check_format(const std::string& file, const File& checkpoint) {
@@ -537,8 +568,9 @@ void check_model(const std::string& file, const File& checkpoint, const std::vec
   }
 }
 
-// Reads `tensor`'s dataset and verifies its checksum; into the tensor when
-// `copy` (not in hdf5::Rehearsal's child, which must not touch Kokkos).
+// Reads `tensor`'s dataset into the tensor and verifies its checksum when
+// `copy`; otherwise rehearses the read (hdf5::Rehearsal's child must not
+// touch Kokkos).
 template <class Scalar>
 void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what,
           const ChecksumKind& kind, bool copy, std::vector<unsigned char>& scratch) {
@@ -558,17 +590,16 @@ void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<S
     throw input_error(fmt::format("{}: {} holds {}, the run computes in {}", file, dataset.path(),
                                   hdf5::name_of(dataset.type()), hdf5::name_of(hdf5::type_of<Scalar>())));
   }
-  // A tensor in host memory is read in place (the child verified the file
-  // first; a run whose read then fails its checksum stops). Otherwise the
-  // dataset passes through `scratch`, into the tensor's rows when `copy`.
+  if (!copy) return rehearse(file, dataset, kind, scratch);
+  // A tensor in host memory is read in place (a read that fails its checksum
+  // ends the restart, and a restart overwrites every tensor it loads).
+  // Otherwise the dataset passes through `scratch` into the tensor's rows.
   using Space = typename tensor::Matrix<Scalar>::memory_space;
-  if (copy && Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space>::accessible) {
-    dataset.read_rows(tensor.value.data(), 0, static_cast<std::uint64_t>(rows));
-    verify(file, dataset, kind, kind.of(tensor.value.data(), static_cast<std::size_t>(rows * cols) * sizeof(Scalar)));
-    return;
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space>::accessible) {
+    const auto in_place = [](std::uint64_t, const Scalar*, std::uint64_t) {};
+    return verify(file, dataset, kind, read_in_blocks<Scalar>(dataset, kind, scratch, in_place, tensor.value.data()));
   }
   const auto into_tensor = [&](std::uint64_t first, const Scalar* values, std::uint64_t count) {
-    if (!copy) return;
     using HostRows =
         Kokkos::View<const Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
     const auto begin = static_cast<std::int64_t>(first), end = begin + static_cast<std::int64_t>(count);
@@ -622,25 +653,27 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
         file));
   }
 
-  // This rank's share of the datasets it does not load itself (those it
-  // loads are verified as they load): together the ranks verify every
-  // checksum in the file. What is only checksummed passes through `scratch`.
+  // What a rank loads it verifies as it loads. Every parameter is loaded by
+  // some rank; of the optimizer state, which a run may not load (weights
+  // only, another optimizer), each rank verifies its round-robin share of
+  // what it does not load itself: together the ranks verify every checksum
+  // in the file. What is only checksummed passes through `scratch`.
   std::vector<unsigned char> scratch;
-  const auto loads = [](const auto& tensors, const std::string& member) {
-    return std::any_of(tensors.begin(), tensors.end(), [&](const auto& tensor) { return tensor.name == member; });
-  };
+  const auto optimizer_group = checkpoint.open_group("optimizer");
   int index = 0;
-  for (const auto& [name, mine] : {std::pair{"parameters", &parameters}, std::pair{"optimizer", &optimizer_state}}) {
-    const auto group = checkpoint.open_group(name);
-    for (const auto& member : group.names()) {
-      if (index++ % std::max(shares, 1) != share || loads(*mine, member)) continue;
-      const auto dataset = group.open_dataset(member);
+  for (const auto& member : optimizer_group.names()) {
+    const bool loaded = std::any_of(optimizer_state.begin(), optimizer_state.end(),
+                                    [&](const auto& tensor) { return tensor.name == member; });
+    if (index++ % std::max(shares, 1) != share || loaded) continue;
+    const auto dataset = optimizer_group.open_dataset(member);
+    if (copy) {
       verify(file, dataset, kind, checksum_of(dataset, kind, scratch));
+    } else {
+      rehearse(file, dataset, kind, scratch);
     }
   }
   const auto parameter_group = checkpoint.open_group("parameters");
   for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter", kind, copy, scratch);
-  const auto optimizer_group = checkpoint.open_group("optimizer");
   for (const auto& tensor : optimizer_state) {
     load(file, optimizer_group, tensor, "optimizer state", kind, copy, scratch);
   }
@@ -669,6 +702,16 @@ CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelS
                                const std::vector<NamedMatrix<Scalar>>& parameters,
                                const std::vector<NamedMatrix<Scalar>>& optimizer_state, int share, int shares) {
   require_checkpoint_file(file);
+  // The child rehearses without the tensors, which the read here then writes.
+  std::vector<std::pair<void*, std::size_t>> host_tensors;
+  using Space = typename tensor::Matrix<Scalar>::memory_space;
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space>::accessible) {
+    for (const auto* tensors : {&parameters, &optimizer_state}) {
+      for (const auto& tensor : *tensors)
+        host_tensors.emplace_back(tensor.value.data(), tensor.value.span() * sizeof(Scalar));
+    }
+  }
+  const KeptFromChildren kept(host_tensors);
   const hdf5::Rehearsal rehearsal(file,
                                   [&] { read_file(file, model, parameters, optimizer_state, share, shares, false); });
   return read_file(file, model, parameters, optimizer_state, share, shares, true);

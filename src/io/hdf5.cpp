@@ -295,6 +295,15 @@ void Dataset::require_stored() const {
                   extents, declared, stored));
 }
 
+bool Dataset::stored_verbatim() const {
+  const Type stored = type();
+  detail::Handle file_type(H5Dget_type(id()), H5Tclose);
+  detail::Handle creation(H5Dget_create_plist(id()), H5Pclose);
+  if (!file_type.valid() || !creation.valid()) fail("cannot read the dataset's type and layout");
+  return H5Pget_layout(creation.get()) == H5D_CONTIGUOUS && H5Pget_nfilters(creation.get()) == 0 &&
+         H5Tequal(file_type.get(), info(stored).native) > 0;
+}
+
 Type Dataset::type() const {
   detail::Handle type(H5Dget_type(id()), H5Tclose);
   if (!type.valid()) fail("cannot read the dataset's type");

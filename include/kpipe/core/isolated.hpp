@@ -7,8 +7,11 @@
 // through a pipe and leaves with _exit (no atexit handler, no stdio flush,
 // nothing of the caller's open files closed or flushed twice).
 
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kpipe {
 
@@ -30,5 +33,23 @@ struct IsolatedOutcome {
 // Open MPI's or a sanitizer's signal handler, and the caller's one line is
 // what the user sees.
 IsolatedOutcome run_isolated(const std::function<void()>& work, double seconds);
+
+// Memory the children forked while it lives do not get: the whole pages
+// inside each range are left out of every fork (MADV_DONTFORK) until it is
+// destroyed. A fork write-protects the caller's pages to share them with the
+// child; a caller that then writes many of them (a checkpoint read into its
+// tensors) takes a fault per page. The children must not touch the ranges:
+// they are not mapped there.
+class KeptFromChildren {
+ public:
+  // (address, bytes) of memory no one else frees while this lives.
+  explicit KeptFromChildren(const std::vector<std::pair<void*, std::size_t>>& ranges);
+  KeptFromChildren(const KeptFromChildren&) = delete;
+  KeptFromChildren& operator=(const KeptFromChildren&) = delete;
+  ~KeptFromChildren();
+
+ private:
+  std::vector<std::pair<void*, std::size_t>> pages_;
+};
 
 }  // namespace kpipe

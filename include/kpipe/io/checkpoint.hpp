@@ -124,11 +124,13 @@ std::string checkpoint_deck(const std::string& file);
 
 // Per rank, no communication: opens `file` read-only, checks the format and
 // schema version, checks that its parameters are exactly `model` (one line
-// naming the first difference otherwise), verifies the checksum of every
-// dataset this rank reads plus its round-robin share (`share`, `shares`) of
-// the others, and loads `parameters` and `optimizer_state` by name (pass an
-// empty optimizer list to load weights only). Every failure is an input error
-// naming the file; nothing is written. Returns the root attributes.
+// naming the first difference otherwise), loads `parameters` and
+// `optimizer_state` by name (pass an empty optimizer list to load weights
+// only) and verifies their checksums, and those of its round-robin share
+// (`share`, `shares`) of the optimizer state it does not load. Every
+// parameter of `model` must be in some rank's `parameters`: the ranks then
+// verify every checksum in the file together. Every failure is an input
+// error naming the file; nothing is written. Returns the root attributes.
 template <class Scalar>
 CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelShape>& model,
                                const std::vector<NamedMatrix<Scalar>>& parameters,

@@ -169,6 +169,11 @@ class Dataset : public Object {
   // become an allocation of what it declares. Unfiltered data must be there
   // byte for byte; filtered (compressed) data within deflate's largest ratio.
   void require_stored() const;
+  // Whether libhdf5's read of it is a copy of stored bytes: contiguous
+  // layout, no filters, in the native representation of type(). It then
+  // decodes nothing it reads, so no value the data holds can steer it: a
+  // rehearsal (below) may leave those bytes to the reader itself.
+  bool stored_verbatim() const;
 
   // Writes rows [first_row, first_row + rows) (whole rows, row-major) from
   // `data`. In a parallel file every rank calls it (collective transfer); a
@@ -287,7 +292,9 @@ bool is_hdf5(const std::string& file_name);
 // are not a reader's, and some damage crashes libhdf5 on one path and not on
 // another. While the rehearsal lives, this thread's File::open of `file_name`
 // skips the walk: a reader that reads more later than `read` did (rows on
-// demand) asks for the walk in the child after `read` (Then::walk). In the
+// demand) asks for the walk in the child after `read` (Then::walk). Of data
+// stored verbatim `read` may take only the first and last rows: libhdf5
+// copies the rows between without looking at them. In the
 // child `read` must only read (no Kokkos, MPI or output: the child is a fork
 // of this process).
 class Rehearsal {

@@ -1,5 +1,6 @@
 #include "catch.hpp"
 
+#include <hdf5.h>
 #include <unistd.h>
 #include <cstdint>
 #include <cstdio>
@@ -85,5 +86,52 @@ TEST_CASE("hdf5: a string attribute longer than its reader allows fails before i
   CHECK(file.string_attribute("deck", 100) == std::string(100, 'x'));
   CHECK_THROWS_WITH(file.string_attribute("deck", 99),
                     Catch::Contains("attribute 'deck' holds 101 bytes, more than kpipe reads there (99)"));
+  std::remove(name.c_str());
+}
+
+namespace {
+// A 4 x 4 float dataset `name` in `file` written through libhdf5 itself,
+// stored as `creation` and `stored_type` say.
+void write_raw(hid_t file, const char* name, hid_t creation, hid_t stored_type) {
+  const hsize_t extent[2] = {4, 4};
+  const hid_t space = H5Screate_simple(2, extent, nullptr);
+  const hid_t dataset = H5Dcreate2(file, name, stored_type, space, H5P_DEFAULT, creation, H5P_DEFAULT);
+  const std::vector<float> values(16, 1.5f);
+  REQUIRE(H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
+  H5Dclose(dataset);
+  H5Sclose(space);
+}
+}  // namespace
+
+// What a checkpoint's rehearsal may leave to the reader: data libhdf5 copies
+// without decoding. Chunks (an index to walk), filters (a decoder) and a
+// byte order to convert all make libhdf5 interpret what it reads.
+TEST_CASE("hdf5: only contiguous, unfiltered, native data is stored verbatim", "[io]") {
+  const auto name = scratch("verbatim.h5");
+  {
+    auto file = hdf5::File::create(name);
+    file.create_dataset("kpipe", hdf5::Type::float32, {4, 4}).write(std::vector<float>(16, 1.5f));
+    file.close();
+    const hid_t raw = H5Fopen(name.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(raw >= 0);
+    const hsize_t chunk[2] = {2, 2};
+    const hid_t chunked = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(chunked, 2, chunk);
+    write_raw(raw, "chunked", chunked, H5T_IEEE_F32LE);
+    const hid_t deflated = H5Pcopy(chunked);
+    H5Pset_deflate(deflated, 6);
+    write_raw(raw, "deflated", deflated, H5T_IEEE_F32LE);
+    write_raw(raw, "big_endian", H5P_DEFAULT, H5T_IEEE_F32BE);
+    write_raw(raw, "little_endian", H5P_DEFAULT, H5T_IEEE_F32LE);
+    H5Pclose(deflated);
+    H5Pclose(chunked);
+    H5Fclose(raw);
+  }
+  const auto file = hdf5::File::open(name);
+  CHECK(file.open_dataset("kpipe").stored_verbatim());
+  CHECK(file.open_dataset("little_endian").stored_verbatim());
+  CHECK_FALSE(file.open_dataset("chunked").stored_verbatim());
+  CHECK_FALSE(file.open_dataset("deflated").stored_verbatim());
+  CHECK_FALSE(file.open_dataset("big_endian").stored_verbatim());
   std::remove(name.c_str());
 }
