@@ -514,7 +514,9 @@ void File::flush() {
 }
 
 void File::close() {
-  if (handle_.valid() && handle_.reset() < 0) fail("cannot close");
+  if (!handle_.valid()) return;
+  if (handle_.reset() < 0) fail("cannot close");
+  if (where_->kind == ErrorKind::runtime) detail::trust_written(where_->file);  // written here: no walk to reopen
 }
 
 bool is_hdf5(const std::string& file_name) {

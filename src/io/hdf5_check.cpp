@@ -195,18 +195,31 @@ double size_of(const std::string& file_name) {
   return ::stat(file_name.c_str(), &status) == 0 ? static_cast<double>(status.st_size) : 0.0;
 }
 
+FileIdentity identity_of(const struct stat& status) {
+  return {status.st_dev, status.st_ino, status.st_size,
+          std::int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec};
+}
+
+// Each file's verdict: empty when the walk finished (or this process wrote
+// the file), else the line refusing it.
+std::mutex verdicts_mutex;
+std::map<FileIdentity, std::string> verdicts;
+
 }  // namespace
+
+void trust_written(const std::string& file_name) {
+  struct stat status {};
+  if (::stat(file_name.c_str(), &status) != 0) return;
+  const std::lock_guard<std::mutex> lock(verdicts_mutex);
+  verdicts[identity_of(status)] = "";
+}
 
 void check_in_child(const std::string& file_name) {
   if (rehearsed_file != nullptr && *rehearsed_file == file_name) return;
   struct stat status {};
   if (::stat(file_name.c_str(), &status) != 0) return;  // the open that follows says why
-  const FileIdentity identity{status.st_dev, status.st_ino, status.st_size,
-                              std::int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec};
-  // Each file's verdict: empty when the walk finished, else the line refusing it.
-  static std::mutex mutex;
-  static std::map<FileIdentity, std::string> verdicts;
-  std::unique_lock<std::mutex> lock(mutex);
+  const FileIdentity identity = identity_of(status);
+  std::unique_lock<std::mutex> lock(verdicts_mutex);
   auto known = verdicts.find(identity);
   if (known == verdicts.end()) {
     lock.unlock();

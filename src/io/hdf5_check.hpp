@@ -32,4 +32,8 @@ inline bool stores_declared(std::uint64_t declared, std::uint64_t stored, bool f
 // walk crashed or did not finish in time.
 void check_in_child(const std::string& file_name);
 
+// Records `file_name` as walked: a file this process wrote and closed
+// (a checkpoint it then lists among its own) needs no walk until it changes.
+void trust_written(const std::string& file_name);
+
 }  // namespace kpipe::io::hdf5::detail
