@@ -289,7 +289,10 @@ void write_tensors(File& file, const std::vector<ModelShape>& all, const std::ve
         group.create_dataset(all[i].name.substr(slash + 1), hdf5::type_of<Scalar>(),
                              {static_cast<std::uint64_t>(all[i].rows), static_cast<std::uint64_t>(all[i].cols)});
     // One rank holds each tensor whole and writes it alone: no aggregator in between.
-    if (local[i].host.data() != nullptr) dataset.write_alone(local[i].host.data());
+    if (local[i].host.data() != nullptr) {
+      dataset.write_alone(local[i].host.data());
+      dataset.start_writeback();
+    }
     dataset.set_attribute(xxh3_64.attribute, checksums[i]);
     // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
     if (i == all.size() / 2) {

@@ -1,7 +1,9 @@
 #include "kpipe/io/hdf5.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <hdf5.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -302,6 +304,16 @@ bool Dataset::stored_verbatim() const {
   if (!file_type.valid() || !creation.valid()) fail("cannot read the dataset's type and layout");
   return H5Pget_layout(creation.get()) == H5D_CONTIGUOUS && H5Pget_nfilters(creation.get()) == 0 &&
          H5Tequal(file_type.get(), info(stored).native) > 0;
+}
+
+void Dataset::start_writeback() const {
+  const haddr_t offset = H5Dget_offset(id());
+  const hsize_t bytes = H5Dget_storage_size(id());
+  if (offset == HADDR_UNDEF || bytes == 0) return;
+  const int fd = ::open(where_->file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes), SYNC_FILE_RANGE_WRITE);
+  ::close(fd);
 }
 
 Type Dataset::type() const {

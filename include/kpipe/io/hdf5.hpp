@@ -174,6 +174,11 @@ class Dataset : public Object {
   // decodes nothing it reads, so no value the data holds can steer it: a
   // rehearsal (below) may leave those bytes to the reader itself.
   bool stored_verbatim() const;
+  // Starts the kernel writing the dataset's bytes to the disk
+  // (sync_file_range) and returns at once: a writer of several datasets has
+  // the disk busy while it writes the next, and its final fsync waits for
+  // less. Does nothing where the data is not stored contiguously.
+  void start_writeback() const;
 
   // Writes rows [first_row, first_row + rows) (whole rows, row-major) from
   // `data`. In a parallel file every rank calls it (collective transfer); a
