@@ -16,6 +16,8 @@
 
 namespace kpipe::kernels {
 
+int detail::host_threads() { return tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace()); }
+
 namespace {
 
 enum class Vendor { none, cblas, cublas };
@@ -101,8 +103,6 @@ using Host = Kokkos::DefaultHostExecutionSpace;
 // Columns of C below which a slice is not worth a thread of its own.
 constexpr int min_columns_per_thread = 64;
 
-int host_threads() { return tensor::compat::concurrency(Host()); }
-
 // One host GEMM. In a threaded host build (OpenMP) a product splits its
 // output columns over Kokkos' threads, each a single-threaded library call on
 // its slice: the GEMMs run in the rank's one threading runtime, no library
@@ -114,7 +114,7 @@ int host_threads() { return tensor::compat::concurrency(Host()); }
 // result does not depend on the thread count.
 template <class Scalar>
 void host_gemm(const detail::GemmOperands<Scalar>& op) {
-  const int parts = std::clamp(op.n / min_columns_per_thread, 1, host_threads());
+  const int parts = std::clamp(op.n / min_columns_per_thread, 1, detail::host_threads());
   if (parts == 1 || tensor::compat::in_host_parallel_region()) {
     library_gemm(op);
     return;
@@ -182,7 +182,7 @@ std::string vendor_gemm_library() {
     case Vendor::none:
       return "portable";
   }
-  if (const int threads = host_threads(); threads > 1) {
+  if (const int threads = detail::host_threads(); threads > 1) {
     library += fmt::format(", output columns split over {} Kokkos threads, one library thread each", threads);
   }
   return library;

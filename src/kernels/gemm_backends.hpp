@@ -42,6 +42,10 @@ struct BatchedGemmOperands {
   long long stride_c;
 };
 
+// Kokkos' host threads: in a threaded host build each product's column
+// slices run on them, one single-threaded library call each (gemm.cpp).
+int host_threads();
+
 // OpenBLAS or any CBLAS, for host memory (gemm_cblas.cpp, with KPIPE_HAVE_CBLAS).
 template <class Scalar>
 void cblas_gemm(const GemmOperands<Scalar>& op);

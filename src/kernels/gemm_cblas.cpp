@@ -11,17 +11,12 @@
 #include <type_traits>
 
 #include "gemm_backends.hpp"
-#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels::detail {
 
 namespace {
 
-using Host = Kokkos::DefaultHostExecutionSpace;
-
 CBLAS_TRANSPOSE cblas_trans(Trans trans) { return trans == Trans::no ? CblasNoTrans : CblasTrans; }
-
-int host_threads() { return tensor::compat::concurrency(Host()); }
 
 // With Kokkos' threads running column slices (gemm.cpp), OpenBLAS' own pool
 // (pthreads) would only spin beside them: it is told to use one thread, once.
