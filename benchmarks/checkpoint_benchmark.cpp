@@ -6,7 +6,7 @@
 // checkpoint is synced) and reading a file of the same size in
 // DIRECTORY; the fractions of dd are medians of those pairs. Write: collective
 // (parallel HDF5, temporary name, fsync, rename); read: every rank reads its
-// layers and verifies their checksums plus its share of the others' (each read
+// layers and verifies their checksums, the file's only datasets (each read
 // rehearsed in a child first, io::hdf5::Rehearsal). Before every read the page
 // cache is dropped when this process may (root), so reads come from the disk;
 // the JSON says whether it was. JSON on stdout; docs/performance-log.md.

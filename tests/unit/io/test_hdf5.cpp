@@ -153,7 +153,7 @@ TEST_CASE("hdf5: a file this process wrote opens without a walk until it changes
   CHECK(hdf5::File::open(name).open_dataset("values").read<double>() == std::vector<double>{1.0, 2.0});
   // Changed since (here only its modification time): walked again.
   const timespec long_ago[2] = {{1, 0}, {1, 0}};
-  REQUIRE(::utimensat(AT_FDCWD, name.c_str(), long_ago, 0) == 0);
+  CHECK(::utimensat(AT_FDCWD, name.c_str(), long_ago, 0) == 0);  // CHECK: the fault hook is unset below either way
   CHECK_THROWS_WITH(hdf5::File::open(name), Catch::Contains("the HDF5 library crashed reading it"));
   ::unsetenv("KPIPE_FAULT");
   std::remove(name.c_str());
