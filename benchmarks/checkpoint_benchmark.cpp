@@ -5,9 +5,10 @@
 // io::read_checkpoint, and after each, dd writing (zeros, conv=fsync, as the
 // checkpoint is synced) and reading a file of the same size in
 // DIRECTORY; the fractions of dd are medians of those pairs. Write: collective
-// (parallel HDF5, temporary name, fsync, rename); read: every rank reads its
-// layers and verifies their checksums, the file's only datasets (each read
-// rehearsed in a child first, io::hdf5::Rehearsal). Before every read the page
+// (parallel HDF5, temporary name, each tensor's bytes by its holder through
+// io::UncachedFile, fsync, rename); read: every rank reads its layers, in
+// file order, and verifies their checksums, the file's only datasets (each
+// read rehearsed in a child first, io::hdf5::Rehearsal). Before every read the page
 // cache is dropped when this process may (root), so reads come from the disk;
 // the JSON says whether it was. JSON on stdout; docs/performance-log.md.
 //

@@ -14,11 +14,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <optional>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include "kpipe/core/clock.hpp"
 #include "kpipe/core/error.hpp"
@@ -26,6 +30,7 @@
 #include "kpipe/core/isolated.hpp"
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/hdf5.hpp"
+#include "kpipe/io/uncached_file.hpp"
 
 namespace kpipe::io {
 
@@ -274,28 +279,37 @@ void write_root_attributes(File& file, const CheckpointInfo& info, const std::st
   file.set_attribute(xxh3_64.attribute, attributes_checksum(info, info.step, xxh3_64));
 }
 
-// Creates every dataset (on every rank alike) and writes this rank's; groups
-// and datasets close here, before the file (HDF5 refuses to close a file with
+// Creates every dataset (on every rank alike, in `order`, which is the
+// order of their bytes in the file) and writes this rank's; groups and
+// datasets close here, before the file (HDF5 refuses to close a file with
 // open objects under MPI-IO).
 template <class Scalar>
-void write_tensors(File& file, const std::vector<ModelShape>& all, const std::vector<Local<Scalar>>& local,
+void write_tensors(File& file, UncachedFile& bytes, const std::vector<ModelShape>& all,
+                   const std::vector<std::size_t>& order, const std::vector<Local<Scalar>>& local,
                    const std::vector<std::uint64_t>& checksums, int fault_rank) {
   auto parameter_group = file.create_group("parameters");
   auto optimizer_group = file.create_group("optimizer");
-  for (std::size_t i = 0; i < all.size(); ++i) {
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    const std::size_t i = order[n];
     const auto slash = all[i].name.find('/');
     auto& group = all[i].name.compare(0, slash, "parameters") == 0 ? parameter_group : optimizer_group;
     auto dataset =
         group.create_dataset(all[i].name.substr(slash + 1), hdf5::type_of<Scalar>(),
                              {static_cast<std::uint64_t>(all[i].rows), static_cast<std::uint64_t>(all[i].cols)});
-    // One rank holds each tensor whole and writes it alone: no aggregator in between.
+    // One rank holds each tensor whole and writes it alone: no aggregator in
+    // between, and where libhdf5 would copy it verbatim, no libhdf5 either.
     if (local[i].host.data() != nullptr) {
-      dataset.write_alone(local[i].host.data());
-      dataset.start_writeback();
+      const auto stored = dataset.stored_bytes();
+      const std::uint64_t size = local[i].host.span() * sizeof(Scalar);
+      if (stored && stored->size == size) {
+        bytes.write(stored->offset, size, local[i].host.data());
+      } else {
+        dataset.write_alone(local[i].host.data());
+      }
     }
     dataset.set_attribute(xxh3_64.attribute, checksums[i]);
     // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
-    if (i == all.size() / 2) {
+    if (n == order.size() / 2) {
       fault::inject(fault::Phase::checkpoint, fault_rank);
       fault::inject(fault::Phase::checkpoint_stall, fault_rank);
     }
@@ -363,22 +377,31 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
 
   std::vector<Local<Scalar>> local(all.size());
   std::vector<std::uint64_t> checksums(all.size(), 0);
-  std::vector<int> writers(all.size(), 0);
+  std::vector<int> writers(all.size(), 0), writer(all.size(), -1);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto it = mine.find(all[i].name);
     if (it == mine.end()) continue;
     local[i].host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), it->second->value);
     checksums[i] = checksum64(local[i].host.data(), local[i].host.span() * sizeof(Scalar));
     writers[i] = 1;
+    writer[i] = rank;
   }
   MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_BXOR, comm);
   MPI_Allreduce(MPI_IN_PLACE, writers.data(), static_cast<int>(writers.size()), MPI_INT, MPI_SUM, comm);
+  MPI_Allreduce(MPI_IN_PLACE, writer.data(), static_cast<int>(writer.size()), MPI_INT, MPI_MAX, comm);
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (writers[i] != 1) {
       throw runtime_error(
           fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must", writers[i], all[i].name));
     }
   }
+  // Each rank's tensors side by side in the file: a restart on the same
+  // layout reads one stretch per rank, which the kernel's read-ahead follows.
+  std::vector<std::size_t> order(all.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return writer[a] < writer[b]; });
 
   // A unique temporary name next to the final one, made by rank 0 (mkstemp), with the date.
   const std::string final_name = checkpoint_file(directory, info.step);
@@ -401,8 +424,9 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
 
   {
     File file = File::create(temporary, comm, File::Exists::truncate);
+    UncachedFile bytes(temporary, UncachedFile::Access::write);
     write_root_attributes(file, info, date);
-    write_tensors(file, all, local, checksums, fault_rank);
+    write_tensors(file, bytes, all, order, local, checksums, fault_rank);
     file.close();
   }
 
@@ -434,18 +458,20 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
 namespace {
 
 // Bytes per block when a dataset is read in blocks.
-constexpr std::uint64_t block_bytes = std::uint64_t{4} << 20;
+constexpr std::uint64_t block_bytes = std::uint64_t{8} << 20;
 
 // Reads `dataset` as T in blocks of whole rows (about block_bytes), each into
 // `into` at its rows' place when given (a host buffer of the whole dataset),
 // else into `scratch`, which the caller keeps from one dataset to the next:
 // then reading a dataset of any size allocates nothing and faults in no fresh
-// pages. Calls sink(first_row, values, rows) on each block in order and
-// returns the checksum of all of it, as `kind.of` would over the whole
-// dataset, each block hashed while the cache still holds it.
+// pages. A dataset libhdf5 would copy verbatim comes through `bytes` when
+// given (past the page cache), any other through libhdf5. Calls
+// sink(first_row, values, rows) on each block in order and returns the
+// checksum of all of it, as `kind.of` would over the whole dataset, each
+// block hashed while the cache still holds it.
 template <class T, class Sink>
-std::uint64_t read_in_blocks(const Dataset& dataset, const ChecksumKind& kind, std::vector<unsigned char>& scratch,
-                             const Sink& sink, T* into = nullptr) {
+std::uint64_t read_in_blocks(const Dataset& dataset, UncachedFile* bytes, const ChecksumKind& kind,
+                             std::vector<unsigned char>& scratch, const Sink& sink, T* into = nullptr) {
   dataset.require_stored();
   const auto extent = dataset.shape();
   if (extent.empty()) {
@@ -458,10 +484,16 @@ std::uint64_t read_in_blocks(const Dataset& dataset, const ChecksumKind& kind, s
   const std::uint64_t row_values = dataset.elements() / rows, row_bytes = row_values * sizeof(T);
   const std::uint64_t block_rows = std::max<std::uint64_t>(1, block_bytes / row_bytes);
   if (!into && scratch.size() < block_rows * row_bytes) scratch.resize(block_rows * row_bytes);
+  auto stored = bytes ? dataset.stored_bytes() : std::nullopt;
+  if (stored && stored->size != rows * row_bytes) stored.reset();
   for (std::uint64_t first = 0; first < rows; first += block_rows) {
     const std::uint64_t count = std::min(block_rows, rows - first);
     T* const values = into ? into + first * row_values : reinterpret_cast<T*>(scratch.data());
-    dataset.read_rows(values, first, count);
+    if (stored) {
+      bytes->read(stored->offset + first * row_bytes, count * row_bytes, values);
+    } else {
+      dataset.read_rows(values, first, count);
+    }
     checksum.add(values, count * row_bytes);
     sink(first, values, count);
   }
@@ -501,33 +533,27 @@ auto with_element_type(const Dataset& dataset, const Read& read) {
 }
 
 // The checksum of `dataset`, read through `scratch`.
-std::uint64_t checksum_of(const Dataset& dataset, const ChecksumKind& kind, std::vector<unsigned char>& scratch) {
+std::uint64_t checksum_of(const Dataset& dataset, UncachedFile* bytes, const ChecksumKind& kind,
+                          std::vector<unsigned char>& scratch) {
   return with_element_type(dataset, [&](auto type) {
-    return read_in_blocks<decltype(type)>(dataset, kind, scratch, [](std::uint64_t, const auto*, std::uint64_t) {});
+    return read_in_blocks<decltype(type)>(dataset, bytes, kind, scratch,
+                                          [](std::uint64_t, const auto*, std::uint64_t) {});
   });
 }
 
-// What hdf5::Rehearsal's child reads of a dataset the rank then reads and
-// verifies itself: where libhdf5 copies the data verbatim, the first and last
-// rows only (the same calls over the same layout, so a file that crashes
-// libhdf5 there does so in the child), and the rank's read is the one pass
+// What hdf5::Rehearsal's child does with a dataset the rank then reads and
+// verifies itself: where the rank reads the bytes without libhdf5 (stored
+// verbatim), the libhdf5 calls around them only, so a file that crashes
+// libhdf5 there does so in the child, and the rank's read is the one pass
 // over the bytes; otherwise all of it, verified.
 void rehearse(const std::string& file, const Dataset& dataset, const ChecksumKind& kind,
               std::vector<unsigned char>& scratch) {
-  if (!dataset.stored_verbatim()) return verify(file, dataset, kind, checksum_of(dataset, kind, scratch));
+  if (!dataset.stored_bytes()) return verify(file, dataset, kind, checksum_of(dataset, nullptr, kind, scratch));
   dataset.require_stored();
-  with_element_type(dataset, [&](auto type) {
-    using T = decltype(type);
-    const auto extent = dataset.shape();
-    if (extent.empty()) return static_cast<void>(dataset.read<T>());  // refuses a scalar, as the rank's read does
-    const std::uint64_t rows = extent.front();
-    if (rows == 0 || dataset.elements() == 0) return;
-    const std::uint64_t row_bytes = dataset.elements() / rows * sizeof(T);
-    if (scratch.size() < row_bytes) scratch.resize(row_bytes);
-    for (const std::uint64_t row : {std::uint64_t{0}, rows - 1}) {
-      dataset.read_rows(reinterpret_cast<T*>(scratch.data()), row, 1);
-    }
-  });
+  if (dataset.shape().empty()) {
+    with_element_type(dataset, [&](auto type) { (void)dataset.read<decltype(type)>(); });  // refuses a scalar
+  }
+  (void)dataset.elements();
 }
 
 void check_format(const std::string& file, const File& checkpoint) {
@@ -571,17 +597,15 @@ void check_model(const std::string& file, const File& checkpoint, const std::vec
   }
 }
 
-// Reads `tensor`'s dataset into the tensor and verifies its checksum when
-// `copy`; otherwise rehearses the read (hdf5::Rehearsal's child must not
-// touch Kokkos).
+// `tensor`'s dataset in `group`, once it is known to fit the tensor.
 template <class Scalar>
-void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor, const char* what,
-          const ChecksumKind& kind, bool copy, std::vector<unsigned char>& scratch) {
+Dataset dataset_for(const std::string& file, const hdf5::Group& group, const NamedMatrix<Scalar>& tensor,
+                    const char* what) {
   if (!group.has(tensor.name)) {
     throw input_error(
         fmt::format("{}: holds no {} {} (was it written with another train.optimizer?)", file, what, tensor.name));
   }
-  const auto dataset = group.open_dataset(tensor.name);
+  auto dataset = group.open_dataset(tensor.name);
   const auto shape = dataset.shape();
   const auto rows = static_cast<std::int64_t>(tensor.value.extent(0));
   const auto cols = static_cast<std::int64_t>(tensor.value.extent(1));
@@ -593,23 +617,33 @@ void load(const std::string& file, const hdf5::Group& group, const NamedMatrix<S
     throw input_error(fmt::format("{}: {} holds {}, the run computes in {}", file, dataset.path(),
                                   hdf5::name_of(dataset.type()), hdf5::name_of(hdf5::type_of<Scalar>())));
   }
-  if (!copy) return rehearse(file, dataset, kind, scratch);
+  return dataset;
+}
+
+// Reads `dataset` into `tensor` and verifies its checksum when given the
+// file's `bytes`; otherwise rehearses the read (hdf5::Rehearsal's child must
+// not touch Kokkos).
+template <class Scalar>
+void load(const std::string& file, const Dataset& dataset, const NamedMatrix<Scalar>& tensor, const ChecksumKind& kind,
+          UncachedFile* bytes, std::vector<unsigned char>& scratch) {
+  if (!bytes) return rehearse(file, dataset, kind, scratch);
   // A tensor in host memory is read in place (a read that fails its checksum
   // ends the restart, and a restart overwrites every tensor it loads).
   // Otherwise the dataset passes through `scratch` into the tensor's rows.
   using Space = typename tensor::Matrix<Scalar>::memory_space;
   if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Space>::accessible) {
     const auto in_place = [](std::uint64_t, const Scalar*, std::uint64_t) {};
-    return verify(file, dataset, kind, read_in_blocks<Scalar>(dataset, kind, scratch, in_place, tensor.value.data()));
+    return verify(file, dataset, kind,
+                  read_in_blocks<Scalar>(dataset, bytes, kind, scratch, in_place, tensor.value.data()));
   }
   const auto into_tensor = [&](std::uint64_t first, const Scalar* values, std::uint64_t count) {
     using HostRows =
         Kokkos::View<const Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
     const auto begin = static_cast<std::int64_t>(first), end = begin + static_cast<std::int64_t>(count);
     Kokkos::deep_copy(Kokkos::subview(tensor.value, std::make_pair(begin, end), Kokkos::ALL),
-                      HostRows(values, static_cast<std::size_t>(count), static_cast<std::size_t>(cols)));
+                      HostRows(values, static_cast<std::size_t>(count), tensor.value.extent(1)));
   };
-  verify(file, dataset, kind, read_in_blocks<Scalar>(dataset, kind, scratch, into_tensor));
+  verify(file, dataset, kind, read_in_blocks<Scalar>(dataset, bytes, kind, scratch, into_tensor));
 }
 
 // The whole read but the regular-file check: it is rehearsed (hdf5::Rehearsal).
@@ -660,26 +694,46 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
   // some rank; of the optimizer state, which a run may not load (weights
   // only, another optimizer), each rank verifies its round-robin share of
   // what it does not load itself: together the ranks verify every checksum
-  // in the file. What is only checksummed passes through `scratch`.
+  // in the file. What is only checksummed passes through `scratch`. The
+  // rehearsal reads no bytes libhdf5 would not decode.
   std::vector<unsigned char> scratch;
+  std::optional<UncachedFile> uncached;
+  if (copy) uncached.emplace(file, UncachedFile::Access::read);
+  UncachedFile* const bytes = uncached ? &*uncached : nullptr;
+  struct Read {
+    Dataset dataset;
+    std::function<void(const Dataset&)> run;
+  };
+  std::vector<Read> reads;
   const auto optimizer_group = checkpoint.open_group("optimizer");
   int index = 0;
   for (const auto& member : optimizer_group.names()) {
     const bool loaded = std::any_of(optimizer_state.begin(), optimizer_state.end(),
                                     [&](const auto& tensor) { return tensor.name == member; });
     if (index++ % std::max(shares, 1) != share || loaded) continue;
-    const auto dataset = optimizer_group.open_dataset(member);
-    if (copy) {
-      verify(file, dataset, kind, checksum_of(dataset, kind, scratch));
-    } else {
-      rehearse(file, dataset, kind, scratch);
-    }
+    reads.push_back({optimizer_group.open_dataset(member), [&](const Dataset& dataset) {
+                       if (!bytes) return rehearse(file, dataset, kind, scratch);
+                       verify(file, dataset, kind, checksum_of(dataset, bytes, kind, scratch));
+                     }});
   }
   const auto parameter_group = checkpoint.open_group("parameters");
-  for (const auto& tensor : parameters) load(file, parameter_group, tensor, "parameter", kind, copy, scratch);
-  for (const auto& tensor : optimizer_state) {
-    load(file, optimizer_group, tensor, "optimizer state", kind, copy, scratch);
+  for (const auto& [group, tensors, what] : {std::tuple{&parameter_group, &parameters, "parameter"},
+                                             std::tuple{&optimizer_group, &optimizer_state, "optimizer state"}}) {
+    for (const auto& tensor : *tensors) {
+      reads.push_back({dataset_for(file, *group, tensor, what),
+                       [&](const Dataset& dataset) { load(file, dataset, tensor, kind, bytes, scratch); }});
+    }
   }
+  // In the order the bytes lie in the file, whatever order the model names
+  // them in: one sweep for the kernel's read-ahead, not a seek per tensor.
+  const auto start = [](const Dataset& dataset) {
+    const auto stored = dataset.stored_bytes();
+    return stored ? stored->offset : std::numeric_limits<std::uint64_t>::max();
+  };
+  std::vector<std::pair<std::uint64_t, std::size_t>> order;
+  for (std::size_t i = 0; i < reads.size(); ++i) order.emplace_back(start(reads[i].dataset), i);
+  std::sort(order.begin(), order.end());
+  for (const auto& [offset, i] : order) reads[i].run(reads[i].dataset);
   return info;
 }
 

@@ -306,14 +306,11 @@ bool Dataset::stored_verbatim() const {
          H5Tequal(file_type.get(), info(stored).native) > 0;
 }
 
-void Dataset::start_writeback() const {
+std::optional<Dataset::Bytes> Dataset::stored_bytes() const {
+  if (!stored_verbatim()) return std::nullopt;
   const haddr_t offset = H5Dget_offset(id());
-  const hsize_t bytes = H5Dget_storage_size(id());
-  if (offset == HADDR_UNDEF || bytes == 0) return;
-  const int fd = ::open(where_->file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes), SYNC_FILE_RANGE_WRITE);
-  ::close(fd);
+  if (offset == HADDR_UNDEF) return std::nullopt;  // not allocated: nothing stored
+  return Bytes{offset, H5Dget_storage_size(id())};
 }
 
 Type Dataset::type() const {
@@ -448,8 +445,11 @@ Dataset Group::create_dataset(const std::string& name, Type type, const std::vec
   auto space = dataspace({shape.begin(), shape.end()});
   // kpipe writes every dataset it creates whole: no fill values first
   // (parallel HDF5 allocates at creation, and would write the data twice).
+  // Allocated at creation in every file, so stored_bytes() knows where the
+  // data goes before it is written.
   detail::Handle creation(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   H5Pset_fill_time(creation.get(), H5D_FILL_TIME_NEVER);
+  H5Pset_alloc_time(creation.get(), H5D_ALLOC_TIME_EARLY);
   detail::Handle dataset(
       H5Dcreate2(id(), name.c_str(), info(type).stored, space.get(), H5P_DEFAULT, creation.get(), H5P_DEFAULT),
       H5Dclose);

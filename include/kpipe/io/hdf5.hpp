@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -174,11 +175,13 @@ class Dataset : public Object {
   // decodes nothing it reads, so no value the data holds can steer it: a
   // rehearsal (below) may leave those bytes to the reader itself.
   bool stored_verbatim() const;
-  // Starts the kernel writing the dataset's bytes to the disk
-  // (sync_file_range) and returns at once: a writer of several datasets has
-  // the disk busy while it writes the next, and its final fsync waits for
-  // less. Does nothing where the data is not stored contiguously.
-  void start_writeback() const;
+  // Where a dataset stored_verbatim() lies in the file (allocated at
+  // creation: create_dataset allocates early), to read or write its bytes
+  // without libhdf5 (io::UncachedFile); nullopt for any other dataset.
+  struct Bytes {
+    std::uint64_t offset, size;
+  };
+  std::optional<Bytes> stored_bytes() const;
 
   // Writes rows [first_row, first_row + rows) (whole rows, row-major) from
   // `data`. In a parallel file every rank calls it (collective transfer); a
@@ -297,9 +300,9 @@ bool is_hdf5(const std::string& file_name);
 // are not a reader's, and some damage crashes libhdf5 on one path and not on
 // another. While the rehearsal lives, this thread's File::open of `file_name`
 // skips the walk: a reader that reads more later than `read` did (rows on
-// demand) asks for the walk in the child after `read` (Then::walk). Of data
-// stored verbatim `read` may take only the first and last rows: libhdf5
-// copies the rows between without looking at them. In the
+// demand) asks for the walk in the child after `read` (Then::walk). Data
+// stored verbatim the reader may read without libhdf5 (stored_bytes()):
+// then `read` makes the libhdf5 calls that find it and reads none of it. In the
 // child `read` must only read (no Kokkos, MPI or output: the child is a fork
 // of this process).
 class Rehearsal {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kpipe/io/hdf5.hpp"
+#include "kpipe/io/uncached_file.hpp"
 
 namespace hdf5 = kpipe::io::hdf5;
 
@@ -136,6 +137,37 @@ TEST_CASE("hdf5: only contiguous, unfiltered, native data is stored verbatim", "
   CHECK_FALSE(file.open_dataset("chunked").stored_verbatim());
   CHECK_FALSE(file.open_dataset("deflated").stored_verbatim());
   CHECK_FALSE(file.open_dataset("big_endian").stored_verbatim());
+
+  // Where verbatim data lies, the file holds its bytes as they are in memory.
+  const auto bytes = file.open_dataset("kpipe").stored_bytes();
+  REQUIRE(bytes);
+  REQUIRE(bytes->size == 16 * sizeof(float));
+  std::vector<float> stored(16);
+  std::ifstream in(name, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(bytes->offset));
+  in.read(reinterpret_cast<char*>(stored.data()), static_cast<std::streamsize>(bytes->size));
+  CHECK(stored == std::vector<float>(16, 1.5f));
+  for (const char* other : {"chunked", "deflated", "big_endian"}) CHECK_FALSE(file.open_dataset(other).stored_bytes());
+  std::remove(name.c_str());
+}
+
+// A dataset has its place in the file from its creation, and bytes written
+// there without libhdf5 read back through it.
+TEST_CASE("hdf5: bytes written at stored_bytes() are the dataset", "[io]") {
+  const auto name = scratch("placed.h5");
+  std::vector<double> values(3 * 5);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25 * static_cast<double>(i) - 1.0;
+  {
+    auto file = hdf5::File::create(name);
+    const auto dataset = file.create_dataset("placed", hdf5::Type::float64, {3, 5});
+    const auto bytes = dataset.stored_bytes();
+    REQUIRE(bytes);
+    REQUIRE(bytes->size == values.size() * sizeof(double));
+    kpipe::io::UncachedFile(name, kpipe::io::UncachedFile::Access::write)
+        .write(bytes->offset, bytes->size, values.data());
+    file.close();
+  }
+  CHECK(hdf5::File::open(name).open_dataset("placed").read<double>() == values);
   std::remove(name.c_str());
 }
 
