@@ -10,7 +10,8 @@
 // file order, and verifies their checksums, the file's only datasets (each
 // read rehearsed in a child first, io::hdf5::Rehearsal). Before every read the page
 // cache is dropped when this process may (root), so reads come from the disk;
-// the JSON says whether it was. JSON on stdout; docs/performance-log.md.
+// the JSON says whether it was, and whether the tensors' writes went past the
+// page cache (tensor_writes_direct_io). JSON on stdout; docs/performance-log.md.
 //
 //   mpirun -n 2 checkpoint_benchmark [DIRECTORY (.)] [REPEATS (3)] [PARAMETERS (1e8)]
 
@@ -32,6 +33,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/io/checkpoint.hpp"
+#include "kpipe/io/uncached_file.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 using namespace kpipe;
@@ -126,6 +128,8 @@ nlohmann::json run(const std::string& directory, int repeats, double parameters,
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank != 0) return {};
   std::filesystem::remove(file);
+  // The route the tensors' writes took in this directory (the same test on a file there).
+  const bool direct = io::UncachedFile(probe, io::UncachedFile::Access::write).direct();
   std::filesystem::remove(probe);
 
   const auto rate = [&](const std::vector<double>& seconds) { return file_bytes / median(seconds) / megabyte; };
@@ -134,6 +138,7 @@ nlohmann::json run(const std::string& directory, int repeats, double parameters,
           {"file_bytes", file_bytes},
           {"repeats", repeats},
           {"page_cache_dropped_before_reads", dropped},
+          {"tensor_writes_direct_io", direct},
           {"write_seconds", writes},
           {"read_seconds", reads},
           {"dd_write_seconds", dd_writes},
