@@ -700,9 +700,12 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
   std::optional<UncachedFile> uncached;
   if (copy) uncached.emplace(file, UncachedFile::Access::read);
   UncachedFile* const bytes = uncached ? &*uncached : nullptr;
+  // Each read, after where its bytes start in the file (the end for data
+  // libhdf5 reads itself).
   struct Read {
     Dataset dataset;
     std::function<void(const Dataset&)> run;
+    std::uint64_t start = 0;
   };
   std::vector<Read> reads;
   const auto optimizer_group = checkpoint.open_group("optimizer");
@@ -726,14 +729,12 @@ CheckpointInfo read_file(const std::string& file, const std::vector<ModelShape>&
   }
   // In the order the bytes lie in the file, whatever order the model names
   // them in: one sweep for the kernel's read-ahead, not a seek per tensor.
-  const auto start = [](const Dataset& dataset) {
-    const auto stored = dataset.stored_bytes();
-    return stored ? stored->offset : std::numeric_limits<std::uint64_t>::max();
-  };
-  std::vector<std::pair<std::uint64_t, std::size_t>> order;
-  for (std::size_t i = 0; i < reads.size(); ++i) order.emplace_back(start(reads[i].dataset), i);
-  std::sort(order.begin(), order.end());
-  for (const auto& [offset, i] : order) reads[i].run(reads[i].dataset);
+  for (auto& read : reads) {
+    const auto stored = read.dataset.stored_bytes();
+    read.start = stored ? stored->offset : std::numeric_limits<std::uint64_t>::max();
+  }
+  std::stable_sort(reads.begin(), reads.end(), [](const Read& a, const Read& b) { return a.start < b.start; });
+  for (const auto& read : reads) read.run(read.dataset);
   return info;
 }
 

@@ -1,9 +1,7 @@
 #include "kpipe/io/hdf5.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
