@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "columns.hpp"
 #include "flat.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/fast_math.hpp"
@@ -216,22 +217,10 @@ template <class Scalar>
 void add_column_sums(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& X,
                      const tensor::Matrix<Scalar>& sums) {
   tensor::require_shape("column sums", sums, 1, X.extent(1));
-  const int rows = static_cast<int>(X.extent(0));
-  const int cols = static_cast<int>(X.extent(1));
-  // Each sum runs over the rows in order, on every backend. On GPUs one
-  // thread per column, so neighbouring threads read neighbouring memory; on the
-  // host one thread per block of columns walking the rows, so the inner loop
-  // is contiguous and vectorises (a thread per column strides through memory).
-  constexpr int block = host_memory ? 64 : 1;
+  constexpr int block = detail::column_block;
   detail::for_each_block<block>(
-      space, "kpipe::kernels::add_column_sums", cols, KOKKOS_LAMBDA(int first, int width) {
-        Scalar sum[block] = {};
-        for (int i = 0; i < rows; ++i) {
-          const Scalar* row = &X(i, first);
-          for (int j = 0; j < width; ++j) sum[j] += row[j];
-        }
-        for (int j = 0; j < width; ++j) sums(0, first + j) += sum[j];
-      });
+      space, "kpipe::kernels::add_column_sums", static_cast<int>(X.extent(1)),
+      KOKKOS_LAMBDA(int first, int width) { detail::add_block_column_sums<block>(X, sums, first, width); });
 }
 
 template <class Scalar>

@@ -9,9 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "columns.hpp"
 #include "gemm_backends.hpp"
 #include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels {
@@ -112,25 +114,45 @@ constexpr int min_columns_per_thread = 64;
 // against 1.58x split by columns (docs/performance-log.md, "Portability study").
 // Every output is one slice's, summed over k in the library's order: the
 // result does not depend on the thread count.
-template <class Scalar>
-void host_gemm(const detail::GemmOperands<Scalar>& op) {
+// `then(first, last)` runs after the product of C's columns [first, last),
+// in the thread that computed them.
+template <class Scalar, class Then = void (*)(int, int)>
+void host_gemm(
+    const detail::GemmOperands<Scalar>& op, const Then& then = [](int, int) {}) {
   const int parts = std::clamp(op.n / min_columns_per_thread, 1, detail::host_threads());
   if (parts == 1 || tensor::compat::in_host_parallel_region()) {
     library_gemm(op);
+    then(0, op.n);
     return;
   }
   // Slice `part` of C's columns and of op(B)'s: columns of B (row-major k x
   // n), or rows of B when it is transposed (n x k).
-  Kokkos::parallel_for("kpipe::kernels::gemm_columns", Kokkos::RangePolicy<Host>(0, parts), [&op, parts](int part) {
-    const int first = static_cast<int>(static_cast<long long>(op.n) * part / parts);
-    const int last = static_cast<int>(static_cast<long long>(op.n) * (part + 1) / parts);
-    detail::GemmOperands<Scalar> slice = op;
-    slice.n = last - first;
-    slice.b = op.b + (op.trans_b == Trans::no ? first : static_cast<std::ptrdiff_t>(first) * op.ldb);
-    slice.c = op.c + first;
-    library_gemm(slice);
-  });
+  Kokkos::parallel_for(
+      "kpipe::kernels::gemm_columns", Kokkos::RangePolicy<Host>(0, parts), [&op, &then, parts](int part) {
+        const int first = static_cast<int>(static_cast<long long>(op.n) * part / parts);
+        const int last = static_cast<int>(static_cast<long long>(op.n) * (part + 1) / parts);
+        detail::GemmOperands<Scalar> slice = op;
+        slice.n = last - first;
+        slice.b = op.b + (op.trans_b == Trans::no ? first : static_cast<std::ptrdiff_t>(first) * op.ldb);
+        slice.c = op.c + first;
+        library_gemm(slice);
+        then(first, last);
+      });
   tensor::compat::fence(Host(), "kpipe::kernels::gemm_columns");
+}
+
+// The epilogue on columns [first, last) of C on the calling host thread, each
+// entry as add_row and add_column_sums compute it.
+template <class Scalar>
+void host_epilogue(const ColumnEpilogue<Scalar>& epilogue, const tensor::Matrix<Scalar>& C, int first, int last) {
+  if (epilogue.bias.data() != nullptr) {
+    const Scalar* const bias = epilogue.bias.data();
+    for (std::size_t i = 0; i < C.extent(0); ++i) {
+      Scalar* const row = &C(i, 0);
+      detail::host_loop([row, bias](std::int64_t j) { row[j] += bias[j]; }, first, last);
+    }
+  }
+  if (epilogue.sums.data() != nullptr) detail::add_column_sums_on_host(epilogue.summed, epilogue.sums, first, last);
 }
 
 // CBLAS has no strided-batch call: one call per block, in ascending order.
@@ -232,20 +254,47 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
           const tensor::Matrix<Scalar>& C, GemmPath path) {
+  gemm<Scalar>(space, trans_a, trans_b, alpha, A, B, beta, C, ColumnEpilogue<Scalar>{}, path);
+}
+
+template <class Scalar>
+void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
+          const tensor::Matrix<Scalar>& C, const ColumnEpilogue<tensor::identity_t<Scalar>>& epilogue, GemmPath path) {
   const auto [m, n, k] = product_shape("gemm", trans_a, trans_b, A, B, C);
-  if (m == 0 || n == 0) return;
+  if (epilogue.bias.data() != nullptr) tensor::require_shape("epilogue bias", epilogue.bias, 1, n);
+  if (epilogue.sums.data() != nullptr) {
+    tensor::require_shape("epilogue column sums", epilogue.sums, 1, n);
+    tensor::require_shape("epilogue summed matrix", epilogue.summed, epilogue.summed.extent(0), n);
+  }
+  if (n == 0) return;
   constexpr Vendor vendor = default_vendor();
-  if (vendor == Vendor::none || path == GemmPath::portable) {
-    detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
+  if (m == 0 || vendor == Vendor::none || path == GemmPath::portable) {
+    if (m != 0) detail::portable_gemm<Scalar>(space, trans_a, trans_b, alpha, whole(A), whole(B), beta, whole(C));
+    apply_epilogue(space, epilogue, C);
     return;
   }
   if constexpr (vendor == Vendor::cublas) {
     detail::cublas_gemm<Scalar>(space, operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
+    apply_epilogue(space, epilogue, C);
   } else if constexpr (vendor == Vendor::cblas) {
     // CBLAS runs on the calling thread: earlier kernels must have finished.
     space.fence();
-    host_gemm<Scalar>(operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C));
+    const auto op = operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C);
+    if (epilogue.bias.data() == nullptr && epilogue.sums.data() == nullptr) {
+      host_gemm<Scalar>(op);
+    } else {
+      host_gemm<Scalar>(op, [&](int first, int last) { host_epilogue(epilogue, C, first, last); });
+    }
   }
+}
+
+template <class Scalar>
+void apply_epilogue(const tensor::ExecutionSpace& space, const ColumnEpilogue<tensor::identity_t<Scalar>>& epilogue,
+                    const tensor::Matrix<Scalar>& C) {
+  if (epilogue.bias.data() != nullptr) add_row(space, epilogue.bias, C);
+  if (epilogue.sums.data() != nullptr) add_column_sums(space, epilogue.summed, epilogue.sums);
 }
 
 template <class Scalar>
@@ -467,6 +516,11 @@ void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, confi
 #define KPIPE_INSTANTIATE(Scalar)                                                                                     \
   template void gemm<Scalar>(const tensor::ExecutionSpace&, Trans, Trans, Scalar, const tensor::ConstMatrix<Scalar>&, \
                              const tensor::ConstMatrix<Scalar>&, Scalar, const tensor::Matrix<Scalar>&, GemmPath);    \
+  template void gemm<Scalar>(const tensor::ExecutionSpace&, Trans, Trans, Scalar, const tensor::ConstMatrix<Scalar>&, \
+                             const tensor::ConstMatrix<Scalar>&, Scalar, const tensor::Matrix<Scalar>&,               \
+                             const ColumnEpilogue<Scalar>&, GemmPath);                                                \
+  template void apply_epilogue<Scalar>(const tensor::ExecutionSpace&, const ColumnEpilogue<Scalar>&,                  \
+                                       const tensor::Matrix<Scalar>&);                                                \
   template void gemm_batched<Scalar>(const tensor::ExecutionSpace&, int, Trans, Trans, Scalar,                        \
                                      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, Scalar,  \
                                      const tensor::Matrix<Scalar>&, GemmPath);                                        \

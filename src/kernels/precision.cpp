@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "columns.hpp"
 #include "flat.hpp"
 #include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
@@ -52,20 +53,10 @@ template <class Reduced>
 void sum_columns(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Reduced>& X,
                  const tensor::Matrix<float>& sums) {
   tensor::require_shape("column sums", sums, 1, X.extent(1));
-  const int rows = static_cast<int>(X.extent(0));
-  // The float32 kernel's blocking (elementwise.cpp): a block of columns per
-  // host thread walking the rows, one column per GPU thread.
-  constexpr int block = detail::host_memory ? 64 : 1;
+  constexpr int block = detail::column_block;
   detail::for_each_block<block>(
       space, "kpipe::kernels::add_column_sums_reduced", static_cast<int>(X.extent(1)),
-      KOKKOS_LAMBDA(int first, int width) {
-        float sum[block] = {};
-        for (int i = 0; i < rows; ++i) {
-          const Reduced* row = &X(i, first);
-          for (int j = 0; j < width; ++j) sum[j] += tensor::to_float(row[j]);
-        }
-        for (int j = 0; j < width; ++j) sums(0, first + j) += sum[j];
-      });
+      KOKKOS_LAMBDA(int first, int width) { detail::add_block_column_sums<block>(X, sums, first, width); });
 }
 
 }  // namespace

@@ -173,17 +173,19 @@ tensor::Tensor Linear<Scalar>::weight_operand() const {
 
 template <class Scalar>
 void Linear<Scalar>::multiply(Trans trans_a, Trans trans_b, const tensor::Tensor& A, const tensor::Tensor& B,
-                              Scalar beta, const tensor::Matrix<Scalar>& C) const {
+                              Scalar beta, const tensor::Matrix<Scalar>& C,
+                              const kernels::ColumnEpilogue<Scalar>& then) const {
   if constexpr (std::is_same_v<Scalar, float>) {
     if (reduced()) {
       kernels::with_reduced_type(operand_dtype(), "a Linear's operands", [&](auto type) {
         using T = decltype(type);
         kernels::gemm_mixed(env_.exec.space(), trans_a, trans_b, 1, A.matrix<T>(), B.matrix<T>(), beta, C, gemm_);
       });
+      kernels::apply_epilogue(env_.exec.space(), then, C);
       return;
     }
   }
-  kernels::gemm(env_.exec.space(), trans_a, trans_b, 1, A.matrix<Scalar>(), B.matrix<Scalar>(), beta, C, gemm_);
+  kernels::gemm(env_.exec.space(), trans_a, trans_b, 1, A.matrix<Scalar>(), B.matrix<Scalar>(), beta, C, then, gemm_);
 }
 
 template <class Scalar>
@@ -215,8 +217,9 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
   } else if (gemm_ == kernels::GemmPath::packed) {
     packed_.linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
   } else {
-    multiply(Trans::no, transposed_ ? Trans::yes : Trans::no, input, weight_operand(), 0, Y);
-    if (has_bias_) kernels::add_row(space, bias_.value, Y);
+    kernels::ColumnEpilogue<Scalar> bias;
+    if (has_bias_) bias.bias = bias_.value;
+    multiply(Trans::no, transposed_ ? Trans::yes : Trans::no, input, weight_operand(), 0, Y, bias);
   }
   mask_padding(Y);
   if (ctx) ctx->save("x", local);
@@ -277,17 +280,22 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   const tensor::Tensor& gradient = ctx.saved("dy");
   const auto& space = env_.exec.space();
   // beta = 1: the gradient buffer accumulates microbatches in the order W runs.
+  // The bias gradient sums dY's columns, which are dW = X^T dY's: in float32
+  // they run in the product's epilogue.
+  const bool fused_bias = has_bias_ && !reduced() && !transposed_ && gemm_ != kernels::GemmPath::packed;
+  kernels::ColumnEpilogue<Scalar> bias_sums;
+  if (fused_bias) bias_sums = {{}, gradient.matrix<Scalar>(), bias_.grad};
   if (gemm_ == kernels::GemmPath::packed && !reduced()) {
     packed_.weight_gradient(space, input.matrix<Scalar>(), gradient.matrix<Scalar>(), weight_.grad);
   } else if (transposed_) {
     multiply(Trans::yes, Trans::no, gradient, input, 1, weight_.grad);
   } else {
-    multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad);
+    multiply(Trans::yes, Trans::no, input, gradient, 1, weight_.grad, bias_sums);
   }
-  if (has_bias_ && !reduced()) {
-    kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
-  } else if (has_bias_) {
-    if constexpr (std::is_same_v<Scalar, float>) {
+  if (has_bias_ && !fused_bias) {
+    if (!reduced()) {
+      kernels::add_column_sums(space, gradient.matrix<Scalar>(), bias_.grad);
+    } else if constexpr (std::is_same_v<Scalar, float>) {
       kernels::with_reduced_type(operand_dtype(), "a Linear's output gradient", [&](auto type) {
         kernels::add_column_sums(space, gradient.matrix<decltype(type)>(), bias_.grad);
       });

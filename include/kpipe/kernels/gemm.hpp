@@ -49,6 +49,35 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
           const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
           const tensor::Matrix<Scalar>& C, GemmPath path = GemmPath::vendor);
 
+// What a Linear does to its products' columns besides the product: add the
+// bias to every row of Y = X W, or sum dY's columns into the bias gradient
+// beside dW += X^T dY, whose columns are dY's. Empty views skip a part.
+template <class Scalar>
+struct ColumnEpilogue {
+  tensor::ConstMatrix<Scalar> bias;    // 1 x n: C(i, j) += bias(0, j) after the product
+  tensor::ConstMatrix<Scalar> summed;  // r x n: sums(0, j) += the column sum of summed, as add_column_sums takes it
+  tensor::Matrix<Scalar> sums;         // 1 x n
+};
+
+// gemm, then `epilogue` on C's columns. The host GEMM runs it on each slice
+// of columns in the thread that computed the slice, while it is in that
+// thread's cache and without a parallel region of its own (a region costs
+// about what a small microbatch's bias add does); other paths run it after
+// the product as apply_epilogue does. Every entry is the one add_row and
+// add_column_sums compute: results do not depend on the path or the threads.
+template <class Scalar>
+void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, tensor::identity_t<Scalar> alpha,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& A,
+          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& B, tensor::identity_t<Scalar> beta,
+          const tensor::Matrix<Scalar>& C, const ColumnEpilogue<tensor::identity_t<Scalar>>& epilogue,
+          GemmPath path = GemmPath::vendor);
+
+// `epilogue` on C as kernels of their own: add_row, then add_column_sums.
+// For products that have no fused epilogue (gemm_mixed).
+template <class Scalar>
+void apply_epilogue(const tensor::ExecutionSpace& space, const ColumnEpilogue<tensor::identity_t<Scalar>>& epilogue,
+                    const tensor::Matrix<Scalar>& C);
+
 // compute.precision = bf16 or fp16: C = alpha op(A) op(B) + beta C with A and
 // B in bfloat16 or float16 and C in float32. Every product of two bfloat16 (8
 // significant bits) or two float16 (11) is exact in float32 and the sums run

@@ -92,9 +92,9 @@ class Linear final : public Layer<Scalar> {
   // `x` as the GEMMs take it: itself, or rounded to bfloat16 or float16 in a pooled buffer.
   tensor::Tensor operand(const tensor::Tensor& x, const char* label) const;
   // C = op(A) op(B) + beta C on the layer's GEMM path and precision, from
-  // operands as operand() makes them (W: weight_operand()).
+  // operands as operand() makes them (W: weight_operand()), then `then`.
   void multiply(kernels::Trans trans_a, kernels::Trans trans_b, const tensor::Tensor& A, const tensor::Tensor& B,
-                Scalar beta, const tensor::Matrix<Scalar>& C) const;
+                Scalar beta, const tensor::Matrix<Scalar>& C, const kernels::ColumnEpilogue<Scalar>& then = {}) const;
   tensor::Tensor weight_operand() const;
 
   LayerEnvironment env_;

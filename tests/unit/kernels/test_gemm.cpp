@@ -12,6 +12,7 @@
 #include "catch.hpp"
 #include "input_error.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/random.hpp"
@@ -98,12 +99,64 @@ TEMPLATE_TEST_CASE("beta = 0 overwrites C without reading it, and repeated calls
   CHECK(a == to_host<Scalar>(second));
 }
 
+TEMPLATE_TEST_CASE("a GEMM's column epilogue gives bitwise what add_row and add_column_sums give after it",
+                   "[kernels][gemm]", float, double) {
+  using Scalar = TestType;
+  const auto path = GENERATE(GemmPath::vendor, GemmPath::portable);
+  // 300 columns: slices of a threaded build's split that do not fall on the
+  // column sums' 64-column blocks.
+  const int n = GENERATE(1, 63, 300);
+  INFO("n = " << n << ", vendor " << vendor_gemm_library());
+  const int m = 37, k = 29;
+  const ExecutionSpace space;
+  const auto X = random_matrix<Scalar>(m, k, 11);
+  const auto W = random_matrix<Scalar>(k, n, 12);
+  const auto bias = random_matrix<Scalar>(1, n, 13);
+  const auto dY = random_matrix<Scalar>(m, n, 14);
+  const auto sums0 = random_matrix<Scalar>(1, n, 15);
+  const auto dW0 = random_matrix<Scalar>(k, n, 16);
+
+  // A Linear's forward: Y = X W + bias.
+  const auto fused_y = zero_matrix<Scalar>("test::fused_y", m, n);
+  const auto separate_y = zero_matrix<Scalar>("test::separate_y", m, n);
+  gemm(space, Trans::no, Trans::no, 1.0, X, W, 0.0, fused_y, ColumnEpilogue<Scalar>{bias, {}, {}}, path);
+  gemm(space, Trans::no, Trans::no, 1.0, X, W, 0.0, separate_y, path);
+  add_row(space, bias, separate_y);
+  CHECK(to_host<Scalar>(fused_y) == to_host<Scalar>(separate_y));
+
+  // Its weight gradient: dW += X^T dY, bias gradient += dY's column sums.
+  const auto fused_dw = clone<Scalar>("test::fused_dw", dW0);
+  const auto separate_dw = clone<Scalar>("test::separate_dw", dW0);
+  const auto fused_sums = clone<Scalar>("test::fused_sums", sums0);
+  const auto separate_sums = clone<Scalar>("test::separate_sums", sums0);
+  gemm(space, Trans::yes, Trans::no, 1.0, X, dY, 1.0, fused_dw, ColumnEpilogue<Scalar>{{}, dY, fused_sums}, path);
+  gemm(space, Trans::yes, Trans::no, 1.0, X, dY, 1.0, separate_dw, path);
+  add_column_sums(space, dY, separate_sums);
+  space.fence();
+  CHECK(to_host<Scalar>(fused_dw) == to_host<Scalar>(separate_dw));
+  const auto sums = to_host<Scalar>(fused_sums);
+  CHECK(sums == to_host<Scalar>(separate_sums));
+  // And the sums are the column sums, taken in ascending rows from zero.
+  const auto dy = to_host<Scalar>(dY);
+  const auto start = to_host<Scalar>(sums0);
+  for (int j = 0; j < n; ++j) {
+    Scalar sum = 0;
+    for (int i = 0; i < m; ++i) sum += dy[static_cast<std::size_t>(i) * n + j];
+    REQUIRE(sums[j] == start[j] + sum);
+  }
+}
+
 TEST_CASE("GEMM shape mismatches are input errors that print every shape", "[kernels][gemm]") {
   const auto A = random_matrix<float>(3, 4, 6);
   const auto B = random_matrix<float>(5, 6, 7);
   auto C = uninitialized_matrix<float>("test::c", 3, 6);
   CHECK(kpipe::test::input_error_of([&] { gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, A, B, 0.0f, C); }) ==
         "gemm shapes do not fit: A is 3x4, B is 5x6, C is 3x6");
+  const auto B46 = random_matrix<float>(4, 6, 8);
+  const auto bias = random_matrix<float>(1, 5, 9);
+  CHECK(kpipe::test::input_error_of([&] {
+          gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, A, B46, 0.0f, C, ColumnEpilogue<float>{bias, {}, {}});
+        }).find("epilogue bias") != std::string::npos);
 }
 
 namespace {
