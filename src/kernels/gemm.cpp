@@ -77,12 +77,17 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
 // vectors than the kernel OpenBLAS picked for this CPU: 5 to 7 times faster at
 // the Linear shapes on Sapphire Rapids, where OpenBLAS 0.3.21 runs Prescott's
 // SSE3 code, and about 2 times on AMD Zen 4, where it runs Haswell's AVX2 code
-// and oneDNN AVX-512 (docs/performance-log.md).
+// and oneDNN AVX-512. Where both run AVX-512 oneDNN still wins at a
+// microbatch's rows: 1.21-1.27 times OpenBLAS' Cooperlake kernel at 16 and 32
+// rows on Zen 4 (equal at 1,024), the quickstart 1.2 times faster. Where both
+// run AVX2, OpenBLAS' Haswell kernel is 1.6-1.9 times oneDNN's at those rows
+// (docs/performance-log.md, "Which library runs float32").
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
 bool float_gemm_on_onednn() {
   static const bool on_onednn = [] {
-    const detail::VectorIsa blas = detail::cblas_vector_isa();
-    return blas != detail::VectorIsa::unknown && detail::onednn_vector_isa() > blas;
+    const detail::VectorIsa blas = detail::cblas_vector_isa(), onednn = detail::onednn_vector_isa();
+    return blas != detail::VectorIsa::unknown &&
+           (onednn > blas || (onednn == blas && onednn == detail::VectorIsa::avx512));
   }();
   return on_onednn;
 }
@@ -182,10 +187,12 @@ std::string vendor_gemm_library() {
     case Vendor::cblas:
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
       if (float_gemm_on_onednn()) {
-        library = fmt::format(
-            "{} matmul for float32 and cblas for float64, as OpenBLAS runs its {} kernel on this CPU, "
-            "with narrower vectors than oneDNN's",
-            detail::onednn_version(), detail::cblas_kernel());
+        const bool narrower = detail::cblas_vector_isa() < detail::onednn_vector_isa();
+        library =
+            fmt::format("{} matmul for float32 and cblas for float64, as OpenBLAS runs its {} kernel on this CPU, {}",
+                        detail::onednn_version(), detail::cblas_kernel(),
+                        narrower ? "with narrower vectors than oneDNN's"
+                                 : "slower than oneDNN's AVX-512 kernels at a microbatch's rows");
         break;
       }
 #endif

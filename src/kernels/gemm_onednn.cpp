@@ -6,7 +6,7 @@
 // bias is the primitive's bias argument (added once per output, no extra pass
 // over Y). The weight gradient Xᵀ dY, with nothing to pack, is a matmul on
 // the row-major operands, Xᵀ read through transposed strides (onednn_gemm,
-// also the float32 vendor path where OpenBLAS' kernel has narrower vectors). Never
+// also the float32 vendor path where OpenBLAS' kernel is slower, gemm.cpp). Never
 // dnnl::sgemm, which corrupts the heap when a signal arrives during the call.
 // A primitive of fixed shape and thread count computes every output in a
 // fixed order: deterministic.
