@@ -79,15 +79,19 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
 // SSE3 code, and about 2 times on AMD Zen 4, where it runs Haswell's AVX2 code
 // and oneDNN AVX-512. Where both run AVX-512 oneDNN still wins at a
 // microbatch's rows: 1.21-1.27 times OpenBLAS' Cooperlake kernel at 16 and 32
-// rows on Zen 4 (equal at 1,024), the quickstart 1.2 times faster. Where both
-// run AVX2, OpenBLAS' Haswell kernel is 1.6-1.9 times oneDNN's at those rows
+// rows on Zen 4 (equal at 1,024), the quickstart 1.2 times faster; but only
+// on whole products: a thread's slice of columns (op(B) with a leading
+// dimension past its width) gets oneDNN 2.6's gemm:jit, not its brgemm, and
+// two threads ran the quickstart 20% slower than on OpenBLAS, so the tie goes
+// to oneDNN where the rank has one host thread. Where both run AVX2, OpenBLAS'
+// Haswell kernel is 1.6-1.9 times oneDNN's at those rows
 // (docs/performance-log.md, "Which library runs float32").
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
 bool float_gemm_on_onednn() {
   static const bool on_onednn = [] {
     const detail::VectorIsa blas = detail::cblas_vector_isa(), onednn = detail::onednn_vector_isa();
     return blas != detail::VectorIsa::unknown &&
-           (onednn > blas || (onednn == blas && onednn == detail::VectorIsa::avx512));
+           (onednn > blas || (onednn == blas && onednn == detail::VectorIsa::avx512 && detail::host_threads() == 1));
   }();
   return on_onednn;
 }
@@ -118,7 +122,8 @@ constexpr int min_columns_per_thread = 64;
 // rows and packed all of op(B) in each thread: 1.06-1.12x on two threads,
 // against 1.58x split by columns (docs/performance-log.md, "Portability study").
 // Every output is one slice's, summed over k in the library's order: the
-// result does not depend on the thread count.
+// result does not depend on the thread count, but for the library
+// float_gemm_on_onednn() picks by it on CPUs where both have AVX-512.
 // `then(first, last)` runs after the product of C's columns [first, last),
 // in the thread that computed them.
 template <class Scalar, class Then = void (*)(int, int)>

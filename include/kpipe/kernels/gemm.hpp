@@ -2,8 +2,9 @@
 // The one GEMM of kpipe (DESIGN.md §3). The vendor path hands the call to the
 // BLAS that serves the matrices' memory space (CBLAS on the host, cuBLAS in
 // CudaSpace; on the host float32 goes to oneDNN's matmul instead where
-// OpenBLAS' kernel for the CPU has narrower vectors than oneDNN's or both
-// have AVX-512, as vendor_gemm_library() says); the portable path is a Kokkos TeamPolicy
+// OpenBLAS' kernel for the CPU has narrower vectors than oneDNN's, or both
+// have AVX-512 and the rank one thread, as vendor_gemm_library() says); the
+// portable path is a Kokkos TeamPolicy
 // kernel that tiles through scratch memory and runs on every backend. The
 // deck chooses with compute.gemm; where no vendor BLAS exists the portable
 // kernel serves both.
