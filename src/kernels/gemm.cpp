@@ -82,19 +82,25 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
 // rows on Zen 4 (equal at 1,024), the quickstart 1.2 times faster; but only
 // on whole products: a thread's slice of columns (op(B) with a leading
 // dimension past its width) gets oneDNN 2.6's gemm:jit, not its brgemm, and
-// two threads ran the quickstart 20% slower than on OpenBLAS, so the tie goes
-// to oneDNN where the rank has one host thread. Where both run AVX2, OpenBLAS'
-// Haswell kernel is 1.6-1.9 times oneDNN's at those rows
+// two threads ran the quickstart 20% slower than on OpenBLAS. So the tie goes
+// to oneDNN where the rank has one host thread, or where its threads are
+// oneDNN's too and host_gemm hands it whole products. Where both run AVX2,
+// OpenBLAS' Haswell kernel is 1.6-1.9 times oneDNN's at those rows
 // (docs/performance-log.md, "Which library runs float32").
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
 bool float_gemm_on_onednn() {
   static const bool on_onednn = [] {
     const detail::VectorIsa blas = detail::cblas_vector_isa(), onednn = detail::onednn_vector_isa();
+    const bool whole_products = detail::host_threads() == 1 || detail::onednn_shares_host_threads();
     return blas != detail::VectorIsa::unknown &&
-           (onednn > blas || (onednn == blas && onednn == detail::VectorIsa::avx512 && detail::host_threads() == 1));
+           (onednn > blas || (onednn == blas && onednn == detail::VectorIsa::avx512 && whole_products));
   }();
   return on_onednn;
 }
+
+// Whether host_gemm hands a float32 product whole to oneDNN on the rank's
+// OpenMP threads rather than splitting its columns.
+bool float_gemm_on_onednn_threads() { return float_gemm_on_onednn() && detail::onednn_shares_host_threads(); }
 #endif
 
 // One library call on the calling thread: CBLAS, or oneDNN for float32 where
@@ -122,10 +128,12 @@ constexpr int min_columns_per_thread = 64;
 // rows and packed all of op(B) in each thread: 1.06-1.12x on two threads,
 // against 1.58x split by columns (docs/performance-log.md, "Portability study").
 // Every output is one slice's, summed over k in the library's order: the
-// result does not depend on the thread count, but for the library
-// float_gemm_on_onednn() picks by it on CPUs where both have AVX-512.
+// result does not depend on the thread count. Float32 products that run on
+// oneDNN whose OpenMP threads are Kokkos' own go to it whole instead, on as
+// many threads as there would be slices: its brgemm kernels, which a slice
+// does not get (a float32 result may then depend on the thread count).
 // `then(first, last)` runs after the product of C's columns [first, last),
-// in the thread that computed them.
+// in the thread that computed them (the calling thread, for a whole product).
 template <class Scalar, class Then = void (*)(int, int)>
 void host_gemm(
     const detail::GemmOperands<Scalar>& op, const Then& then = [](int, int) {}) {
@@ -135,6 +143,15 @@ void host_gemm(
     then(0, op.n);
     return;
   }
+#if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
+  if constexpr (std::is_same_v<Scalar, float>) {
+    if (float_gemm_on_onednn_threads()) {
+      detail::onednn_gemm(op, parts);
+      then(0, op.n);
+      return;
+    }
+  }
+#endif
   // Slice `part` of C's columns and of op(B)'s: columns of B (row-major k x
   // n), or rows of B when it is transposed (n x k).
   Kokkos::parallel_for(
@@ -217,6 +234,14 @@ std::string vendor_gemm_library() {
       return "portable";
   }
   if (const int threads = detail::host_threads(); threads > 1) {
+#if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
+    if (default_vendor() == Vendor::cblas && float_gemm_on_onednn_threads()) {
+      return library + fmt::format(
+                           ", float32 products whole on the rank's {} OpenMP threads (oneDNN's are Kokkos'), "
+                           "float64 output columns split over them, one library thread each",
+                           threads);
+    }
+#endif
     library += fmt::format(", output columns split over {} Kokkos threads, one library thread each", threads);
   }
   return library;

@@ -119,15 +119,20 @@ bool onednn_blocks_weights();
 // "oneDNN <version>", for packed_gemm_library().
 std::string onednn_version();
 // C = alpha op(A) op(B) + beta C on row-major float32, bfloat16 or float16
-// A and B with oneDNN's matmul primitive (one per shape, one thread), never
-// dnnl::sgemm: oneDNN 2.6.3's sgemm corrupts the heap when a signal (a
+// A and B with oneDNN's matmul primitive (one per shape and thread count),
+// never dnnl::sgemm: oneDNN 2.6.3's sgemm corrupts the heap when a signal (a
 // preemption signal) arrives during the call, the primitive does not. For
-// bfloat16 and float16 only where onednn_kernel() names a kernel.
+// bfloat16 and float16 only where onednn_kernel() names a kernel. `threads`
+// above one only where onednn_shares_host_threads().
 template <class In>
-void onednn_gemm(const GemmOperands<float, In>& op);
+void onednn_gemm(const GemmOperands<float, In>& op, int threads = 1);
 // The same on a batch: one matmul over the matrices the strides apart.
 template <class In>
-void onednn_gemm_batched(const BatchedGemmOperands<float, In>& op);
+void onednn_gemm_batched(const BatchedGemmOperands<float, In>& op, int threads = 1);
+// Whether oneDNN's threads are Kokkos' host threads: both on OpenMP, one
+// runtime, so a product can run on the rank's threads from outside Kokkos'
+// parallel regions with no second pool beside them.
+bool onednn_shares_host_threads();
 // Those oneDNN's JIT kernels use on this CPU.
 VectorIsa onednn_vector_isa();
 // The kernel oneDNN picks for a matmul of In operands with float32 sums on

@@ -34,19 +34,23 @@ namespace {
 
 using dnnl::memory;
 
-// Sets, on the calling thread, the one OpenMP thread a primitive takes when
-// it is made and runs: the ranks fill the cores, a threaded host build splits
-// a product's columns over Kokkos' threads itself (gemm.cpp), and oneDNN may
-// split K over its threads, which would make the sum order depend on how many
-// it gets. Set on every call: inside Kokkos' parallel region a worker's
-// setting lasts only that region, and a primitive made there with the team's
-// two threads ran its halves one after the other (quickstart, 1 rank x 2
-// threads: 41,585 samples/s, against 79,544 on one thread each).
-void on_one_thread() {
+// Sets, on the calling thread, how many OpenMP threads a primitive takes when
+// it is made (it keeps that count) and runs. One, but where a whole product
+// runs on a threaded rank's threads (onednn_gemm's `threads`, gemm.cpp): the
+// ranks fill the cores, and oneDNN may split K over its threads, which makes
+// the sum order depend on how many it gets. Set on every call: inside Kokkos'
+// parallel region a worker's setting lasts only that region, and a primitive
+// made there with the team's two threads ran its halves one after the other
+// (quickstart, 1 rank x 2 threads: 41,585 samples/s, against 79,544 on one
+// thread each).
+void on_threads(int threads) {
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
-  omp_set_num_threads(1);
+  omp_set_num_threads(threads);
+#else
+  static_cast<void>(threads);
 #endif
 }
+void on_one_thread() { on_threads(1); }
 
 // One engine per process, made on first use. Everything that makes a
 // primitive asks for it, and so runs on_one_thread first.
@@ -56,8 +60,8 @@ const dnnl::engine& engine() {
   return shared;
 }
 
-// A stream per thread: Kokkos' threads run column slices of one product at
-// once (gemm.cpp), and a stream is not to be shared between threads.
+// A stream per thread: Kokkos' threads may run column slices of one product
+// at once (gemm.cpp), and a stream is not to be shared between threads.
 dnnl::stream& stream() {
   thread_local dnnl::stream own(engine());
   return own;
@@ -204,6 +208,14 @@ bool onednn_blocks_weights() {
   return blocks;
 }
 
+bool onednn_shares_host_threads() {
+#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP && defined(KOKKOS_ENABLE_OPENMP)
+  return std::is_same_v<Kokkos::DefaultHostExecutionSpace, Kokkos::OpenMP>;
+#else
+  return false;
+#endif
+}
+
 VectorIsa onednn_vector_isa() {
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
   if (isa >= dnnl::cpu_isa::avx512_core) return VectorIsa::avx512;
@@ -223,9 +235,9 @@ memory::desc batched_operand(int batch, long long stride, int rows, int cols, in
 // A matmul of one shape on row-major operands: op(A) and op(B) of In, C
 // float32 = alpha op(A) op(B) + beta C (alpha as the output scale, beta as a
 // sum post-op); with a batch of more than one, a batched matmul over
-// matrices the strides apart.
+// matrices the strides apart; run on `threads` OpenMP threads.
 template <class In>
-dnnl::matmul::primitive_desc plain_matmul(const BatchedGemmOperands<float, In>& batched) {
+dnnl::matmul::primitive_desc plain_matmul(const BatchedGemmOperands<float, In>& batched, int threads = 1) {
   const GemmOperands<float, In>& op = batched.first;
   dnnl::primitive_attr attr;
   if (op.alpha != 1.0f) attr.set_output_scales(0, {op.alpha});
@@ -238,14 +250,18 @@ dnnl::matmul::primitive_desc plain_matmul(const BatchedGemmOperands<float, In>& 
     const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, data_type<In>()),
                                   operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
                                   row_major(op.m, op.n, op.ldc));
-    return dnnl::matmul::primitive_desc(desc, attr, engine());
+    const dnnl::engine& cpu = engine();
+    on_threads(threads);
+    return dnnl::matmul::primitive_desc(desc, attr, cpu);
   }
   const int n = batched.batch;
   const dnnl::matmul::desc desc(
       batched_operand(n, batched.stride_a, op.m, op.k, op.lda, op.trans_a, data_type<In>()),
       batched_operand(n, batched.stride_b, op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
       batched_operand(n, batched.stride_c, op.m, op.n, op.ldc, Trans::no, memory::data_type::f32));
-  return dnnl::matmul::primitive_desc(desc, attr, engine());
+  const dnnl::engine& cpu = engine();
+  on_threads(threads);
+  return dnnl::matmul::primitive_desc(desc, attr, cpu);
 }
 
 template <class In>
@@ -256,15 +272,15 @@ dnnl::matmul::primitive_desc plain_matmul(const GemmOperands<float, In>& op) {
 }  // namespace
 
 template <class In>
-void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
+void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched, int threads) {
   const GemmOperands<float, In>& op = batched.first;
   // One primitive per shape, batch, strides, transpositions, leading
-  // dimensions and scalars, per thread: Kokkos' threads run column slices of
-  // one product at once (gemm.cpp), often of one shape. Each keeps memory
+  // dimensions, scalars and thread count, per calling thread: Kokkos' threads
+  // may run column slices of one product at once (gemm.cpp), often of one shape. Each keeps memory
   // objects for its operands and the argument map that names them, so a call
   // only points them at the caller's buffers: no allocation, no lock.
   using Shape =
-      std::tuple<Trans, Trans, int, int, int, int, int, int, float, float, int, long long, long long, long long>;
+      std::tuple<Trans, Trans, int, int, int, int, int, int, float, float, int, long long, long long, long long, int>;
   thread_local std::map<Shape, BoundMatmul> matmuls;
   if (op.k == 0) {
     // No products (oneDNN divides by k): C = beta C, and beta = 0 does not read C, as in BLAS.
@@ -277,19 +293,23 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
     return;
   }
   try {
-    const Shape shape{op.trans_a,       op.trans_b,      op.m,     op.n,    op.k,          op.lda,
-                      op.ldb,           op.ldc,          op.alpha, op.beta, batched.batch, batched.stride_a,
-                      batched.stride_b, batched.stride_c};
+    const Shape shape{op.trans_a,       op.trans_b,       op.m,     op.n,    op.k,          op.lda,
+                      op.ldb,           op.ldc,           op.alpha, op.beta, batched.batch, batched.stride_a,
+                      batched.stride_b, batched.stride_c, threads};
     auto found = matmuls.find(shape);
-    if (found == matmuls.end()) found = matmuls.emplace(shape, BoundMatmul(plain_matmul(batched), false)).first;
+    if (found == matmuls.end()) {
+      found = matmuls.emplace(shape, BoundMatmul(plain_matmul(batched, threads), false)).first;
+    }
     BoundMatmul& matmul = found->second;
     // oneDNN wraps the caller's buffers; it never writes an input.
     matmul.src.set_data_handle(const_cast<In*>(op.a));
     matmul.weights.set_data_handle(const_cast<In*>(op.b));
     matmul.dst.set_data_handle(op.c);
+    dnnl::stream& own = stream();
+    on_threads(threads);
+    matmul.primitive.execute(own, matmul.args);
+    own.wait();
     on_one_thread();
-    matmul.primitive.execute(stream(), matmul.args);
-    stream().wait();
   } catch (const dnnl::error& e) {
     throw runtime_error(fmt::format("oneDNN matmul of {} x {}x{} by {}x{} failed: {} (status {})", batched.batch, op.m,
                                     op.k, op.k, op.n, e.what(), static_cast<int>(e.status)));
@@ -297,15 +317,15 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched) {
 }
 
 template <class In>
-void onednn_gemm(const GemmOperands<float, In>& op) {
-  onednn_gemm_batched(BatchedGemmOperands<float, In>{op, 1, 0, 0, 0});
+void onednn_gemm(const GemmOperands<float, In>& op, int threads) {
+  onednn_gemm_batched(BatchedGemmOperands<float, In>{op, 1, 0, 0, 0}, threads);
 }
 
-template void onednn_gemm<float>(const GemmOperands<float>&);
-template void onednn_gemm<tensor::BFloat16>(const GemmOperands<float, tensor::BFloat16>&);
-template void onednn_gemm<tensor::Half>(const GemmOperands<float, tensor::Half>&);
-template void onednn_gemm_batched<tensor::BFloat16>(const BatchedGemmOperands<float, tensor::BFloat16>&);
-template void onednn_gemm_batched<tensor::Half>(const BatchedGemmOperands<float, tensor::Half>&);
+template void onednn_gemm<float>(const GemmOperands<float>&, int);
+template void onednn_gemm<tensor::BFloat16>(const GemmOperands<float, tensor::BFloat16>&, int);
+template void onednn_gemm<tensor::Half>(const GemmOperands<float, tensor::Half>&, int);
+template void onednn_gemm_batched<tensor::BFloat16>(const BatchedGemmOperands<float, tensor::BFloat16>&, int);
+template void onednn_gemm_batched<tensor::Half>(const BatchedGemmOperands<float, tensor::Half>&, int);
 
 template <class In>
 std::string onednn_kernel() {
