@@ -15,10 +15,13 @@
 //    T = 64, 256, 1024 (4 heads of 32, 4096 tokens per call), with the bytes
 //    each path keeps between forward and backward (P, or O and L);
 //  * the embedding backward, whose token gradient scans every id once per
-//    vocabulary row (embedding.cpp), at a GPT-2 vocabulary.
+//    vocabulary row (embedding.cpp), at a GPT-2 vocabulary;
+//  * the round trip of a cache line between two of the rank's host threads,
+//    in a threaded host build.
 // Run with OPENBLAS_NUM_THREADS=1 so that both sides use the same threads.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cstdint>
 
 #if defined(KPIPE_HAVE_CBLAS)
@@ -32,6 +35,7 @@
 #include "kpipe/kernels/optimizer.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/random.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace {
 
@@ -207,6 +211,36 @@ void BM_add(benchmark::State& state) {
   bandwidth_benchmark(state, 3, [&] { add(ExecutionSpace(), a, b, c); });
 }
 BENCHMARK(BM_add)->UseRealTime();
+
+// Two of the rank's host threads (a team of two) pass a flag back and forth:
+// the latency of moving a cache line between their cores, which every
+// fork-join pays and every tensor one thread writes and the other reads. On
+// a VM it is where the hypervisor puts the vCPUs: 60 ns round trips within
+// one Zen 4 core complex, 330 across two, and a rank of two threads runs at
+// half speed on the quickstart (docs/performance-log.md, "Where the vCPUs
+// are"). items_per_second: round trips.
+void BM_host_thread_round_trip(benchmark::State& state) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  if (kpipe::tensor::compat::concurrency(Host()) < 2) {
+    state.SkipWithError("needs two host threads (a threaded host build)");
+    return;
+  }
+  constexpr int trips = 100000;
+  for (auto _ : state) {
+    alignas(64) std::atomic<int> turn{0};
+    Kokkos::parallel_for("kpipe::benchmark::round_trip", Kokkos::TeamPolicy<Host>(1, 2),
+                         [&turn](const Kokkos::TeamPolicy<Host>::member_type& member) {
+                           const int me = member.team_rank();
+                           for (int i = 0; i < trips; ++i) {
+                             while (turn.load(std::memory_order_acquire) != 2 * i + me) {
+                             }
+                             turn.store(2 * i + me + 1, std::memory_order_release);
+                           }
+                         });
+  }
+  state.SetItemsProcessed(state.iterations() * trips);
+}
+BENCHMARK(BM_host_thread_round_trip)->UseRealTime();
 
 void BM_scale(benchmark::State& state) {
   auto x = random_matrix(rows, cols, 3);

@@ -11,7 +11,9 @@ directory, per platform (a build in one ranks x threads layout) and deck,
   * application efficiency: samples/s over the best samples/s of that deck on
     any platform;
   * Pennycook's metric over the platforms: their harmonic mean, 0 when a
-    platform could not run the deck.
+    platform could not run the deck;
+  * for a threaded rank, a cache line's round trip between its threads before
+    and after the decks (a VM's vCPUs move, and with them this latency).
 
 Prints a markdown table, writes DIR/portability.json and DIR/portability.png
 and .svg.
@@ -133,10 +135,11 @@ def main():
                          f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}",
                          f"{r['ideal_us_per_sample']:.2f}",
                          f"{r['architectural']:.3f}", f"{r['application']:.3f}",
-                         f"{p.get('load_average_after', [float('nan')])[0]:.1f}"])
+                         f"{p.get('load_average_after', [float('nan')])[0]:.1f}",
+                         " / ".join(f"{t:.0f}" for t in p.get("thread_round_trip_ns", [])) or "-"])
     print("| deck | platform | GEMM peak GFLOP/s | bandwidth GB/s | roofline GFLOP/s | samples/s | achieved GFLOP/s "
-          "| roofline µs/sample | architectural eff. | application eff. | load (1 min) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| roofline µs/sample | architectural eff. | application eff. | load (1 min) | thread round trip ns |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()

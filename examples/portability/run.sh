@@ -49,6 +49,12 @@ fi
 decks=(inputs/quickstart.toml benchmarks/decks/compute_bound.toml)
 caller_bind=${OMP_PROC_BIND:-} caller_places=${OMP_PLACES:-}
 say() { echo "portability: $*" >&2; }
+# Nanoseconds per round trip of a cache line between two of a threaded rank's threads.
+round_trip_ns() {
+  "$1/benchmarks/kernels_benchmark" --benchmark_filter=BM_host_thread_round_trip --benchmark_min_time=0.1 \
+    --benchmark_format=json 2>/dev/null |
+    /usr/bin/python3 -c 'import json, sys; print(round(1e9 / json.load(sys.stdin)["benchmarks"][0]["items_per_second"]))'
+}
 
 for build in "${builds[@]}"; do
   for tool in src/app/kpipe benchmarks/kernels_benchmark; do
@@ -87,19 +93,26 @@ for build in "${builds[@]}"; do
       "$build/benchmarks/kernels_benchmark" --benchmark_filter='BM_gemm_(vendor|packed)/1024/|BM_deep_copy|BM_add' \
       --benchmark_out_format=json "${roof_args[@]}" >/dev/null 2>"$out/$name-roofline.log" ||
       { cat "$out/$name-roofline.log" >&2; exit 1; }
+    # A threaded rank pays a cache line's trip between its threads' cores in
+    # every fork-join; on a VM that moves with the vCPUs, so it is measured
+    # before and after the decks (docs/performance-log.md, "Where the vCPUs are").
+    trips=()
+    [[ $threads -gt 1 ]] && trips+=("$(round_trip_ns "$build")")
     for deck in "${decks[@]}"; do
       deck_name=$(basename "$deck" .toml)
       mpirun -n "$ranks" "${bind[@]}" "$build/src/app/kpipe" run "$deck" "pipeline.stages=$ranks" \
         "train.steps=$steps" --json "$out/$name-$deck_name.json" >"$out/$name-$deck_name.log" 2>&1 ||
         say "$name: $deck_name failed (counts as unsupported; $out/$name-$deck_name.log)"
     done
-    /usr/bin/python3 - "$out/$name.json" "$build" "$banner" "$kokkos" "$ranks" "$threads" <<'EOF'
+    [[ $threads -gt 1 ]] && trips+=("$(round_trip_ns "$build")")
+    /usr/bin/python3 - "$out/$name.json" "$build" "$banner" "$kokkos" "$ranks" "$threads" "${trips[@]}" <<'EOF'
 import json, os, sys
-path, build, banner, kokkos, ranks, threads = sys.argv[1:]
+path, build, banner, kokkos, ranks, threads, *trips = sys.argv[1:]
 env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
                                       "OMP_WAIT_POLICY")}
 json.dump({"build": build, "banner": banner, "kokkos": kokkos, "ranks": int(ranks), "threads": int(threads),
-           "environment": env, "load_average_after": os.getloadavg()}, open(path, "w"), indent=2)
+           "environment": env, "load_average_after": os.getloadavg(),
+           "thread_round_trip_ns": [float(t) for t in trips]}, open(path, "w"), indent=2)
 EOF
   done
 done
