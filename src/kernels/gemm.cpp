@@ -120,6 +120,9 @@ using Host = Kokkos::DefaultHostExecutionSpace;
 // Columns of C below which a slice is not worth a thread of its own.
 constexpr int min_columns_per_thread = 64;
 
+// How many of the rank's host threads a product of n output columns is worth.
+int column_parts(int n) { return std::clamp(n / min_columns_per_thread, 1, detail::host_threads()); }
+
 // One host GEMM. In a threaded host build (OpenMP) a product splits its
 // output columns over Kokkos' threads, each a single-threaded library call on
 // its slice: the GEMMs run in the rank's one threading runtime, no library
@@ -137,7 +140,7 @@ constexpr int min_columns_per_thread = 64;
 template <class Scalar, class Then = void (*)(int, int)>
 void host_gemm(
     const detail::GemmOperands<Scalar>& op, const Then& then = [](int, int) {}) {
-  const int parts = std::clamp(op.n / min_columns_per_thread, 1, detail::host_threads());
+  const int parts = column_parts(op.n);
   if (parts == 1 || tensor::compat::in_host_parallel_region()) {
     library_gemm(op);
     then(0, op.n);
@@ -397,7 +400,8 @@ int widen_operand(const In* x, int ld, int rows, int cols, Trans trans, std::vec
 }
 
 // The host's mixed products: one oneDNN matmul of the type over the batch
-// where oneDNN has a kernel for this CPU, else block by block in ascending
+// where oneDNN has a kernel for this CPU (on the rank's threads, where they
+// are oneDNN's), else block by block in ascending
 // order the operands widened to float32 for the vendor GEMM (the same
 // products; only the library's sum order differs), in buffers kept between
 // calls.
@@ -405,7 +409,9 @@ template <class In>
 void host_gemm_batched_mixed(const detail::BatchedGemmOperands<float, In>& op) {
 #if defined(KPIPE_HAVE_DNNL)
   if (!detail::onednn_kernel<In>().empty()) {
-    detail::onednn_gemm_batched(op);
+    // Whole, on the rank's threads where they are oneDNN's too (as host_gemm's float32 products).
+    const bool threaded = detail::onednn_shares_host_threads() && !tensor::compat::in_host_parallel_region();
+    detail::onednn_gemm_batched(op, threaded ? column_parts(op.first.n) : 1);
     return;
   }
 #endif
