@@ -20,6 +20,18 @@ namespace kpipe::kernels {
 
 int detail::host_threads() { return tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace()); }
 
+// Columns of C below which a slice is not worth a thread of its own.
+constexpr int min_columns_per_thread = 64;
+
+int detail::column_parts(int n) { return std::clamp(n / min_columns_per_thread, 1, host_threads()); }
+
+int detail::onednn_threads(int n) {
+#if defined(KPIPE_HAVE_DNNL)
+  if (onednn_shares_host_threads() && !tensor::compat::in_host_parallel_region()) return column_parts(n);
+#endif
+  return 1;
+}
+
 namespace {
 
 enum class Vendor { none, cblas, cublas };
@@ -117,12 +129,6 @@ void library_gemm(const detail::GemmOperands<Scalar>& op) {
 
 using Host = Kokkos::DefaultHostExecutionSpace;
 
-// Columns of C below which a slice is not worth a thread of its own.
-constexpr int min_columns_per_thread = 64;
-
-// How many of the rank's host threads a product of n output columns is worth.
-int column_parts(int n) { return std::clamp(n / min_columns_per_thread, 1, detail::host_threads()); }
-
 // One host GEMM. In a threaded host build (OpenMP) a product splits its
 // output columns over Kokkos' threads, each a single-threaded library call on
 // its slice: the GEMMs run in the rank's one threading runtime, no library
@@ -140,7 +146,7 @@ int column_parts(int n) { return std::clamp(n / min_columns_per_thread, 1, detai
 template <class Scalar, class Then = void (*)(int, int)>
 void host_gemm(
     const detail::GemmOperands<Scalar>& op, const Then& then = [](int, int) {}) {
-  const int parts = column_parts(op.n);
+  const int parts = detail::column_parts(op.n);
   if (parts == 1 || tensor::compat::in_host_parallel_region()) {
     library_gemm(op);
     then(0, op.n);
@@ -409,9 +415,7 @@ template <class In>
 void host_gemm_batched_mixed(const detail::BatchedGemmOperands<float, In>& op) {
 #if defined(KPIPE_HAVE_DNNL)
   if (!detail::onednn_kernel<In>().empty()) {
-    // Whole, on the rank's threads where they are oneDNN's too (as host_gemm's float32 products).
-    const bool threaded = detail::onednn_shares_host_threads() && !tensor::compat::in_host_parallel_region();
-    detail::onednn_gemm_batched(op, threaded ? column_parts(op.first.n) : 1);
+    detail::onednn_gemm_batched(op, detail::onednn_threads(op.first.n));
     return;
   }
 #endif

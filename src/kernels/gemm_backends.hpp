@@ -133,6 +133,13 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& op, int threads =
 // runtime, so a product can run on the rank's threads from outside Kokkos'
 // parallel regions with no second pool beside them.
 bool onednn_shares_host_threads();
+// How many of the rank's host threads a product of n output columns is
+// worth: one per 64 columns, at most all of them (gemm.cpp).
+int column_parts(int n);
+// The threads a whole oneDNN product of n output columns runs on here:
+// column_parts(n) where onednn_shares_host_threads() and the caller is not
+// in a parallel region, else one.
+int onednn_threads(int n);
 // Those oneDNN's JIT kernels use on this CPU.
 VectorIsa onednn_vector_isa();
 // The kernel oneDNN picks for a matmul of In operands with float32 sums on

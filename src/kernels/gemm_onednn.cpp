@@ -118,7 +118,7 @@ class OnednnPacked final : public PackedBackend<float> {
     return true;
   }
 
-  void gemm(const GemmOperands<float>& op) override { onednn_gemm(op); }
+  void gemm(const GemmOperands<float>& op) override { onednn_gemm(op, onednn_threads(op.n)); }
 
  private:
   struct Packed {
@@ -127,21 +127,26 @@ class OnednnPacked final : public PackedBackend<float> {
     memory copy;
     long version = 0;
   };
-  // Operand type, W or Wᵀ, with or without bias, m, n, k and the leading dimensions of X, W and Y.
-  using Shape = std::tuple<memory::data_type, Trans, bool, int, int, int, int, int, int>;
+  // Operand type, W or Wᵀ, with or without bias, m, n, k, the leading
+  // dimensions of X, W and Y, and the threads it runs on.
+  using Shape = std::tuple<memory::data_type, Trans, bool, int, int, int, int, int, int, int>;
 
   // op.c = op.a op(W) (+ bias), W from its packed copy in the operands' type.
   template <class In>
   void multiply(const GemmOperands<float, In>& op, const float* bias) {
     try {
-      BoundMatmul& product = product_for(op, bias != nullptr);
+      const int threads = onednn_threads(op.n);
+      BoundMatmul& product = product_for(op, bias != nullptr, threads);
       product.args[DNNL_ARG_WEIGHTS] = packed(product.pd.weights_desc(), op);
       // oneDNN wraps the caller's buffers; it never writes an input.
       product.src.set_data_handle(const_cast<In*>(op.a));
       product.dst.set_data_handle(op.c);
       if (bias) product.bias.set_data_handle(const_cast<float*>(bias));
-      product.primitive.execute(stream(), product.args);
-      stream().wait();
+      dnnl::stream& own = stream();
+      on_threads(threads);
+      product.primitive.execute(own, product.args);
+      own.wait();
+      on_one_thread();
     } catch (const dnnl::error& e) {
       throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
                                       e.what(), static_cast<int>(e.status)));
@@ -149,15 +154,17 @@ class OnednnPacked final : public PackedBackend<float> {
   }
 
   template <class In>
-  BoundMatmul& product_for(const GemmOperands<float, In>& op, bool with_bias) {
-    const Shape shape{data_type<In>(), op.trans_b, with_bias, op.m, op.n, op.k, op.lda, op.ldb, op.ldc};
+  BoundMatmul& product_for(const GemmOperands<float, In>& op, bool with_bias, int threads) {
+    const Shape shape{data_type<In>(), op.trans_b, with_bias, op.m, op.n, op.k, op.lda, op.ldb, op.ldc, threads};
     auto found = products_.find(shape);
     if (found == products_.end()) {
       const memory::desc any({op.k, op.n}, data_type<In>(), memory::format_tag::any);
       const memory::desc src = row_major(op.m, op.k, op.lda, data_type<In>()), dst = row_major(op.m, op.n, op.ldc);
       const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
       const auto desc = with_bias ? dnnl::matmul::desc(src, any, bias, dst) : dnnl::matmul::desc(src, any, dst);
-      found = products_.emplace(shape, BoundMatmul(dnnl::matmul::primitive_desc(desc, engine()), with_bias)).first;
+      const dnnl::engine& cpu = engine();
+      on_threads(threads);
+      found = products_.emplace(shape, BoundMatmul(dnnl::matmul::primitive_desc(desc, cpu), with_bias)).first;
     }
     return found->second;
   }
