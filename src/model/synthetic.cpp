@@ -31,22 +31,36 @@ void dense(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar
       });
 }
 
-// labels(i) = argmax_c x_i . centre_c - |centre_c|^2 / 2.
+// Classes whose logits nearest_centre sums side by side.
+constexpr int class_block = 16;
+
+// labels(i) = argmax_c x_i . centre_c - |centre_c|^2 / 2, the first c on a
+// tie; centres_by_feature(k, c) = centre_c(k), columns padded to whole blocks.
+// Each logit is summed in ascending k as on its own (the same bits), but a
+// block of classes at once: independent sums the CPU overlaps and the
+// compiler vectorises over the block, where one class at a time was a chain
+// of dependent adds (0.3 ms for a 32-row microbatch of 16 classes of 512
+// features, 5.5% of a compute_bound-bf16 step).
 template <class Scalar>
 void nearest_centre(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
-                    const tensor::ConstMatrix<Scalar>& centres, const tensor::Labels& labels) {
-  const int classes = static_cast<int>(centres.extent(0));
-  const int dim = static_cast<int>(centres.extent(1));
+                    const tensor::ConstMatrix<Scalar>& centres_by_feature, int classes, const tensor::Labels& labels) {
+  const int dim = static_cast<int>(centres_by_feature.extent(0));
   Kokkos::parallel_for(
       "kpipe::model::teacher_argmax", Range(space, 0, X.extent(0)), KOKKOS_LAMBDA(std::int64_t i) {
         int best = 0;
         Scalar best_logit = 0;
-        for (int c = 0; c < classes; ++c) {
-          Scalar logit = 0;
-          for (int k = 0; k < dim; ++k) logit += centres(c, k) * (X(i, k) - Scalar(0.5) * centres(c, k));
-          if (c == 0 || logit > best_logit) {
-            best = c;
-            best_logit = logit;
+        for (int first = 0; first < classes; first += class_block) {
+          Scalar logits[class_block] = {};
+          for (int k = 0; k < dim; ++k) {
+            const Scalar x = X(i, k);
+            const Scalar* const centre = &centres_by_feature(k, first);
+            for (int j = 0; j < class_block; ++j) logits[j] += centre[j] * (x - Scalar(0.5) * centre[j]);
+          }
+          for (int j = 0; j < class_block && first + j < classes; ++j) {
+            if (first + j == 0 || logits[j] > best_logit) {
+              best = first + j;
+              best_logit = logits[j];
+            }
           }
         }
         labels(i) = best;
@@ -62,6 +76,15 @@ SyntheticData<Scalar>::SyntheticData(const DataSpec& spec, tensor::ExecContext& 
   if (spec.task == Task::classification) {
     centres_ = tensor::uninitialized_matrix<Scalar>("kpipe::model::teacher_centres", spec.output_dim, spec.input_dim);
     kernels::fill_normal(space, key(centres), 0, 0.0, 1.0, centres_);
+    const int padded = (spec.output_dim + class_block - 1) / class_block * class_block;
+    centres_by_feature_ =
+        tensor::zero_matrix<Scalar>("kpipe::model::teacher_centres_by_feature", spec.input_dim, padded);
+    const auto centres = centres_;
+    const auto by_feature = centres_by_feature_;
+    Kokkos::parallel_for(
+        "kpipe::model::teacher_transpose", Range(space, 0, centres.extent(0)), KOKKOS_LAMBDA(std::int64_t c) {
+          for (std::size_t k = 0; k < centres.extent(1); ++k) by_feature(k, c) = centres(c, k);
+        });
     return;
   }
   // Unit-variance pre-activations and outputs for unit-variance inputs.
@@ -92,7 +115,7 @@ void SyntheticData<Scalar>::fill_targets(std::int64_t step, std::int64_t first, 
   fill_inputs(step, first, X);
   const auto& space = exec_.space();
   if (classification) {
-    nearest_centre<Scalar>(space, X, centres_, targets.labels);
+    nearest_centre<Scalar>(space, X, centres_by_feature_, spec_.output_dim, targets.labels);
     return;
   }
   tensor::require_shape("regression targets", targets.values, rows, spec_.output_dim);

@@ -46,7 +46,10 @@ class SyntheticData final : public DataSource<Scalar> {
  private:
   DataSpec spec_;
   tensor::ExecContext& exec_;
-  tensor::Matrix<Scalar> centres_;         // classification: output_dim x input_dim
+  tensor::Matrix<Scalar> centres_;  // classification: output_dim x input_dim
+  // classification: centres_ transposed, input_dim x output_dim rounded up to
+  // a whole number of nearest_centre's class blocks, the padding zero.
+  tensor::Matrix<Scalar> centres_by_feature_;
   tensor::Matrix<Scalar> hidden_weights_;  // regression: input_dim x teacher_width
   tensor::Matrix<Scalar> output_weights_;  // regression: teacher_width x output_dim
 };
