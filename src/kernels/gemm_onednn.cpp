@@ -60,6 +60,13 @@ const dnnl::engine& engine() {
   return shared;
 }
 
+// The engine, for a primitive made now to run on `threads` threads.
+const dnnl::engine& engine_on(int threads) {
+  const dnnl::engine& cpu = engine();
+  on_threads(threads);
+  return cpu;
+}
+
 // A stream per thread: Kokkos' threads may run column slices of one product
 // at once (gemm.cpp), and a stream is not to be shared between threads.
 dnnl::stream& stream() {
@@ -102,6 +109,15 @@ struct BoundMatmul {
       args.emplace(DNNL_ARG_BIAS, bias);
     }
   }
+  // Runs the primitive on `threads` threads, the count it was made for, and
+  // leaves the calling thread at one.
+  void run(int threads) {
+    dnnl::stream& own = stream();
+    on_threads(threads);
+    primitive.execute(own, args);
+    own.wait();
+    on_one_thread();
+  }
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
   memory src, weights, dst, bias;
@@ -142,11 +158,7 @@ class OnednnPacked final : public PackedBackend<float> {
       product.src.set_data_handle(const_cast<In*>(op.a));
       product.dst.set_data_handle(op.c);
       if (bias) product.bias.set_data_handle(const_cast<float*>(bias));
-      dnnl::stream& own = stream();
-      on_threads(threads);
-      product.primitive.execute(own, product.args);
-      own.wait();
-      on_one_thread();
+      product.run(threads);
     } catch (const dnnl::error& e) {
       throw runtime_error(fmt::format("oneDNN matmul of {}x{} by {}x{} failed: {} (status {})", op.m, op.k, op.k, op.n,
                                       e.what(), static_cast<int>(e.status)));
@@ -162,9 +174,8 @@ class OnednnPacked final : public PackedBackend<float> {
       const memory::desc src = row_major(op.m, op.k, op.lda, data_type<In>()), dst = row_major(op.m, op.n, op.ldc);
       const memory::desc bias({1, op.n}, memory::data_type::f32, memory::format_tag::ab);
       const auto desc = with_bias ? dnnl::matmul::desc(src, any, bias, dst) : dnnl::matmul::desc(src, any, dst);
-      const dnnl::engine& cpu = engine();
-      on_threads(threads);
-      found = products_.emplace(shape, BoundMatmul(dnnl::matmul::primitive_desc(desc, cpu), with_bias)).first;
+      found = products_.emplace(shape, BoundMatmul(dnnl::matmul::primitive_desc(desc, engine_on(threads)), with_bias))
+                  .first;
     }
     return found->second;
   }
@@ -257,18 +268,14 @@ dnnl::matmul::primitive_desc plain_matmul(const BatchedGemmOperands<float, In>& 
     const dnnl::matmul::desc desc(operand(op.m, op.k, op.lda, op.trans_a, data_type<In>()),
                                   operand(op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
                                   row_major(op.m, op.n, op.ldc));
-    const dnnl::engine& cpu = engine();
-    on_threads(threads);
-    return dnnl::matmul::primitive_desc(desc, attr, cpu);
+    return dnnl::matmul::primitive_desc(desc, attr, engine_on(threads));
   }
   const int n = batched.batch;
   const dnnl::matmul::desc desc(
       batched_operand(n, batched.stride_a, op.m, op.k, op.lda, op.trans_a, data_type<In>()),
       batched_operand(n, batched.stride_b, op.k, op.n, op.ldb, op.trans_b, data_type<In>()),
       batched_operand(n, batched.stride_c, op.m, op.n, op.ldc, Trans::no, memory::data_type::f32));
-  const dnnl::engine& cpu = engine();
-  on_threads(threads);
-  return dnnl::matmul::primitive_desc(desc, attr, cpu);
+  return dnnl::matmul::primitive_desc(desc, attr, engine_on(threads));
 }
 
 template <class In>
@@ -312,11 +319,7 @@ void onednn_gemm_batched(const BatchedGemmOperands<float, In>& batched, int thre
     matmul.src.set_data_handle(const_cast<In*>(op.a));
     matmul.weights.set_data_handle(const_cast<In*>(op.b));
     matmul.dst.set_data_handle(op.c);
-    dnnl::stream& own = stream();
-    on_threads(threads);
-    matmul.primitive.execute(own, matmul.args);
-    own.wait();
-    on_one_thread();
+    matmul.run(threads);
   } catch (const dnnl::error& e) {
     throw runtime_error(fmt::format("oneDNN matmul of {} x {}x{} by {}x{} failed: {} (status {})", batched.batch, op.m,
                                     op.k, op.k, op.n, e.what(), static_cast<int>(e.status)));

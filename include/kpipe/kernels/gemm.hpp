@@ -3,7 +3,8 @@
 // BLAS that serves the matrices' memory space (CBLAS on the host, cuBLAS in
 // CudaSpace; on the host float32 goes to oneDNN's matmul instead where
 // OpenBLAS' kernel for the CPU has narrower vectors than oneDNN's, or both
-// have AVX-512 and the rank one thread, as vendor_gemm_library() says); the
+// have AVX-512 and oneDNN gets whole products, as vendor_gemm_library()
+// says); the
 // portable path is a Kokkos TeamPolicy
 // kernel that tiles through scratch memory and runs on every backend. The
 // deck chooses with compute.gemm; where no vendor BLAS exists the portable
