@@ -2,7 +2,7 @@
 
 #include <type_traits>
 
-#include "kpipe/tensor/compat.hpp"
+#include "kpipe/kernels/fast_math.hpp"
 #include "rows.hpp"
 
 namespace kpipe::kernels {
@@ -14,10 +14,24 @@ namespace {
 template <class Real>
 KOKKOS_INLINE_FUNCTION Real uniform_open(std::uint64_t key, std::uint64_t counter) {
   if constexpr (std::is_same_v<Real, float>) {
-    return static_cast<float>((random_bits(key, counter) >> 40) + 1) * 0x1.0p-24f;
+    // Through int32 (the value is at most 2^24): vector ISAs before AVX-512 convert no 64-bit integers.
+    return static_cast<float>(static_cast<std::int32_t>(random_bits(key, counter) >> 40) + 1) * 0x1.0p-24f;
   } else {
     return static_cast<double>((random_bits(key, counter) >> 11) + 1) * 0x1.0p-53;
   }
+}
+
+// Values 2q and 2q + 1 of stream `key` (shifted and scaled): r cos and
+// r sin of Box-Muller pair q.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION void normal_pair(std::uint64_t key, std::int64_t pair, Scalar shift, Scalar scale, Scalar& first,
+                                        Scalar& second) {
+  const auto q = static_cast<std::uint64_t>(pair);
+  const Scalar radius = fast_math::sqrt(Scalar(-2) * fast_math::log(uniform_open<Scalar>(key, 2 * q)));
+  Scalar sine, cosine;
+  fast_math::sincos_turns(uniform_open<Scalar>(key, 2 * q + 1), sine, cosine);
+  first = shift + scale * (radius * cosine);
+  second = shift + scale * (radius * sine);
 }
 
 }  // namespace
@@ -40,24 +54,31 @@ void fill_uniform(const tensor::ExecutionSpace& space, std::uint64_t key, double
 template <class Scalar>
 void fill_normal(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean,
                  double stddev, const tensor::Matrix<Scalar>& out) {
-  namespace math = tensor::compat::math;
   const int cols = static_cast<int>(out.extent(1));
   const auto shift = static_cast<Scalar>(mean), scale = static_cast<Scalar>(stddev);
-  // Row by row, so no element divides its index by the row length. A row
-  // that starts (or ends) inside a pair computes the pair for its one value.
+  // Row by row, so no element divides its index by the row length. The pairs
+  // wholly inside a row store both values unconditionally (a loop that
+  // vectorizes); a row that starts or ends inside a pair takes its one value.
   detail::for_each_row(
       space, "kpipe::kernels::fill_normal", static_cast<int>(out.extent(0)),
       KOKKOS_LAMBDA(const detail::Row& row, int i) {
         const std::int64_t start = (first_row + i) * cols;  // stream number of out(i, 0)
-        const std::int64_t first_pair = start / 2;
-        const int pairs = static_cast<int>((start + cols + 1) / 2 - first_pair);
+        const int head = static_cast<int>(start & 1);       // out(i, 0) is the second value of a pair
+        const int pairs = (cols - head) / 2;
+        const std::int64_t first_pair = (start + head) / 2;
         detail::row_for(row, pairs, [&](int p) {
-          const auto pair = static_cast<std::uint64_t>(first_pair + p);
-          const Scalar radius = math::sqrt(Scalar(-2) * math::log(uniform_open<Scalar>(key, 2 * pair)));
-          const Scalar angle = Scalar(6.283185307179586) * uniform_open<Scalar>(key, 2 * pair + 1);
-          const int j = static_cast<int>(2 * (first_pair + p) - start);  // column of value 2 * pair
-          if (j >= 0) out(i, j) = shift + scale * (radius * math::cos(angle));
-          if (j + 1 < cols) out(i, j + 1) = shift + scale * (radius * math::sin(angle));
+          normal_pair(key, first_pair + p, shift, scale, out(i, head + 2 * p), out(i, head + 2 * p + 1));
+        });
+        detail::row_single(row, [&] {
+          Scalar first, second;
+          if (head) {
+            normal_pair(key, start / 2, shift, scale, first, second);
+            out(i, 0) = second;
+          }
+          if (head + 2 * pairs < cols) {
+            normal_pair(key, first_pair + pairs, shift, scale, first, second);
+            out(i, cols - 1) = first;
+          }
         });
       });
 }

@@ -2,9 +2,9 @@
 // Math for the elementwise kernels. The float overloads are short branch-free
 // approximations that the compiler vectorizes: glibc's scalar erff, tanhf,
 // expf and (without -fno-math-errno) sqrtf made GELU, tanh and AdamW
-// compute-bound on a host core. The double overloads forward to the accurate
-// library functions, which the double finite-difference checks need.
-// Errors against double references: tests/unit/kernels/test_fast_math.cpp.
+// compute-bound on a host core, and logf, sinf and cosf the normal samples. The double overloads forward to the
+// accurate library functions, which the double finite-difference checks need. Errors against double references:
+// tests/unit/kernels/test_fast_math.cpp.
 
 #include <cstdint>
 #include <cstring>
@@ -153,10 +153,56 @@ KOKKOS_INLINE_FUNCTION float sqrt(float v) {
   return s + 0.5f * s * (1.0f - s * y);
 }
 
+// Natural logarithm of a normal positive float: x = 2^e m with m in
+// [sqrt(1/2), sqrt(2)) from the bits, then Cephes' logf polynomial in m - 1
+// and ln 2 split in two (its leading part exact in e times it).
+KOKKOS_INLINE_FUNCTION float log(float x) {
+  const std::int32_t offset = detail::to_bits(x) - 0x3f3504f3;  // bits of sqrt(1/2)
+  const std::int32_t e = offset >> 23;                          // floor(log2(x / sqrt(1/2)))
+  const float f = detail::from_bits(detail::to_bits(x) - e * (1 << 23)) - 1.0f;
+  const float z = f * f;
+  float p = 7.0376836292e-2f;
+  p = p * f - 1.1514610310e-1f;
+  p = p * f + 1.1676998740e-1f;
+  p = p * f - 1.2420140846e-1f;
+  p = p * f + 1.4249322787e-1f;
+  p = p * f - 1.6668057665e-1f;
+  p = p * f + 2.0000714765e-1f;
+  p = p * f - 2.4999993993e-1f;
+  p = p * f + 3.3333331174e-1f;
+  const float n = static_cast<float>(e);
+  const float tail = f * z * p - 2.12194440e-4f * n - 0.5f * z;
+  return f + tail + 0.693359375f * n;
+}
+
+// sin and cos of 2 pi t, for |t| < 2^20: t = q/4 + r with |r| <= 1/8 exactly
+// (no rounding in the reduction, the argument being in turns), Cephes'
+// sinf and cosf polynomials at x = 2 pi r, and the quadrant q's rotation.
+KOKKOS_INLINE_FUNCTION void sincos_turns(float t, float& sine, float& cosine) {
+  const float k = 4.0f * t + detail::round_shifter;
+  const float r = t - 0.25f * (k - detail::round_shifter);
+  const std::int32_t quadrant = (detail::to_bits(k) - detail::to_bits(detail::round_shifter)) & 3;
+  const float x = 6.283185307179586f * r;
+  const float z = x * x;
+  const float s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
+  const float c =
+      ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
+  const float sin_r = quadrant & 1 ? c : s;  // sin(x + q pi/2), cos(x + q pi/2)
+  const float cos_r = quadrant & 1 ? s : c;
+  sine = quadrant & 2 ? -sin_r : sin_r;
+  cosine = (quadrant + 1) & 2 ? -cos_r : cos_r;
+}
+
 KOKKOS_INLINE_FUNCTION double erf(double x) { return tensor::compat::math::erf(x); }
 KOKKOS_INLINE_FUNCTION double tanh(double x) { return tensor::compat::math::tanh(x); }
 KOKKOS_INLINE_FUNCTION double exp(double x) { return tensor::compat::math::exp(x); }
 KOKKOS_INLINE_FUNCTION double sqrt(double x) { return tensor::compat::math::sqrt(x); }
+KOKKOS_INLINE_FUNCTION double log(double x) { return tensor::compat::math::log(x); }
+KOKKOS_INLINE_FUNCTION void sincos_turns(double t, double& sine, double& cosine) {
+  const double angle = 6.283185307179586 * t;
+  sine = tensor::compat::math::sin(angle);
+  cosine = tensor::compat::math::cos(angle);
+}
 KOKKOS_INLINE_FUNCTION double sech_squared(double x) {
   const double e = tensor::compat::math::exp(-2.0 * (x < 0 ? -x : x));
   return 4.0 * e / ((1.0 + e) * (1.0 + e));
