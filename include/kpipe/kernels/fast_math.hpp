@@ -2,8 +2,9 @@
 // Math for the elementwise kernels. The float overloads are short branch-free
 // approximations that the compiler vectorizes: glibc's scalar erff, tanhf,
 // expf and (without -fno-math-errno) sqrtf made GELU, tanh and AdamW
-// compute-bound on a host core, and logf, sinf and cosf the normal samples. The double overloads forward to the
-// accurate library functions, which the double finite-difference checks need. Errors against double references:
+// compute-bound on a host core, and logf, sinf and cosf the normal samples.
+// The double overloads forward to the accurate library functions, which the
+// double finite-difference checks need. Errors against double references:
 // tests/unit/kernels/test_fast_math.cpp.
 
 #include <cstdint>
