@@ -145,9 +145,12 @@ KOKKOS_INLINE_FUNCTION float normal_pdf(float x) {
 // NaN and inf. Every intermediate stays a normal float for normal v: v·y is
 // about sqrt(v), and the root's residual v - s² is v·(1 - s·y), so nothing is
 // lost where kpipe flushes subnormals to zero (tensor/float_environment.hpp;
-// 0.5·v and s² are subnormal near the smallest normals). Subnormal v read as 0.
+// 0.5·v and s² are subnormal near the smallest normals). Subnormal v read as 0,
+// and -0 gives -0, as IEEE's sqrt: its bits shift as unsigned (as signed they
+// would overflow the subtraction; Box-Muller's -2 log(1) is -0).
 KOKKOS_INLINE_FUNCTION float sqrt(float v) {
-  float y = detail::from_bits(0x5f3759df - (detail::to_bits(v) >> 1));
+  const auto half_bits = static_cast<std::int32_t>(static_cast<std::uint32_t>(detail::to_bits(v)) >> 1);
+  float y = detail::from_bits(0x5f3759df - half_bits);
   y = y * (1.5f - 0.5f * (v * y) * y);
   y = y * (1.5f - 0.5f * (v * y) * y);
   const float s = v * y;

@@ -135,6 +135,9 @@ TEST_CASE("float erf, tanh and exp saturate and pass NaN through", "[kernels][fa
   CHECK(fast_math::sech_squared(-inf) == 0.0f);
   CHECK(fast_math::sech_squared(0.0f) == 1.0f);
   CHECK(fast_math::sqrt(0.0f) == 0.0f);
+  // -0 (Box-Muller's -2 log(1)) is -0, without the signed overflow its bits would give.
+  CHECK(fast_math::sqrt(-0.0f) == 0.0f);
+  CHECK(std::signbit(fast_math::sqrt(-0.0f)));
   CHECK(std::isnan(fast_math::erf(std::nanf(""))));
   CHECK(std::isnan(fast_math::tanh(std::nanf(""))));
   CHECK(std::isnan(fast_math::exp(std::nanf(""))));
