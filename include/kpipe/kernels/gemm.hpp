@@ -4,11 +4,9 @@
 // CudaSpace; on the host float32 goes to oneDNN's matmul instead where
 // OpenBLAS' kernel for the CPU has narrower vectors than oneDNN's, or both
 // have AVX-512 and oneDNN gets whole products, as vendor_gemm_library()
-// says); the
-// portable path is a Kokkos TeamPolicy
-// kernel that tiles through scratch memory and runs on every backend. The
-// deck chooses with compute.gemm; where no vendor BLAS exists the portable
-// kernel serves both.
+// says); the portable path is a Kokkos TeamPolicy kernel that tiles through
+// scratch memory and runs on every backend. The deck chooses with
+// compute.gemm; where no vendor BLAS exists the portable kernel serves both.
 // The packed path (packed_gemm.hpp) is a property of a weight, not of a call:
 // gemm() runs GemmPath::packed as the vendor path.
 
