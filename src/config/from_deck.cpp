@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "kpipe/core/error.hpp"
@@ -196,6 +197,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.activation_path = deck.string("pipeline.activation_path");
   pipeline.schedule_file = deck.string("pipeline.schedule_file");
   pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
+  pipeline.extra_warmup = static_cast<int>(deck.integer("pipeline.extra_warmup"));
   pipeline.overlap_grad_reduce = deck.boolean("pipeline.overlap_grad_reduce");
   return pipeline;
 }
@@ -420,6 +422,23 @@ void check_tokenizer(const Deck& deck, const RunConfig& config) {
   }
 }
 
+// pipeline.extra_warmup deepens the warm-up of the generated schedules that
+// take it. Under any other (a deck's schedule overridden on the command line,
+// a schedule file) it does nothing: the run goes on without it, and says why.
+std::optional<std::string> unused_extra_warmup(const Deck& deck, const RunConfig& config) {
+  const PipelineConfig& shape = config.pipeline;
+  if (shape.extra_warmup == 0) return std::nullopt;
+  if (!shape.schedule_file.empty()) {
+    return fmt::format("{} does nothing: {} runs as written", deck.describe("pipeline.extra_warmup"),
+                       deck.describe("pipeline.schedule_file"));
+  }
+  if (!shape.schedule_entry->takes_extra_warmup) {
+    return fmt::format("{} does nothing under {}: only 1f1b's warm-up takes it", deck.describe("pipeline.extra_warmup"),
+                       deck.describe("pipeline.schedule"));
+  }
+  return std::nullopt;
+}
+
 // Every rule that involves more than one key.
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_transformer(deck, config);
@@ -486,10 +505,13 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.checkpoint.restart = deck.string("checkpoint.restart");
   check_cross_keys(deck, config);
 
+  std::optional<std::string> unused_warmup = unused_extra_warmup(deck, config);
+  if (unused_warmup) config.pipeline.extra_warmup = 0;
   if (warnings) {
     if (auto advice = schedule::shape_advice(*config.pipeline.schedule_entry, shape_check(deck, config))) {
       warnings->push_back(std::move(*advice));
     }
+    if (unused_warmup) warnings->push_back(std::move(*unused_warmup));
   }
   return config;
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 
 #include "generators.hpp"
 
@@ -7,9 +8,13 @@ namespace kpipe::schedule::detail {
 namespace {
 
 // 1F1B: rank r runs min(p-r-1, m) warm-up forwards, so it never stashes more
-// than p-r microbatches, against GPipe's m.
+// than p-r microbatches, against GPipe's m. Each of spec.extra_warmup more
+// forwards on the ranks before the last stashes one more microbatch and lets
+// a rank's next forward wait ready while the gradient it needs is late, where
+// plain 1F1B's neighbours stall each other at every late message.
 void one_f_one_b(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
-  const int warmup = std::min(spec.p - rank - 1, spec.m);
+  const int extra = rank + 1 < spec.p ? spec.extra_warmup : 0;
+  const int warmup = static_cast<int>(std::min<std::int64_t>(std::int64_t{spec.p} - rank - 1 + extra, spec.m));
   append_one_f_one_b(
       out, spec.m, warmup, [](int k) { return compute_action(ActionKind::forward, k, 0); },
       [](int k) { return compute_action(ActionKind::backward, k, 0); });
@@ -26,11 +31,16 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 }  // namespace
 
 const ScheduleInfo& one_f_one_b_info() {
-  static const ScheduleInfo info{
-      name,  "one forward, one backward in turn (PipeDream-Flush); stashes at most p - r on rank r",
-      true,  per_rank<one_f_one_b>,
-      check, looped_placement,
-      bubble};
+  static const ScheduleInfo info{name,
+                                 "one forward, one backward in turn (PipeDream-Flush); stashes at most p - r on rank r "
+                                 "(plus pipeline.extra_warmup on all but the last)",
+                                 true,
+                                 per_rank<one_f_one_b>,
+                                 check,
+                                 looped_placement,
+                                 bubble,
+                                 nullptr,
+                                 true};
   return info;
 }
 

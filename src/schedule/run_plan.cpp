@@ -29,6 +29,7 @@ RunPlan run_plan(const config::RunConfig& config) {
   const config::PipelineConfig& shape = config.pipeline;
   RunPlan plan;
   plan.spec = {shape.schedule, shape.stages, shape.virtual_stages, shape.microbatches, shape.schedule_entry};
+  plan.spec.extra_warmup = shape.extra_warmup;
   plan.data_parallel = shape.data_parallel;
   plan.schedule_file = shape.schedule_file;
   plan.validate = shape.validate_schedule;

@@ -5,7 +5,8 @@
 // communication and step actions. The schedules (src/schedule, one file each):
 //
 //   gpipe        all forwards, then all full backwards in ascending microbatch order
-//   1f1b         warm-up min(p-r-1, m) forwards, then one forward and one backward
+//   1f1b         warm-up min(p-r-1, m) forwards (k more on all but the last rank
+//                with pipeline.extra_warmup = k), then one forward and one backward
 //                in turn, then the remaining backwards (PipeDream-Flush, Megatron)
 //   interleaved  Megatron's virtual pipeline with v >= 2 chunks per rank
 //   zb-h1        1F1B with the backward split into B and W; rank r defers its

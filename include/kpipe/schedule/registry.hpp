@@ -51,6 +51,8 @@ struct ScheduleInfo {
   std::optional<TheoreticalBubble> (*bubble)(int p, int v, int m, const StageCosts& costs);
   // Advice on a valid but poor shape (a warning, not an error), or nullopt; may be null.
   std::optional<std::string> (*advice)(const ShapeCheck& shape) = nullptr;
+  // Its generator reads ScheduleSpec::extra_warmup (pipeline.extra_warmup).
+  bool takes_extra_warmup = false;
 };
 
 // The registered schedule `name`; an input error with a did-you-mean suggestion otherwise.

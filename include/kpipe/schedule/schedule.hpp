@@ -34,6 +34,9 @@ struct ScheduleSpec {
   // and checks the shape itself.
   const ScheduleInfo* entry = nullptr;
   PlanningCosts costs{};
+  // Forwards beyond the warm-up on every rank but the last, for schedules
+  // whose ScheduleInfo::takes_extra_warmup (pipeline.extra_warmup).
+  int extra_warmup = 0;
 };
 
 struct Schedule {

@@ -86,6 +86,24 @@ TEST_CASE("GPipe with m < 4p warns but is valid", "[config]") {
   CHECK(warnings.empty());
 }
 
+TEST_CASE("pipeline.extra_warmup under a schedule that does not take it warns and is dropped", "[config]") {
+  std::vector<std::string> warnings;
+  CHECK(shape_of("pipeline.extra_warmup = 2\n", &warnings).pipeline.extra_warmup == 2);  // 1f1b takes it
+  CHECK(warnings.empty());
+  const auto zb = shape_of("pipeline.extra_warmup = 2\npipeline.schedule = \"zb-h1\"\n", &warnings);
+  CHECK(zb.pipeline.extra_warmup == 0);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "pipeline.extra_warmup = 2 (deck.toml:1) does nothing under pipeline.schedule = \"zb-h1\" (deck.toml:2): only "
+        "1f1b's warm-up takes it");
+  warnings.clear();
+  const auto file = shape_of("pipeline.extra_warmup = 1\npipeline.schedule_file = \"mine.txt\"\n", &warnings);
+  CHECK(file.pipeline.extra_warmup == 0);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("does nothing: pipeline.schedule_file = \"mine.txt\" (deck.toml:2) runs as written") !=
+        std::string::npos);
+}
+
 TEST_CASE("every deck value arrives typed in the run configuration", "[config]") {
   const auto c = shape_of(
       "model.kind = \"residual_mlp\"\nmodel.hidden = [8, 8]\nmodel.activation = \"tanh\"\nmodel.loss = \"mse\"\n"
