@@ -169,7 +169,8 @@ std::vector<int> encode(const std::vector<Prediction>& chosen) {
   for (const Prediction& p : chosen) {
     const auto& c = p.candidate;
     codes.push_back(static_cast<int>(std::find(names.begin(), names.end(), c.schedule) - names.begin()));
-    codes.insert(codes.end(), {c.v, c.b, static_cast<int>(c.recompute), static_cast<int>(c.partition.size())});
+    codes.insert(codes.end(),
+                 {c.v, c.b, static_cast<int>(c.recompute), c.extra_warmup, static_cast<int>(c.partition.size())});
     codes.insert(codes.end(), c.partition.begin(), c.partition.end());
   }
   return codes;
@@ -184,9 +185,10 @@ std::vector<runtime::TuneCandidate> decode(const std::vector<int>& codes) {
                              codes[at + 1],
                              codes[at + 2],
                              static_cast<config::Recompute>(codes[at + 3]),
-                             {}};
-    const int stages = codes[at + 4];
-    at += 5;
+                             {},
+                             codes[at + 4]};
+    const int stages = codes[at + 5];
+    at += 6;
     c.partition.assign(codes.begin() + static_cast<std::ptrdiff_t>(at),
                        codes.begin() + static_cast<std::ptrdiff_t>(at + stages));
     at += static_cast<std::size_t>(stages);
@@ -198,8 +200,11 @@ std::vector<runtime::TuneCandidate> decode(const std::vector<int>& codes) {
 std::string snippet(const runtime::TuneCandidate& c) {
   return fmt::format(
       "pipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\ntrain.microbatch_size = {}\n"
-      "pipeline.recompute = \"{}\"\npipeline.partition = [{}]\n",
-      c.schedule, c.v, c.b, config::name_of(c.recompute), fmt::join(c.partition, ", "));
+      "pipeline.recompute = \"{}\"\npipeline.partition = [{}]\n{}",
+      c.schedule, c.v, c.b, config::name_of(c.recompute), fmt::join(c.partition, ", "),
+      schedule::find_schedule(c.schedule).takes_extra_warmup
+          ? fmt::format("pipeline.extra_warmup = {}\n", c.extra_warmup)
+          : "");
 }
 
 nlohmann::json row_json(const Prediction& p) {
@@ -207,6 +212,7 @@ nlohmann::json row_json(const Prediction& p) {
                         {"v", p.candidate.v},
                         {"b", p.candidate.b},
                         {"recompute", std::string(config::name_of(p.candidate.recompute))},
+                        {"extra_warmup", p.candidate.extra_warmup},
                         {"partition", p.candidate.partition},
                         {"predicted_step_seconds", p.predicted.step_seconds},
                         {"predicted_bubble", p.predicted.bubble.idle_over_useful},

@@ -58,13 +58,17 @@ std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::R
 }
 
 std::vector<std::string> TuneCandidate::overrides() const {
-  return {fmt::format("pipeline.schedule={}", schedule), fmt::format("pipeline.virtual_stages={}", v),
-          fmt::format("train.microbatch_size={}", b), fmt::format("pipeline.recompute={}", config::name_of(recompute)),
+  return {fmt::format("pipeline.schedule={}", schedule),
+          fmt::format("pipeline.virtual_stages={}", v),
+          fmt::format("train.microbatch_size={}", b),
+          fmt::format("pipeline.recompute={}", config::name_of(recompute)),
+          fmt::format("pipeline.extra_warmup={}", extra_warmup),
           fmt::format("pipeline.partition=[{}]", fmt::join(partition, ", "))};
 }
 
 std::string TuneCandidate::describe() const {
-  return fmt::format("{} v={} b={} recompute={} [{}]", schedule, v, b, config::name_of(recompute),
+  return fmt::format("{}{} v={} b={} recompute={} [{}]", schedule,
+                     extra_warmup > 0 ? fmt::format("+{}", extra_warmup) : "", v, b, config::name_of(recompute),
                      fmt::join(partition, ","));
 }
 
@@ -176,7 +180,11 @@ std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config) {
         const schedule::ShapeCheck shape{pipeline.stages, v, per_replica / b, b, pipeline.data_parallel, {}};
         if (info.check(shape)) continue;
         for (const auto recompute : {config::Recompute::none, config::Recompute::full}) {
-          shapes.push_back({name, v, b, recompute, {}});
+          // One extra warm-up forward costs a stashed microbatch and, where
+          // actions jitter, buys back stalls: the calibrated draws judge it.
+          for (int extra = 0; extra <= (info.takes_extra_warmup ? 1 : 0); ++extra) {
+            shapes.push_back({name, v, b, recompute, {}, extra});
+          }
         }
       }
     }

@@ -41,10 +41,11 @@ struct TuneCandidate {
   int b = 1;
   config::Recompute recompute = config::Recompute::none;
   std::vector<int> partition;  // layers per model stage, balanced by the layer costs
+  int extra_warmup = 0;        // pipeline.extra_warmup, for schedules that take it
 
   // "pipeline.schedule=zb-v", ... : the overrides that make the deck this candidate.
   std::vector<std::string> overrides() const;
-  // "zb-v v=2 b=16 recompute=none [3, 2, 2, 3]"
+  // "zb-v v=2 b=16 recompute=none [3, 2, 2, 3]"; "1f1b+1 ..." with one extra warm-up forward
   std::string describe() const;
 };
 
