@@ -9,8 +9,8 @@ namespace {
 
 // 1F1B: rank r runs min(p-r-1, m) warm-up forwards, so it never stashes more
 // than p-r microbatches, against GPipe's m. Each of spec.extra_warmup more
-// forwards on the ranks before the last stashes one more microbatch and lets
-// a rank's next forward wait ready while the gradient it needs is late, where
+// forwards on the ranks before the last stashes one more microbatch and gives
+// the rank a forward to run while the gradient it waits for is late, where
 // plain 1F1B's neighbours stall each other at every late message.
 void one_f_one_b(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
   const int extra = rank + 1 < spec.p ? spec.extra_warmup : 0;
