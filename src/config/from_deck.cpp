@@ -1,6 +1,7 @@
 #include "kpipe/config/from_deck.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <numeric>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/signals.hpp"
@@ -433,8 +435,13 @@ std::optional<std::string> unused_extra_warmup(const Deck& deck, const RunConfig
                        deck.describe("pipeline.schedule_file"));
   }
   if (!shape.schedule_entry->takes_extra_warmup) {
-    return fmt::format("{} does nothing under {}: only 1f1b's warm-up takes it", deck.describe("pipeline.extra_warmup"),
-                       deck.describe("pipeline.schedule"));
+    std::vector<std::string> taking;
+    for (const std::string& name : schedule::schedule_names()) {
+      if (schedule::find_schedule(name).takes_extra_warmup) taking.push_back(name);
+    }
+    return fmt::format("{} does nothing under {}: the schedules that take it are {}",
+                       deck.describe("pipeline.extra_warmup"), deck.describe("pipeline.schedule"),
+                       fmt::join(taking, ", "));
   }
   return std::nullopt;
 }

@@ -206,10 +206,11 @@ std::vector<KeySpec> build_schema() {
            "end of the run; empty: $TMPDIR, else /tmp"),
       text("pipeline.schedule_file", d.pipeline.schedule_file,
            "Run a hand-written schedule in kpipe's text form instead of a generated one"),
-      integer("pipeline.extra_warmup", d.pipeline.extra_warmup, 0, limits::microbatches,
-              "1f1b: forwards each rank but the last runs before its first backward beyond 1F1B's p - r - 1, so "
-              "that a late gradient from the next rank finds work queued instead of stalling the rank; each "
-              "stashes one more microbatch on those ranks (docs/schedules.md, \"Warm-up slack\")"),
+      integer(
+          "pipeline.extra_warmup", d.pipeline.extra_warmup, 0, limits::microbatches,
+          "1f1b and zb-h1: forwards each rank but the last runs before its first backward beyond 1F1B's p - r - 1, so "
+          "that a late gradient from the next rank finds work queued instead of stalling the rank; each "
+          "stashes one more microbatch on those ranks (docs/schedules.md, \"Warm-up slack\")"),
       boolean("pipeline.validate_schedule", d.pipeline.validate_schedule,
               "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "
               "catches hangs)"),

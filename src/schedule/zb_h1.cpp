@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 
 #include "generators.hpp"
 
@@ -12,10 +13,12 @@ namespace {
 // the later ranks, which start the gradient chain, run their B's back to
 // back, and the pending W's fill the gaps where 1F1B idles. Stashes (F to B)
 // stay exactly 1F1B's; with F = B = W the bubble is a third of 1F1B's for m >= p.
+// spec.extra_warmup deepens the warm-up as in 1F1B (one_f_one_b.cpp).
 void zb_h1(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
   std::vector<Action> order;
   order.reserve(2 * static_cast<std::size_t>(spec.m));
-  const int warmup = std::min(spec.p - rank - 1, spec.m);
+  const int extra = rank + 1 < spec.p ? spec.extra_warmup : 0;
+  const int warmup = static_cast<int>(std::min<std::int64_t>(std::int64_t{spec.p} - rank - 1 + extra, spec.m));
   append_one_f_one_b(
       order, spec.m, warmup, [](int k) { return compute_action(ActionKind::forward, k, 0); },
       [](int k) { return compute_action(ActionKind::backward_input, k, 0); });
@@ -46,7 +49,8 @@ const ScheduleInfo& zb_h1_info() {
       "zb-h1", "1F1B with split backward, W's deferred into the bubbles (Qi et al. ZB-H1); 1F1B's memory",
       true,    per_rank<zb_h1>,
       check,   looped_placement,
-      bubble};
+      bubble,  nullptr,
+      true};
   return info;
 }
 

@@ -9,9 +9,10 @@
 //                with pipeline.extra_warmup = k), then one forward and one backward
 //                in turn, then the remaining backwards (PipeDream-Flush, Megatron)
 //   interleaved  Megatron's virtual pipeline with v >= 2 chunks per rank
-//   zb-h1        1F1B with the backward split into B and W; rank r defers its
-//                first r W's so that the B's everybody upstream waits for run
-//                first, and the W's fill the bubbles (Qi et al., ZB-H1)
+//   zb-h1        1F1B (its extra warm-up too) with the backward split into B and
+//                W; rank r defers its first r W's so that the B's everybody
+//                upstream waits for run first, and the W's fill the bubbles
+//                (Qi et al., ZB-H1)
 //   zb-h2        split backward with up to 2(p-r)-1 warm-up forwards, W's filling
 //                every gap: no gap from a rank's first F to its last W (ZB-H2)
 //   zb-v         split backward over two chunks per rank in a V (Qi et al., ZB-V)

@@ -70,14 +70,15 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
   for (const int p : {2, 4}) {
     for (const int d : {1, 2}) {
       if (p * d != size) continue;
-      // 1F1B also with pipeline.extra_warmup: forwards earlier on the ranks
-      // before the last, each stage's microbatches still in ascending order.
+      // 1F1B and ZB-H1 also with pipeline.extra_warmup: forwards earlier on the
+      // ranks before the last, each stage's microbatches still in ascending order.
       for (const auto& [schedule, keys] :
            std::vector<std::pair<std::string, std::string>>{{"gpipe", ""},
                                                             {"1f1b", ""},
                                                             {"1f1b", "pipeline.extra_warmup = 2\n"},
                                                             {"interleaved", ""},
                                                             {"zb-h1", ""},
+                                                            {"zb-h1", "pipeline.extra_warmup = 1\n"},
                                                             {"zb-h2", ""},
                                                             {"zb-v", ""},
                                                             {"dualpipe-v", ""}}) {

@@ -90,12 +90,12 @@ TEST_CASE("pipeline.extra_warmup under a schedule that does not take it warns an
   std::vector<std::string> warnings;
   CHECK(shape_of("pipeline.extra_warmup = 2\n", &warnings).pipeline.extra_warmup == 2);  // 1f1b takes it
   CHECK(warnings.empty());
-  const auto zb = shape_of("pipeline.extra_warmup = 2\npipeline.schedule = \"zb-h1\"\n", &warnings);
+  const auto zb = shape_of("pipeline.extra_warmup = 2\npipeline.schedule = \"zb-h2\"\n", &warnings);
   CHECK(zb.pipeline.extra_warmup == 0);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0] ==
-        "pipeline.extra_warmup = 2 (deck.toml:1) does nothing under pipeline.schedule = \"zb-h1\" (deck.toml:2): only "
-        "1f1b's warm-up takes it");
+        "pipeline.extra_warmup = 2 (deck.toml:1) does nothing under pipeline.schedule = \"zb-h2\" (deck.toml:2): the "
+        "schedules that take it are 1f1b, zb-h1");
   warnings.clear();
   const auto file = shape_of("pipeline.extra_warmup = 1\npipeline.schedule_file = \"mine.txt\"\n", &warnings);
   CHECK(file.pipeline.extra_warmup == 0);

@@ -117,16 +117,19 @@ TEST_CASE("tune tries what the registry accepts for the deck's p and B", "[tune]
                       [](const runtime::TuneCandidate& c) { return c.recompute == config::Recompute::full; }) *
             2 ==
         static_cast<std::ptrdiff_t>(shapes.size()));
-  // 1F1B with and without one extra warm-up forward, every other schedule without.
-  const auto with_extra = [&](int extra) {
-    return std::count_if(shapes.begin(), shapes.end(), [extra](const runtime::TuneCandidate& c) {
-      return c.schedule == "1f1b" && c.extra_warmup == extra;
-    });
-  };
-  CHECK(with_extra(1) == 8);  // b in {1, 2, 4, 8}, recomputation off and on
-  CHECK(with_extra(0) == with_extra(1));
-  CHECK(std::none_of(shapes.begin(), shapes.end(),
-                     [](const runtime::TuneCandidate& c) { return c.schedule != "1f1b" && c.extra_warmup != 0; }));
+  // 1F1B and ZB-H1 with and without one extra warm-up forward, every other schedule without.
+  for (const std::string name : {"1f1b", "zb-h1"}) {
+    const auto with_extra = [&](int extra) {
+      return std::count_if(shapes.begin(), shapes.end(), [&](const runtime::TuneCandidate& c) {
+        return c.schedule == name && c.extra_warmup == extra;
+      });
+    };
+    CHECK(with_extra(1) == 8);  // b in {1, 2, 4, 8}, recomputation off and on
+    CHECK(with_extra(0) == with_extra(1));
+  }
+  CHECK(std::none_of(shapes.begin(), shapes.end(), [](const runtime::TuneCandidate& c) {
+    return c.schedule != "1f1b" && c.schedule != "zb-h1" && c.extra_warmup != 0;
+  }));
   runtime::TuneCandidate deeper{"1f1b", 1, 4, config::Recompute::none, {3, 2}, 1};
   CHECK(deeper.describe() == "1f1b+1 v=1 b=4 recompute=none [3,2]");
   const std::vector<std::string> overrides = deeper.overrides();
