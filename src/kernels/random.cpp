@@ -51,58 +51,99 @@ void fill_uniform(const tensor::ExecutionSpace& space, std::uint64_t key, double
       });
 }
 
+namespace {
+
+// What fill_normal adds to its values: nothing.
 template <class Scalar>
-void fill_normal(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean,
-                 double stddev, const tensor::Matrix<Scalar>& out) {
+struct NoCentre {
+  KOKKOS_INLINE_FUNCTION Scalar operator()(int /*j*/, Scalar value) const { return value; }
+};
+struct NoCentres {
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION NoCentre<Scalar> row(int /*i*/) const {
+    return {};
+  }
+};
+
+// What fill_normal_around adds: row i's randomly chosen centre.
+template <class Scalar>
+struct Centre {
+  tensor::ConstMatrix<Scalar> centres;
+  int chosen;
+  KOKKOS_INLINE_FUNCTION Scalar operator()(int j, Scalar value) const { return centres(chosen, j) + value; }
+};
+template <class Scalar>
+struct RandomCentres {
+  tensor::ConstMatrix<Scalar> centres;
+  std::uint64_t key;
+  std::int64_t first_row;
+  template <class>
+  KOKKOS_INLINE_FUNCTION Centre<Scalar> row(int i) const {
+    const auto choices = static_cast<std::uint64_t>(centres.extent(0));
+    return {centres, static_cast<int>(random_bits(key, static_cast<std::uint64_t>(first_row + i)) % choices)};
+  }
+};
+
+// out(i, j) = centre_i(j, value (i, j) of the normal stream), row by row, so
+// no element divides its index by the row length. The pairs wholly inside a
+// row store both values unconditionally (a loop that vectorizes); a row that
+// starts or ends inside a pair takes its one value.
+template <class Scalar, class Centres>
+void normal_rows(const tensor::ExecutionSpace& space, const char* name, std::uint64_t key, std::int64_t first_row,
+                 double mean, double stddev, const Centres& centres, const tensor::Matrix<Scalar>& out) {
   const int cols = static_cast<int>(out.extent(1));
   const auto shift = static_cast<Scalar>(mean), scale = static_cast<Scalar>(stddev);
-  // Row by row, so no element divides its index by the row length. The pairs
-  // wholly inside a row store both values unconditionally (a loop that
-  // vectorizes); a row that starts or ends inside a pair takes its one value.
   detail::for_each_row(
-      space, "kpipe::kernels::fill_normal", static_cast<int>(out.extent(0)),
-      KOKKOS_LAMBDA(const detail::Row& row, int i) {
+      space, name, static_cast<int>(out.extent(0)), KOKKOS_LAMBDA(const detail::Row& row, int i) {
+        const auto centre = centres.template row<Scalar>(i);
         const std::int64_t start = (first_row + i) * cols;  // stream number of out(i, 0)
         const int head = static_cast<int>(start & 1);       // out(i, 0) is the second value of a pair
         const int pairs = (cols - head) / 2;
         const std::int64_t first_pair = (start + head) / 2;
         detail::row_for(row, pairs, [&](int p) {
-          normal_pair(key, first_pair + p, shift, scale, out(i, head + 2 * p), out(i, head + 2 * p + 1));
+          const int j = head + 2 * p;
+          Scalar first, second;
+          normal_pair(key, first_pair + p, shift, scale, first, second);
+          out(i, j) = centre(j, first);
+          out(i, j + 1) = centre(j + 1, second);
         });
         detail::row_single(row, [&] {
           Scalar first, second;
           if (head) {
             normal_pair(key, start / 2, shift, scale, first, second);
-            out(i, 0) = second;
+            out(i, 0) = centre(0, second);
           }
           if (head + 2 * pairs < cols) {
             normal_pair(key, first_pair + pairs, shift, scale, first, second);
-            out(i, cols - 1) = first;
+            out(i, cols - 1) = centre(cols - 1, first);
           }
         });
       });
 }
 
+}  // namespace
+
 template <class Scalar>
-void add_random_rows(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row,
-                     const tensor::ConstMatrix<Scalar>& table, const tensor::Matrix<Scalar>& out) {
-  const auto choices = static_cast<std::uint64_t>(table.extent(0));
-  const int cols = static_cast<int>(out.extent(1));
-  detail::for_each_row(
-      space, "kpipe::kernels::add_random_rows", static_cast<int>(out.extent(0)),
-      KOKKOS_LAMBDA(const detail::Row& row, int i) {
-        const auto chosen = static_cast<int>(random_bits(key, static_cast<std::uint64_t>(first_row + i)) % choices);
-        detail::row_for(row, cols, [&](int j) { out(i, j) += table(chosen, j); });
-      });
+void fill_normal(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean,
+                 double stddev, const tensor::Matrix<Scalar>& out) {
+  normal_rows(space, "kpipe::kernels::fill_normal", key, first_row, mean, stddev, NoCentres{}, out);
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                               \
-  template void fill_uniform<Scalar>(const tensor::ExecutionSpace&, std::uint64_t, double, double,              \
-                                     const tensor::Matrix<Scalar>&);                                            \
-  template void fill_normal<Scalar>(const tensor::ExecutionSpace&, std::uint64_t, std::int64_t, double, double, \
-                                    const tensor::Matrix<Scalar>&);                                             \
-  template void add_random_rows<Scalar>(const tensor::ExecutionSpace&, std::uint64_t, std::int64_t,             \
-                                        const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);
+template <class Scalar>
+void fill_normal_around(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row,
+                        std::uint64_t choice_key, const tensor::ConstMatrix<Scalar>& centres,
+                        const tensor::Matrix<Scalar>& out) {
+  normal_rows(space, "kpipe::kernels::fill_normal_around", key, first_row, 0.0, 1.0,
+              RandomCentres<Scalar>{centres, choice_key, first_row}, out);
+}
+
+#define KPIPE_INSTANTIATE(Scalar)                                                                                     \
+  template void fill_uniform<Scalar>(const tensor::ExecutionSpace&, std::uint64_t, double, double,                    \
+                                     const tensor::Matrix<Scalar>&);                                                  \
+  template void fill_normal<Scalar>(const tensor::ExecutionSpace&, std::uint64_t, std::int64_t, double, double,       \
+                                    const tensor::Matrix<Scalar>&);                                                   \
+  template void fill_normal_around<Scalar>(const tensor::ExecutionSpace&, std::uint64_t, std::int64_t, std::uint64_t, \
+                                           const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

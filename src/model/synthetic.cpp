@@ -100,10 +100,12 @@ void SyntheticData<Scalar>::fill_inputs(std::int64_t step, std::int64_t first, c
   const auto region = exec_.region("kpipe::model::synthetic_inputs");
   tensor::require_shape("synthetic inputs", X, X.extent(0), spec_.input_dim);
   const auto noise_key = detail::stream(detail::Stream::inputs, spec_.seed, static_cast<std::uint64_t>(step));
-  kernels::fill_normal(exec_.space(), noise_key, first, 0.0, 1.0, X);
-  if (spec_.task != Task::classification) return;
+  if (spec_.task != Task::classification) {
+    kernels::fill_normal(exec_.space(), noise_key, first, 0.0, 1.0, X);
+    return;
+  }
   const auto class_key = detail::stream(detail::Stream::inputs, spec_.seed, static_cast<std::uint64_t>(step), classes);
-  kernels::add_random_rows<Scalar>(exec_.space(), class_key, first, centres_, X);
+  kernels::fill_normal_around<Scalar>(exec_.space(), noise_key, first, class_key, centres_, X);
 }
 
 template <class Scalar>

@@ -48,11 +48,13 @@ template <class Scalar>
 void fill_normal(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean,
                  double stddev, const tensor::Matrix<Scalar>& out);
 
-// out(i, :) += table(c, :) with c = random_bits(key, first_row + i) mod
-// table's rows: row i takes a uniformly chosen row of the table (a class
-// centre of a Gaussian mixture), the same wherever the block is generated.
+// A Gaussian mixture in one pass: out(i, j) = centres(c, j) + the standard
+// normal value fill_normal(key, first_row, 0, 1) gives (i, j), with c =
+// random_bits(choice_key, first_row + i) mod centres' rows: row i is drawn
+// around a uniformly chosen centre, the same wherever the block is generated.
 template <class Scalar>
-void add_random_rows(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row,
-                     const tensor::ConstMatrix<Scalar>& table, const tensor::Matrix<Scalar>& out);
+void fill_normal_around(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row,
+                        std::uint64_t choice_key, const tensor::ConstMatrix<Scalar>& centres,
+                        const tensor::Matrix<Scalar>& out);
 
 }  // namespace kpipe::kernels

@@ -52,28 +52,28 @@ TEST_CASE("mean and standard deviation shift and scale the normal values", "[ker
   for (std::size_t e = 0; e < z.size(); ++e) CHECK(x[e] == Approx(3.0 + 0.5 * z[e]).epsilon(1e-15));
 }
 
-TEST_CASE("each row takes a uniformly chosen table row, the same in any block", "[kernels][random]") {
+TEST_CASE("a Gaussian mixture row is a chosen centre plus fill_normal's values, the same in any block",
+          "[kernels][random]") {
   const int rows = 400, cols = 5, choices = 4;
   std::vector<float> table_host(choices * cols);
   for (std::size_t e = 0; e < table_host.size(); ++e) table_host[e] = static_cast<float>(e * e);
   auto table = uninitialized_matrix<float>("test::table", choices, cols);
   from_host<float>(table_host, table);
-  const auto key = stream_key(11, 2);
+  const auto key = stream_key(11, 1), choice_key = stream_key(11, 2);
   auto whole = uninitialized_matrix<float>("test::whole", rows, cols);
   auto tail = uninitialized_matrix<float>("test::tail", 100, cols);
-  Kokkos::deep_copy(whole, 0.5f);
-  Kokkos::deep_copy(tail, 0.5f);
-  add_random_rows<float>(ExecutionSpace(), key, 0, table, whole);
-  add_random_rows<float>(ExecutionSpace(), key, rows - 100, table, tail);
-  const auto w = to_host<float>(whole);
+  auto normal = uninitialized_matrix<float>("test::normal", rows, cols);
+  fill_normal_around<float>(ExecutionSpace(), key, 0, choice_key, table, whole);
+  fill_normal_around<float>(ExecutionSpace(), key, rows - 100, choice_key, table, tail);
+  fill_normal(ExecutionSpace(), key, 0, 0.0, 1.0, normal);
+  const auto w = to_host<float>(whole), n = to_host<float>(normal);
   CHECK(std::vector<float>(w.begin() + (rows - 100) * cols, w.end()) == to_host<float>(tail));
-  // Row i is 0.5 plus table row c_i: c_i read back from its first column.
+  // Row i is table row c_i = random_bits(choice_key, i) mod 4 plus the standard normal values, bit for bit.
   std::vector<int> count(choices);
   for (int i = 0; i < rows; ++i) {
-    const int c = static_cast<int>(std::lround(std::sqrt(w[i * cols] - 0.5f) / cols));
-    REQUIRE(c < choices);
+    const auto c = static_cast<int>(random_bits(choice_key, static_cast<std::uint64_t>(i)) % choices);
     ++count[c];
-    for (int j = 0; j < cols; ++j) CHECK(w[i * cols + j] == 0.5f + table_host[c * cols + j]);
+    for (int j = 0; j < cols; ++j) CHECK(w[i * cols + j] == table_host[c * cols + j] + n[i * cols + j]);
   }
   // Each of the 4 rows is taken 100 times on average (binomial sd ~8.7).
   for (const int taken : count) CHECK(std::abs(taken - rows / choices) < 4 * 8.7);
