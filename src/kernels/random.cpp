@@ -34,35 +34,14 @@ KOKKOS_INLINE_FUNCTION void normal_pair(std::uint64_t key, std::int64_t pair, Sc
   second = shift + scale * (radius * sine);
 }
 
-}  // namespace
-
-template <class Scalar>
-void fill_uniform(const tensor::ExecutionSpace& space, std::uint64_t key, double low, double high,
-                  const tensor::Matrix<Scalar>& out) {
-  const std::int64_t cols = static_cast<std::int64_t>(out.extent(1));
-  Kokkos::parallel_for(
-      "kpipe::kernels::fill_uniform",
-      Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, out.extent(0) * out.extent(1)),
-      KOKKOS_LAMBDA(std::int64_t e) {
-        const auto i = e / cols;
-        const auto j = e % cols;
-        const auto counter = static_cast<std::uint64_t>(e);
-        out(i, j) = static_cast<Scalar>(low + (high - low) * uniform01(key, counter));
-      });
-}
-
-namespace {
-
 // What fill_normal adds to its values: nothing.
 template <class Scalar>
 struct NoCentre {
   KOKKOS_INLINE_FUNCTION Scalar operator()(int /*j*/, Scalar value) const { return value; }
 };
+template <class Scalar>
 struct NoCentres {
-  template <class Scalar>
-  KOKKOS_INLINE_FUNCTION NoCentre<Scalar> row(int /*i*/) const {
-    return {};
-  }
+  KOKKOS_INLINE_FUNCTION NoCentre<Scalar> row(int /*i*/) const { return {}; }
 };
 
 // What fill_normal_around adds: row i's randomly chosen centre.
@@ -77,7 +56,6 @@ struct RandomCentres {
   tensor::ConstMatrix<Scalar> centres;
   std::uint64_t key;
   std::int64_t first_row;
-  template <class>
   KOKKOS_INLINE_FUNCTION Centre<Scalar> row(int i) const {
     const auto choices = static_cast<std::uint64_t>(centres.extent(0));
     return {centres, static_cast<int>(random_bits(key, static_cast<std::uint64_t>(first_row + i)) % choices)};
@@ -95,7 +73,7 @@ void normal_rows(const tensor::ExecutionSpace& space, const char* name, std::uin
   const auto shift = static_cast<Scalar>(mean), scale = static_cast<Scalar>(stddev);
   detail::for_each_row(
       space, name, static_cast<int>(out.extent(0)), KOKKOS_LAMBDA(const detail::Row& row, int i) {
-        const auto centre = centres.template row<Scalar>(i);
+        const auto centre = centres.row(i);
         const std::int64_t start = (first_row + i) * cols;  // stream number of out(i, 0)
         const int head = static_cast<int>(start & 1);       // out(i, 0) is the second value of a pair
         const int pairs = (cols - head) / 2;
@@ -124,9 +102,24 @@ void normal_rows(const tensor::ExecutionSpace& space, const char* name, std::uin
 }  // namespace
 
 template <class Scalar>
+void fill_uniform(const tensor::ExecutionSpace& space, std::uint64_t key, double low, double high,
+                  const tensor::Matrix<Scalar>& out) {
+  const std::int64_t cols = static_cast<std::int64_t>(out.extent(1));
+  Kokkos::parallel_for(
+      "kpipe::kernels::fill_uniform",
+      Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, out.extent(0) * out.extent(1)),
+      KOKKOS_LAMBDA(std::int64_t e) {
+        const auto i = e / cols;
+        const auto j = e % cols;
+        const auto counter = static_cast<std::uint64_t>(e);
+        out(i, j) = static_cast<Scalar>(low + (high - low) * uniform01(key, counter));
+      });
+}
+
+template <class Scalar>
 void fill_normal(const tensor::ExecutionSpace& space, std::uint64_t key, std::int64_t first_row, double mean,
                  double stddev, const tensor::Matrix<Scalar>& out) {
-  normal_rows(space, "kpipe::kernels::fill_normal", key, first_row, mean, stddev, NoCentres{}, out);
+  normal_rows(space, "kpipe::kernels::fill_normal", key, first_row, mean, stddev, NoCentres<Scalar>{}, out);
 }
 
 template <class Scalar>
