@@ -39,6 +39,10 @@ std::string too_few_microbatches(std::string_view schedule, const ShapeCheck& sh
 // A bubble given as idle/useful, with the matching idle/total.
 TheoreticalBubble bubble_from_ratio(double idle_over_useful, std::string formula);
 
+// 1F1B's warm-up forwards on `rank`: min(p-r-1, m), plus spec.extra_warmup
+// on every rank but the last (1f1b and zb-h1 share it).
+int one_f_one_b_warmup(const ScheduleSpec& spec, int rank);
+
 // Megatron's one-forward-one-backward order over `count` (virtual)
 // microbatches: `warmup` forwards, then one forward and one backward in turn,
 // then the remaining backwards. forward_at(k) and backward_at(k) are the k-th

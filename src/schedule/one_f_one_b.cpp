@@ -13,10 +13,8 @@ namespace {
 // the rank a forward to run while the gradient it waits for is late, where
 // plain 1F1B's neighbours stall each other at every late message.
 void one_f_one_b(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
-  const int extra = rank + 1 < spec.p ? spec.extra_warmup : 0;
-  const int warmup = static_cast<int>(std::min<std::int64_t>(std::int64_t{spec.p} - rank - 1 + extra, spec.m));
   append_one_f_one_b(
-      out, spec.m, warmup, [](int k) { return compute_action(ActionKind::forward, k, 0); },
+      out, spec.m, one_f_one_b_warmup(spec, rank), [](int k) { return compute_action(ActionKind::forward, k, 0); },
       [](int k) { return compute_action(ActionKind::backward, k, 0); });
 }
 
@@ -29,6 +27,11 @@ std::optional<TheoreticalBubble> bubble(int p, int /*v*/, int m, const StageCost
 }
 
 }  // namespace
+
+int one_f_one_b_warmup(const ScheduleSpec& spec, int rank) {
+  const int extra = rank + 1 < spec.p ? spec.extra_warmup : 0;
+  return static_cast<int>(std::min<std::int64_t>(std::int64_t{spec.p} - rank - 1 + extra, spec.m));
+}
 
 const ScheduleInfo& one_f_one_b_info() {
   static const ScheduleInfo info{name,

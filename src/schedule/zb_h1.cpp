@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdint>
 
 #include "generators.hpp"
 
@@ -17,10 +16,8 @@ namespace {
 void zb_h1(const ScheduleSpec& spec, int rank, std::vector<Action>& out) {
   std::vector<Action> order;
   order.reserve(2 * static_cast<std::size_t>(spec.m));
-  const int extra = rank + 1 < spec.p ? spec.extra_warmup : 0;
-  const int warmup = static_cast<int>(std::min<std::int64_t>(std::int64_t{spec.p} - rank - 1 + extra, spec.m));
   append_one_f_one_b(
-      order, spec.m, warmup, [](int k) { return compute_action(ActionKind::forward, k, 0); },
+      order, spec.m, one_f_one_b_warmup(spec, rank), [](int k) { return compute_action(ActionKind::forward, k, 0); },
       [](int k) { return compute_action(ActionKind::backward_input, k, 0); });
 
   int backwards = 0;
