@@ -10,15 +10,21 @@ namespace kpipe::runtime {
 std::vector<double> bubble_terms(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
                                  double step_seconds) {
   // LOSS runs inside the last stage's forward work (the simulator folds it into F).
-  double busy = 0.0, first_start = -1.0, last_end = 0.0;
+  double busy = 0.0, first_start = -1.0, last_end = 0.0, tail = 0.0;
   for (const auto& t : timings) {
     const auto kind = schedule.ranks[rank][t.index].kind;
+    if (kind == schedule::ActionKind::reduce_grads || kind == schedule::ActionKind::optimizer_step) {
+      tail += t.end - t.start;
+      continue;
+    }
     if (!schedule::is_compute(kind) && kind != schedule::ActionKind::loss) continue;
     busy += t.end - t.start;
     if (first_start < 0.0) first_start = t.start;
     last_end = std::max(last_end, t.end);
   }
-  return {busy, first_start < 0.0 ? 0.0 : last_end - first_start, last_end, step_seconds};
+  // A rank updating its weights is not idle: out of its period, as the
+  // makespan after a barrier leaves the update out.
+  return {busy, first_start < 0.0 ? 0.0 : last_end - first_start, last_end, std::max(0.0, step_seconds - tail)};
 }
 
 MeasuredBubble combine_bubble_terms(int p, const std::vector<double>& all, bool barrier) {
@@ -30,7 +36,7 @@ MeasuredBubble combine_bubble_terms(int p, const std::vector<double>& all, bool 
     period += all[r + 3] / p;
   }
   // Without a barrier every rank's steps follow each other at the same mean
-  // period, which holds its optimizer step; with one, the step ends at the last compute.
+  // period (less its optimizer step); with one, the step ends at the last compute.
   if (!barrier) makespan = period;
   const double idle = p * makespan - busy;
   MeasuredBubble measured;

@@ -38,15 +38,18 @@ Schedule back_to_back(const Schedule& schedule, int steps) {
 Bubble post_validated_bubble(const Schedule& schedule, const CostModel& costs, int steps) {
   const SimulationResult r = simulate(back_to_back(schedule, steps), costs);
   const int p = static_cast<int>(schedule.ranks.size());
-  // Steady state: the last step's period on the slowest rank, which every rank keeps.
+  // Steady state: the last step's period on the slowest rank, which every rank
+  // keeps. A rank running its optimizer is not idle: the step's tail is out of
+  // the bubble, as it is after a barrier's makespan.
   double period = 0.0, busy = 0.0;
   for (int rank = 0; rank < p; ++rank) {
     const std::size_t n = schedule.ranks[rank].size();
     period = std::max(period, r.end[rank][steps * n - 1] - r.end[rank][(steps - 1) * n - 1]);
     busy += r.ranks[rank].busy / steps;
   }
-  const double idle = p * period - busy;
-  return {busy > 0.0 ? idle / busy : 0.0, period > 0.0 ? idle / (p * period) : 0.0};
+  const double pipelined = period - costs.optimizer_step;
+  const double idle = std::max(0.0, p * pipelined - busy);
+  return {busy > 0.0 ? idle / busy : 0.0, pipelined > 0.0 ? idle / (p * pipelined) : 0.0};
 }
 
 }  // namespace kpipe::schedule

@@ -19,7 +19,7 @@ grep -E "^winner" "$work/tune.log" || { echo "no winner line"; exit 1; }
 import json, sys
 tune = json.load(open(sys.argv[1]))
 rows = tune["candidates"]
-layers, p, per_replica, deck_b = 8, 2, 512, 32  # the deck: 8 Linear+ReLU layers, 2 stages, B = 512
+layers, p, per_replica, deck_b = 9, 2, 512, 32  # the deck: 9 Linear layers, 2 stages, B = 512
 measured = [r for r in rows if "measured_step_seconds" in r]
 checks = {
     "candidates from several schedules": len({r["schedule"] for r in rows}) >= 5,

@@ -22,7 +22,8 @@ struct ActionTiming {
 
 struct MeasuredBubble {
   // Seconds from the step start to the last compute action on any rank; for
-  // steps without a barrier (train.post_validation) the ranks' mean step period.
+  // steps without a barrier (train.post_validation) the ranks' mean step
+  // period less their optimizer steps.
   double makespan = 0.0;
   schedule::Bubble bubble;
   schedule::Bubble span;  // idle only within each rank's span (SimulationResult::span_bubble)
@@ -36,7 +37,8 @@ struct MeasuredBubble {
 MeasuredBubble measure_bubble(const schedule::Schedule& schedule, int rank, const std::vector<ActionTiming>& timings,
                               comm::Communicator pipeline);
 // The same in two halves, for a gather that completes later: this rank's
-// terms (busy seconds, span, last compute end, the step's wall seconds), and
+// terms (busy seconds, span, last compute end, the step's wall seconds less
+// its gradient sums and optimizer step), and
 // the bubble from every pipeline rank's terms, rank after rank: over the
 // makespan where a barrier ends each step, else over the ranks' mean period.
 constexpr int bubble_term_count = 4;

@@ -147,8 +147,9 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
 // The bubble of steps that follow each other without a barrier
 // (train.post_validation: each rank starts the next step as soon as its own
 // ends): `steps` steps simulated back to back, the slowest rank's period
-// between the ends of its last two against every rank's busy time per step.
-// At or below the makespan bubble; the span bubble where the stages balance.
+// between the ends of its last two, less the optimizer step, against every
+// rank's busy time per step. At or below the makespan bubble; the span bubble
+// where the stages balance.
 Bubble post_validated_bubble(const Schedule& schedule, const CostModel& costs, int steps = 4);
 
 // The textbook bubble of the named schedule with these costs, and its formula

@@ -104,5 +104,14 @@ TEST_CASE("post-validated steps keep 1F1B's bubble and remove ZB-H2's and ZB-V's
       CHECK(simulate(s, unit).bubble().idle_over_useful > 0.0);
       CHECK(post_validated_bubble(s, unit).idle_over_useful == Approx(0.0).margin(1e-12));
     }
+    // Each rank's optimizer step lengthens the period by its own work, not by idle time.
+    CostModel updating = unit;
+    updating.optimizer_step = 5.0;
+    for (const auto& [name, v] : {std::pair{"1f1b", 1}, {"zb-h1", 1}, {"zb-h2", 1}, {"zb-v", 2}}) {
+      INFO(name << " with an optimizer step");
+      const Schedule s = lowered(name, p, m, v);
+      CHECK(post_validated_bubble(s, updating).idle_over_useful ==
+            Approx(post_validated_bubble(s, unit).idle_over_useful).margin(1e-12));
+    }
   }
 }
