@@ -212,6 +212,10 @@ BlasThreads vendor_blas_threads() {
   return {};
 }
 
+bool gemm_on_calling_thread(GemmPath path) {
+  return path == GemmPath::vendor && default_vendor() == Vendor::cblas;
+}
+
 std::string vendor_gemm_library() {
   std::string library;
   switch (default_vendor()) {
@@ -326,7 +330,9 @@ void gemm(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, ten
     apply_epilogue(space, epilogue, C);
   } else if constexpr (vendor == Vendor::cblas) {
     // CBLAS runs on the calling thread: earlier kernels must have finished.
-    space.fence();
+    // Inside a host parallel region they have (the instance runs that
+    // region), and its fence would wait for the region's own lock.
+    if (!tensor::compat::in_host_parallel_region()) space.fence();
     const auto op = operands(trans_a, trans_b, m, n, k, alpha, A, B, beta, C);
     if (epilogue.bias.data() == nullptr && epilogue.sums.data() == nullptr) {
       host_gemm<Scalar>(op);

@@ -304,6 +304,14 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   ctx.clear();
 }
 
+template <class Scalar>
+bool Linear<Scalar>::backward_weight_on_any_thread() const {
+  // Gathered rows call a collective; reduced operands, the packed path and a
+  // bias summed apart from the product (transposed weights) run kernels of
+  // their own beside it.
+  return row_factor() == 1 && !reduced() && !(has_bias_ && transposed_) && kernels::gemm_on_calling_thread(gemm_);
+}
+
 template void initialise<float>(const tensor::ExecutionSpace&, const WeightInit&, std::uint64_t,
                                 const tensor::Matrix<float>&);
 template void initialise<double>(const tensor::ExecutionSpace&, const WeightInit&, std::uint64_t,

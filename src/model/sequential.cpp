@@ -1,8 +1,12 @@
 #include "kpipe/model/sequential.hpp"
 
+#include <algorithm>
+#include <exception>
 #include <type_traits>
+#include <utility>
 
 #include "kpipe/kernels/precision.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::model {
 
@@ -78,11 +82,69 @@ void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor:
 
 template <class Scalar>
 void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(int)>& after_layer) {
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->backward_weight(ctx.children.at(i));
-    if (after_layer) after_layer(static_cast<int>(i));
+  if (const auto threads = weight_threads(); !threads.empty()) {
+    // Each layer's W whole on one thread, the threads' shares at once: one
+    // parallel region for the stage's W instead of a few per layer, and each
+    // product computed as on a single thread, whatever the thread count.
+    std::vector<std::exception_ptr> failed(threads.size());
+    Kokkos::parallel_for("kpipe::model::sequential::backward_weight",
+                         Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, static_cast<int>(threads.size())),
+                         [&](int t) {
+                           try {
+                             for (const std::size_t i : threads[t]) layers_[i]->backward_weight(ctx.children.at(i));
+                           } catch (...) {
+                             failed[t] = std::current_exception();
+                           }
+                         });
+    for (const auto& failure : failed) {
+      if (failure) std::rethrow_exception(failure);
+    }
+    if (after_layer) {
+      for (std::size_t i = 0; i < layers_.size(); ++i) after_layer(static_cast<int>(i));
+    }
+  } else {
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      layers_[i]->backward_weight(ctx.children.at(i));
+      if (after_layer) after_layer(static_cast<int>(i));
+    }
   }
   ctx.clear();
+}
+
+template <class Scalar>
+bool Sequential<Scalar>::backward_weight_on_any_thread() const {
+  return std::all_of(layers_.begin(), layers_.end(),
+                     [](const auto& layer) { return layer->backward_weight_on_any_thread(); });
+}
+
+template <class Scalar>
+std::vector<std::vector<std::size_t>> Sequential<Scalar>::weight_threads() const {
+  const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  const bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
+  if (!on_host || threads < 2 || tensor::compat::in_host_parallel_region() || tensor::compat::regions_observed()) {
+    return {};
+  }
+  // Layers by their parameters' elements (a Linear's W costs in proportion),
+  // largest first, each to the least loaded thread: a fixed assignment.
+  std::vector<std::pair<std::size_t, std::size_t>> sizes;  // elements, layer
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (!layers_[i]->backward_weight_on_any_thread()) return {};
+    std::size_t elements = 0;
+    for (const auto& parameter : layers_[i]->parameters()) elements += parameter.value.size();
+    if (elements > 0) sizes.emplace_back(elements, i);
+  }
+  if (sizes.size() < 2) return {};
+  std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::vector<std::size_t>> assigned(
+      static_cast<std::size_t>(std::min<std::size_t>(threads, sizes.size())));
+  std::vector<std::size_t> load(assigned.size(), 0);
+  for (const auto& [elements, layer] : sizes) {
+    const std::size_t t = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    assigned[t].push_back(layer);
+    load[t] += elements;
+  }
+  for (auto& layers : assigned) std::sort(layers.begin(), layers.end());
+  return assigned;
 }
 
 template <class Scalar>

@@ -39,6 +39,12 @@ struct BlasThreads {
 };
 BlasThreads vendor_blas_threads();
 
+// Whether gemm on `path`, called by one thread of a host parallel region,
+// runs whole on that thread with no Kokkos dispatch of its own (which would
+// wait for the region's lock): the host library's products, bias and column
+// sums of a ColumnEpilogue included. Not the portable kernel, not cuBLAS.
+bool gemm_on_calling_thread(GemmPath path);
+
 // C = alpha * op(A) * op(B) + beta * C with op(X) = X or X^T. As in BLAS,
 // beta == 0 overwrites C without reading it. Each path is deterministic: the
 // same inputs give bitwise the same C, which the reproducibility of training

@@ -21,6 +21,7 @@ class ActivationLayer final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override { ctx.clear(); }
+  bool backward_weight_on_any_thread() const override { return true; }
 
  private:
   // The derivative's element type (kernels::stored_dtype).

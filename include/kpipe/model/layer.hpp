@@ -154,6 +154,13 @@ class Layer {
 
   // W: grad = grad + dW of this microbatch for every parameter; empties ctx.
   virtual void backward_weight(Context& ctx) = 0;
+  // Whether backward_weight may run on any host thread while other layers'
+  // run on the others: it touches only its own gradients and ctx, takes
+  // nothing from the pool and calls no collective, and each of its kernels
+  // runs on the calling thread when called from a parallel region (as
+  // kernels::gemm does). Sequential then spreads its layers' W over the
+  // rank's host threads, one parallel region instead of a few per layer.
+  virtual bool backward_weight_on_any_thread() const { return false; }
 
   // Incremental inference (serving): outputs from inputs for the n tokens of
   // `batch`, one row each (n x the per-token width), reading and extending

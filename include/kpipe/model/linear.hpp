@@ -64,6 +64,7 @@ class Linear final : public Layer<Scalar> {
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
+  bool backward_weight_on_any_thread() const override;
   std::vector<Parameter<Scalar>> parameters() const override {
     if (!has_bias_) return {weight_};
     return {weight_, bias_};

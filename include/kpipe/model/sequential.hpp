@@ -37,6 +37,7 @@ class Sequential final : public Layer<Scalar> {
   // W, calling after_layer(i) as soon as layer i's weight gradients are
   // accumulated: a data-parallel sum of them may start then.
   void backward_weight(Context& ctx, const std::function<void(int)>& after_layer);
+  bool backward_weight_on_any_thread() const override;
   void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
   int token_output_dim() const override { return layers_.back()->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override;
@@ -53,6 +54,10 @@ class Sequential final : public Layer<Scalar> {
 
   // An activation or gradient between two layers, rounded through the reduced type in place.
   void round_between(const tensor::Tensor& between) const;
+  // The layers whose W each host thread runs at once, or none where W runs
+  // layer after layer: one host thread, a device, a profiling tool, a layer
+  // that must run on the calling thread, fewer than two with parameters.
+  std::vector<std::vector<std::size_t>> weight_threads() const;
 
   LayerEnvironment env_;
   std::vector<std::unique_ptr<Layer<Scalar>>> layers_;

@@ -31,6 +31,11 @@ inline bool in_host_parallel_region() {
 #endif
 }
 
+// Whether a tool (kokkos-tools, a profiler) receives profiling regions: they
+// nest on one thread, so regions pushed from several threads at once would
+// interleave in its record.
+inline bool regions_observed() { return Kokkos::Tools::Experimental::get_callbacks().push_region != nullptr; }
+
 // Kokkos 4 made concurrency() an instance member; 3.x has it static.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 int concurrency(const ExecutionSpace& space = ExecutionSpace()) {

@@ -98,6 +98,40 @@ TEST_CASE("B then W and recomputation give bitwise the gradients of BW", "[model
   CHECK(std::any_of(reference.grads.begin(), reference.grads.end(), [](double g) { return g != 0; }));
 }
 
+// A stage of whole MLP layers spreads its W over the host threads where it
+// has several (kernels on the calling thread: float64 products by CBLAS);
+// with a profiling tool attached it runs layer after layer. Either way each
+// layer reports once, in order, and the gradients are bitwise the same.
+TEST_CASE("W over the host threads reports each layer in order and equals W layer after layer", "[model][stage]") {
+  tensor::ExecContext exec;
+  ModelSpec spec;
+  spec.kind = ModelKind::mlp;
+  spec.input_dim = 6;
+  spec.hidden = {16, 16, 8, 16};
+  spec.output_dim = 5;
+  const LayerRange layers{0, spec.layer_count()};
+  Stage<double> spread(spec, layers, {{kernels::GemmPath::vendor}}, exec);
+  Stage<double> in_order(spec, layers, {{kernels::GemmPath::vendor}}, exec);
+  const auto reported = [&](Stage<double>& stage) {
+    std::vector<int> done;
+    const auto X = random_matrix(rows, stage.input_dim(), 10);
+    const auto dY = random_matrix(rows, stage.output_dim(), 20);
+    auto Y = tensor::uninitialized_matrix<double>("test::y", rows, stage.output_dim());
+    auto dX = tensor::uninitialized_matrix<double>("test::dx", rows, stage.input_dim());
+    stage.zero_grad();
+    stage.forward(0, X, Y);
+    stage.backward(0, dY, dX, [&](int layer) { done.push_back(layer); });
+    return done;
+  };
+  CHECK(reported(spread) == std::vector<int>{0, 1, 2, 3, 4});
+  // A push-region callback is a tool that sees regions: W then keeps to the calling thread.
+  const auto previous = Kokkos::Tools::Experimental::get_callbacks().push_region;
+  Kokkos::Tools::Experimental::set_push_region_callback([](const char*) {});
+  CHECK(reported(in_order) == std::vector<int>{0, 1, 2, 3, 4});
+  Kokkos::Tools::Experimental::set_push_region_callback(previous);
+  CHECK(gradients(spread) == gradients(in_order));
+}
+
 TEST_CASE("stash accounting counts microbatches and bytes, and recompute keeps only inputs", "[model][stage]") {
   tensor::ExecContext exec;
   const auto spec = residual_model();
