@@ -212,9 +212,7 @@ BlasThreads vendor_blas_threads() {
   return {};
 }
 
-bool gemm_on_calling_thread(GemmPath path) {
-  return path == GemmPath::vendor && default_vendor() == Vendor::cblas;
-}
+bool gemm_on_calling_thread(GemmPath path) { return path == GemmPath::vendor && default_vendor() == Vendor::cblas; }
 
 std::string vendor_gemm_library() {
   std::string library;
