@@ -126,17 +126,19 @@ std::vector<std::vector<std::size_t>> Sequential<Scalar>::weight_threads() const
   }
   // Layers by their parameters' elements (a Linear's W costs in proportion),
   // largest first, each to the least loaded thread: a fixed assignment.
+  // Layers without parameters still get their W, at no cost.
   std::vector<std::pair<std::size_t, std::size_t>> sizes;  // elements, layer
+  std::size_t weighted = 0;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     if (!layers_[i]->backward_weight_on_any_thread()) return {};
     std::size_t elements = 0;
     for (const auto& parameter : layers_[i]->parameters()) elements += parameter.value.size();
-    if (elements > 0) sizes.emplace_back(elements, i);
+    sizes.emplace_back(elements, i);
+    if (elements > 0) ++weighted;
   }
-  if (sizes.size() < 2) return {};
+  if (weighted < 2) return {};
   std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::vector<std::size_t>> assigned(
-      static_cast<std::size_t>(std::min<std::size_t>(threads, sizes.size())));
+  std::vector<std::vector<std::size_t>> assigned(static_cast<std::size_t>(std::min<std::size_t>(threads, weighted)));
   std::vector<std::size_t> load(assigned.size(), 0);
   for (const auto& [elements, layer] : sizes) {
     const std::size_t t = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
