@@ -131,6 +131,48 @@ TEST_CASE("zb-v at the zero-bubble paper's 6.2B costs: the worst rank's span bub
   check_each_chunk_in_order(s);
 }
 
+namespace {
+// The largest share of its span any rank idles: the Zero Bubble paper's bubble rate.
+double worst_span_bubble(const Schedule& s, const PlanningCosts& costs) {
+  double worst = 0.0;
+  for (const RankStats& rank : simulate(s, simulated_costs(costs)).ranks) {
+    worst = std::max(worst, (rank.span - rank.busy) / rank.span);
+  }
+  return worst;
+}
+}  // namespace
+
+// The other rows of Table 8 (the version in the authors' repository, paper.pdf).
+// 6.2B: the same profiled costs at m = 48 and 64 (0.0697, 0.0533). 14.6B (p =
+// 24) and 28.3B (p = 32): the table gives no costs; these per-chunk costs (F =
+// B, W and latency relative to them) are the ones under which kpipe's 1F1B,
+// ZB-H1 and ZB-H2 reproduce the table's columns for those schedules within
+// 0.0005 at all three m (a least-squares fit, which at 6.2B gives back the
+// profiled costs above). kpipe's ZB-V is then never more than 0.003 above the
+// authors' figure (0.002-0.004 below it at 14.6B and 28.3B) and below ZB-H1.
+TEST_CASE("zb-v at the other Table 8 settings: at most the authors' bubble + 0.003, below zb-h1",
+          "[schedule][zero-bubble]") {
+  struct Row {
+    int p, m;
+    PlanningCosts costs;
+    double authors;
+  };
+  const PlanningCosts b62{14.316, 14.306, 9.639, 1.619}, b146{0.5, 0.5, 0.38245, 0.0553},
+      b283{0.5, 0.5, 0.3796, 0.0462};
+  for (const Row& row : {Row{16, 48, b62, 0.0697}, Row{16, 64, b62, 0.0533}, Row{24, 72, b146, 0.0638},
+                         Row{24, 96, b146, 0.0483}, Row{24, 192, b146, 0.0250}, Row{32, 96, b283, 0.0593},
+                         Row{32, 128, b283, 0.0451}, Row{32, 256, b283, 0.0236}}) {
+    CAPTURE(row.p, row.m);
+    const double zb_v = worst_span_bubble(lowered("zb-v", row.p, row.m, 2, row.costs), row.costs);
+    // ZB-H1 on whole stages: a stage is the V's two chunks.
+    const PlanningCosts stage{2 * row.costs.forward, 2 * row.costs.backward_input, 2 * row.costs.backward_weight,
+                              row.costs.latency};
+    CHECK(zb_v <= row.authors + 0.003);
+    if (row.p == 16) CHECK(zb_v == Approx(row.authors).margin(0.003));  // the profiled costs
+    CHECK(zb_v < worst_span_bubble(lowered("zb-h1", row.p, row.m, 1, stage), stage));
+  }
+}
+
 TEST_CASE("zb-v at uneven costs and latencies: valid, 1F1B's peak stash, each chunk in microbatch order",
           "[schedule][zero-bubble]") {
   for (const PlanningCosts& costs : {PlanningCosts{1.0, 1.0, 0.25, 0.0}, PlanningCosts{1.0, 2.0, 3.0, 0.5},
