@@ -13,7 +13,7 @@ std::vector<double> bubble_terms(const schedule::Schedule& schedule, int rank, c
   double busy = 0.0, first_start = -1.0, last_end = 0.0, tail = 0.0;
   for (const auto& t : timings) {
     const auto kind = schedule.ranks[rank][t.index].kind;
-    if (kind == schedule::ActionKind::reduce_grads || kind == schedule::ActionKind::optimizer_step) {
+    if (schedule::is_step_level(kind)) {
       tail += t.end - t.start;
       continue;
     }

@@ -110,7 +110,7 @@ Calibration measure_calibration(const std::vector<Timeline>& steps, int microbat
             counts[t.stage][slot] += 1;
             durations[t.stage][slot].push_back(t.end - t.start);
           }
-        } else if (kind == ActionKind::reduce_grads || kind == ActionKind::optimizer_step) {
+        } else if (is_step_level(kind)) {
           optimizer[r] += t.end - t.start;
         } else if (is_send(kind)) {
           sends.push_back(t.end - t.start);
