@@ -21,7 +21,7 @@ void Sequential<Scalar>::round_between(const tensor::Tensor& between) const {
 template <class Scalar>
 Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env,
                                BetweenLayers between)
-    : env_(env), layers_(std::move(layers)), between_(between) {}
+    : env_(env), layers_(std::move(layers)), between_(between), weight_threads_(spread_weight_gradients()) {}
 
 template <class Scalar>
 template <class Width, class Step>
@@ -82,7 +82,10 @@ void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor:
 
 template <class Scalar>
 void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(int)>& after_layer) {
-  if (const auto threads = weight_threads(); !threads.empty()) {
+  // Inside another region (a parent Sequential spreading its W) or with a
+  // tool recording regions, W stays on the calling thread.
+  const auto& threads = weight_threads_;
+  if (!threads.empty() && !tensor::compat::in_host_parallel_region() && !tensor::compat::regions_observed()) {
     // Each layer's W whole on one thread, the threads' shares at once: one
     // parallel region for the stage's W instead of a few per layer, and each
     // product computed as on a single thread, whatever the thread count.
@@ -118,12 +121,10 @@ bool Sequential<Scalar>::backward_weight_on_any_thread() const {
 }
 
 template <class Scalar>
-std::vector<std::vector<std::size_t>> Sequential<Scalar>::weight_threads() const {
+std::vector<std::vector<std::size_t>> Sequential<Scalar>::spread_weight_gradients() const {
   const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
   const bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
-  if (!on_host || threads < 2 || tensor::compat::in_host_parallel_region() || tensor::compat::regions_observed()) {
-    return {};
-  }
+  if (!on_host || threads < 2) return {};
   // Layers by their parameters' elements (a Linear's W costs in proportion),
   // largest first, each to the least loaded thread: a fixed assignment.
   // Layers without parameters still get their W, at no cost.

@@ -55,13 +55,15 @@ class Sequential final : public Layer<Scalar> {
   // An activation or gradient between two layers, rounded through the reduced type in place.
   void round_between(const tensor::Tensor& between) const;
   // The layers whose W each host thread runs at once, or none where W runs
-  // layer after layer: one host thread, a device, a profiling tool, a layer
-  // that must run on the calling thread, fewer than two with parameters.
-  std::vector<std::vector<std::size_t>> weight_threads() const;
+  // layer after layer: one host thread, a device, a layer that must run on
+  // the calling thread, fewer than two with parameters. Fixed by the layers,
+  // so worked out once, not on every microbatch's W.
+  std::vector<std::vector<std::size_t>> spread_weight_gradients() const;
 
   LayerEnvironment env_;
   std::vector<std::unique_ptr<Layer<Scalar>>> layers_;
   BetweenLayers between_;
+  std::vector<std::vector<std::size_t>> weight_threads_;  // spread_weight_gradients()
 };
 
 }  // namespace kpipe::model
