@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels {
 
@@ -17,7 +18,8 @@ std::int64_t count_correct(const tensor::ExecutionSpace& space,
   const int classes = static_cast<int>(logits.extent(1));
   std::int64_t correct = 0;
   Kokkos::parallel_reduce(
-      "kpipe::kernels::count_correct", Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, logits.extent(0)),
+      tensor::compat::kernel_label("kpipe::kernels::count_correct"),
+      Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, logits.extent(0)),
       KOKKOS_LAMBDA(int i, std::int64_t& partial) {
         int best = 0;
         for (int j = 1; j < classes; ++j) best = logits(i, j) > logits(i, best) ? j : best;

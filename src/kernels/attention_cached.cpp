@@ -75,7 +75,7 @@ void write_cache(const tensor::ExecutionSpace& space, const PagedTokens& tokens,
   const auto slot = tokens.slot;
   const int dim = static_cast<int>(K.extent(1));
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_cached_write",
+      tensor::compat::kernel_label("kpipe::kernels::attention_cached_write"),
       Kokkos::TeamPolicy<tensor::ExecutionSpace>(space, tokens.tokens(), Kokkos::AUTO),
       KOKKOS_LAMBDA(const RowMember& team) {
         const int i = team.league_rank();
@@ -114,7 +114,7 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
   policy.set_scratch_size(level, Kokkos::PerTeam(scratch));
 
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_cached", policy, KOKKOS_LAMBDA(const RowMember& team) {
+      tensor::compat::kernel_label("kpipe::kernels::attention_cached"), policy, KOKKOS_LAMBDA(const RowMember& team) {
         const int i = team.league_rank() / heads;
         const int column = team.league_rank() % heads * hd;
         const int last = position(i);

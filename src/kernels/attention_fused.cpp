@@ -197,7 +197,8 @@ void attention_forward_fused(const tensor::ExecutionSpace& space, const Attentio
   const int level = forward.level;
 
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_forward_fused", forward.policy, KOKKOS_LAMBDA(const Member& team) {
+      tensor::compat::kernel_label("kpipe::kernels::attention_forward_fused"), forward.policy,
+      KOKKOS_LAMBDA(const Member& team) {
         const int base = team.league_rank() / tiles * T;  // first stack row of this sequence·head
         const int q0 = team.league_rank() % tiles * tile;
         const int queries = tensor::compat::min(tile, T - q0);
@@ -279,7 +280,7 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
 
   // D = rowsum(dO ∘ O): the softmax backward's Σ_j p_j dp_j, since O = P V.
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_backward_fused_rowsum",
+      tensor::compat::kernel_label("kpipe::kernels::attention_backward_fused_rowsum"),
       Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, static_cast<int>(detail::stack_rows(shape))),
       KOKKOS_LAMBDA(int r) {
         Scalar sum = 0;
@@ -296,7 +297,8 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
   const Launch query_launch = launch(space, shape.batch_heads * tiles, query_size.bytes);
   const int query_level = query_launch.level;
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_backward_fused_dq", query_launch.policy, KOKKOS_LAMBDA(const Member& team) {
+      tensor::compat::kernel_label("kpipe::kernels::attention_backward_fused_dq"), query_launch.policy,
+      KOKKOS_LAMBDA(const Member& team) {
         const int level = query_level;
         const int base = team.league_rank() / tiles * T;
         const int q0 = team.league_rank() % tiles * tile;
@@ -354,7 +356,8 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
   const Launch key_launch = launch(space, shape.batch_heads * tiles, key_size.bytes);
   const int key_level = key_launch.level;
   Kokkos::parallel_for(
-      "kpipe::kernels::attention_backward_fused_dkdv", key_launch.policy, KOKKOS_LAMBDA(const Member& team) {
+      tensor::compat::kernel_label("kpipe::kernels::attention_backward_fused_dkdv"), key_launch.policy,
+      KOKKOS_LAMBDA(const Member& team) {
         const int level = key_level;
         const int base = team.league_rank() / tiles * T;
         const int k0 = team.league_rank() % tiles * tile;

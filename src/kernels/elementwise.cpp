@@ -8,6 +8,7 @@
 #include "flat.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/tensor/compat.hpp"
 #include "rows.hpp"
 #include "stored.hpp"
 
@@ -207,7 +208,7 @@ void add_row(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tens
         });
   } else {
     Kokkos::parallel_for(
-        "kpipe::kernels::add_row",
+        tensor::compat::kernel_label("kpipe::kernels::add_row"),
         Kokkos::MDRangePolicy<tensor::ExecutionSpace, Kokkos::Rank<2>>(space, {0, 0}, {rows, cols}),
         KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { Y(i, j) += row(0, j); });
   }
@@ -255,7 +256,7 @@ double squared_norm(const tensor::ExecutionSpace& space, const tensor::ConstMatr
     for (const double chunk_sum : chunk_sums) sum += chunk_sum;
   } else {
     Kokkos::parallel_reduce(
-        "kpipe::kernels::squared_norm", Range(space, 0, n),
+        tensor::compat::kernel_label("kpipe::kernels::squared_norm"), Range(space, 0, n),
         KOKKOS_LAMBDA(std::int64_t e, double& partial) { partial += in_double_squared(x(e)); }, sum);
   }
   return sum;

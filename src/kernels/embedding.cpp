@@ -57,8 +57,8 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
   const int vocab = static_cast<int>(token.extent(0));
   // One team per position (s, t): a contiguous copy of dim values.
   Kokkos::parallel_for(
-      "kpipe::kernels::embedding_forward", Policy(space, static_cast<int>(ids.extent(0)) * tokens, Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
+      tensor::compat::kernel_label("kpipe::kernels::embedding_forward"),
+      Policy(space, static_cast<int>(ids.extent(0)) * tokens, Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
         const int s = team.league_rank() / tokens;
         const int t = team.league_rank() % tokens;
         const int row = static_cast<int>(ids(s, t)) - first;
@@ -87,8 +87,8 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
         tensor::shape_string(Y)));
   }
   Kokkos::parallel_for(
-      "kpipe::kernels::embedding_forward_at", Policy(space, static_cast<int>(n), Kokkos::AUTO),
-      KOKKOS_LAMBDA(const Member& team) {
+      tensor::compat::kernel_label("kpipe::kernels::embedding_forward_at"),
+      Policy(space, static_cast<int>(n), Kokkos::AUTO), KOKKOS_LAMBDA(const Member& team) {
         const int i = team.league_rank();
         const int row = static_cast<int>(ids(i, 0)) - first;
         const bool mine = row >= 0 && row < vocab;  // a vocabulary shard holds some ids only
@@ -115,7 +115,8 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
   Policy token_policy(space, blocks, Kokkos::AUTO);
   token_policy.set_scratch_size(level, Kokkos::PerTeam(scratch));
   Kokkos::parallel_for(
-      "kpipe::kernels::embedding_backward_token", token_policy, KOKKOS_LAMBDA(const Member& team) {
+      tensor::compat::kernel_label("kpipe::kernels::embedding_backward_token"), token_policy,
+      KOKKOS_LAMBDA(const Member& team) {
         const int v0 = team.league_rank() * block_rows;  // local rows of the table (shard)
         const int block = tensor::compat::min(block_rows, vocab - v0);
         const Rows<Scalar> sum(team.team_scratch(level), block_rows, dim);
@@ -143,7 +144,7 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
 
   // dposition: one thread per element (t, j), summing the rows in ascending order.
   Kokkos::parallel_for(
-      "kpipe::kernels::embedding_backward_position",
+      tensor::compat::kernel_label("kpipe::kernels::embedding_backward_position"),
       Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, tokens * dim), KOKKOS_LAMBDA(int e) {
         const int t = e / dim;
         const int j = e % dim;

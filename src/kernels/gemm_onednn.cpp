@@ -95,7 +95,7 @@ memory::desc operand(int rows, int cols, int ld, Trans trans, memory::data_type 
 
 // A matmul primitive with memory objects for its operands and the argument
 // map that names them: a call points them at its buffers (set_data_handle),
-// allocating nothing. The packed path puts its reordered weights in the map.
+// allocating nothing of its own. The packed path puts its reordered weights in the map.
 struct BoundMatmul {
   BoundMatmul(const dnnl::matmul::primitive_desc& made, bool with_bias)
       : pd(made),
@@ -108,13 +108,20 @@ struct BoundMatmul {
       bias = memory(made.bias_desc(), engine(), nullptr);
       args.emplace(DNNL_ARG_BIAS, bias);
     }
+    c_args.reserve(4);
   }
   // Runs the primitive on `threads` threads, the count it was made for, and
   // leaves the calling thread at one.
   void run(int threads) {
     dnnl::stream& own = stream();
     on_threads(threads);
-    primitive.execute(own, args);
+    // oneDNN's C call on an argument array kept here: the C++ execute()
+    // builds a new vector of them on every call.
+    c_args.clear();
+    for (const auto& [kind, operand] : args) c_args.push_back({kind, operand.get()});
+    dnnl::error::wrap_c_api(
+        dnnl_primitive_execute(primitive.get(), own.get(), static_cast<int>(c_args.size()), c_args.data()),
+        "could not execute a oneDNN matmul");
     own.wait();
     on_one_thread();
   }
@@ -122,6 +129,7 @@ struct BoundMatmul {
   dnnl::matmul primitive;
   memory src, weights, dst, bias;
   std::unordered_map<int, memory> args;
+  std::vector<dnnl_exec_arg_t> c_args;
 };
 
 class OnednnPacked final : public PackedBackend<float> {

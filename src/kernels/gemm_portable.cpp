@@ -107,7 +107,7 @@ void tiled_gemm(const tensor::ExecutionSpace& space, Scalar alpha, const ConstBa
   policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
 
   Kokkos::parallel_for(
-      "kpipe::kernels::gemm_portable", policy, KOKKOS_LAMBDA(const Member& team) {
+      tensor::compat::kernel_label("kpipe::kernels::gemm_portable"), policy, KOKKOS_LAMBDA(const Member& team) {
         const int block = team.league_rank() / tiles;
         const int tile = team.league_rank() % tiles;
         const int row0 = tile / tiles_n * T::tile_m;

@@ -52,13 +52,15 @@ void for_each(const tensor::ExecutionSpace& space, const char* name, std::int64_
     if (threads > 1 && n < grain * threads)
       grain = std::max<std::int64_t>({1, grain / 16, (n + threads - 1) / threads});
     Kokkos::parallel_for(
-        name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (n + grain - 1) / grain),
+        tensor::compat::kernel_label(name),
+        Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (n + grain - 1) / grain),
         KOKKOS_LAMBDA(std::int64_t block) {
           const std::int64_t begin = block * grain;
           host_loop(f, begin, n - begin < grain ? n : begin + grain);
         });
   } else {
-    Kokkos::parallel_for(name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, n), f);
+    Kokkos::parallel_for(tensor::compat::kernel_label(name), Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, n),
+                         f);
   }
 }
 

@@ -68,7 +68,7 @@ double mean_squared_error(const tensor::ExecutionSpace& space, const tensor::Con
   tensor::require_shape("output gradient", dY, rows, outputs);
   double loss = 0;
   Kokkos::parallel_reduce(
-      "kpipe::kernels::mean_squared_error", Range(space, 0, rows),
+      tensor::compat::kernel_label("kpipe::kernels::mean_squared_error"), Range(space, 0, rows),
       KOKKOS_LAMBDA(int i, double& partial) {
         Scalar sum = 0;
         for (int j = 0; j < outputs; ++j) {
@@ -102,7 +102,7 @@ void vocab_shard_max(const tensor::ExecutionSpace& space, const tensor::ConstMat
   const int ranks = static_cast<int>(maxima.extent(1));
   tensor::require_shape("shard maxima", maxima, rows, ranks);
   Kokkos::parallel_for(
-      "kpipe::kernels::vocab_shard_max", Range(space, 0, rows), KOKKOS_LAMBDA(int i) {
+      tensor::compat::kernel_label("kpipe::kernels::vocab_shard_max"), Range(space, 0, rows), KOKKOS_LAMBDA(int i) {
         Scalar max = logits(i, 0);
         for (int j = 1; j < columns; ++j) max = logits(i, j) > max ? logits(i, j) : max;
         for (int r = 0; r < ranks; ++r) maxima(i, r) = r == rank ? max : Scalar(0);

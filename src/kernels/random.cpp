@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/tensor/compat.hpp"
 #include "rows.hpp"
 
 namespace kpipe::kernels {
@@ -106,7 +107,7 @@ void fill_uniform(const tensor::ExecutionSpace& space, std::uint64_t key, double
                   const tensor::Matrix<Scalar>& out) {
   const std::int64_t cols = static_cast<std::int64_t>(out.extent(1));
   Kokkos::parallel_for(
-      "kpipe::kernels::fill_uniform",
+      tensor::compat::kernel_label("kpipe::kernels::fill_uniform"),
       Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, out.extent(0) * out.extent(1)),
       KOKKOS_LAMBDA(std::int64_t e) {
         const auto i = e / cols;

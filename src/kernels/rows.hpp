@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "host_loops.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels::detail {
 
@@ -39,7 +40,8 @@ void for_each_row(const tensor::ExecutionSpace& space, const char* name, int row
         space, name, rows, rows_per_block, KOKKOS_LAMBDA(std::int64_t r) { body(HostRow{}, static_cast<int>(r)); });
   } else {
     Kokkos::parallel_for(
-        name, row_policy(space, rows), KOKKOS_LAMBDA(const RowMember& team) { body(team, team.league_rank()); });
+        tensor::compat::kernel_label(name), row_policy(space, rows),
+        KOKKOS_LAMBDA(const RowMember& team) { body(team, team.league_rank()); });
   }
 }
 
@@ -52,7 +54,8 @@ double sum_over_rows(const tensor::ExecutionSpace& space, const char* name, int 
   double total = 0;
   if constexpr (host_memory) {
     Kokkos::parallel_reduce(
-        name, Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (rows + rows_per_block - 1) / rows_per_block),
+        tensor::compat::kernel_label(name),
+        Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, (rows + rows_per_block - 1) / rows_per_block),
         KOKKOS_LAMBDA(int block, double& partial) {
           const int begin = block * rows_per_block;
           double sum = 0;
@@ -63,7 +66,7 @@ double sum_over_rows(const tensor::ExecutionSpace& space, const char* name, int 
         total);
   } else {
     Kokkos::parallel_reduce(
-        name, row_policy(space, rows),
+        tensor::compat::kernel_label(name), row_policy(space, rows),
         KOKKOS_LAMBDA(const RowMember& team, double& partial) {
           const double term = body(team, team.league_rank());
           Kokkos::single(Kokkos::PerTeam(team), [&] { partial += term; });

@@ -40,7 +40,12 @@ void Context::drop(const std::string& name) {
 
 void Context::clear() {
   saved_.clear();
-  children.clear();
+  for (auto& child : children) child.clear();
+}
+
+void Context::reset_children(std::size_t count) {
+  children.resize(count);
+  for (auto& child : children) child.clear();
 }
 
 std::vector<TensorDecl> Context::saved_specs() const {

@@ -23,7 +23,7 @@ void Residual<Scalar>::add_branch(tensor::TensorList inputs, tensor::TensorList 
 
 template <class Scalar>
 void Residual<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
-  if (ctx) ctx->children.assign(1, {});
+  if (ctx) ctx->reset_children(1);
   add_branch(inputs, outputs, "kpipe::model::residual::forward", [&](const tensor::Tensor& branch) {
     branch_->forward(inputs, {branch}, ctx ? &ctx->children[0] : nullptr);
   });

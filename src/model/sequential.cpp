@@ -57,7 +57,7 @@ int Sequential<Scalar>::input_rows(int rows) const {
 
 template <class Scalar>
 void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
-  if (ctx) ctx->children.assign(layers_.size(), {});
+  if (ctx) ctx->reset_children(layers_.size());
   const auto width = [](const Layer<Scalar>& layer) { return layer.output_dim(); };
   chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
     layers_[i]->forward({input}, {output}, ctx ? &ctx->children[i] : nullptr);
@@ -90,7 +90,7 @@ void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(
     // parallel region for the stage's W instead of a few per layer, and each
     // product computed as on a single thread, whatever the thread count.
     std::vector<std::exception_ptr> failed(threads.size());
-    Kokkos::parallel_for("kpipe::model::sequential::backward_weight",
+    Kokkos::parallel_for(tensor::compat::kernel_label("kpipe::model::sequential::backward_weight"),
                          Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, static_cast<int>(threads.size())),
                          [&](int t) {
                            try {

@@ -113,7 +113,16 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   const int rows = static_cast<int>(X.extent(0));
   tensor::require_shape("stage input", X, rows, input_dim());
   tensor::require_shape("stage output", Y, output_rows(rows), output_dim());
-  Stashed entry;
+  // A retired entry where there is one (its context keeps its storage), else a new one.
+  typename std::map<int, Stashed>::node_type node;
+  if (spare_.empty()) {
+    node = std::map<int, Stashed>{{mb, Stashed{}}}.extract(mb);
+  } else {
+    node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = mb;
+  }
+  Stashed& entry = node.mapped();
   entry.rows = rows;
   // Our own copy: the layers keep references to their inputs until W.
   const tensor::Tensor input = pooled_copy<Scalar>(exec_, "kpipe::model::stage_input", X);
@@ -131,7 +140,7 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   }
   if (!last_) round_boundary(Y);
   if (options_.stash_store != nullptr) spill(mb, entry);
-  stash_.emplace(mb, std::move(entry));
+  stash_.insert(std::move(node));
   update_peaks();
 }
 
@@ -239,7 +248,7 @@ void Stage<Scalar>::backward(int mb, const tensor::ConstMatrix<Scalar>& dY, cons
   const auto region = exec_.region("kpipe::BW");
   run_backward_input(mb, dY, dX);
   body_->backward_weight(stashed(mb, true, "backward").context, after_layer);
-  stash_.erase(mb);
+  retire(mb);
 }
 
 template <class Scalar>
@@ -269,7 +278,7 @@ template <class Scalar>
 void Stage<Scalar>::backward_weight(int mb, const LayerDone& after_layer) {
   const auto region = exec_.region("kpipe::W");
   body_->backward_weight(stashed(mb, true, "backward_weight").context, after_layer);
-  stash_.erase(mb);
+  retire(mb);
 }
 
 template <class Scalar>
@@ -352,6 +361,17 @@ std::size_t Stage<Scalar>::stashed_bytes() const {
   std::size_t total = 0;
   for (const auto& [mb, entry] : stash_) total += entry.input.bytes() + entry.context.bytes();
   return total;
+}
+
+template <class Scalar>
+void Stage<Scalar>::retire(int mb) {
+  auto node = stash_.extract(mb);
+  Stashed& entry = node.mapped();
+  entry.input = {};
+  entry.context.clear();
+  entry.input_gradient_done = false;
+  entry.spilled.clear();
+  spare_.push_back(std::move(node));
 }
 
 template <class Scalar>

@@ -22,7 +22,8 @@ void dense(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar
   const std::int64_t cols = static_cast<std::int64_t>(out.extent(1));
   const int depth = static_cast<int>(in.extent(1));
   Kokkos::parallel_for(
-      "kpipe::model::teacher_dense", Range(space, 0, out.extent(0) * out.extent(1)), KOKKOS_LAMBDA(std::int64_t e) {
+      tensor::compat::kernel_label("kpipe::model::teacher_dense"), Range(space, 0, out.extent(0) * out.extent(1)),
+      KOKKOS_LAMBDA(std::int64_t e) {
         const std::int64_t i = e / cols;
         const std::int64_t c = e % cols;
         Scalar sum = 0;
@@ -46,7 +47,8 @@ void nearest_centre(const tensor::ExecutionSpace& space, const tensor::ConstMatr
                     const tensor::ConstMatrix<Scalar>& centres_by_feature, int classes, const tensor::Labels& labels) {
   const int dim = static_cast<int>(centres_by_feature.extent(0));
   Kokkos::parallel_for(
-      "kpipe::model::teacher_argmax", Range(space, 0, X.extent(0)), KOKKOS_LAMBDA(std::int64_t i) {
+      tensor::compat::kernel_label("kpipe::model::teacher_argmax"), Range(space, 0, X.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i) {
         int best = 0;
         Scalar best_logit = 0;
         for (int first = 0; first < classes; first += class_block) {
@@ -82,7 +84,8 @@ SyntheticData<Scalar>::SyntheticData(const DataSpec& spec, tensor::ExecContext& 
     const auto centres = centres_;
     const auto by_feature = centres_by_feature_;
     Kokkos::parallel_for(
-        "kpipe::model::teacher_transpose", Range(space, 0, centres.extent(0)), KOKKOS_LAMBDA(std::int64_t c) {
+        tensor::compat::kernel_label("kpipe::model::teacher_transpose"), Range(space, 0, centres.extent(0)),
+        KOKKOS_LAMBDA(std::int64_t c) {
           for (std::size_t k = 0; k < centres.extent(1); ++k) by_feature(k, c) = centres(c, k);
         });
     return;

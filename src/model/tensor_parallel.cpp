@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::model {
 
@@ -57,7 +58,7 @@ tensor::Matrix<Scalar> gather_shards(tensor::ExecContext& exec, Collectives& col
       axis == 0 ? tensor::uninitialized_matrix<Scalar>("kpipe::model::gather_shards::whole", rows * t, columns)
                 : tensor::uninitialized_matrix<Scalar>("kpipe::model::gather_shards::whole", rows, columns * t);
   Kokkos::parallel_for(
-      "kpipe::model::gather_shards",
+      tensor::compat::kernel_label("kpipe::model::gather_shards"),
       Kokkos::MDRangePolicy<tensor::ExecutionSpace, Kokkos::Rank<2>>(exec.space(), {0, 0}, {rows * t, columns}),
       KOKKOS_LAMBDA(int i, int j) {
         const int r = i / rows, row = i % rows;

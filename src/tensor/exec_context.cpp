@@ -12,7 +12,7 @@ void tally(const Pools& pools, std::size_t& buffers, std::size_t& bytes) {
 }
 }  // namespace
 
-Tensor Workspace::take(const std::string& label, DType dtype, int rows, int cols) {
+Tensor Workspace::take(std::string_view label, DType dtype, int rows, int cols) {
   return with_element_type(dtype, [&](auto type) { return Tensor(take<decltype(type)>(label, rows, cols)); });
 }
 

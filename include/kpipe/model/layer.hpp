@@ -99,8 +99,12 @@ class Context {
   bool has(const std::string& name) const;
   // Drops one saved tensor (a no-op when absent).
   void drop(const std::string& name);
-  // Drops every saved tensor and child context.
+  // Drops every saved tensor, here and in the child contexts, which stay (empty)
+  // with their storage for the next microbatch: no allocation per microbatch.
   void clear();
+  // `count` empty child contexts (a composite layer's forward), reusing the
+  // children, and their storage, that an earlier microbatch left here.
+  void reset_children(std::size_t count);
   // Names and specs of the tensors saved here (children not included).
   std::vector<TensorDecl> saved_specs() const;
 

@@ -151,6 +151,8 @@ class Stage {
   };
 
   Stashed& stashed(int mb, bool input_gradient_done, const char* action);
+  // Moves microbatch mb's entry from the stash to spare_, emptied.
+  void retire(int mb);
   void run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX);
   void update_peaks();
   // compute.precision = bf16, fp16: a boundary activation or gradient (the
@@ -173,6 +175,9 @@ class Stage {
   std::vector<int> attention_layers_;  // global indices of the decoder blocks
   std::unique_ptr<KvCache<Scalar>> cache_;
   std::map<int, Stashed> stash_;
+  // Entries of microbatches whose W has run, kept with their contexts' storage
+  // for the next forward: a stage allocates nothing per microbatch.
+  std::vector<typename std::map<int, Stashed>::node_type> spare_;
   int peak_microbatches_ = 0;
   std::size_t peak_bytes_ = 0;
 };

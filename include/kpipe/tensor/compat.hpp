@@ -36,6 +36,17 @@ inline bool in_host_parallel_region() {
 // interleave in its record.
 inline bool regions_observed() { return Kokkos::Tools::Experimental::get_callbacks().push_region != nullptr; }
 
+// The name Kokkos is given for a kernel: `name` where a tool receives kernel
+// events, none otherwise. Kokkos takes it as a const std::string&, and a
+// name longer than the 15 characters a std::string holds inline cost a heap
+// allocation on every launch, a dozen per microbatch.
+inline std::string kernel_label(const char* name) {
+  const auto& tool = Kokkos::Tools::Experimental::get_callbacks();
+  const bool observed = tool.begin_parallel_for != nullptr || tool.begin_parallel_reduce != nullptr ||
+                        tool.begin_parallel_scan != nullptr;
+  return observed ? std::string(name) : std::string();
+}
+
 // Kokkos 4 made concurrency() an instance member; 3.x has it static.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 int concurrency(const ExecutionSpace& space = ExecutionSpace()) {

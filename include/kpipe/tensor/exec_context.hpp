@@ -7,8 +7,10 @@
 // execution space of its own.
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "kpipe/tensor/buffer_pool.hpp"
 #include "kpipe/tensor/compat.hpp"
@@ -27,46 +29,52 @@ namespace kpipe::tensor {
 // context's one in-order instance (see buffer_pool.hpp).
 class Workspace {
  public:
+  // The label is looked up as it is given (a string literal, mostly): no
+  // std::string is made but for a label's first buffer.
   template <class Scalar>
-  Matrix<Scalar> take(const std::string& label, int rows, int cols) {
+  Matrix<Scalar> take(std::string_view label, int rows, int cols) {
     auto& by_label = pools<Scalar>();
     auto it = by_label.find(label);
-    if (it == by_label.end()) it = by_label.emplace(label, BufferPool<Matrix<Scalar>>(label)).first;
+    if (it == by_label.end()) it = by_label.emplace(label, BufferPool<Matrix<Scalar>>(std::string(label))).first;
     return it->second.take(rows, cols);
   }
 
   // The same for a rows x cols matrix of `dtype`, as a Tensor: for buffers
   // whose element type is known only at run time (a saved tensor's).
-  Tensor take(const std::string& label, DType dtype, int rows, int cols);
+  Tensor take(std::string_view label, DType dtype, int rows, int cols);
 
   // Buffers and bytes allocated so far, free or not.
   std::size_t buffers() const;
   std::size_t bytes() const;
 
  private:
+  // Pools by label; std::less<> finds a std::string_view without making a string.
   template <class Scalar>
-  std::map<std::string, BufferPool<Matrix<Scalar>>>& pools();
+  using Pools = std::map<std::string, BufferPool<Matrix<Scalar>>, std::less<>>;
 
-  std::map<std::string, BufferPool<Matrix<float>>> float_pools_;
-  std::map<std::string, BufferPool<Matrix<double>>> double_pools_;
-  std::map<std::string, BufferPool<Matrix<BFloat16>>> bfloat16_pools_;  // compute.precision = bf16 operands
-  std::map<std::string, BufferPool<Matrix<Half>>> float16_pools_;       // compute.precision = fp16 operands
+  template <class Scalar>
+  Pools<Scalar>& pools();
+
+  Pools<float> float_pools_;
+  Pools<double> double_pools_;
+  Pools<BFloat16> bfloat16_pools_;  // compute.precision = bf16 operands
+  Pools<Half> float16_pools_;       // compute.precision = fp16 operands
 };
 
 template <>
-inline std::map<std::string, BufferPool<Matrix<float>>>& Workspace::pools<float>() {
+inline Workspace::Pools<float>& Workspace::pools<float>() {
   return float_pools_;
 }
 template <>
-inline std::map<std::string, BufferPool<Matrix<double>>>& Workspace::pools<double>() {
+inline Workspace::Pools<double>& Workspace::pools<double>() {
   return double_pools_;
 }
 template <>
-inline std::map<std::string, BufferPool<Matrix<BFloat16>>>& Workspace::pools<BFloat16>() {
+inline Workspace::Pools<BFloat16>& Workspace::pools<BFloat16>() {
   return bfloat16_pools_;
 }
 template <>
-inline std::map<std::string, BufferPool<Matrix<Half>>>& Workspace::pools<Half>() {
+inline Workspace::Pools<Half>& Workspace::pools<Half>() {
   return float16_pools_;
 }
 

@@ -5,9 +5,12 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -130,23 +133,44 @@ decltype(auto) with_element_type(DType dtype, F&& f) {
   return f(float{});
 }
 
+// A tensor's shape and element type. The extents live in the spec itself,
+// not on the heap: a Tensor is copied into every list and context a
+// microbatch passes through, and a vector of extents cost two allocations
+// per copy, thousands per training step (docs/performance-log.md, "Allocations
+// on the hot path").
 class TensorSpec {
  public:
+  // Kokkos' limit on a View's rank.
+  static constexpr int max_rank = 8;
+
   TensorSpec() = default;
-  // Throws an input error for a negative extent.
-  TensorSpec(std::vector<std::int64_t> shape, DType dtype);
+  // Throws an input error for a negative extent or more than max_rank of them.
+  TensorSpec(std::initializer_list<std::int64_t> shape, DType dtype);
+  TensorSpec(const std::vector<std::int64_t>& shape, DType dtype);
+  template <std::size_t Rank>
+  TensorSpec(const std::array<std::int64_t, Rank>& shape, DType dtype) : dtype_(dtype) {
+    assign(shape.data(), Rank);
+  }
+  template <class Scalar, class Shape>
+  static TensorSpec of(const Shape& shape) {
+    return TensorSpec(shape, dtype_of<Scalar>());
+  }
   template <class Scalar>
-  static TensorSpec of(std::vector<std::int64_t> shape) {
-    return TensorSpec(std::move(shape), dtype_of<Scalar>());
+  static TensorSpec of(std::initializer_list<std::int64_t> shape) {
+    return TensorSpec(shape, dtype_of<Scalar>());
   }
   template <class Scalar>
   static TensorSpec matrix(std::int64_t rows, std::int64_t cols) {
-    return of<Scalar>({rows, cols});
+    return TensorSpec({rows, cols}, dtype_of<Scalar>());
   }
 
-  const std::vector<std::int64_t>& shape() const { return shape_; }
-  std::int64_t extent(int dim) const { return shape_.at(static_cast<std::size_t>(dim)); }
-  int rank() const { return static_cast<int>(shape_.size()); }
+  std::vector<std::int64_t> shape() const { return {extents_.begin(), extents_.begin() + rank_}; }
+  // Throws a runtime error for a dimension outside [0, rank()).
+  std::int64_t extent(int dim) const {
+    if (dim < 0 || dim >= rank_) throw_no_dimension(dim);
+    return extents_[static_cast<std::size_t>(dim)];
+  }
+  int rank() const { return rank_; }
   DType dtype() const { return dtype_; }
   // The product of the extents (1 for rank 0).
   std::int64_t elements() const;
@@ -155,12 +179,17 @@ class TensorSpec {
   std::string to_string() const;
 
   friend bool operator==(const TensorSpec& a, const TensorSpec& b) {
-    return a.dtype_ == b.dtype_ && a.shape_ == b.shape_;
+    return a.dtype_ == b.dtype_ && a.rank_ == b.rank_ &&
+           std::equal(a.extents_.begin(), a.extents_.begin() + a.rank_, b.extents_.begin());
   }
   friend bool operator!=(const TensorSpec& a, const TensorSpec& b) { return !(a == b); }
 
  private:
-  std::vector<std::int64_t> shape_;
+  void assign(const std::int64_t* extents, std::size_t rank);
+  [[noreturn]] void throw_no_dimension(int dim) const;
+
+  std::array<std::int64_t, max_rank> extents_{};
+  int rank_ = 0;
   DType dtype_ = DType::float32;
 };
 

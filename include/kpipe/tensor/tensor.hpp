@@ -8,6 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <array>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -74,10 +75,9 @@ class Tensor {
  private:
   template <class ViewType>
   static TensorSpec spec_of(const ViewType& view) {
-    std::vector<std::int64_t> shape;
-    for (int d = 0; d < static_cast<int>(ViewType::rank); ++d)
-      shape.push_back(static_cast<std::int64_t>(view.extent(d)));
-    return TensorSpec::of<std::remove_const_t<typename ViewType::value_type>>(std::move(shape));
+    std::array<std::int64_t, static_cast<std::size_t>(ViewType::rank)> shape{};
+    for (std::size_t d = 0; d < shape.size(); ++d) shape[d] = static_cast<std::int64_t>(view.extent(d));
+    return TensorSpec::of<std::remove_const_t<typename ViewType::value_type>>(shape);
   }
 
   void check(int rank, DType dtype) const {

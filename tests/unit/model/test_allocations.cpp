@@ -1,6 +1,10 @@
 // No hot-path allocation after the first step (DESIGN.md §3): a stage and the
 // sequential trainer take their temporaries and stash copies from the
-// context's pool, so steps 2 and 3 allocate nothing in Kokkos.
+// context's pool, so steps 2 and 3 allocate nothing in Kokkos; and what every
+// microbatch passes around (tensors, pool labels, contexts) costs no heap
+// allocation either, counted by this executable's operator new.
+#include <cstdlib>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -11,11 +15,32 @@
 #include "kpipe/tensor/allocation_counter.hpp"
 #include "test_models.hpp"
 
+namespace {
+thread_local long heap_allocations = 0;
+}  // namespace
+
+// Every heap allocation of the executable, counted per thread.
+void* operator new(std::size_t bytes) {
+  ++heap_allocations;
+  if (void* block = std::malloc(bytes == 0 ? 1 : bytes)) return block;
+  throw std::bad_alloc();
+}
+void operator delete(void* block) noexcept { std::free(block); }
+void operator delete(void* block, std::size_t) noexcept { std::free(block); }
+
 using namespace kpipe;
 using namespace kpipe::model;
 using test::residual_model;
 
 namespace {
+
+// Heap allocations (operator new) on this thread while `f` runs.
+template <class F>
+long heap_allocations_in(const F& f) {
+  const long before = heap_allocations;
+  f();
+  return heap_allocations - before;
+}
 
 // "label x count" for every allocation counted, to name an unexpected one.
 std::string allocations_of(const tensor::AllocationCounter& counter) {
@@ -93,4 +118,36 @@ TEST_CASE("the sequential trainer allocates nothing after its first step", "[mod
       REQUIRE(counter.total().count == 0);
     }
   }
+}
+
+TEST_CASE("copying a tensor, taking a pooled buffer by a literal label and reusing a context allocate nothing",
+          "[model][allocations]") {
+  tensor::ExecContext exec;
+  const tensor::Tensor tensor(exec.pool().take<float>("kpipe::model::a_label_past_fifteen_characters", 4, 8));
+  // A spec holds its extents itself: copies and reshapes make no vector.
+  std::int64_t rows = 0;
+  CHECK(heap_allocations_in([&] {
+          const tensor::Tensor copy = tensor;
+          rows = copy.reshaped(tensor::TensorSpec::matrix<float>(32, 1)).spec().extent(0);
+        }) == 0);
+  CHECK(rows == 32);
+  // A label is looked up as given, not as a std::string made for the call.
+  exec.pool().take<float>("kpipe::model::another_long_label", 4, 8);
+  std::size_t cols = 0;
+  CHECK(heap_allocations_in(
+            [&] { cols = exec.pool().take<float>("kpipe::model::another_long_label", 4, 8).extent(1); }) == 0);
+  CHECK(cols == 8);
+  // A context cleared after W keeps its children and their storage for the
+  // next microbatch's forward.
+  Context context;
+  const auto one_microbatch = [&] {
+    context.reset_children(3);
+    for (auto& child : context.children) child.save("x", tensor);
+    context.children[1].save("dy", tensor);
+    context.clear();
+  };
+  one_microbatch();
+  CHECK(heap_allocations_in(one_microbatch) == 0);
+  CHECK(context.children.size() == 3);
+  CHECK(context.bytes() == 0);
 }

@@ -24,6 +24,14 @@ TEST_CASE("a TensorSpec knows its elements, bytes and printed form", "[tensor][s
   CHECK(spec != TensorSpec::of<float>({32, 64, 16}));
   CHECK_THROWS_WITH(TensorSpec({3, -1}, DType::float64),
                     "a tensor of shape [3, -1] has a negative extent; extents must be 0 or more");
+  // Extents are compared up to each spec's rank, not over the unused slots.
+  CHECK(TensorSpec({3, 0}, DType::float32) != TensorSpec({3, 0, 0}, DType::float32));
+  CHECK(TensorSpec(std::vector<std::int64_t>{4, 2}, DType::float32) == TensorSpec::matrix<float>(4, 2));
+  CHECK(spec.shape() == std::vector<std::int64_t>{32, 16, 64});
+  CHECK_THROWS_WITH(spec.extent(3),
+                    "dimension 3 of a tensor of 32x16x64 float32 was asked for; it has dimensions 0 to 2");
+  CHECK_THROWS_WITH(TensorSpec({1, 1, 1, 1, 1, 1, 1, 1, 1}, DType::float32),
+                    "a tensor of shape [1, 1, 1, 1, 1, 1, 1, 1, 1] has 9 dimensions; at most 8 are allowed");
 }
 
 TEST_CASE("bfloat16 rounds to nearest even and converts back exactly", "[tensor][spec]") {
