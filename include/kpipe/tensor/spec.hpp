@@ -135,9 +135,9 @@ decltype(auto) with_element_type(DType dtype, F&& f) {
 
 // A tensor's shape and element type. The extents live in the spec itself,
 // not on the heap: a Tensor is copied into every list and context a
-// microbatch passes through, and a vector of extents cost two allocations
-// per copy, thousands per training step (docs/performance-log.md, "Allocations
-// on the hot path").
+// microbatch passes through, and a vector of extents cost an allocation per
+// copy, thousands per training step (docs/performance-log.md, "Allocations on
+// the hot path").
 class TensorSpec {
  public:
   // Kokkos' limit on a View's rank.
