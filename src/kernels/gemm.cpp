@@ -163,18 +163,18 @@ void host_gemm(
 #endif
   // Slice `part` of C's columns and of op(B)'s: columns of B (row-major k x
   // n), or rows of B when it is transposed (n x k).
+  const auto slice = [&op, &then, parts](int part) {
+    const int first = static_cast<int>(static_cast<long long>(op.n) * part / parts);
+    const int last = static_cast<int>(static_cast<long long>(op.n) * (part + 1) / parts);
+    detail::GemmOperands<Scalar> columns = op;
+    columns.n = last - first;
+    columns.b = op.b + (op.trans_b == Trans::no ? first : static_cast<std::ptrdiff_t>(first) * op.ldb);
+    columns.c = op.c + first;
+    library_gemm(columns);
+    then(first, last);
+  };
   Kokkos::parallel_for(tensor::compat::kernel_label("kpipe::kernels::gemm_columns"),
-                       Kokkos::RangePolicy<Host>(0, parts), [&op, &then, parts](int part) {
-                         const int first = static_cast<int>(static_cast<long long>(op.n) * part / parts);
-                         const int last = static_cast<int>(static_cast<long long>(op.n) * (part + 1) / parts);
-                         detail::GemmOperands<Scalar> slice = op;
-                         slice.n = last - first;
-                         slice.b =
-                             op.b + (op.trans_b == Trans::no ? first : static_cast<std::ptrdiff_t>(first) * op.ldb);
-                         slice.c = op.c + first;
-                         library_gemm(slice);
-                         then(first, last);
-                       });
+                       Kokkos::RangePolicy<Host>(0, parts), slice);
   tensor::compat::fence(Host(), "kpipe::kernels::gemm_columns");
 }
 

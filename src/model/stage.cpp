@@ -113,15 +113,7 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   const int rows = static_cast<int>(X.extent(0));
   tensor::require_shape("stage input", X, rows, input_dim());
   tensor::require_shape("stage output", Y, output_rows(rows), output_dim());
-  // A retired entry where there is one (its context keeps its storage), else a new one.
-  typename std::map<int, Stashed>::node_type node;
-  if (spare_.empty()) {
-    node = std::map<int, Stashed>{{mb, Stashed{}}}.extract(mb);
-  } else {
-    node = std::move(spare_.back());
-    spare_.pop_back();
-    node.key() = mb;
-  }
+  auto node = fresh_entry(mb);
   Stashed& entry = node.mapped();
   entry.rows = rows;
   // Our own copy: the layers keep references to their inputs until W.
@@ -361,6 +353,15 @@ std::size_t Stage<Scalar>::stashed_bytes() const {
   std::size_t total = 0;
   for (const auto& [mb, entry] : stash_) total += entry.input.bytes() + entry.context.bytes();
   return total;
+}
+
+template <class Scalar>
+typename Stage<Scalar>::Stash::node_type Stage<Scalar>::fresh_entry(int mb) {
+  if (spare_.empty()) return Stash{{mb, Stashed{}}}.extract(mb);
+  auto node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = mb;
+  return node;
 }
 
 template <class Scalar>

@@ -151,6 +151,9 @@ class Stage {
   };
 
   Stashed& stashed(int mb, bool input_gradient_done, const char* action);
+  using Stash = std::map<int, Stashed>;
+  // An empty entry for microbatch mb, a retired one where spare_ has one.
+  typename Stash::node_type fresh_entry(int mb);
   // Moves microbatch mb's entry from the stash to spare_, emptied.
   void retire(int mb);
   void run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX);
@@ -174,10 +177,10 @@ class Stage {
   int dim_;                            // the transformer's width, 0 otherwise
   std::vector<int> attention_layers_;  // global indices of the decoder blocks
   std::unique_ptr<KvCache<Scalar>> cache_;
-  std::map<int, Stashed> stash_;
+  Stash stash_;
   // Entries of microbatches whose W has run, kept with their contexts' storage
   // for the next forward: a stage allocates nothing per microbatch.
-  std::vector<typename std::map<int, Stashed>::node_type> spare_;
+  std::vector<typename Stash::node_type> spare_;
   int peak_microbatches_ = 0;
   std::size_t peak_bytes_ = 0;
 };
