@@ -4,10 +4,15 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "kpipe/core/error.hpp"
 
 namespace kpipe::model {
+
+void not_row_wise(const char* kind) {
+  throw std::logic_error(fmt::format("a {} layer is not row-wise: its rows cannot be computed apart", kind));
+}
 
 void Context::save(const std::string& name, tensor::Tensor tensor) {
   for (auto& entry : saved_) {

@@ -191,6 +191,11 @@ void Linear<Scalar>::multiply(Trans trans_a, Trans trans_b, const tensor::Tensor
 template <class Scalar>
 void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::forward");
+  if (row_wise()) {
+    forward_begin(inputs, outputs, ctx);
+    forward_rows(inputs, outputs, ctx, {0, static_cast<int>(inputs.at(0).spec().extent(0))}, env_.exec.space());
+    return;
+  }
   const auto& space = env_.exec.space();
   const tensor::Tensor local = operand(inputs.at(0), "kpipe::model::linear::x_reduced");
   // Sequence parallelism: a column-parallel Linear multiplies the group's rows (its own saved, gathered again in W).
@@ -237,9 +242,49 @@ void Linear<Scalar>::mask_padding(const tensor::Matrix<Scalar>& Y) const {
 }
 
 template <class Scalar>
+bool Linear<Scalar>::row_wise() const {
+  return split_ == TensorSplit::none && !reduced() && gemm_ != kernels::GemmPath::packed && !weight_.shard.padded() &&
+         kernels::gemm_on_calling_thread(gemm_);
+}
+
+template <class Scalar>
+void Linear<Scalar>::forward_begin(tensor::TensorList inputs, tensor::TensorList, Context* ctx) const {
+  if (ctx) ctx->save("x", inputs.at(0));
+}
+
+template <class Scalar>
+void Linear<Scalar>::forward_rows(tensor::TensorList inputs, tensor::TensorList outputs, const Context*, RowRange rows,
+                                  const tensor::ExecutionSpace& space) const {
+  kernels::ColumnEpilogue<Scalar> bias;
+  if (has_bias_) bias.bias = bias_.value;
+  kernels::gemm(space, Trans::no, transposed_ ? Trans::yes : Trans::no, 1, rows.of(inputs.at(0).matrix<Scalar>()),
+                weight_.value, 0, rows.of(outputs.at(0).matrix<Scalar>()), bias, gemm_);
+}
+
+template <class Scalar>
+void Linear<Scalar>::backward_input_rows(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                         const Context&, RowRange rows, const tensor::ExecutionSpace& space) const {
+  const auto dX = input_grads.at(0).matrix<Scalar>();
+  if (dX.size() == 0) return;
+  kernels::gemm(space, Trans::no, transposed_ ? Trans::no : Trans::yes, 1, rows.of(output_grads.at(0).matrix<Scalar>()),
+                weight_.value, 0, rows.of(dX), gemm_);
+}
+
+template <class Scalar>
+void Linear<Scalar>::backward_input_end(tensor::TensorList output_grads, Context& ctx) const {
+  ctx.save("dy", output_grads.at(0));
+}
+
+template <class Scalar>
 void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                     Context& ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::backward_input");
+  if (row_wise()) {
+    backward_input_rows(output_grads, input_grads, ctx, {0, static_cast<int>(output_grads.at(0).spec().extent(0))},
+                        env_.exec.space());
+    backward_input_end(output_grads, ctx);
+    return;
+  }
   const tensor::Tensor local = operand(output_grads.at(0), "kpipe::model::linear::dy_reduced");
   // Sequence parallelism: a row-parallel Linear's output gradient is this rank's rows; W needs the group's.
   const tensor::Tensor gradient = row_divisor() > 1 ? gathered_rows(local, "kpipe::model::linear::gathered_dy") : local;

@@ -10,18 +10,74 @@
 
 namespace kpipe::model {
 
+namespace {
+
+// A microbatch's rows below which a part is not worth a thread of its own.
+constexpr int min_rows_per_part = 4;
+
+constexpr bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
+
+RowRange all_rows(const tensor::Tensor& tensor) { return {0, static_cast<int>(tensor.spec().extent(0))}; }
+
+// part(p) for p in [0, parts), each on a host thread of one parallel region,
+// or one after the other where the rank has one; the first exception of a
+// part is rethrown once all have run.
+template <class Part>
+void on_host_threads(const char* label, int parts, const Part& part) {
+  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(parts));
+  const auto guarded = [&](int p) {
+    try {
+      part(p);
+    } catch (...) {
+      failed[p] = std::current_exception();
+    }
+  };
+  if (tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace()) == 1) {
+    for (int p = 0; p < parts; ++p) guarded(p);
+  } else {
+    Kokkos::parallel_for(tensor::compat::kernel_label(label),
+                         Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, parts), guarded);
+  }
+  for (const auto& failure : failed) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+}  // namespace
+
 template <class Scalar>
-void Sequential<Scalar>::round_between(const tensor::Tensor& between) const {
+void Sequential<Scalar>::round_between(const tensor::Tensor& between, RowRange rows,
+                                       const tensor::ExecutionSpace& space) const {
   if constexpr (std::is_same_v<Scalar, float>) {
     if (between_ == BetweenLayers::kept) return;
-    kernels::round_through(env_.exec.space(), between.matrix<float>(), kernels::operand_dtype(env_.precision));
+    kernels::round_through(space, rows.of(between.matrix<float>()), kernels::operand_dtype(env_.precision));
   }
 }
 
 template <class Scalar>
 Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env,
-                               BetweenLayers between)
-    : env_(env), layers_(std::move(layers)), between_(between), weight_threads_(spread_weight_gradients()) {}
+                               BetweenLayers between, int row_parts)
+    : env_(env),
+      layers_(std::move(layers)),
+      between_(between),
+      weight_threads_(spread_weight_gradients()),
+      row_wise_(std::all_of(layers_.begin(), layers_.end(), [](const auto& layer) { return layer->row_wise(); })),
+      row_spaces_(row_spaces(row_parts)) {}
+
+template <class Scalar>
+std::vector<tensor::ExecutionSpace> Sequential<Scalar>::row_spaces(int parts) const {
+  if (parts == 0) parts = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  if (!on_host || !row_wise_ || parts < 2) return {};
+  const auto& instances = env_.exec.thread_instances(parts);
+  return {instances.begin(), instances.begin() + parts};
+}
+
+template <class Scalar>
+int Sequential<Scalar>::row_parts(int rows) const {
+  // Inside another region, or with a tool recording regions, F and B stay whole.
+  if (row_spaces_.empty() || tensor::compat::in_host_parallel_region() || tensor::compat::regions_observed()) return 1;
+  return std::clamp(rows / min_rows_per_part, 1, static_cast<int>(row_spaces_.size()));
+}
 
 template <class Scalar>
 template <class Width, class Step>
@@ -38,7 +94,6 @@ void Sequential<Scalar>::chain(tensor::TensorList inputs, tensor::TensorList out
             ? outputs.at(0)
             : tensor::Tensor(env_.exec.pool().take<Scalar>("kpipe::model::activation", rows, width(*layers_[i])));
     step(i, input, output);
-    if (i + 1 < layers_.size()) round_between(output);
     input = output;
   }
 }
@@ -57,17 +112,62 @@ int Sequential<Scalar>::input_rows(int rows) const {
 
 template <class Scalar>
 void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  if (const int parts = row_parts(static_cast<int>(inputs.at(0).spec().extent(0))); parts > 1) {
+    const int rows = static_cast<int>(inputs.at(0).spec().extent(0));
+    forward_begin(inputs, outputs, ctx);
+    on_host_threads("kpipe::model::sequential::forward", parts, [&](int part) {
+      forward_rows(inputs, outputs, ctx, RowRange::part_of(rows, part, parts), row_spaces_[part]);
+    });
+    forward_end();
+    return;
+  }
   if (ctx) ctx->reset_children(layers_.size());
   const auto width = [](const Layer<Scalar>& layer) { return layer.output_dim(); };
   chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
     layers_[i]->forward({input}, {output}, ctx ? &ctx->children[i] : nullptr);
+    if (i + 1 < layers_.size()) round_between(output, all_rows(output), env_.exec.space());
   });
+}
+
+template <class Scalar>
+void Sequential<Scalar>::forward_begin(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
+  if (ctx) ctx->reset_children(layers_.size());
+  pass_tensors_.assign(1, inputs.at(0));
+  const auto width = [](const Layer<Scalar>& layer) { return layer.output_dim(); };
+  chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
+    layers_[i]->forward_begin({input}, {output}, ctx ? &ctx->children[i] : nullptr);
+    pass_tensors_.push_back(output);
+  });
+}
+
+template <class Scalar>
+void Sequential<Scalar>::forward_rows(tensor::TensorList, tensor::TensorList, const Context* ctx, RowRange rows,
+                                      const tensor::ExecutionSpace& space) const {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->forward_rows({&pass_tensors_[i], 1}, {&pass_tensors_[i + 1], 1}, ctx ? &ctx->children[i] : nullptr,
+                             rows, space);
+    if (i + 1 < layers_.size()) round_between(pass_tensors_[i + 1], rows, space);
+  }
+}
+
+template <class Scalar>
+void Sequential<Scalar>::forward_end() const {
+  for (const auto& layer : layers_) layer->forward_end();
+  pass_tensors_.clear();
 }
 
 template <class Scalar>
 void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                         Context& ctx) const {
   int rows = static_cast<int>(output_grads.at(0).spec().extent(0));
+  if (const int parts = row_parts(rows); parts > 1) {
+    backward_input_begin(output_grads, input_grads, ctx);
+    on_host_threads("kpipe::model::sequential::backward_input", parts, [&](int part) {
+      backward_input_rows(output_grads, input_grads, ctx, RowRange::part_of(rows, part, parts), row_spaces_[part]);
+    });
+    backward_input_end(output_grads, ctx);
+    return;
+  }
   tensor::Tensor gradient = output_grads.at(0);
   for (std::size_t i = layers_.size(); i-- > 0;) {
     rows = layers_[i]->input_rows(rows);
@@ -75,9 +175,44 @@ void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor:
                                                  : tensor::Tensor(env_.exec.pool().take<Scalar>(
                                                        "kpipe::model::activation_grad", rows, layers_[i]->input_dim()));
     layers_[i]->backward_input({gradient}, {input_gradient}, ctx.children.at(i));
-    if (i > 0) round_between(input_gradient);
+    if (i > 0) round_between(input_gradient, all_rows(input_gradient), env_.exec.space());
     gradient = input_gradient;
   }
+}
+
+template <class Scalar>
+void Sequential<Scalar>::backward_input_begin(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                              Context& ctx) const {
+  // Row-wise layers keep their rows: every gradient has the output's.
+  const int rows = static_cast<int>(output_grads.at(0).spec().extent(0));
+  const std::size_t n = layers_.size();
+  pass_tensors_.resize(n + 1);
+  pass_tensors_[n] = output_grads.at(0);
+  pass_tensors_[0] = input_grads.at(0);
+  for (std::size_t i = n; i-- > 0;) {
+    if (i > 0) {
+      pass_tensors_[i] = env_.exec.pool().take<Scalar>("kpipe::model::activation_grad", rows, layers_[i]->input_dim());
+    }
+    layers_[i]->backward_input_begin({&pass_tensors_[i + 1], 1}, {&pass_tensors_[i], 1}, ctx.children.at(i));
+  }
+}
+
+template <class Scalar>
+void Sequential<Scalar>::backward_input_rows(tensor::TensorList, tensor::TensorList, const Context& ctx, RowRange rows,
+                                             const tensor::ExecutionSpace& space) const {
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    layers_[i]->backward_input_rows({&pass_tensors_[i + 1], 1}, {&pass_tensors_[i], 1}, ctx.children.at(i), rows,
+                                    space);
+    if (i > 0) round_between(pass_tensors_[i], rows, space);
+  }
+}
+
+template <class Scalar>
+void Sequential<Scalar>::backward_input_end(tensor::TensorList, Context& ctx) const {
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->backward_input_end({&pass_tensors_[i + 1], 1}, ctx.children.at(i));
+  }
+  pass_tensors_.clear();
 }
 
 template <class Scalar>
@@ -89,19 +224,9 @@ void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(
     // Each layer's W whole on one thread, the threads' shares at once: one
     // parallel region for the stage's W instead of a few per layer, and each
     // product computed as on a single thread, whatever the thread count.
-    std::vector<std::exception_ptr> failed(threads.size());
-    Kokkos::parallel_for(tensor::compat::kernel_label("kpipe::model::sequential::backward_weight"),
-                         Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, static_cast<int>(threads.size())),
-                         [&](int t) {
-                           try {
-                             for (const std::size_t i : threads[t]) layers_[i]->backward_weight(ctx.children.at(i));
-                           } catch (...) {
-                             failed[t] = std::current_exception();
-                           }
-                         });
-    for (const auto& failure : failed) {
-      if (failure) std::rethrow_exception(failure);
-    }
+    on_host_threads("kpipe::model::sequential::backward_weight", static_cast<int>(threads.size()), [&](int t) {
+      for (const std::size_t i : threads[t]) layers_[i]->backward_weight(ctx.children.at(i));
+    });
     if (after_layer) {
       for (std::size_t i = 0; i < layers_.size(); ++i) after_layer(static_cast<int>(i));
     }
@@ -123,7 +248,6 @@ bool Sequential<Scalar>::backward_weight_on_any_thread() const {
 template <class Scalar>
 std::vector<std::vector<std::size_t>> Sequential<Scalar>::spread_weight_gradients() const {
   const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
-  const bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
   if (!on_host || threads < 2) return {};
   // Layers by their parameters' elements (a Linear's W costs in proportion),
   // largest first, each to the least loaded thread: a fixed assignment.
@@ -156,6 +280,7 @@ void Sequential<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList out
   const auto width = [](const Layer<Scalar>& layer) { return layer.token_output_dim(); };
   chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
     layers_[i]->infer({input}, {output}, batch);
+    if (i + 1 < layers_.size()) round_between(output, all_rows(output), env_.exec.space());
   });
 }
 

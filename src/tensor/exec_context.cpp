@@ -12,6 +12,13 @@ void tally(const Pools& pools, std::size_t& buffers, std::size_t& bytes) {
 }
 }  // namespace
 
+const std::vector<ExecutionSpace>& ExecContext::thread_instances(int count) {
+  while (static_cast<int>(thread_instances_.size()) < count) {
+    thread_instances_.push_back(compat::calling_thread_instance<ExecutionSpace>());
+  }
+  return thread_instances_;
+}
+
 Tensor Workspace::take(std::string_view label, DType dtype, int rows, int cols) {
   return with_element_type(dtype, [&](auto type) { return Tensor(take<decltype(type)>(label, rows, cols)); });
 }

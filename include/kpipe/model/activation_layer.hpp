@@ -22,6 +22,13 @@ class ActivationLayer final : public Layer<Scalar> {
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override { ctx.clear(); }
   bool backward_weight_on_any_thread() const override { return true; }
+  bool row_wise() const override { return true; }
+  void forward_begin(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void forward_rows(tensor::TensorList inputs, tensor::TensorList outputs, const Context* ctx, RowRange rows,
+                    const tensor::ExecutionSpace& space) const override;
+  void backward_input_rows(tensor::TensorList output_grads, tensor::TensorList input_grads, const Context& ctx,
+                           RowRange rows, const tensor::ExecutionSpace& space) const override;
+  void backward_input_end(tensor::TensorList, Context& ctx) const override { ctx.clear(); }
 
  private:
   // The derivative's element type (kernels::stored_dtype).

@@ -119,6 +119,26 @@ class Context {
 template <class Scalar>
 class CachedBatch;  // kv_cache.hpp
 
+// Throws the logic error of a row-wise method called on a layer of `kind` that is not.
+[[noreturn]] void not_row_wise(const char* kind);
+
+// Rows [begin, end) of a microbatch's tensors.
+struct RowRange {
+  int begin = 0;
+  int end = 0;
+
+  // Part `part` of `parts` nearly equal parts of `rows` rows, in order.
+  static RowRange part_of(int rows, int part, int parts) {
+    const auto at = [rows, parts](int p) { return static_cast<int>(static_cast<long long>(rows) * p / parts); };
+    return {at(part), at(part + 1)};
+  }
+  // Those rows of `matrix`: the same memory, still row-major.
+  template <class Matrix>
+  Matrix of(const Matrix& matrix) const {
+    return Kokkos::subview(matrix, std::make_pair(begin, end), Kokkos::ALL);
+  }
+};
+
 template <class Scalar>
 class Layer {
  public:
@@ -165,6 +185,43 @@ class Layer {
   // kernels::gemm does). Sequential then spreads its layers' W over the
   // rank's host threads, one parallel region instead of a few per layer.
   virtual bool backward_weight_on_any_thread() const { return false; }
+
+  // Row-wise layers: each row of the output depends on the same row of the
+  // input alone (and the parameters), with no collective. A rank's host
+  // threads may then each carry their own rows of a microbatch through a run
+  // of such layers, one parallel region per pass instead of a few per layer
+  // (Sequential does), with F and B each in three parts, called in order for
+  // one microbatch at a time:
+  //  * forward_begin, on the calling thread: takes from the pool, and saves in
+  //    ctx (when given), all that the rows and the backward passes need;
+  //  * forward_rows: those rows of the outputs from the inputs' on `space`,
+  //    from any host thread of a parallel region at once with other rows:
+  //    takes nothing from the pool, changes nothing in ctx, and runs its
+  //    kernels on the calling thread;
+  //  * forward_end, on the calling thread after all rows: lets go of what
+  //    only the rows needed;
+  //  * backward_input_begin, backward_input_rows and backward_input_end the
+  //    same for B's input gradients, the end leaving in ctx what
+  //    backward_input would.
+  // A composite of row-wise layers is row-wise. forward and backward_input
+  // compute each row as the parts do. The rows of a layer that is not
+  // row-wise throw a logic error naming it; begin and end do nothing unless
+  // a layer says otherwise.
+  virtual bool row_wise() const { return false; }
+  virtual void forward_begin(tensor::TensorList /*inputs*/, tensor::TensorList /*outputs*/, Context* /*ctx*/) const {}
+  virtual void forward_rows(tensor::TensorList /*inputs*/, tensor::TensorList /*outputs*/, const Context* /*ctx*/,
+                            RowRange /*rows*/, const tensor::ExecutionSpace& /*space*/) const {
+    not_row_wise(kind());
+  }
+  virtual void forward_end() const {}
+  virtual void backward_input_begin(tensor::TensorList /*output_grads*/, tensor::TensorList /*input_grads*/,
+                                    Context& /*ctx*/) const {}
+  virtual void backward_input_rows(tensor::TensorList /*output_grads*/, tensor::TensorList /*input_grads*/,
+                                   const Context& /*ctx*/, RowRange /*rows*/,
+                                   const tensor::ExecutionSpace& /*space*/) const {
+    not_row_wise(kind());
+  }
+  virtual void backward_input_end(tensor::TensorList /*output_grads*/, Context& /*ctx*/) const {}
 
   // Incremental inference (serving): outputs from inputs for the n tokens of
   // `batch`, one row each (n x the per-token width), reading and extending

@@ -65,6 +65,14 @@ class Linear final : public Layer<Scalar> {
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context& ctx) const override;
   void backward_weight(Context& ctx) override;
   bool backward_weight_on_any_thread() const override;
+  // Whole (no tensor split), float32 operands, a library product on the calling thread, no padding.
+  bool row_wise() const override;
+  void forward_begin(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void forward_rows(tensor::TensorList inputs, tensor::TensorList outputs, const Context* ctx, RowRange rows,
+                    const tensor::ExecutionSpace& space) const override;
+  void backward_input_rows(tensor::TensorList output_grads, tensor::TensorList input_grads, const Context& ctx,
+                           RowRange rows, const tensor::ExecutionSpace& space) const override;
+  void backward_input_end(tensor::TensorList output_grads, Context& ctx) const override;
   std::vector<Parameter<Scalar>> parameters() const override {
     if (!has_bias_) return {weight_};
     return {weight_, bias_};

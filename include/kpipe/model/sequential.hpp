@@ -19,11 +19,19 @@ enum class BetweenLayers { kept, rounded };
 
 // Layers applied one after the other; the intermediates come from the pool.
 // Saves nothing itself: one child context per layer.
+//
+// Where every layer is row-wise (Layer::row_wise) and the rank has several
+// host threads, F and B split a microbatch's rows into parts, one per thread,
+// and each thread carries its part through all the layers on its own: one
+// parallel region per pass instead of a few per layer, and no thread reads
+// rows another one wrote. `row_parts` (0: one per host thread, at most one
+// per four rows) fixes the number of parts; a test may ask for several on one
+// thread, which then runs them one after the other.
 template <class Scalar>
 class Sequential final : public Layer<Scalar> {
  public:
   Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layers, LayerEnvironment env,
-             BetweenLayers between = BetweenLayers::kept);
+             BetweenLayers between = BetweenLayers::kept, int row_parts = 0);
 
   const char* kind() const override { return "sequential"; }
   int input_dim() const override { return layers_.front()->input_dim(); }
@@ -38,6 +46,16 @@ class Sequential final : public Layer<Scalar> {
   // accumulated: a data-parallel sum of them may start then.
   void backward_weight(Context& ctx, const std::function<void(int)>& after_layer);
   bool backward_weight_on_any_thread() const override;
+  bool row_wise() const override { return row_wise_; }
+  void forward_begin(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
+  void forward_rows(tensor::TensorList inputs, tensor::TensorList outputs, const Context* ctx, RowRange rows,
+                    const tensor::ExecutionSpace& space) const override;
+  void forward_end() const override;
+  void backward_input_begin(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                            Context& ctx) const override;
+  void backward_input_rows(tensor::TensorList output_grads, tensor::TensorList input_grads, const Context& ctx,
+                           RowRange rows, const tensor::ExecutionSpace& space) const override;
+  void backward_input_end(tensor::TensorList output_grads, Context& ctx) const override;
   void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
   int token_output_dim() const override { return layers_.back()->token_output_dim(); }
   std::vector<Parameter<Scalar>> parameters() const override;
@@ -52,8 +70,13 @@ class Sequential final : public Layer<Scalar> {
   template <class Width, class Step>
   void chain(tensor::TensorList inputs, tensor::TensorList outputs, const Width& width, const Step& step) const;
 
-  // An activation or gradient between two layers, rounded through the reduced type in place.
-  void round_between(const tensor::Tensor& between) const;
+  // Rows of an activation or gradient between two layers, rounded through the reduced type in place.
+  void round_between(const tensor::Tensor& between, RowRange rows, const tensor::ExecutionSpace& space) const;
+  // The parts F and B split a microbatch of `rows` rows into (1: none).
+  int row_parts(int rows) const;
+  // An instance for each row part's thread to launch on, or none where F and B
+  // do not split: a layer that is not row-wise, a device, one host thread.
+  std::vector<tensor::ExecutionSpace> row_spaces(int parts) const;
   // The layers whose W each host thread runs at once, or none where W runs
   // layer after layer: one host thread, a device, a layer that must run on
   // the calling thread, fewer than two with parameters. Fixed by the layers,
@@ -64,6 +87,11 @@ class Sequential final : public Layer<Scalar> {
   std::vector<std::unique_ptr<Layer<Scalar>>> layers_;
   BetweenLayers between_;
   std::vector<std::vector<std::size_t>> weight_threads_;  // spread_weight_gradients()
+  bool row_wise_;
+  std::vector<tensor::ExecutionSpace> row_spaces_;  // row_spaces()
+  // From a pass's begin to its end: the tensors between the layers, layer i
+  // reading entry i and writing i + 1 in F (the reverse in B).
+  mutable std::vector<tensor::Tensor> pass_tensors_;
 };
 
 }  // namespace kpipe::model

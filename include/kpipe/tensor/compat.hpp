@@ -15,6 +15,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "kpipe/tensor/float_environment.hpp"
@@ -29,6 +30,21 @@ inline bool in_host_parallel_region() {
 #else
   return Kokkos::DefaultHostExecutionSpace::in_parallel();
 #endif
+}
+
+// An instance of `ExecutionSpace` on which one thread of a host parallel
+// region may launch kernels while the region's other threads launch theirs:
+// they run on that thread alone. Kokkos 4's OpenMP holds an instance's lock
+// for a whole dispatch, the region's on the default instance, so each such
+// thread needs an instance of its own, of one thread (a launch from inside a
+// region then runs inline). Elsewhere (Serial, Kokkos 3) the default instance
+// serves.
+template <class ExecutionSpace>
+ExecutionSpace calling_thread_instance() {
+#if defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION >= 40000
+  if constexpr (std::is_same_v<ExecutionSpace, Kokkos::OpenMP>) return Kokkos::OpenMP(1);
+#endif
+  return ExecutionSpace();
 }
 
 // Whether a tool (kokkos-tools, a profiler) receives profiling regions: they

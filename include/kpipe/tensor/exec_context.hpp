@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kpipe/tensor/buffer_pool.hpp"
 #include "kpipe/tensor/compat.hpp"
@@ -99,9 +100,15 @@ class ExecContext {
   // Waits for this instance only; other streams and the host keep running.
   void fence(const std::string& why = "kpipe::tensor::ExecContext::fence") const { compat::fence(space_, why); }
 
+  // `count` instances for as many threads of a host parallel region to launch
+  // kernels on at once (compat::calling_thread_instance), made on first use
+  // and kept: host builds only.
+  const std::vector<ExecutionSpace>& thread_instances(int count);
+
  private:
   ExecutionSpace space_;
   Workspace pool_;
+  std::vector<ExecutionSpace> thread_instances_;
 };
 
 }  // namespace kpipe::tensor

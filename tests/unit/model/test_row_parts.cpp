@@ -1,0 +1,195 @@
+// Row-wise layers (Layer::row_wise) and a Sequential that splits F and B into
+// row parts: the parts cover every row once, and the outputs, input
+// gradients and weight gradients are those of the whole microbatch.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "catch.hpp"
+#include "gradient_check.hpp"
+#include "kpipe/kernels/random.hpp"
+#include "kpipe/model/activation_layer.hpp"
+#include "kpipe/model/layer_norm_layer.hpp"
+#include "kpipe/model/linear.hpp"
+#include "kpipe/model/sequential.hpp"
+
+using namespace kpipe;
+using namespace kpipe::model;
+using kpipe::test::random_matrix;
+using kpipe::test::relative_error;
+
+namespace {
+
+// Y = 2 X, row-wise or not, recording the rows each call of its F and B computed.
+class RowRecorder final : public Layer<double> {
+ public:
+  RowRecorder(int dim, bool row_wise) : dim_(dim), row_wise_(row_wise) {}
+
+  const char* kind() const override { return "row_recorder"; }
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  std::vector<TensorDecl> saved(int) const override { return {}; }
+  void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context*) const override {
+    twice(inputs, outputs, {0, static_cast<int>(inputs.at(0).spec().extent(0))}, forward_rows_);
+  }
+  void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context&) const override {
+    twice(output_grads, input_grads, {0, static_cast<int>(output_grads.at(0).spec().extent(0))}, backward_rows_);
+  }
+  void backward_weight(Context&) override {}
+  bool row_wise() const override { return row_wise_; }
+  void forward_begin(tensor::TensorList, tensor::TensorList, Context*) const override { ++begins_; }
+  void forward_rows(tensor::TensorList inputs, tensor::TensorList outputs, const Context*, RowRange rows,
+                    const tensor::ExecutionSpace&) const override {
+    twice(inputs, outputs, rows, forward_rows_);
+  }
+  void backward_input_rows(tensor::TensorList output_grads, tensor::TensorList input_grads, const Context&,
+                           RowRange rows, const tensor::ExecutionSpace&) const override {
+    twice(output_grads, input_grads, rows, backward_rows_);
+  }
+  void backward_input_end(tensor::TensorList, Context&) const override { ++ends_; }
+
+  // The rows each call computed, in the order of their first row.
+  std::vector<std::pair<int, int>> forward_rows() const { return sorted(forward_rows_); }
+  std::vector<std::pair<int, int>> backward_rows() const { return sorted(backward_rows_); }
+  int begins() const { return begins_; }
+  int ends() const { return ends_; }
+
+ private:
+  void twice(tensor::TensorList from, tensor::TensorList to, RowRange rows,
+             std::vector<std::pair<int, int>>& record) const {
+    const auto X = rows.of(from.at(0).matrix<double>());
+    const auto Y = rows.of(to.at(0).matrix<double>());
+    for (std::size_t i = 0; i < X.extent(0); ++i) {
+      for (std::size_t j = 0; j < X.extent(1); ++j) Y(i, j) = 2 * X(i, j);
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);  // parts may run on several threads at once
+    record.emplace_back(rows.begin, rows.end);
+  }
+  static std::vector<std::pair<int, int>> sorted(std::vector<std::pair<int, int>> rows) {
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  }
+
+  int dim_;
+  bool row_wise_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::pair<int, int>> forward_rows_, backward_rows_;
+  mutable int begins_ = 0, ends_ = 0;
+};
+
+// [Linear, recorder, GELU], [Linear, tanh], Linear, every composite in
+// `row_parts`: the hidden layers
+// composites of their own, as an MLP's are, with the same weights for every
+// call (keys fixed, biases non-zero).
+std::unique_ptr<Sequential<double>> mlp(LayerEnvironment env, int row_parts, RowRecorder** recorder,
+                                        bool recorder_row_wise = true) {
+  const int widths[] = {6, 16, 8, 5};
+  std::vector<std::unique_ptr<Layer<double>>> layers;
+  for (int i = 0; i < 3; ++i) {
+    auto linear = std::make_unique<Linear<double>>(widths[i], widths[i + 1], "linear", kernels::stream_key(7, i),
+                                                   WeightInit::of(config::InitKind::uniform, widths[i], widths[i + 1]),
+                                                   KernelChoice{}, env);
+    kernels::fill_uniform(env.exec.space(), 40 + i, -1, 1, linear->parameters()[1].value);
+    if (i == 2) {
+      layers.push_back(std::move(linear));
+      break;
+    }
+    std::vector<std::unique_ptr<Layer<double>>> hidden;
+    hidden.push_back(std::move(linear));
+    if (i == 0) {
+      auto recording = std::make_unique<RowRecorder>(widths[1], recorder_row_wise);
+      *recorder = recording.get();
+      hidden.push_back(std::move(recording));
+    }
+    hidden.push_back(std::make_unique<ActivationLayer<double>>(
+        i == 0 ? kernels::Activation::gelu : kernels::Activation::tanh, widths[i + 1], env));
+    layers.push_back(std::make_unique<Sequential<double>>(std::move(hidden), env, BetweenLayers::kept, row_parts));
+  }
+  return std::make_unique<Sequential<double>>(std::move(layers), env, BetweenLayers::kept, row_parts);
+}
+
+struct Pass {
+  std::vector<double> y, dx, grads;
+};
+
+// F, B and W of one microbatch of `rows` rows.
+Pass run(Sequential<double>& model, int rows) {
+  const auto X = random_matrix(rows, model.input_dim(), 1, -2, 2);
+  const auto dY = random_matrix(rows, model.output_dim(), 2);
+  auto Y = tensor::uninitialized_matrix<double>("test::y", rows, model.output_dim());
+  auto dX = tensor::uninitialized_matrix<double>("test::dx", rows, model.input_dim());
+  for (const auto& p : model.parameters()) Kokkos::deep_copy(p.grad, 0.0);
+  Context ctx;
+  model.forward({X}, {Y}, &ctx);
+  model.backward_input({dY}, {dX}, ctx);
+  model.backward_weight(ctx);
+  CHECK(ctx.bytes() == 0);
+  return {tensor::to_host<double>(Y), tensor::to_host<double>(dX), parameters_to_host(model.parameters())};
+}
+
+std::vector<std::pair<int, int>> ranges(std::initializer_list<int> bounds) {
+  std::vector<std::pair<int, int>> all;
+  for (auto b = bounds.begin(); b + 1 != bounds.end(); ++b) all.emplace_back(*b, *(b + 1));
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("RowRange parts cover the rows once, in order, nearly equal", "[model][row_parts]") {
+  CHECK(RowRange::part_of(13, 0, 3).begin == 0);
+  CHECK(RowRange::part_of(13, 0, 3).end == 4);
+  CHECK(RowRange::part_of(13, 1, 3).end == 8);
+  CHECK(RowRange::part_of(13, 2, 3).end == 13);
+  CHECK(RowRange::part_of(2, 1, 2).begin == 1);
+}
+
+// Parts of at least four rows, at most the parts asked for; each row's
+// products over fewer rows may round differently in the library, hence the
+// tolerance (the library sums each entry over k alike whatever the rows).
+TEST_CASE("a Sequential of row-wise layers runs F and B in row parts as it does whole", "[model][row_parts]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  RowRecorder* whole_recorder = nullptr;
+  RowRecorder* parts_recorder = nullptr;
+  auto whole = mlp({exec, collectives}, 1, &whole_recorder);
+  auto parts = mlp({exec, collectives}, 3, &parts_recorder);
+  const int rows = 13;
+  const Pass reference = run(*whole, rows);
+  const Pass split = run(*parts, rows);
+  CHECK(whole_recorder->forward_rows() == ranges({0, 13}));
+  CHECK(parts_recorder->forward_rows() == ranges({0, 4, 8, 13}));
+  CHECK(parts_recorder->backward_rows() == ranges({0, 4, 8, 13}));
+  CHECK(parts_recorder->begins() == 1);
+  CHECK(parts_recorder->ends() == 1);
+  REQUIRE(split.y.size() == reference.y.size());
+  REQUIRE(split.dx.size() == reference.dx.size());
+  REQUIRE(split.grads.size() == reference.grads.size());
+  CHECK(relative_error(split.y, reference.y) < 1e-13);
+  CHECK(relative_error(split.dx, reference.dx) < 1e-13);
+  CHECK(relative_error(split.grads, reference.grads) < 1e-13);
+  CHECK(std::any_of(reference.grads.begin(), reference.grads.end(), [](double g) { return g != 0; }));
+
+  // Six rows make one part of four or more: whole.
+  run(*parts, 6);
+  CHECK(parts_recorder->forward_rows() == std::vector<std::pair<int, int>>{{0, 4}, {0, 6}, {4, 8}, {8, 13}});
+  CHECK(parts_recorder->begins() == 1);
+}
+
+TEST_CASE("a layer that is not row-wise keeps its Sequential whole", "[model][row_parts]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  RowRecorder* recorder = nullptr;
+  auto model = mlp({exec, collectives}, 3, &recorder, false);
+  run(*model, 13);
+  CHECK(recorder->forward_rows() == ranges({0, 13}));
+  CHECK(recorder->backward_rows() == ranges({0, 13}));
+  CHECK(recorder->begins() == 0);
+
+  LayerNorm<double> norm(4, "norm", {exec, collectives});
+  CHECK_FALSE(norm.row_wise());
+  const auto X = random_matrix(2, 4, 3);
+  CHECK_THROWS_AS(norm.forward_rows({X}, {X}, nullptr, {0, 1}, exec.space()), std::logic_error);
+}
