@@ -279,9 +279,10 @@ void BM_adamw_update(benchmark::State& state) {
   const auto g = random_matrix(rows, cols, 4);
   auto m = zero_matrix<float>("kpipe::benchmark::m", rows, cols);
   auto v = zero_matrix<float>("kpipe::benchmark::v", rows, cols);
-  const AdamWCoefficients c{1e-3, 0.9, 0.999, 1e-8, 0.0, 1};
+  const AdamWCoefficients c{1e-3, 0.9, 0.999, 1e-8, 1};
+  const std::vector<ParameterUpdate<float>> parameters{{w, g, m, v}};
   // Reads w, g, m, v and writes w, m, v.
-  bandwidth_benchmark(state, 7, [&] { adamw_update(ExecutionSpace(), c, w, g, m, v); });
+  bandwidth_benchmark(state, 7, [&] { adamw_update(ExecutionSpace(), c, parameters); });
 }
 BENCHMARK(BM_adamw_update)->UseRealTime();
 

@@ -1,5 +1,6 @@
 #include "kpipe/kernels/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "flat.hpp"
@@ -13,78 +14,126 @@ namespace {
 // Elements per host_loop call, as in elementwise.cpp.
 constexpr std::int64_t grain = 4096;
 
-template <class Scalar, class View>
-void require_same_shape(const char* what, const View& view, const tensor::Matrix<Scalar>& w) {
-  tensor::require_shape(what, view, w.extent(0), w.extent(1));
+template <class Scalar>
+void require_shapes(const ParameterUpdate<Scalar>& p, const char* first, const char* second) {
+  tensor::require_shape("optimizer gradient", p.g, p.w.extent(0), p.w.extent(1));
+  tensor::require_shape(first, p.first, p.w.extent(0), p.w.extent(1));
+  if (second != nullptr) tensor::require_shape(second, p.second, p.w.extent(0), p.w.extent(1));
 }
+
+// element(p)(e) for every element e of every parameter p. A threaded host
+// runs one region, thread t the t-th of equal shares of all the elements in
+// parameter order, each parameter's part of it one host_loop; elsewhere a
+// kernel per parameter.
+template <class Scalar, class Element>
+void for_each_element(const tensor::ExecutionSpace& space, const char* name,
+                      const std::vector<ParameterUpdate<Scalar>>& parameters, const Element& element) {
+  if constexpr (detail::host_memory) {
+    const int threads = tensor::compat::concurrency(space);
+    if (threads > 1 && !tensor::compat::in_host_parallel_region()) {
+      std::int64_t total = 0;
+      for (const auto& p : parameters) total += static_cast<std::int64_t>(p.w.size());
+      Kokkos::parallel_for(tensor::compat::kernel_label(name),
+                           Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, threads), [&](int t) {
+                             const std::int64_t begin = total * t / threads, end = total * (t + 1) / threads;
+                             std::int64_t offset = 0;
+                             for (const auto& p : parameters) {
+                               const auto size = static_cast<std::int64_t>(p.w.size());
+                               const std::int64_t first = std::max(begin, offset), last = std::min(end, offset + size);
+                               if (first < last) detail::host_loop(element(p), first - offset, last - offset);
+                               offset += size;
+                             }
+                           });
+      return;
+    }
+  }
+  for (const auto& p : parameters) {
+    detail::for_each(space, name, static_cast<std::int64_t>(p.w.size()), grain, element(p));
+  }
+}
+
+// One element of SGD's update.
+template <class Scalar>
+struct SgdElement {
+  detail::Flat<Scalar> w;
+  detail::Flat<const Scalar> g;
+  detail::Flat<Scalar> velocity;
+  Scalar lr, momentum, decay, grad_scale;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const Scalar clipped = g(e) * grad_scale;
+    const Scalar grad = clipped + decay * w(e);
+    const Scalar velocity_e = momentum * velocity(e) + grad;
+    velocity(e) = velocity_e;
+    w(e) -= lr * velocity_e;
+  }
+};
+
+// One element of AdamW's update, its scalars computed once on the host in
+// double. With c2 = sqrt(1 - beta2^t), lr m_hat / (sqrt(v_hat) + eps) =
+// (lr c2 / (1 - beta1^t)) m / (sqrt(v) + eps c2): one division per element
+// instead of two.
+template <class Scalar>
+struct AdamWElement {
+  detail::Flat<Scalar> w;
+  detail::Flat<const Scalar> g;
+  detail::Flat<Scalar> m, v;
+  Scalar shrink, beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, epsilon, grad_scale;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const Scalar grad = g(e) * grad_scale;
+    const Scalar m_e = beta1 * m(e) + one_minus_beta1 * grad;
+    const Scalar v_e = beta2 * v(e) + one_minus_beta2 * grad * grad;
+    m(e) = m_e;
+    v(e) = v_e;
+    w(e) = w(e) * shrink - step_size * m_e / (fast_math::sqrt(v_e) + epsilon);
+  }
+};
 
 }  // namespace
 
 template <class Scalar>
-void sgd_update(const tensor::ExecutionSpace& space, const SgdCoefficients& c, const tensor::Matrix<Scalar>& w,
-                const tensor::ConstMatrix<tensor::identity_t<Scalar>>& g, const tensor::Matrix<Scalar>& velocity) {
-  require_same_shape("SGD gradient", g, w);
-  require_same_shape("SGD momentum buffer", velocity, w);
-  const auto w_ = detail::flat(w);
-  const auto g_ = detail::flat(g);
-  const auto v_ = detail::flat(velocity);
-  const auto lr = static_cast<Scalar>(c.lr);
-  const auto momentum = static_cast<Scalar>(c.momentum);
-  const auto decay = static_cast<Scalar>(c.weight_decay);
-  const auto grad_scale = static_cast<Scalar>(c.grad_scale);
-  detail::for_each(
-      space, "kpipe::kernels::sgd_update", static_cast<std::int64_t>(w_.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) {
-        const Scalar clipped = g_(e) * grad_scale;
-        const Scalar grad = clipped + decay * w_(e);
-        const Scalar velocity_e = momentum * v_(e) + grad;
-        v_(e) = velocity_e;
-        w_(e) -= lr * velocity_e;
-      });
+void sgd_update(const tensor::ExecutionSpace& space, const SgdCoefficients& c,
+                const std::vector<ParameterUpdate<Scalar>>& parameters) {
+  for (const auto& p : parameters) require_shapes(p, "SGD momentum buffer", nullptr);
+  for_each_element(space, "kpipe::kernels::sgd_update", parameters, [&c](const ParameterUpdate<Scalar>& p) {
+    return SgdElement<Scalar>{detail::flat(p.w),
+                              detail::flat(p.g),
+                              detail::flat(p.first),
+                              static_cast<Scalar>(c.lr),
+                              static_cast<Scalar>(c.momentum),
+                              static_cast<Scalar>(p.weight_decay),
+                              static_cast<Scalar>(c.grad_scale)};
+  });
 }
 
 template <class Scalar>
-void adamw_update(const tensor::ExecutionSpace& space, const AdamWCoefficients& c, const tensor::Matrix<Scalar>& w,
-                  const tensor::ConstMatrix<tensor::identity_t<Scalar>>& g, const tensor::Matrix<Scalar>& m,
-                  const tensor::Matrix<Scalar>& v) {
-  require_same_shape("AdamW gradient", g, w);
-  require_same_shape("AdamW first moment", m, w);
-  require_same_shape("AdamW second moment", v, w);
-  const auto w_ = detail::flat(w);
-  const auto g_ = detail::flat(g);
-  const auto m_ = detail::flat(m);
-  const auto v_ = detail::flat(v);
-  // Scalars of the update, computed once on the host in double. With
-  // c2 = sqrt(1 - beta2^t), lr m_hat / (sqrt(v_hat) + eps) = (lr c2 / (1 - beta1^t)) m / (sqrt(v) + eps c2):
-  // one division per element instead of two.
+void adamw_update(const tensor::ExecutionSpace& space, const AdamWCoefficients& c,
+                  const std::vector<ParameterUpdate<Scalar>>& parameters) {
+  for (const auto& p : parameters) require_shapes(p, "AdamW first moment", "AdamW second moment");
   const double root_correction2 = std::sqrt(1.0 - std::pow(c.beta2, c.step));
-  const auto shrink = static_cast<Scalar>(1.0 - c.lr * c.weight_decay);
-  const auto beta1 = static_cast<Scalar>(c.beta1);
-  const auto beta2 = static_cast<Scalar>(c.beta2);
-  const auto one_minus_beta1 = static_cast<Scalar>(1.0 - c.beta1);
-  const auto one_minus_beta2 = static_cast<Scalar>(1.0 - c.beta2);
   const auto step_size = static_cast<Scalar>(c.lr * root_correction2 / (1.0 - std::pow(c.beta1, c.step)));
-  const auto epsilon = static_cast<Scalar>(c.epsilon * root_correction2);
-  const auto grad_scale = static_cast<Scalar>(c.grad_scale);
-  detail::for_each(
-      space, "kpipe::kernels::adamw_update", static_cast<std::int64_t>(w_.extent(0)), grain,
-      KOKKOS_LAMBDA(std::int64_t e) {
-        const Scalar grad = g_(e) * grad_scale;
-        const Scalar m_e = beta1 * m_(e) + one_minus_beta1 * grad;
-        const Scalar v_e = beta2 * v_(e) + one_minus_beta2 * grad * grad;
-        m_(e) = m_e;
-        v_(e) = v_e;
-        w_(e) = w_(e) * shrink - step_size * m_e / (fast_math::sqrt(v_e) + epsilon);
-      });
+  for_each_element(space, "kpipe::kernels::adamw_update", parameters, [&](const ParameterUpdate<Scalar>& p) {
+    return AdamWElement<Scalar>{detail::flat(p.w),
+                                detail::flat(p.g),
+                                detail::flat(p.first),
+                                detail::flat(p.second),
+                                static_cast<Scalar>(1.0 - c.lr * p.weight_decay),
+                                static_cast<Scalar>(c.beta1),
+                                static_cast<Scalar>(c.beta2),
+                                static_cast<Scalar>(1.0 - c.beta1),
+                                static_cast<Scalar>(1.0 - c.beta2),
+                                step_size,
+                                static_cast<Scalar>(c.epsilon * root_correction2),
+                                static_cast<Scalar>(c.grad_scale)};
+  });
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                       \
-  template void sgd_update<Scalar>(const tensor::ExecutionSpace&, const SgdCoefficients&,               \
-                                   const tensor::Matrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,   \
-                                   const tensor::Matrix<Scalar>&);                                      \
-  template void adamw_update<Scalar>(const tensor::ExecutionSpace&, const AdamWCoefficients&,           \
-                                     const tensor::Matrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
-                                     const tensor::Matrix<Scalar>&, const tensor::Matrix<Scalar>&);
+#define KPIPE_INSTANTIATE(Scalar)                                                             \
+  template void sgd_update<Scalar>(const tensor::ExecutionSpace&, const SgdCoefficients&,     \
+                                   const std::vector<ParameterUpdate<Scalar>>&);              \
+  template void adamw_update<Scalar>(const tensor::ExecutionSpace&, const AdamWCoefficients&, \
+                                     const std::vector<ParameterUpdate<Scalar>>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

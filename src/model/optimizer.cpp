@@ -18,12 +18,14 @@ Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Sc
                                        static_cast<int>(p.value.extent(1)));
   };
   for (const auto& p : parameters_) {
+    kernels::ParameterUpdate<Scalar> update{p.value, p.grad, {}, {}, p.decays ? spec_.weight_decay : 0.0};
     if (spec_.kind == OptimizerKind::sgd) {
-      first_.push_back(zeros_like(p, "momentum_buffer"));
+      first_.push_back(update.first = zeros_like(p, "momentum_buffer"));
     } else {
-      first_.push_back(zeros_like(p, "exp_avg"));
-      second_.push_back(zeros_like(p, "exp_avg_sq"));
+      first_.push_back(update.first = zeros_like(p, "exp_avg"));
+      second_.push_back(update.second = zeros_like(p, "exp_avg_sq"));
     }
+    updates_.push_back(update);
   }
 }
 
@@ -43,15 +45,10 @@ void Optimizer<Scalar>::step(double grad_scale) {
   previous_steps_ = steps_;
   const double lr = learning_rate(spec_, steps_);
   ++steps_;
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    const auto& p = parameters_[i];
-    const double decay = p.decays ? spec_.weight_decay : 0.0;
-    if (spec_.kind == OptimizerKind::sgd) {
-      kernels::sgd_update(space, {lr, spec_.momentum, decay, grad_scale}, p.value, p.grad, first_[i]);
-    } else {
-      const kernels::AdamWCoefficients c{lr, spec_.beta1, spec_.beta2, spec_.epsilon, decay, steps_, grad_scale};
-      kernels::adamw_update(space, c, p.value, p.grad, first_[i], second_[i]);
-    }
+  if (spec_.kind == OptimizerKind::sgd) {
+    kernels::sgd_update(space, {lr, spec_.momentum, grad_scale}, updates_);
+  } else {
+    kernels::adamw_update(space, {lr, spec_.beta1, spec_.beta2, spec_.epsilon, steps_, grad_scale}, updates_);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/optimizer.hpp"
 #include "kpipe/model/layer.hpp"
 
 namespace kpipe::model {
@@ -57,8 +58,9 @@ class Optimizer {
   OptimizerSpec spec_;
   tensor::ExecContext& exec_;
   std::vector<Parameter<Scalar>> parameters_;
-  std::vector<tensor::Matrix<Scalar>> first_;   // SGD momentum buffer or AdamW exp_avg
-  std::vector<tensor::Matrix<Scalar>> second_;  // AdamW exp_avg_sq
+  std::vector<tensor::Matrix<Scalar>> first_;              // SGD momentum buffer or AdamW exp_avg
+  std::vector<tensor::Matrix<Scalar>> second_;             // AdamW exp_avg_sq
+  std::vector<kernels::ParameterUpdate<Scalar>> updates_;  // each parameter with its state
   int steps_ = 0;
   // keep_previous(): what a step changes (each parameter's value, first_ and
   // second_), and previous_[k], updated_[k] as it was before the last step.
