@@ -15,6 +15,13 @@ namespace {
 // A microbatch's rows below which a part is not worth a thread of its own.
 constexpr int min_rows_per_part = 4;
 
+// The largest parameter matrix for which F and B split rows. Each thread of a
+// row split reads a Linear's whole weight, where a split of the product's
+// columns reads its share: the regions saved outweigh the extra traffic for
+// the quickstart's 256 x 256 float32 weights (F 72 -> 62 us at 1 x 2), not
+// for compute_bound's 512 x 512 (F 986 -> 1,063 us; docs/performance-log.md).
+constexpr std::size_t max_row_split_weight_bytes = std::size_t{256} << 10;
+
 constexpr bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 
 RowRange all_rows(const tensor::Tensor& tensor) { return {0, static_cast<int>(tensor.spec().extent(0))}; }
@@ -68,6 +75,9 @@ template <class Scalar>
 std::vector<tensor::ExecutionSpace> Sequential<Scalar>::row_spaces(int parts) const {
   if (parts == 0) parts = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
   if (!on_host || !row_wise_ || parts < 2) return {};
+  for (const auto& parameter : parameters()) {
+    if (parameter.value.span() * sizeof(Scalar) > max_row_split_weight_bytes) return {};
+  }
   const auto& instances = env_.exec.thread_instances(parts);
   return {instances.begin(), instances.begin() + parts};
 }

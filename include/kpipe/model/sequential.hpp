@@ -24,9 +24,11 @@ enum class BetweenLayers { kept, rounded };
 // host threads, F and B split a microbatch's rows into parts, one per thread,
 // and each thread carries its part through all the layers on its own: one
 // parallel region per pass instead of a few per layer, and no thread reads
-// rows another one wrote. `row_parts` (0: one per host thread, at most one
-// per four rows) fixes the number of parts; a test may ask for several on one
-// thread, which then runs them one after the other.
+// rows another one wrote. Where a weight is larger than a quarter MiB each
+// thread reading all of it costs more than the regions saved, and F and B stay
+// whole. `row_parts` (0: one per host thread, at most one per four rows) fixes
+// the number of parts; a test may ask for several on one thread, which then
+// runs them one after the other.
 template <class Scalar>
 class Sequential final : public Layer<Scalar> {
  public:
@@ -75,7 +77,7 @@ class Sequential final : public Layer<Scalar> {
   // The parts F and B split a microbatch of `rows` rows into (1: none).
   int row_parts(int rows) const;
   // An instance for each row part's thread to launch on, or none where F and B
-  // do not split: a layer that is not row-wise, a device, one host thread.
+  // do not split: a layer that is not row-wise, a weight past the limit, a device, one host thread.
   std::vector<tensor::ExecutionSpace> row_spaces(int parts) const;
   // The layers whose W each host thread runs at once, or none where W runs
   // layer after layer: one host thread, a device, a layer that must run on
