@@ -4,7 +4,8 @@
 // MPI add around the work. For every kind, the median and the 10th percentile
 // of its durations over all ranks and timed steps; a receive's median includes
 // waiting for the peer, its 10th percentile is the cost when the message is
-// already there. JSON on stdout.
+// already there; and the step's median, 90th percentile and mean over the timed
+// steps (a slow step of a threaded rank weighs in the mean). JSON on stdout.
 //
 //   mpirun -n 2 action_overhead_benchmark benchmarks/decks/zero_work.toml [key=value ...]
 
@@ -28,6 +29,12 @@ namespace {
 double quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1))];
+}
+
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (const double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
 }
 
 nlohmann::json run(const config::RunConfig& config) {
@@ -63,6 +70,8 @@ nlohmann::json run(const config::RunConfig& config) {
           {"actions_per_step_rank0", actions.size()},
           {"steps_timed", config.train.steps},
           {"median_step_us", all_steps.empty() ? 0.0 : 1e6 * quantile(all_steps, 0.5)},
+          {"p90_step_us", all_steps.empty() ? 0.0 : 1e6 * quantile(all_steps, 0.9)},
+          {"mean_step_us", all_steps.empty() ? 0.0 : 1e6 * mean(all_steps)},
           {"actions", kinds}};
 }
 
