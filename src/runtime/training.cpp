@@ -21,6 +21,7 @@
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/run_report.hpp"
 #include "kpipe/runtime/thread_check.hpp"
+#include "kpipe/tensor/compat.hpp"
 #include "kpipe/tensor/float_environment.hpp"
 
 namespace kpipe::runtime {
@@ -69,6 +70,24 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
   return 0;
 }
 
+// How a threaded rank's F and B use its threads, for the run log: rows in
+// parts through the whole stage, or each kernel over all the threads.
+void log_row_parts(const Pipeline<float>& pipeline, int microbatch_size) {
+  const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  if (threads < 2 || pipeline.chunk_count() == 0) return;
+  const model::Stage<float>& stage = pipeline.chunk(0);
+  const int rows = stage.input_rows(microbatch_size);
+  if (const int parts = stage.row_parts(rows); parts > 1) {
+    log::info("F and B: a microbatch's {} rows in {} parts, each host thread carrying its part through every layer",
+              rows, parts);
+  } else {
+    log::info(
+        "F and B: layer after layer, each kernel over the rank's {} host threads (no row parts: a layer is not "
+        "row-wise, a weight is over a quarter MiB, or the microbatch too short; docs/model.md)",
+        threads);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config, runtime::Mode mode) {
@@ -106,6 +125,7 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
   auto pipeline = comm::collectively(comm::world(), watchdog, "set-up",
                                      [&] { return std::make_unique<Pipeline<float>>(config, comm::world(), mode); });
   warn_if_oversubscribed(pipeline->grid());
+  log_row_parts(*pipeline, config.train.microbatch_size);
   return pipeline;
 }
 

@@ -63,6 +63,9 @@ class Sequential final : public Layer<Scalar> {
   std::vector<Parameter<Scalar>> parameters() const override;
   void weights_changed() override;
 
+  // The parts F and B split a microbatch of `rows` rows into (1: none).
+  int row_parts(int rows) const;
+
   int size() const { return static_cast<int>(layers_.size()); }
   const Layer<Scalar>& layer(int i) const { return *layers_.at(static_cast<std::size_t>(i)); }
 
@@ -74,8 +77,6 @@ class Sequential final : public Layer<Scalar> {
 
   // Rows of an activation or gradient between two layers, rounded through the reduced type in place.
   void round_between(const tensor::Tensor& between, RowRange rows, const tensor::ExecutionSpace& space) const;
-  // The parts F and B split a microbatch of `rows` rows into (1: none).
-  int row_parts(int rows) const;
   // An instance for each row part's thread to launch on, or none where F and B
   // do not split: a layer that is not row-wise, a weight past the limit, a device, one host thread.
   std::vector<tensor::ExecutionSpace> row_spaces(int parts) const;

@@ -71,6 +71,9 @@ class Stage {
   // `rows` input rows: b at the model's last stage.
   int input_rows(int microbatch_size) const;
   int output_rows(int rows) const { return body_->output_rows(rows); }
+  // The parts F and B split `rows` input rows into, one per host thread
+  // (Sequential's row parts; 1: layer after layer).
+  int row_parts(int rows) const { return body_->row_parts(rows); }
   // The element type the stage's boundaries are exact in, and travel in
   // between ranks: Scalar's, or bfloat16 and float16 under compute.precision
   // = bf16 and fp16 (kernels::stored_dtype).
