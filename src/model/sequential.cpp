@@ -122,8 +122,8 @@ int Sequential<Scalar>::input_rows(int rows) const {
 
 template <class Scalar>
 void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
-  if (const int parts = row_parts(static_cast<int>(inputs.at(0).spec().extent(0))); parts > 1) {
-    const int rows = static_cast<int>(inputs.at(0).spec().extent(0));
+  const int rows = static_cast<int>(inputs.at(0).spec().extent(0));
+  if (const int parts = row_parts(rows); parts > 1) {
     forward_begin(inputs, outputs, ctx);
     on_host_threads("kpipe::model::sequential::forward", parts, [&](int part) {
       forward_rows(inputs, outputs, ctx, RowRange::part_of(rows, part, parts), row_spaces_[part]);
