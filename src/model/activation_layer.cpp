@@ -13,7 +13,7 @@ template <class Scalar>
 void ActivationLayer<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   const auto region = env_.exec.region("kpipe::model::activation::forward");
   forward_begin(inputs, outputs, ctx);
-  forward_rows(inputs, outputs, ctx, {0, static_cast<int>(inputs.at(0).spec().extent(0))}, env_.exec.space());
+  forward_rows(inputs, outputs, ctx, RowRange::all_of(inputs.at(0)), env_.exec.space());
 }
 
 template <class Scalar>
@@ -44,8 +44,7 @@ template <class Scalar>
 void ActivationLayer<Scalar>::backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                              Context& ctx) const {
   const auto region = env_.exec.region("kpipe::model::activation::backward_input");
-  backward_input_rows(output_grads, input_grads, ctx, {0, static_cast<int>(output_grads.at(0).spec().extent(0))},
-                      env_.exec.space());
+  backward_input_rows(output_grads, input_grads, ctx, RowRange::all_of(output_grads.at(0)), env_.exec.space());
   backward_input_end(output_grads, ctx);
 }
 

@@ -193,7 +193,7 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
   const auto region = env_.exec.region("kpipe::model::linear::forward");
   if (row_wise()) {
     forward_begin(inputs, outputs, ctx);
-    forward_rows(inputs, outputs, ctx, {0, static_cast<int>(inputs.at(0).spec().extent(0))}, env_.exec.space());
+    forward_rows(inputs, outputs, ctx, RowRange::all_of(inputs.at(0)), env_.exec.space());
     return;
   }
   const auto& space = env_.exec.space();
@@ -280,8 +280,7 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
                                     Context& ctx) const {
   const auto region = env_.exec.region("kpipe::model::linear::backward_input");
   if (row_wise()) {
-    backward_input_rows(output_grads, input_grads, ctx, {0, static_cast<int>(output_grads.at(0).spec().extent(0))},
-                        env_.exec.space());
+    backward_input_rows(output_grads, input_grads, ctx, RowRange::all_of(output_grads.at(0)), env_.exec.space());
     backward_input_end(output_grads, ctx);
     return;
   }

@@ -24,8 +24,6 @@ constexpr std::size_t max_row_split_weight_bytes = std::size_t{256} << 10;
 
 constexpr bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 
-RowRange all_rows(const tensor::Tensor& tensor) { return {0, static_cast<int>(tensor.spec().extent(0))}; }
-
 // part(p) for p in [0, parts), each on a host thread of one parallel region,
 // or one after the other where the rank has one; the first exception of a
 // part is rethrown once all have run.
@@ -135,7 +133,7 @@ void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList o
   const auto width = [](const Layer<Scalar>& layer) { return layer.output_dim(); };
   chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
     layers_[i]->forward({input}, {output}, ctx ? &ctx->children[i] : nullptr);
-    if (i + 1 < layers_.size()) round_between(output, all_rows(output), env_.exec.space());
+    if (i + 1 < layers_.size()) round_between(output, RowRange::all_of(output), env_.exec.space());
   });
 }
 
@@ -185,7 +183,7 @@ void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor:
                                                  : tensor::Tensor(env_.exec.pool().take<Scalar>(
                                                        "kpipe::model::activation_grad", rows, layers_[i]->input_dim()));
     layers_[i]->backward_input({gradient}, {input_gradient}, ctx.children.at(i));
-    if (i > 0) round_between(input_gradient, all_rows(input_gradient), env_.exec.space());
+    if (i > 0) round_between(input_gradient, RowRange::all_of(input_gradient), env_.exec.space());
     gradient = input_gradient;
   }
 }
@@ -290,7 +288,7 @@ void Sequential<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList out
   const auto width = [](const Layer<Scalar>& layer) { return layer.token_output_dim(); };
   chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
     layers_[i]->infer({input}, {output}, batch);
-    if (i + 1 < layers_.size()) round_between(output, all_rows(output), env_.exec.space());
+    if (i + 1 < layers_.size()) round_between(output, RowRange::all_of(output), env_.exec.space());
   });
 }
 

@@ -127,6 +127,8 @@ struct RowRange {
   int begin = 0;
   int end = 0;
 
+  // All the rows of `tensor`.
+  static RowRange all_of(const tensor::Tensor& tensor) { return {0, static_cast<int>(tensor.spec().extent(0))}; }
   // Part `part` of `parts` nearly equal parts of `rows` rows, in order.
   static RowRange part_of(int rows, int part, int parts) {
     const auto at = [rows, parts](int p) { return static_cast<int>(static_cast<long long>(rows) * p / parts); };

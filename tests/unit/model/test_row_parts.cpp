@@ -33,10 +33,10 @@ class RowRecorder final : public Layer<double> {
   int output_dim() const override { return dim_; }
   std::vector<TensorDecl> saved(int) const override { return {}; }
   void forward(tensor::TensorList inputs, tensor::TensorList outputs, Context*) const override {
-    twice(inputs, outputs, {0, static_cast<int>(inputs.at(0).spec().extent(0))}, forward_rows_);
+    twice(inputs, outputs, RowRange::all_of(inputs.at(0)), forward_rows_);
   }
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context&) const override {
-    twice(output_grads, input_grads, {0, static_cast<int>(output_grads.at(0).spec().extent(0))}, backward_rows_);
+    twice(output_grads, input_grads, RowRange::all_of(output_grads.at(0)), backward_rows_);
   }
   void backward_weight(Context&) override {}
   bool row_wise() const override { return row_wise_; }
