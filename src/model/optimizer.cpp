@@ -20,10 +20,10 @@ Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Sc
   for (const auto& p : parameters_) {
     kernels::ParameterUpdate<Scalar> update{p.value, p.grad, {}, {}, p.decays ? spec_.weight_decay : 0.0};
     if (spec_.kind == OptimizerKind::sgd) {
-      first_.push_back(update.first = zeros_like(p, "momentum_buffer"));
+      update.first = zeros_like(p, "momentum_buffer");
     } else {
-      first_.push_back(update.first = zeros_like(p, "exp_avg"));
-      second_.push_back(update.second = zeros_like(p, "exp_avg_sq"));
+      update.first = zeros_like(p, "exp_avg");
+      update.second = zeros_like(p, "exp_avg_sq");
     }
     updates_.push_back(update);
   }
@@ -58,10 +58,10 @@ void Optimizer<Scalar>::keep_previous() {
   const auto copy_of = [](const tensor::Matrix<Scalar>& m) {
     return tensor::uninitialized_matrix<Scalar>("kpipe::model::optimizer_previous", m.extent_int(0), m.extent_int(1));
   };
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    updated_.push_back(parameters_[i].value);
-    updated_.push_back(first_[i]);
-    if (!second_.empty()) updated_.push_back(second_[i]);
+  for (const auto& update : updates_) {
+    updated_.push_back(update.w);
+    updated_.push_back(update.first);
+    if (spec_.kind != OptimizerKind::sgd) updated_.push_back(update.second);
   }
   for (const auto& matrix : updated_) previous_.push_back(copy_of(matrix));
 }
@@ -83,10 +83,10 @@ std::vector<typename Optimizer<Scalar>::State> Optimizer<Scalar>::state() const 
     const Shard& shard = parameters_[i].shard;
     const bool copy = parameters_[i].tie == Parameter<Scalar>::Tie::copy;
     if (spec_.kind == OptimizerKind::sgd) {
-      out.push_back({name + ".momentum_buffer", first_[i], shard, copy});
+      out.push_back({name + ".momentum_buffer", updates_[i].first, shard, copy});
     } else {
-      out.push_back({name + ".exp_avg", first_[i], shard, copy});
-      out.push_back({name + ".exp_avg_sq", second_[i], shard, copy});
+      out.push_back({name + ".exp_avg", updates_[i].first, shard, copy});
+      out.push_back({name + ".exp_avg_sq", updates_[i].second, shard, copy});
     }
   }
   return out;

@@ -58,12 +58,12 @@ class Optimizer {
   OptimizerSpec spec_;
   tensor::ExecContext& exec_;
   std::vector<Parameter<Scalar>> parameters_;
-  std::vector<tensor::Matrix<Scalar>> first_;              // SGD momentum buffer or AdamW exp_avg
-  std::vector<tensor::Matrix<Scalar>> second_;             // AdamW exp_avg_sq
-  std::vector<kernels::ParameterUpdate<Scalar>> updates_;  // each parameter with its state
+  // Each parameter with its state (first: SGD's momentum buffer or AdamW's
+  // exp_avg; second: AdamW's exp_avg_sq), as the update kernels take them.
+  std::vector<kernels::ParameterUpdate<Scalar>> updates_;
   int steps_ = 0;
-  // keep_previous(): what a step changes (each parameter's value, first_ and
-  // second_), and previous_[k], updated_[k] as it was before the last step.
+  // keep_previous(): what a step changes (each parameter's value and state),
+  // and previous_[k], updated_[k] as it was before the last step.
   std::vector<tensor::Matrix<Scalar>> updated_;
   std::vector<tensor::Matrix<Scalar>> previous_;
   int previous_steps_ = 0;
