@@ -9,7 +9,8 @@
 //    on a packed W^T (with and without a repack every call), and both
 //    products at the Linear shapes of the transformer (512 rows); the weight
 //    gradient dW += X^T dY, vendor and packed (oneDNN's sgemm), at those
-//    shapes and the MLP's 32 x 1024 -> 1024;
+//    shapes and the MLP's 32 x 1024 -> 1024; a pass over the quickstart's
+//    five 256 x 256 weights at 16 rows and at a thread's row part of 8;
 //  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size;
 //  * causal attention forward + backward in tokens/s, gemm and fused paths, for
 //    T = 64, 256, 1024 (4 heads of 32, 4096 tokens per call), with the bytes
@@ -23,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #if defined(KPIPE_HAVE_CBLAS)
 #include <cblas.h>
@@ -102,6 +104,36 @@ void BM_gemm_vendor(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_gemm_vendor)->Apply(gemm_shapes)->Apply(forward_shapes)->UseRealTime();
+
+// One host thread's share of a pass through the quickstart's hidden layers:
+// Y = X W over `layers` distinct 256 x 256 weights, at a microbatch's 16 rows
+// (a rank that holds the layers) and at 8 (a row part of a rank of two
+// threads, model/sequential.cpp). Arguments: rows, width, layers. The
+// weights of five layers (1.25 MiB) outgrow a Zen core's L2, so each pass
+// streams them in; 8 rows do half the FLOPs on the same bytes
+// (docs/performance-log.md, "Eight rows a thread").
+void BM_gemm_vendor_layers(benchmark::State& state) {
+  const int rows = static_cast<int>(state.range(0)), width = static_cast<int>(state.range(1)),
+            layers = static_cast<int>(state.range(2));
+  const auto X = random_matrix(rows, width, 1);
+  std::vector<Matrix<float>> weights;
+  for (int l = 0; l < layers; ++l) weights.push_back(random_matrix(width, width, 2 + static_cast<std::uint64_t>(l)));
+  auto Y = zero_matrix<float>("kpipe::benchmark::y", rows, width);
+  const auto pass = [&] {
+    for (const auto& W : weights) gemm(ExecutionSpace(), Trans::no, Trans::no, 1.0f, X, W, 0.0f, Y, GemmPath::vendor);
+    Kokkos::fence();
+  };
+  pass();  // untimed: the library's first calls
+  for (auto _ : state) pass();
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * rows * width * width * layers * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_gemm_vendor_layers)
+    ->Args({16, 256, 5})
+    ->Args({8, 256, 5})
+    ->Args({16, 256, 1})
+    ->Args({8, 256, 1})
+    ->UseRealTime();
 
 void BM_gemm_portable(benchmark::State& state) {
   gemm_benchmark(state, [](const auto& A, const auto& B, const auto& C) {
