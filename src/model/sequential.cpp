@@ -82,8 +82,8 @@ std::vector<tensor::ExecutionSpace> Sequential<Scalar>::row_spaces(int parts) co
 
 template <class Scalar>
 int Sequential<Scalar>::row_parts(int rows) const {
-  // Inside another region, or with a tool recording regions, F and B stay whole.
-  if (row_spaces_.empty() || tensor::compat::in_host_parallel_region() || tensor::compat::regions_observed()) return 1;
+  // Inside another region, or with a tool attached, F and B stay whole.
+  if (row_spaces_.empty() || tensor::compat::in_host_parallel_region() || tensor::compat::observed_by_tool()) return 1;
   return std::clamp(rows / min_rows_per_part, 1, static_cast<int>(row_spaces_.size()));
 }
 
@@ -226,9 +226,9 @@ void Sequential<Scalar>::backward_input_end(tensor::TensorList, Context& ctx) co
 template <class Scalar>
 void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(int)>& after_layer) {
   // Inside another region (a parent Sequential spreading its W) or with a
-  // tool recording regions, W stays on the calling thread.
+  // tool attached, W stays on the calling thread.
   const auto& threads = weight_threads_;
-  if (!threads.empty() && !tensor::compat::in_host_parallel_region() && !tensor::compat::regions_observed()) {
+  if (!threads.empty() && !tensor::compat::in_host_parallel_region() && !tensor::compat::observed_by_tool()) {
     // Each layer's W whole on one thread, the threads' shares at once: one
     // parallel region for the stage's W instead of a few per layer, and each
     // product computed as on a single thread, whatever the thread count.

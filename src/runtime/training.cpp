@@ -83,7 +83,8 @@ void log_row_parts(const Pipeline<float>& pipeline, int microbatch_size) {
   } else {
     log::info(
         "F and B: layer after layer, each kernel over the rank's {} host threads (no row parts: a layer is not "
-        "row-wise, a weight is over a quarter MiB, or the microbatch too short; docs/model.md)",
+        "row-wise, a weight is over a quarter MiB, the microbatch too short, or a Kokkos tool attached; "
+        "docs/model.md)",
         threads);
   }
 }

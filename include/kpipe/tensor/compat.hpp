@@ -47,21 +47,29 @@ ExecutionSpace calling_thread_instance() {
   return ExecutionSpace();
 }
 
-// Whether a tool (kokkos-tools, a profiler) receives profiling regions: they
-// nest on one thread, so regions pushed from several threads at once would
-// interleave in its record.
-inline bool regions_observed() { return Kokkos::Tools::Experimental::get_callbacks().push_region != nullptr; }
+// Whether a tool (kokkos-tools, a profiler) receives kernel events.
+inline bool kernels_observed() {
+  const auto& tool = Kokkos::Tools::Experimental::get_callbacks();
+  return tool.begin_parallel_for != nullptr || tool.begin_parallel_reduce != nullptr ||
+         tool.begin_parallel_scan != nullptr;
+}
+
+// Whether a tool receives profiling regions or kernel events; work that
+// launches kernels from several host threads at once then stays on the
+// calling thread. Regions nest on one thread, so regions pushed from several
+// threads would interleave in the tool's record; and Kokkos fences every
+// instance around a kernel event (unless the tool turns global fencing off),
+// which a launch from inside a host parallel region would wait on for ever,
+// the region holding its own instance.
+inline bool observed_by_tool() {
+  return Kokkos::Tools::Experimental::get_callbacks().push_region != nullptr || kernels_observed();
+}
 
 // The name Kokkos is given for a kernel: `name` where a tool receives kernel
 // events, none otherwise. Kokkos takes it as a const std::string&, and a
 // name longer than the 15 characters a std::string holds inline cost a heap
 // allocation on every launch, a dozen per microbatch.
-inline std::string kernel_label(const char* name) {
-  const auto& tool = Kokkos::Tools::Experimental::get_callbacks();
-  const bool observed = tool.begin_parallel_for != nullptr || tool.begin_parallel_reduce != nullptr ||
-                        tool.begin_parallel_scan != nullptr;
-  return observed ? std::string(name) : std::string();
-}
+inline std::string kernel_label(const char* name) { return kernels_observed() ? std::string(name) : std::string(); }
 
 // Kokkos 4 made concurrency() an instance member; 3.x has it static.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>

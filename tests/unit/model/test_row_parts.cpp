@@ -2,6 +2,7 @@
 // row parts: the parts cover every row once, and the outputs, input
 // gradients and weight gradients are those of the whole microbatch.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -192,4 +193,29 @@ TEST_CASE("a layer that is not row-wise keeps its Sequential whole", "[model][ro
   CHECK_FALSE(norm.row_wise());
   const auto X = random_matrix(2, 4, 3);
   CHECK_THROWS_AS(norm.forward_rows({X}, {X}, nullptr, {0, 1}, exec.space()), std::logic_error);
+}
+
+// A Kokkos tool sees regions nest on one thread and fences every instance
+// around a kernel event: a row part launching its kernels inside the region
+// would wait for ever on a threaded host. Either kind of tool keeps F and B whole.
+TEST_CASE("a Kokkos tool that sees regions or kernel events keeps F and B whole", "[model][row_parts]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  RowRecorder* recorder = nullptr;
+  auto model = mlp({exec, collectives}, 3, &recorder);
+  namespace tools = Kokkos::Tools::Experimental;
+  const tools::EventSet previous = tools::get_callbacks();
+  const bool kernel_events = GENERATE(false, true);
+  if (kernel_events) {
+    tools::set_begin_parallel_for_callback([](const char*, std::uint32_t, std::uint64_t*) {});
+  } else {
+    tools::set_push_region_callback([](const char*) {});
+  }
+  run(*model, 13);
+  tools::set_callbacks(previous);
+  CHECK(recorder->forward_rows() == ranges({0, 13}));
+  CHECK(recorder->backward_rows() == ranges({0, 13}));
+  CHECK(recorder->begins() == 0);
+  run(*model, 13);
+  CHECK(recorder->begins() == 1);
 }

@@ -1,5 +1,6 @@
 // Stages: split backward (B then W) and recomputation against plain BW,
 // initialisation independent of the partition, stash accounting, misuse.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "gradient_check.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/stage.hpp"
+#include "kpipe/tensor/compat.hpp"
 #include "test_models.hpp"
 
 using namespace kpipe;
@@ -124,11 +126,18 @@ TEST_CASE("W over the host threads reports each layer in order and equals W laye
     return done;
   };
   CHECK(reported(spread) == std::vector<int>{0, 1, 2, 3, 4});
-  // A push-region callback is a tool that sees regions: W then keeps to the calling thread.
-  const auto previous = Kokkos::Tools::Experimental::get_callbacks().push_region;
-  Kokkos::Tools::Experimental::set_push_region_callback([](const char*) {});
+  // A tool that sees regions or kernel events keeps W on the calling thread
+  // (tensor::compat::observed_by_tool); W reports the same, in order.
+  namespace tools = Kokkos::Tools::Experimental;
+  const tools::EventSet previous = tools::get_callbacks();
+  if (GENERATE(false, true)) {
+    tools::set_begin_parallel_for_callback([](const char*, std::uint32_t, std::uint64_t*) {});
+  } else {
+    tools::set_push_region_callback([](const char*) {});
+  }
+  CHECK(tensor::compat::observed_by_tool());
   CHECK(reported(in_order) == std::vector<int>{0, 1, 2, 3, 4});
-  Kokkos::Tools::Experimental::set_push_region_callback(previous);
+  tools::set_callbacks(previous);
   CHECK(gradients(spread) == gradients(in_order));
 }
 
