@@ -118,11 +118,26 @@ void SyntheticData<Scalar>::fill_targets(std::int64_t step, std::int64_t first, 
   const auto region = exec_.region("kpipe::model::synthetic_targets");
   const auto X = exec_.pool().template take<Scalar>("kpipe::model::teacher_inputs", rows, spec_.input_dim);
   fill_inputs(step, first, X);
+  teach(X, targets);
+}
+
+template <class Scalar>
+void SyntheticData<Scalar>::fill_targets_of_inputs(std::int64_t, std::int64_t,
+                                                   const tensor::ConstMatrix<Scalar>& inputs,
+                                                   const Targets<Scalar>& targets) const {
+  const auto region = exec_.region("kpipe::model::synthetic_targets");
+  tensor::require_shape("synthetic inputs", inputs, inputs.extent(0), spec_.input_dim);
+  teach(inputs, targets);
+}
+
+template <class Scalar>
+void SyntheticData<Scalar>::teach(const tensor::ConstMatrix<Scalar>& X, const Targets<Scalar>& targets) const {
   const auto& space = exec_.space();
-  if (classification) {
+  if (spec_.task == Task::classification) {
     nearest_centre<Scalar>(space, X, centres_by_feature_, spec_.output_dim, targets.labels);
     return;
   }
+  const int rows = X.extent_int(0);
   tensor::require_shape("regression targets", targets.values, rows, spec_.output_dim);
   const auto activations = exec_.pool().template take<Scalar>("kpipe::model::teacher_hidden_out", rows, teacher_width);
   dense<Scalar>(space, X, hidden_weights_, true, activations);

@@ -37,7 +37,8 @@ HeldOutEvaluator<Scalar>::HeldOutEvaluator(const config::RunConfig& config, cons
                                            std::vector<model::Stage<Scalar>*> chunks, comm::Transport& transport,
                                            model::Collectives& collectives, tensor::ExecContext& exec)
     : schedule_(schedule::forward_schedule(training, training.m)),
-      feed_(spec, grid.replica(), make_data_source<Scalar>(config.data, spec, io::Split::test, exec)),
+      feed_(spec, grid.replica(), make_data_source<Scalar>(config.data, spec, io::Split::test, exec),
+            schedule_.placement.holds_first_and_last(grid.pipeline_rank())),
       head_(spec, grid.replica(), feed_, collectives, exec),
       executor_(schedule_, grid, std::move(chunks), spec.microbatch_size, transport, validation_io(feed_, head_), {},
                 exec),

@@ -112,9 +112,10 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
       chunks_(
           build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), collectives_, exec_)),
-      feed_(spec_, grid_.replica(),
-            make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train,
-                                     exec_)),
+      feed_(
+          spec_, grid_.replica(),
+          make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train, exec_),
+          schedule_.placement.holds_first_and_last(grid_.pipeline_rank())),
       loss_head_(spec_, grid_.replica(), feed_, collectives_, exec_),
       gradient_sync_(grid_, schedule_, chunks_, transport_.staged(), watchdog_, exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)

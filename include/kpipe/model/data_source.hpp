@@ -27,6 +27,15 @@ class DataSource {
   virtual void fill_inputs(std::int64_t step, std::int64_t first, const tensor::Matrix<Scalar>& X) const = 0;
   // Targets of the same positions (labels or values, by the task).
   virtual void fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const = 0;
+  // The same, for a caller that still holds the inputs fill_inputs made for
+  // these positions (a rank that runs both the first and the last model
+  // stage): a source whose targets derive from its inputs may read them
+  // instead of drawing them again. By default, fill_targets.
+  virtual void fill_targets_of_inputs(std::int64_t step, std::int64_t first, const tensor::ConstMatrix<Scalar>& inputs,
+                                      const Targets<Scalar>& targets) const {
+    (void)inputs;
+    fill_targets(step, first, targets);
+  }
   // Samples in one pass over the data (an epoch); 0 when unlimited.
   virtual std::int64_t samples() const { return 0; }
 };

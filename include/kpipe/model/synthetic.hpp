@@ -42,8 +42,13 @@ class SyntheticData final : public DataSource<Scalar> {
   // Targets of the same samples (labels or values, by the task). Computes the
   // inputs itself, so the last stage needs no copy of them.
   void fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const override;
+  // The teacher's targets of inputs the caller holds, without drawing them again.
+  void fill_targets_of_inputs(std::int64_t step, std::int64_t first, const tensor::ConstMatrix<Scalar>& inputs,
+                              const Targets<Scalar>& targets) const override;
 
  private:
+  void teach(const tensor::ConstMatrix<Scalar>& X, const Targets<Scalar>& targets) const;
+
   DataSpec spec_;
   tensor::ExecContext& exec_;
   tensor::Matrix<Scalar> centres_;  // classification: output_dim x input_dim

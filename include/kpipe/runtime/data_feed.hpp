@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kpipe/model/data_source.hpp"
 #include "kpipe/model/loss.hpp"
@@ -17,9 +18,15 @@ namespace kpipe::runtime {
 template <class Scalar>
 class DataFeed {
  public:
-  DataFeed(const model::TrainerSpec& spec, int replica, std::unique_ptr<model::DataSource<Scalar>> data);
+  // `keep_inputs`: this rank runs the first and the last model stage (one
+  // stage, or ZB-V's rank 0), so the targets may be computed from the inputs
+  // handed to F (DataSource::fill_targets_of_inputs) rather than drawn again.
+  DataFeed(const model::TrainerSpec& spec, int replica, std::unique_ptr<model::DataSource<Scalar>> data,
+           bool keep_inputs = false);
 
-  void inputs(int step, int mb, const tensor::Matrix<Scalar>& X) const;
+  // X must stay unchanged until the microbatch's targets are taken, as a
+  // stage keeps its input until W.
+  void inputs(int step, int mb, const tensor::Matrix<Scalar>& X);
   // The targets of microbatch mb, valid until the next call.
   const model::Targets<Scalar>& targets(int step, int mb);
   // Samples in one pass over the data; 0 when unlimited (synthetic).
@@ -32,6 +39,14 @@ class DataFeed {
   int microbatch_size_;
   std::unique_ptr<model::DataSource<Scalar>> data_;
   model::Targets<Scalar> targets_;
+  // keep_inputs: by microbatch, the step and inputs handed out and not yet
+  // turned into targets (held, a pooled buffer stays taken).
+  struct Kept {
+    int step = -1;
+    tensor::Matrix<Scalar> inputs;
+  };
+  bool keep_inputs_;
+  std::vector<Kept> kept_;
 };
 
 }  // namespace kpipe::runtime

@@ -37,6 +37,8 @@ class Placement {
   // Where the stage after (before) the one of (rank, chunk) lives; precondition: it is not the last (first).
   StagePlace next(int rank, int chunk) const { return place(stage(rank, chunk) + 1); }
   StagePlace previous(int rank, int chunk) const { return place(stage(rank, chunk) - 1); }
+  // Whether `rank` holds both the first and the last model stage (p = 1, or ZB-V's rank 0).
+  bool holds_first_and_last(int rank) const { return place(0).rank == rank && place(stage_count() - 1).rank == rank; }
 
  private:
   Placement(int p, int v, std::vector<int> stages);

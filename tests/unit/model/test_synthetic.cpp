@@ -67,3 +67,27 @@ TEST_CASE("regression targets are the same for any block and vary with the input
   CHECK(std::vector<double>(a.begin() + 24 * 4, a.end()) == tensor::to_host<double>(tail.values));
   CHECK(std::set<double>(a.begin(), a.end()).size() == a.size());
 }
+
+TEST_CASE("targets of inputs the caller holds equal the targets drawn afresh", "[model][synthetic]") {
+  tensor::ExecContext exec;
+  const SyntheticData<float> classes(spec(Task::classification), exec);
+  auto X = tensor::uninitialized_matrix<float>("test::x", 40, 6);
+  classes.fill_inputs(5, 8, X);
+  const auto kept = make_targets<float>(LossKind::cross_entropy, 40, 4);
+  classes.fill_targets_of_inputs(5, 8, X, kept);
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kept.labels);
+  CHECK(std::vector<int>(host.data(), host.data() + 40) == labels(classes, 5, 8, 40));
+
+  const SyntheticData<double> values(spec(Task::regression), exec);
+  auto Xd = tensor::uninitialized_matrix<double>("test::x", 16, 6);
+  values.fill_inputs(2, 3, Xd);
+  auto of_inputs = make_targets<double>(LossKind::mse, 16, 4);
+  auto drawn = make_targets<double>(LossKind::mse, 16, 4);
+  values.fill_targets_of_inputs(2, 3, Xd, of_inputs);
+  values.fill_targets(2, 3, drawn);
+  CHECK(tensor::to_host<double>(of_inputs.values) == tensor::to_host<double>(drawn.values));
+  // They are the inputs' targets, not the positions': other inputs, other targets.
+  values.fill_inputs(9, 3, Xd);
+  values.fill_targets_of_inputs(2, 3, Xd, of_inputs);
+  CHECK(tensor::to_host<double>(of_inputs.values) != tensor::to_host<double>(drawn.values));
+}
