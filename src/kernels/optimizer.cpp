@@ -129,11 +129,40 @@ void adamw_update(const tensor::ExecutionSpace& space, const AdamWCoefficients& 
   });
 }
 
+template <class Scalar>
+void zero_gradients(const tensor::ExecutionSpace& space, const std::vector<OwnedGradient<Scalar>>& gradients) {
+  if constexpr (detail::host_memory) {
+    const int threads = tensor::compat::concurrency(space);
+    const bool owned = std::all_of(gradients.begin(), gradients.end(), [threads](const OwnedGradient<Scalar>& o) {
+      return o.thread >= 0 && o.thread < threads;
+    });
+    // Each gradient whole on the thread whose W writes it, iteration t on
+    // host thread t as in that W (model/sequential.cpp), so its lines stay in
+    // that core's caches. Equal shares of all the elements in one region ran
+    // the stage's F and B + W slower than a deep_copy each
+    // (docs/performance-log.md, "Rows through the stage").
+    if (threads > 1 && owned && !tensor::compat::in_host_parallel_region()) {
+      Kokkos::parallel_for(tensor::compat::kernel_label("kpipe::kernels::zero_gradients"),
+                           Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, threads), [&](int t) {
+                             for (const auto& o : gradients) {
+                               if (o.thread != t) continue;
+                               const auto g = detail::flat(o.g);
+                               detail::host_loop([g](std::int64_t e) { g(e) = Scalar(0); }, 0,
+                                                 static_cast<std::int64_t>(o.g.size()));
+                             }
+                           });
+      return;
+    }
+  }
+  for (const auto& o : gradients) Kokkos::deep_copy(space, o.g, Scalar(0));
+}
+
 #define KPIPE_INSTANTIATE(Scalar)                                                             \
   template void sgd_update<Scalar>(const tensor::ExecutionSpace&, const SgdCoefficients&,     \
                                    const std::vector<ParameterUpdate<Scalar>>&);              \
   template void adamw_update<Scalar>(const tensor::ExecutionSpace&, const AdamWCoefficients&, \
-                                     const std::vector<ParameterUpdate<Scalar>>&);
+                                     const std::vector<ParameterUpdate<Scalar>>&);            \
+  template void zero_gradients<Scalar>(const tensor::ExecutionSpace&, const std::vector<OwnedGradient<Scalar>>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

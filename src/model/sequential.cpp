@@ -294,7 +294,19 @@ void Sequential<Scalar>::infer(tensor::TensorList inputs, tensor::TensorList out
 
 template <class Scalar>
 std::vector<Parameter<Scalar>> Sequential<Scalar>::parameters() const {
-  return parameters_of(layers_);
+  if (weight_threads_.empty()) return parameters_of(layers_);
+  std::vector<int> thread_of(layers_.size());
+  for (std::size_t t = 0; t < weight_threads_.size(); ++t) {
+    for (const std::size_t i : weight_threads_[t]) thread_of[i] = static_cast<int>(t);
+  }
+  std::vector<Parameter<Scalar>> all;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    for (auto& parameter : layers_[i]->parameters()) {
+      parameter.host_thread = thread_of[i];
+      all.push_back(std::move(parameter));
+    }
+  }
+  return all;
 }
 
 template <class Scalar>

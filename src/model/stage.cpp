@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/optimizer.hpp"
 #include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/sequence_edge.hpp"
@@ -328,7 +329,9 @@ void Stage<Scalar>::round_boundary(const tensor::Tensor& boundary) const {
 
 template <class Scalar>
 void Stage<Scalar>::zero_grad() {
-  for (const auto& p : parameters()) Kokkos::deep_copy(exec_.space(), p.grad, Scalar(0));
+  std::vector<kernels::OwnedGradient<Scalar>> gradients;
+  for (const auto& p : parameters()) gradients.push_back({p.grad, p.host_thread});
+  kernels::zero_gradients(exec_.space(), gradients);
 }
 
 template <class Scalar>

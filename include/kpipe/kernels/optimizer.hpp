@@ -29,6 +29,19 @@ struct ParameterUpdate {
   double weight_decay = 0;
 };
 
+// A gradient and the host thread that writes it in W (Parameter::host_thread; -1: any).
+template <class Scalar>
+struct OwnedGradient {
+  tensor::Matrix<Scalar> g;
+  int thread = -1;
+};
+
+// Zeroes the gradients (Stage::zero_grad): on a threaded host where every
+// gradient names its thread, in one parallel region, each on its thread;
+// otherwise a deep_copy each.
+template <class Scalar>
+void zero_gradients(const tensor::ExecutionSpace& space, const std::vector<OwnedGradient<Scalar>>& gradients);
+
 struct SgdCoefficients {
   double lr = 0;
   double momentum = 0;

@@ -77,6 +77,10 @@ struct Parameter {
   // optimizer step keeps them equal; the copy stays out of checkpoints and
   // counts zero in the clipping norm, so the matrix counts once.
   enum class Tie { none, owner, copy } tie = Tie::none;
+  // The host thread of the rank whose W writes grad, where a Sequential
+  // spreads W over the threads (-1: none); the gradient is zeroed there too,
+  // so its lines stay in that core's caches.
+  int host_thread = -1;
 };
 
 // A named tensor a layer declares: "x" rows x 64 float32.

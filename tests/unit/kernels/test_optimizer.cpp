@@ -1,9 +1,11 @@
 // Optimizer updates against PyTorch's formulas, written out on the host.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "catch.hpp"
 #include "kpipe/kernels/optimizer.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
@@ -91,5 +93,22 @@ TEST_CASE("an update of many parameters equals each parameter's own", "[kernels]
     CHECK(to_host<double>(together[i].w) == to_host<double>(alone[i].w));
     CHECK(to_host<double>(together[i].first) == to_host<double>(alone[i].first));
     CHECK(to_host<double>(together[i].second) == to_host<double>(alone[i].second));
+  }
+}
+
+// Gradients zeroed whole on the threads they name, or a deep_copy each.
+TEST_CASE("zero_gradients zeroes every gradient, on named threads or not", "[kernels][optimizer]") {
+  const int threads = kpipe::tensor::compat::concurrency(ExecutionSpace());
+  const bool on_named_threads = GENERATE(false, true);
+  std::vector<OwnedGradient<double>> gradients;
+  for (int i = 0; i < 5; ++i) {
+    auto g = uninitialized_matrix<double>("test::g", 1 + i, 100 * i + 3);
+    Kokkos::deep_copy(g, 1.5);
+    gradients.push_back({g, on_named_threads ? (i + 1) % threads : -1});
+  }
+  zero_gradients(ExecutionSpace(), gradients);
+  for (const auto& owned : gradients) {
+    const auto values = to_host<double>(owned.g);
+    CHECK(std::all_of(values.begin(), values.end(), [](double v) { return v == 0.0; }));
   }
 }

@@ -126,6 +126,16 @@ TEST_CASE("W over the host threads reports each layer in order and equals W laye
     return done;
   };
   CHECK(reported(spread) == std::vector<int>{0, 1, 2, 3, 4});
+  // Each parameter names the thread its W runs on, the same for a layer's
+  // weight and bias, where W is spread; none where it is not (one thread).
+  const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  const auto parameters = spread.parameters();
+  for (std::size_t k = 0; k < parameters.size(); ++k) {
+    INFO(parameters[k].name);
+    CHECK(parameters[k].host_thread == (threads > 1 ? parameters[k - k % 2].host_thread : -1));
+    CHECK(parameters[k].host_thread < threads);
+    if (threads > 1) CHECK(parameters[k].host_thread >= 0);
+  }
   // A tool that sees regions or kernel events keeps W on the calling thread
   // (tensor::compat::observed_by_tool); W reports the same, in order.
   namespace tools = Kokkos::Tools::Experimental;
