@@ -21,6 +21,15 @@ void require_shapes(const ParameterUpdate<Scalar>& p, const char* first, const c
   if (second != nullptr) tensor::require_shape(second, p.second, p.w.extent(0), p.w.extent(1));
 }
 
+// part(t) for every host thread t of `space`, in one parallel region:
+// iteration t runs on thread t, as the stage's W over the threads does
+// (model/sequential.cpp), so a thread meets the lines its W wrote.
+template <class Part>
+void on_each_thread(const tensor::ExecutionSpace& space, const char* name, int threads, const Part& part) {
+  Kokkos::parallel_for(tensor::compat::kernel_label(name),
+                       Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, threads), part);
+}
+
 // element(p)(e) for every element e of every parameter p. A threaded host
 // runs one region, thread t the t-th of equal shares of all the elements in
 // parameter order, each parameter's part of it one host_loop; elsewhere a
@@ -33,17 +42,16 @@ void for_each_element(const tensor::ExecutionSpace& space, const char* name,
     if (threads > 1 && !tensor::compat::in_host_parallel_region()) {
       std::int64_t total = 0;
       for (const auto& p : parameters) total += static_cast<std::int64_t>(p.w.size());
-      Kokkos::parallel_for(tensor::compat::kernel_label(name),
-                           Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, threads), [&](int t) {
-                             const std::int64_t begin = total * t / threads, end = total * (t + 1) / threads;
-                             std::int64_t offset = 0;
-                             for (const auto& p : parameters) {
-                               const auto size = static_cast<std::int64_t>(p.w.size());
-                               const std::int64_t first = std::max(begin, offset), last = std::min(end, offset + size);
-                               if (first < last) detail::host_loop(element(p), first - offset, last - offset);
-                               offset += size;
-                             }
-                           });
+      on_each_thread(space, name, threads, [&](int t) {
+        const std::int64_t begin = total * t / threads, end = total * (t + 1) / threads;
+        std::int64_t offset = 0;
+        for (const auto& p : parameters) {
+          const auto size = static_cast<std::int64_t>(p.w.size());
+          const std::int64_t first = std::max(begin, offset), last = std::min(end, offset + size);
+          if (first < last) detail::host_loop(element(p), first - offset, last - offset);
+          offset += size;
+        }
+      });
       return;
     }
   }
@@ -136,21 +144,18 @@ void zero_gradients(const tensor::ExecutionSpace& space, const std::vector<Owned
     const bool owned = std::all_of(gradients.begin(), gradients.end(), [threads](const OwnedGradient<Scalar>& o) {
       return o.thread >= 0 && o.thread < threads;
     });
-    // Each gradient whole on the thread whose W writes it, iteration t on
-    // host thread t as in that W (model/sequential.cpp), so its lines stay in
-    // that core's caches. Equal shares of all the elements in one region ran
-    // the stage's F and B + W slower than a deep_copy each
+    // Each gradient whole on the thread whose W writes it, so its lines stay
+    // in that core's caches. Equal shares of all the elements in one region
+    // ran the stage's F and B + W slower than a deep_copy each
     // (docs/performance-log.md, "Rows through the stage").
     if (threads > 1 && owned && !tensor::compat::in_host_parallel_region()) {
-      Kokkos::parallel_for(tensor::compat::kernel_label("kpipe::kernels::zero_gradients"),
-                           Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, threads), [&](int t) {
-                             for (const auto& o : gradients) {
-                               if (o.thread != t) continue;
-                               const auto g = detail::flat(o.g);
-                               detail::host_loop([g](std::int64_t e) { g(e) = Scalar(0); }, 0,
-                                                 static_cast<std::int64_t>(o.g.size()));
-                             }
-                           });
+      on_each_thread(space, "kpipe::kernels::zero_gradients", threads, [&](int t) {
+        for (const auto& o : gradients) {
+          if (o.thread != t) continue;
+          const auto g = detail::flat(o.g);
+          detail::host_loop([g](std::int64_t e) { g(e) = Scalar(0); }, 0, static_cast<std::int64_t>(o.g.size()));
+        }
+      });
       return;
     }
   }

@@ -29,7 +29,7 @@ void DataFeed<Scalar>::inputs(int step, int mb, const tensor::Matrix<Scalar>& X)
 template <class Scalar>
 const model::Targets<Scalar>& DataFeed<Scalar>::targets(int step, int mb) {
   const auto k = static_cast<std::size_t>(mb);
-  if (k < kept_.size() && kept_[k].step == step && kept_[k].inputs.size() != 0) {
+  if (k < kept_.size() && kept_[k].step == step) {
     data_->fill_targets_of_inputs(step, first_sample(mb), kept_[k].inputs, targets_);
     kept_[k] = {};
   } else {

@@ -40,7 +40,7 @@ class DataFeed {
   std::unique_ptr<model::DataSource<Scalar>> data_;
   model::Targets<Scalar> targets_;
   // keep_inputs: by microbatch, the step and inputs handed out and not yet
-  // turned into targets (held, a pooled buffer stays taken).
+  // turned into targets (held, a pooled buffer stays taken); step -1: none.
   struct Kept {
     int step = -1;
     tensor::Matrix<Scalar> inputs;
