@@ -9,7 +9,8 @@
 //    on a packed W^T (with and without a repack every call), and both
 //    products at the Linear shapes of the transformer (512 rows); the weight
 //    gradient dW += X^T dY, vendor and packed (oneDNN's sgemm), at those
-//    shapes and the MLP's 32 x 1024 -> 1024; a pass over the quickstart's
+//    shapes and the MLP's 32 x 1024 -> 1024, and over 1, 8 and 24 distinct
+//    512 x 512 gradients in turn (from L2, L3 and memory); a pass over the quickstart's
 //    five 256 x 256 weights at 16 rows and at a thread's row part of 8;
 //  * elementwise kernels in GB/s next to a Kokkos::deep_copy of the same size;
 //  * causal attention forward + backward in tokens/s, gemm and fused paths, for
@@ -195,6 +196,34 @@ void BM_gemm_vendor_weight_gradient(benchmark::State& state) {
       Trans::yes);
 }
 BENCHMARK(BM_gemm_vendor_weight_gradient)->Apply(weight_gradient_shapes)->UseRealTime();
+
+// The weight gradients of a stage's `layers` Linear layers in turn, dW_l +=
+// X_l^T dY_l at compute_bound's 512 x 512 over a microbatch of 32 rows, as BW
+// runs them: one gradient (1 MiB) stays in a core's L2, eight (8 MiB) come
+// from L3, and 24 (the size of that deck's weights, gradients and momentum on
+// one rank) from memory, where oneDNN's tiles of C do not stream
+// (docs/performance-log.md, "The weight gradient from memory"). Arguments:
+// inputs, outputs, rows, layers.
+void BM_gemm_vendor_weight_gradient_layers(benchmark::State& state) {
+  const int inputs = static_cast<int>(state.range(0)), outputs = static_cast<int>(state.range(1)),
+            rows = static_cast<int>(state.range(2)), layers = static_cast<int>(state.range(3));
+  std::vector<Matrix<float>> X, dY, dW;
+  for (int l = 0; l < layers; ++l) {
+    X.push_back(random_matrix(rows, inputs, 1 + 2 * static_cast<std::uint64_t>(l)));
+    dY.push_back(random_matrix(rows, outputs, 2 + 2 * static_cast<std::uint64_t>(l)));
+    dW.push_back(zero_matrix<float>("kpipe::benchmark::dw", inputs, outputs));
+  }
+  const auto pass = [&] {
+    for (int l = 0; l < layers; ++l)
+      gemm(ExecutionSpace(), Trans::yes, Trans::no, 1.0f, X[l], dY[l], 1.0f, dW[l], GemmPath::vendor);
+    Kokkos::fence();
+  };
+  pass();  // untimed: the library's first calls
+  for (auto _ : state) pass();
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * inputs * outputs * rows * layers * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_gemm_vendor_weight_gradient_layers)->ArgsProduct({{512}, {512}, {32}, {1, 8, 24}})->UseRealTime();
 
 void BM_gemm_packed_weight_gradient(benchmark::State& state) {
   const PackedWeight<float> packed;
