@@ -14,7 +14,7 @@ constexpr std::size_t row_width = 4;  // step, index, start, end (on the shared 
 }  // namespace
 
 void CalibrationRecorder::add_step(double step_start, double seconds, const runtime::StepResult& result) {
-  Step step{step_start, seconds, result.timings};
+  Step step{added_++, step_start, seconds, result.timings};
   if (!warm_up_) {
     warm_up_ = std::move(step);
     return;
@@ -22,7 +22,7 @@ void CalibrationRecorder::add_step(double step_start, double seconds, const runt
   steady_.offer(std::move(step));
 }
 
-std::optional<schedule::Calibration> CalibrationRecorder::finish() const {
+std::optional<schedule::Calibration> CalibrationRecorder::finish(const std::vector<std::size_t>& left_out) const {
   std::vector<Step> steps = steady_.items();
   if (steps.empty() && warm_up_) steps.push_back(*warm_up_);
   std::vector<double> rows;
@@ -71,6 +71,25 @@ std::optional<schedule::Calibration> CalibrationRecorder::finish() const {
         a.end -= first;
       }
     }
+  }
+  // Steps disturbed from outside the run describe the disturbance, not the
+  // schedule: one millisecond stall would enter the spread that every
+  // simulated action draws from.
+  const auto kept = [&](const Step& step) {
+    return !std::binary_search(left_out.begin(), left_out.end(), step.number);
+  };
+  if (std::any_of(steps.begin(), steps.end(), kept)) {
+    std::size_t to = 0;
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      if (!kept(steps[k])) continue;
+      if (to != k) {
+        steps[to] = std::move(steps[k]);
+        timelines[to] = std::move(timelines[k]);
+      }
+      ++to;
+    }
+    steps.resize(to);
+    timelines.resize(to);
   }
   double seconds = 0.0;
   for (const Step& step : steps) seconds += step.seconds / steps.size();

@@ -1,6 +1,7 @@
 #include "kpipe/runtime/run_report.hpp"
 
 #include "kpipe/core/output_file.hpp"
+#include "kpipe/runtime/disturbed_steps.hpp"
 #include "kpipe/runtime/traffic_report.hpp"
 
 #include <fmt/format.h>
@@ -19,14 +20,24 @@ namespace kpipe::runtime {
 namespace {
 
 // Steady-state mean: the first step warms caches and allocators, so it is left
-// out whenever there is more than one.
+// out whenever there is more than one; so are the steps at `left_out`
+// (ascending indices).
 template <class T, class Get>
-double steady_mean(const std::vector<T>& values, Get get) {
+double steady_mean(const std::vector<T>& values, Get get, const std::vector<std::size_t>& left_out = {}) {
   if (values.empty()) return 0.0;
   const std::size_t first = values.size() > 1 ? 1 : 0;
   double sum = 0.0;
-  for (std::size_t i = first; i < values.size(); ++i) sum += get(values[i]);
-  return sum / static_cast<double>(values.size() - first);
+  std::size_t count = 0;
+  auto skip = left_out.begin();
+  for (std::size_t i = first; i < values.size(); ++i) {
+    if (skip != left_out.end() && *skip == i) {
+      ++skip;
+      continue;
+    }
+    sum += get(values[i]);
+    ++count;
+  }
+  return count > 0 ? sum / static_cast<double>(count) : 0.0;
 }
 
 nlohmann::json to_json(const schedule::Bubble& b) {
@@ -47,6 +58,7 @@ void RunReport::add_step(const StepOutcome& step, double run_start) {
   losses_.push_back(step.loss);
   loss_scales_.push_back(step.result.loss_scale);
   step_seconds_.push_back(step.seconds);
+  step_numbers_.push_back(step.step + 1);
   peak_stashed_ = std::max(peak_stashed_, step.result.peak_stashed);
   measured_bubbles_.push_back(step.bubble);
   if (pipeline_.grid().replicas() > 1) {
@@ -95,7 +107,8 @@ void RunReport::finish(double seconds) {
       static_cast<double>(pipeline_.gradient_sync().bytes_summed()),
       static_cast<double>(pipeline_.gradient_sync().tied_bytes_summed())};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
-  calibrated_ = calibration_.finish();
+  // Rank 0's steps disturbed from outside the run: the calibration describes the others.
+  calibrated_ = calibration_.finish(disturbed_steps(step_seconds_).steps);
   if (!log::is_root()) return;
   if (calibrated_ && predicted_) {
     recalibrated_ = schedule::predict_step(pipeline_.schedule(), *calibrated_, pipeline_.plan().costs.max_in_flight);
@@ -116,9 +129,12 @@ void RunReport::finish(double seconds) {
   }
 }
 
-schedule::Bubble RunReport::steady_bubble(schedule::Bubble runtime::MeasuredBubble::*which) const {
-  return {steady_mean(measured_bubbles_, [&](const auto& m) { return (m.*which).idle_over_useful; }),
-          steady_mean(measured_bubbles_, [&](const auto& m) { return (m.*which).idle_over_total; })};
+schedule::Bubble RunReport::steady_bubble(schedule::Bubble runtime::MeasuredBubble::*which,
+                                          const std::vector<std::size_t>& left_out) const {
+  return {steady_mean(
+              measured_bubbles_, [&](const auto& m) { return (m.*which).idle_over_useful; }, left_out),
+          steady_mean(
+              measured_bubbles_, [&](const auto& m) { return (m.*which).idle_over_total; }, left_out)};
 }
 
 void RunReport::print() const {
@@ -141,6 +157,17 @@ void RunReport::print() const {
                 ? fmt::format(" | simulated idle/useful {:.3f}, idle/total {:.3f}",
                               predicted_->span_bubble().idle_over_useful, predicted_->span_bubble().idle_over_total)
                 : std::string());
+  if (const DisturbedSteps disturbed = disturbed_steps(step_seconds_); !disturbed.steps.empty()) {
+    const schedule::Bubble undisturbed = steady_bubble(&runtime::MeasuredBubble::bubble, disturbed.steps);
+    const std::size_t slowest = *std::max_element(disturbed.steps.begin(), disturbed.steps.end(),
+                                                  [&](auto a, auto b) { return step_seconds_[a] < step_seconds_[b]; });
+    log::info(
+        "noise: {} of {} steady steps took over {:g} times their median ({:.3f} ms; step {}: {:.3f} ms), slowed "
+        "from outside the run; without them, as the calibration counts, measured idle/useful {:.3f}, idle/total {:.3f}",
+        disturbed.steps.size(), step_seconds_.size() - 1, disturbed_step_factor, 1e3 * disturbed.median_seconds,
+        step_numbers_[slowest], 1e3 * step_seconds_[slowest], undisturbed.idle_over_useful,
+        undisturbed.idle_over_total);
+  }
   if (calibrated_ && recalibrated_) {
     const auto& c = *calibrated_;
     log::info(
@@ -215,6 +242,9 @@ nlohmann::json RunReport::json() const {
                        {"data", link_json(row.data_bytes)},
                        {"tied", link_json(row.tied_bytes)}}}});
   }
+  const std::vector<std::size_t> disturbed = disturbed_steps(step_seconds_).steps;
+  std::vector<int> disturbed_numbers;
+  for (const std::size_t i : disturbed) disturbed_numbers.push_back(step_numbers_[i]);
   const auto& s = pipeline_.schedule();
   return {
       {"schedule", s.name},
@@ -228,9 +258,11 @@ nlohmann::json RunReport::json() const {
       {"losses", losses_},
       {"loss_scale", loss_scale_json()},
       {"step_seconds", step_seconds_},
+      {"disturbed_steps", disturbed_numbers},
       {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
       {"bubble",
        {{"measured", to_json(steady_bubble(&runtime::MeasuredBubble::bubble))},
+        {"measured_undisturbed", to_json(steady_bubble(&runtime::MeasuredBubble::bubble, disturbed))},
         {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()},
         {"measured_span", to_json(steady_bubble(&runtime::MeasuredBubble::span))},
         {"simulated_deck_costs_span", predicted_ ? to_json(predicted_->span_bubble()) : nlohmann::json()}}},

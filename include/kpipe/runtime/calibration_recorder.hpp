@@ -24,11 +24,15 @@ class CalibrationRecorder {
   // ranks share; `seconds`: the step's wall time.
   void add_step(double step_start, double seconds, const runtime::StepResult& result);
   // Collective over the world: the calibration on world rank 0, nullopt on
-  // the others and when no step was recorded.
-  std::optional<schedule::Calibration> finish() const;
+  // the others and when no step was recorded. `left_out` (world rank 0's):
+  // the steps, numbered from 0 in add_step order, that the calibration must
+  // not describe (disturbed_steps.hpp), ascending; all count where that would
+  // leave none.
+  std::optional<schedule::Calibration> finish(const std::vector<std::size_t>& left_out = {}) const;
 
  private:
   struct Step {
+    std::size_t number = 0;  // in add_step order
     double start = 0.0, seconds = 0.0;
     std::vector<runtime::ActionTiming> timings;
   };
@@ -36,6 +40,7 @@ class CalibrationRecorder {
 
   const runtime::Pipeline<float>& pipeline_;
   std::optional<Step> warm_up_;  // the first step, used only when it is the only one
+  std::size_t added_ = 0;
   EvenSample<Step> steady_{kept_steps};
 };
 

@@ -72,10 +72,13 @@ class RunReport {
   std::optional<schedule::Calibration> calibrated_;       // rank 0, after finish()
   std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs
   std::vector<double> losses_, step_seconds_;
+  std::vector<int> step_numbers_;    // as the log counts them, from 1
   std::vector<double> loss_scales_;  // each step's fp16 loss scale
   std::vector<runtime::MeasuredBubble> measured_bubbles_;
-  // The steady steps' mean of `which` (the bubble over the makespan, or within spans).
-  schedule::Bubble steady_bubble(schedule::Bubble runtime::MeasuredBubble::*which) const;
+  // The steady steps' mean of `which` (the bubble over the makespan, or
+  // within spans), leaving out the steps at `left_out` (disturbed_steps).
+  schedule::Bubble steady_bubble(schedule::Bubble runtime::MeasuredBubble::*which,
+                                 const std::vector<std::size_t>& left_out = {}) const;
   std::vector<double> sum_in_flight_, sum_exposed_;  // per step, this rank (d > 1)
   int peak_stashed_ = 0;
   double seconds_ = 0.0;
