@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/runtime/calibration_recorder.hpp"
+#include "kpipe/runtime/disturbed_steps.hpp"
 #include "kpipe/runtime/environment.hpp"
 #include "kpipe/runtime/training.hpp"
 #include "kpipe/schedule/registry.hpp"
@@ -59,12 +61,14 @@ SizeMeasurement measure_size(const config::RunConfig& config, int steps) {
   comm::barrier(comm::world());
   const double start = comm::wall_time();
   double measured_seconds = 0.0;
+  std::vector<double> step_seconds;
   for (int step = 0; step <= steps; ++step) {
     const double step_start = comm::wall_time();
     const runtime::StepResult result = abort_on_error([&] { return pipeline->run_step(step); });
     runtime::global_loss(pipeline->grid(), result);  // as kpipe run does in every step
     const double seconds = comm::wall_time() - step_start;
     recorder.add_step(step_start - start, seconds, result);
+    step_seconds.push_back(seconds);
     if (step > 0) measured_seconds += seconds;
   }
   SizeMeasurement size;
@@ -74,7 +78,7 @@ SizeMeasurement measure_size(const config::RunConfig& config, int steps) {
   size.measured_samples_per_second = config.train.global_batch * steps / measured_seconds;
   size.peak_activation_mib =
       comm::max(comm::world(), static_cast<double>(peak_stashed_bytes(*pipeline))) / double(1 << 20);
-  size.calibration = recorder.finish();
+  size.calibration = recorder.finish(disturbed_steps(step_seconds).steps);  // as kpipe run's
   std::vector<double> rate = {size.measured_samples_per_second};
   comm::broadcast(comm::world(), 0, rate);
   size.measured_samples_per_second = rate.front();
