@@ -10,6 +10,8 @@ directory, per platform (a build in one ranks x threads layout) and deck,
     measured by kernels_benchmark on every rank at once;
   * application efficiency: samples/s over the best samples/s of that deck on
     any platform;
+  * samples/s: the median over run.sh's rounds, which take turns between the
+    platforms, and 0 (unsupported) unless every round ran;
   * Pennycook's metric over the platforms: their harmonic mean, 0 when a
     platform could not run the deck;
   * for a threaded rank, a cache line's round trip between its threads before
@@ -23,6 +25,7 @@ and .svg.
 import glob
 import json
 import os
+import statistics
 import sys
 import tomllib
 
@@ -90,11 +93,30 @@ def roofline(prefix):
     return gemm, bandwidth
 
 
+def rates(d, platform, deck_name, rounds):
+    """Each round's samples/s of the deck on the platform; none unless every round ran."""
+    found = []
+    for r in range(1, rounds + 1):
+        path = os.path.join(d, f"{platform}-{deck_name}-round{r}.json")
+        if not os.path.exists(path):
+            return []
+        found.append(load(path)["samples_per_second"])
+    return found
+
+
 def pennycook(efficiencies):
     """|H| / sum(1 / e_i), and 0 if any platform does not run the application."""
     if not efficiencies or any(e <= 0 for e in efficiencies):
         return 0.0
     return len(efficiencies) / sum(1.0 / e for e in efficiencies)
+
+
+def spread(result):
+    """The median samples/s, and the rounds' range where there were several."""
+    rounds = result["rounds"]
+    if len(rounds) < 2:
+        return f"{result['samples_per_second']:.0f}"
+    return f"{result['samples_per_second']:.0f} ({min(rounds):.0f}-{max(rounds):.0f})"
 
 
 def main():
@@ -114,14 +136,15 @@ def main():
         model = deck_model(deck)
         results = []
         for p in platforms:
-            path = os.path.join(d, f"{p['name']}-{deck_name}.json")
-            rate = load(path)["samples_per_second"] if os.path.exists(path) else 0.0
+            rounds = rates(d, p["name"], deck_name, p["rounds"])
+            rate = statistics.median(rounds) if rounds else 0.0
             achieved = rate * model["flops_per_sample"] / 1e9
             roof = min(p["gemm_gflops"], model["arithmetic_intensity"] * p["bandwidth_gbs"])
             # Seconds per sample at the roofline: the GEMMs, then the memory-bound kernels.
             ideal = (model["flops_per_sample"] / (roof * 1e9) +
                      model["memory_bound_bytes_per_sample"] / (p["bandwidth_gbs"] * 1e9)) if roof else 0.0
-            results.append({"platform": p["name"], "samples_per_second": rate, "achieved_gflops": achieved,
+            results.append({"platform": p["name"], "samples_per_second": rate, "rounds": rounds,
+                            "achieved_gflops": achieved,
                             "roofline_gflops": roof, "ideal_us_per_sample": ideal * 1e6,
                             "architectural": ideal * rate})
         best = max(r["samples_per_second"] for r in results)
@@ -132,12 +155,13 @@ def main():
                               "pp_application": pennycook([r["application"] for r in results])}
         for p, r in zip(platforms, results):
             rows.append([deck_name, p["label"], f"{p['gemm_gflops']:.1f}", f"{p['bandwidth_gbs']:.1f}",
-                         f"{r['roofline_gflops']:.1f}", f"{r['samples_per_second']:.0f}", f"{r['achieved_gflops']:.1f}",
+                         f"{r['roofline_gflops']:.1f}", spread(r), f"{r['achieved_gflops']:.1f}",
                          f"{r['ideal_us_per_sample']:.2f}",
                          f"{r['architectural']:.3f}", f"{r['application']:.3f}",
                          f"{p.get('load_average_after', [float('nan')])[0]:.1f}",
                          " / ".join(f"{t:.0f}" for t in p.get("thread_round_trip_ns", [])) or "-"])
-    print("| deck | platform | GEMM peak GFLOP/s | bandwidth GB/s | roofline GFLOP/s | samples/s | achieved GFLOP/s "
+    print("| deck | platform | GEMM peak GFLOP/s | bandwidth GB/s | roofline GFLOP/s | samples/s (rounds) "
+          "| achieved GFLOP/s "
           "| roofline µs/sample | architectural eff. | application eff. | load (1 min) | thread round trip ns |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
