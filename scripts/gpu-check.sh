@@ -157,7 +157,7 @@ if has peer; then
 fi
 
 if has study && (($(left) > 60)); then
-  timeout "$(limit 150)" examples/portability/run.sh --quick --out "$out/study" "$build" >"$out/study.log" 2>&1
+  timeout "$(limit 150)" examples/portability/run.sh --quick --rounds 1 --out "$out/study" "$build" >"$out/study.log" 2>&1
   note "portability study rc=$?"
 fi
 note "done"
