@@ -73,7 +73,7 @@ std::optional<schedule::Calibration> CalibrationRecorder::finish(const std::vect
     }
   }
   // Steps disturbed from outside the run describe the disturbance, not the
-  // schedule: one millisecond stall would enter the spread that every
+  // schedule: a stall of a few milliseconds would enter the spread that every
   // simulated action draws from.
   const auto kept = [&](const Step& step) {
     return !std::binary_search(left_out.begin(), left_out.end(), step.number);
