@@ -174,6 +174,13 @@ def main():
               f"arithmetic intensity {m['arithmetic_intensity']:.1f} FLOP/B at b = {m['microbatch_size']}; "
               f"Pennycook PP over {len(platforms)} platforms: architectural {s['pp_architectural']:.3f}, "
               f"application {s['pp_application']:.3f}")
+        for p, r in zip(platforms, s["results"]):
+            if r["architectural"] > 1:
+                # A roofline is an upper bound: a run above it says what it charges at memory bandwidth stayed in cache.
+                print(f"{deck_name} on {p['label']}: architectural efficiency {r['architectural']:.3f} > 1: the "
+                      f"roofline ({r['roofline_gflops']:.1f} GFLOP/s at {p['bandwidth_gbs']:.1f} GB/s) is no bound "
+                      f"here, most likely because operands it charges at memory bandwidth stayed in cache; the "
+                      f"architectural PP overstates")
     with open(os.path.join(d, "portability.json"), "w") as file:
         json.dump({"platforms": platforms, "decks": summary}, file, indent=2)
     plot(d, platforms, summary)
