@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 #include "kpipe/comm/collectives.hpp"
@@ -60,7 +61,6 @@ SizeMeasurement measure_size(const config::RunConfig& config, int steps) {
   CalibrationRecorder recorder(*pipeline);
   comm::barrier(comm::world());
   const double start = comm::wall_time();
-  double measured_seconds = 0.0;
   std::vector<double> step_seconds;
   for (int step = 0; step <= steps; ++step) {
     const double step_start = comm::wall_time();
@@ -69,8 +69,9 @@ SizeMeasurement measure_size(const config::RunConfig& config, int steps) {
     const double seconds = comm::wall_time() - step_start;
     recorder.add_step(step_start - start, seconds, result);
     step_seconds.push_back(seconds);
-    if (step > 0) measured_seconds += seconds;
   }
+  const double measured_seconds =
+      std::accumulate(step_seconds.begin() + 1, step_seconds.end(), 0.0);  // after the first
   SizeMeasurement size;
   size.b = config.train.microbatch_size;
   size.m = pipeline->schedule().m;

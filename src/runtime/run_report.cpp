@@ -1,7 +1,6 @@
 #include "kpipe/runtime/run_report.hpp"
 
 #include "kpipe/core/output_file.hpp"
-#include "kpipe/runtime/disturbed_steps.hpp"
 #include "kpipe/runtime/traffic_report.hpp"
 
 #include <fmt/format.h>
@@ -107,8 +106,9 @@ void RunReport::finish(double seconds) {
       static_cast<double>(pipeline_.gradient_sync().bytes_summed()),
       static_cast<double>(pipeline_.gradient_sync().tied_bytes_summed())};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
-  // Rank 0's steps disturbed from outside the run: the calibration describes the others.
-  calibrated_ = calibration_.finish(disturbed_steps(step_seconds_).steps);
+  // Each rank's own; rank 0's leave the calibration and are reported.
+  disturbed_ = disturbed_steps(step_seconds_);
+  calibrated_ = calibration_.finish(disturbed_.steps);
   if (!log::is_root()) return;
   if (calibrated_ && predicted_) {
     recalibrated_ = schedule::predict_step(pipeline_.schedule(), *calibrated_, pipeline_.plan().costs.max_in_flight);
@@ -157,7 +157,7 @@ void RunReport::print() const {
                 ? fmt::format(" | simulated idle/useful {:.3f}, idle/total {:.3f}",
                               predicted_->span_bubble().idle_over_useful, predicted_->span_bubble().idle_over_total)
                 : std::string());
-  if (const DisturbedSteps disturbed = disturbed_steps(step_seconds_); !disturbed.steps.empty()) {
+  if (const DisturbedSteps& disturbed = disturbed_; !disturbed.steps.empty()) {
     const schedule::Bubble undisturbed = steady_bubble(&runtime::MeasuredBubble::bubble, disturbed.steps);
     const std::size_t slowest = *std::max_element(disturbed.steps.begin(), disturbed.steps.end(),
                                                   [&](auto a, auto b) { return step_seconds_[a] < step_seconds_[b]; });
@@ -242,9 +242,8 @@ nlohmann::json RunReport::json() const {
                        {"data", link_json(row.data_bytes)},
                        {"tied", link_json(row.tied_bytes)}}}});
   }
-  const std::vector<std::size_t> disturbed = disturbed_steps(step_seconds_).steps;
   std::vector<int> disturbed_numbers;
-  for (const std::size_t i : disturbed) disturbed_numbers.push_back(step_numbers_[i]);
+  for (const std::size_t i : disturbed_.steps) disturbed_numbers.push_back(step_numbers_[i]);
   const auto& s = pipeline_.schedule();
   return {
       {"schedule", s.name},
@@ -262,7 +261,7 @@ nlohmann::json RunReport::json() const {
       {"samples_per_second", pipeline_.spec().global_batch / steady_mean(step_seconds_, [](double x) { return x; })},
       {"bubble",
        {{"measured", to_json(steady_bubble(&runtime::MeasuredBubble::bubble))},
-        {"measured_undisturbed", to_json(steady_bubble(&runtime::MeasuredBubble::bubble, disturbed))},
+        {"measured_undisturbed", to_json(steady_bubble(&runtime::MeasuredBubble::bubble, disturbed_.steps))},
         {"simulated_deck_costs", predicted_ ? to_json(predicted_->bubble()) : nlohmann::json()},
         {"measured_span", to_json(steady_bubble(&runtime::MeasuredBubble::span))},
         {"simulated_deck_costs_span", predicted_ ? to_json(predicted_->span_bubble()) : nlohmann::json()}}},

@@ -11,6 +11,7 @@
 
 #include "kpipe/model/traffic.hpp"
 #include "kpipe/runtime/calibration_recorder.hpp"
+#include "kpipe/runtime/disturbed_steps.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/step_ledger.hpp"
 #include "kpipe/runtime/timeline.hpp"
@@ -73,6 +74,7 @@ class RunReport {
   std::optional<schedule::CalibratedStep> recalibrated_;  // the step simulated with those costs
   std::vector<double> losses_, step_seconds_;
   std::vector<int> step_numbers_;    // as the log counts them, from 1
+  DisturbedSteps disturbed_;         // of step_seconds_, from finish()
   std::vector<double> loss_scales_;  // each step's fp16 loss scale
   std::vector<runtime::MeasuredBubble> measured_bubbles_;
   // The steady steps' mean of `which` (the bubble over the makespan, or
