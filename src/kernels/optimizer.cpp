@@ -6,6 +6,7 @@
 #include "flat.hpp"
 #include "host_loops.hpp"
 #include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/tensor/host_threads.hpp"
 
 namespace kpipe::kernels {
 
@@ -21,15 +22,6 @@ void require_shapes(const ParameterUpdate<Scalar>& p, const char* first, const c
   if (second != nullptr) tensor::require_shape(second, p.second, p.w.extent(0), p.w.extent(1));
 }
 
-// part(t) for every host thread t of `space`, in one parallel region:
-// iteration t runs on thread t, as the stage's W over the threads does
-// (model/sequential.cpp), so a thread meets the lines its W wrote.
-template <class Part>
-void on_each_thread(const tensor::ExecutionSpace& space, const char* name, int threads, const Part& part) {
-  Kokkos::parallel_for(tensor::compat::kernel_label(name),
-                       Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, threads), part);
-}
-
 // element(p)(e) for every element e of every parameter p. A threaded host
 // runs one region, thread t the t-th of equal shares of all the elements in
 // parameter order, each parameter's part of it one host_loop; elsewhere a
@@ -42,7 +34,7 @@ void for_each_element(const tensor::ExecutionSpace& space, const char* name,
     if (threads > 1 && !tensor::compat::in_host_parallel_region()) {
       std::int64_t total = 0;
       for (const auto& p : parameters) total += static_cast<std::int64_t>(p.w.size());
-      on_each_thread(space, name, threads, [&](int t) {
+      tensor::on_host_threads(space, name, threads, [&](int t) {
         const std::int64_t begin = total * t / threads, end = total * (t + 1) / threads;
         std::int64_t offset = 0;
         for (const auto& p : parameters) {
@@ -149,7 +141,7 @@ void zero_gradients(const tensor::ExecutionSpace& space, const std::vector<Owned
     // ran the stage's F and B + W slower than a deep_copy each
     // (docs/performance-log.md, "Rows through the stage").
     if (threads > 1 && owned && !tensor::compat::in_host_parallel_region()) {
-      on_each_thread(space, "kpipe::kernels::zero_gradients", threads, [&](int t) {
+      tensor::on_host_threads(space, "kpipe::kernels::zero_gradients", threads, [&](int t) {
         for (const auto& o : gradients) {
           if (o.thread != t) continue;
           const auto g = detail::flat(o.g);

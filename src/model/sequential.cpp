@@ -1,12 +1,12 @@
 #include "kpipe/model/sequential.hpp"
 
 #include <algorithm>
-#include <exception>
 #include <type_traits>
 #include <utility>
 
 #include "kpipe/kernels/precision.hpp"
 #include "kpipe/tensor/compat.hpp"
+#include "kpipe/tensor/host_threads.hpp"
 
 namespace kpipe::model {
 
@@ -23,30 +23,6 @@ constexpr int min_rows_per_part = 4;
 constexpr std::size_t max_row_split_weight_bytes = std::size_t{256} << 10;
 
 constexpr bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
-
-// part(p) for p in [0, parts), each on a host thread of one parallel region,
-// or one after the other where the rank has one; the first exception of a
-// part is rethrown once all have run.
-template <class Part>
-void on_host_threads(const char* label, int parts, const Part& part) {
-  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(parts));
-  const auto guarded = [&](int p) {
-    try {
-      part(p);
-    } catch (...) {
-      failed[p] = std::current_exception();
-    }
-  };
-  if (tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace()) == 1) {
-    for (int p = 0; p < parts; ++p) guarded(p);
-  } else {
-    Kokkos::parallel_for(tensor::compat::kernel_label(label),
-                         Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, parts), guarded);
-  }
-  for (const auto& failure : failed) {
-    if (failure) std::rethrow_exception(failure);
-  }
-}
 
 }  // namespace
 
@@ -123,9 +99,9 @@ void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList o
   const int rows = static_cast<int>(inputs.at(0).spec().extent(0));
   if (const int parts = row_parts(rows); parts > 1) {
     forward_begin(inputs, outputs, ctx);
-    on_host_threads("kpipe::model::sequential::forward", parts, [&](int part) {
-      forward_rows(inputs, outputs, ctx, RowRange::part_of(rows, part, parts), row_spaces_[part]);
-    });
+    tensor::on_host_threads(
+        Kokkos::DefaultHostExecutionSpace(), "kpipe::model::sequential::forward", parts,
+        [&](int part) { forward_rows(inputs, outputs, ctx, RowRange::part_of(rows, part, parts), row_spaces_[part]); });
     forward_end();
     return;
   }
@@ -170,9 +146,10 @@ void Sequential<Scalar>::backward_input(tensor::TensorList output_grads, tensor:
   int rows = static_cast<int>(output_grads.at(0).spec().extent(0));
   if (const int parts = row_parts(rows); parts > 1) {
     backward_input_begin(output_grads, input_grads, ctx);
-    on_host_threads("kpipe::model::sequential::backward_input", parts, [&](int part) {
-      backward_input_rows(output_grads, input_grads, ctx, RowRange::part_of(rows, part, parts), row_spaces_[part]);
-    });
+    tensor::on_host_threads(
+        Kokkos::DefaultHostExecutionSpace(), "kpipe::model::sequential::backward_input", parts, [&](int part) {
+          backward_input_rows(output_grads, input_grads, ctx, RowRange::part_of(rows, part, parts), row_spaces_[part]);
+        });
     backward_input_end(output_grads, ctx);
     return;
   }
@@ -232,9 +209,10 @@ void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(
     // Each layer's W whole on one thread, the threads' shares at once: one
     // parallel region for the stage's W instead of a few per layer, and each
     // product computed as on a single thread, whatever the thread count.
-    on_host_threads("kpipe::model::sequential::backward_weight", static_cast<int>(threads.size()), [&](int t) {
-      for (const std::size_t i : threads[t]) layers_[i]->backward_weight(ctx.children.at(i));
-    });
+    tensor::on_host_threads(Kokkos::DefaultHostExecutionSpace(), "kpipe::model::sequential::backward_weight",
+                            static_cast<int>(threads.size()), [&](int t) {
+                              for (const std::size_t i : threads[t]) layers_[i]->backward_weight(ctx.children.at(i));
+                            });
     if (after_layer) {
       for (std::size_t i = 0; i < layers_.size(); ++i) after_layer(static_cast<int>(i));
     }
