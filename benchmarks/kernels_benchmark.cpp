@@ -198,12 +198,14 @@ void BM_gemm_vendor_weight_gradient(benchmark::State& state) {
 BENCHMARK(BM_gemm_vendor_weight_gradient)->Apply(weight_gradient_shapes)->UseRealTime();
 
 // The weight gradients of a stage's `layers` Linear layers in turn, dW_l +=
-// X_l^T dY_l at compute_bound's 512 x 512 over a microbatch of 32 rows, as BW
-// runs them: one gradient (1 MiB) stays in a core's L2, eight (8 MiB) come
+// X_l^T dY_l as BW runs them. At compute_bound's 512 x 512 over a microbatch
+// of 32 rows one gradient (1 MiB) stays in a core's L2, eight (8 MiB) come
 // from L3, and 24 (the size of that deck's weights, gradients and momentum on
-// one rank) from memory, where oneDNN's tiles of C do not stream
-// (docs/performance-log.md, "The weight gradient from memory"). Arguments:
-// inputs, outputs, rows, layers.
+// one rank) from memory: where the CPU has AVX-512 these stream through
+// kpipe's kernel, as oneDNN's tiles of C did not (docs/performance-log.md,
+// "The weight gradient from memory", "Streaming the weight gradient"). The
+// quickstart's 256 x 256 over 16 rows, one and four of them, stay below L2
+// and on the library. Arguments: inputs, outputs, rows, layers.
 void BM_gemm_vendor_weight_gradient_layers(benchmark::State& state) {
   const int inputs = static_cast<int>(state.range(0)), outputs = static_cast<int>(state.range(1)),
             rows = static_cast<int>(state.range(2)), layers = static_cast<int>(state.range(3));
@@ -223,7 +225,11 @@ void BM_gemm_vendor_weight_gradient_layers(benchmark::State& state) {
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * inputs * outputs * rows * layers * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_gemm_vendor_weight_gradient_layers)->ArgsProduct({{512}, {512}, {32}, {1, 8, 24}})->UseRealTime();
+BENCHMARK(BM_gemm_vendor_weight_gradient_layers)
+    ->ArgsProduct({{512}, {512}, {32}, {1, 8, 24}})
+    ->Args({256, 256, 16, 1})
+    ->Args({256, 256, 16, 4})
+    ->UseRealTime();
 
 void BM_gemm_packed_weight_gradient(benchmark::State& state) {
   const PackedWeight<float> packed;

@@ -141,20 +141,34 @@ using Host = Kokkos::DefaultHostExecutionSpace;
 // oneDNN whose OpenMP threads are Kokkos' own go to it whole instead, on as
 // many threads as there would be slices: its brgemm kernels, which a slice
 // does not get (a float32 result may then depend on the thread count).
+// A float32 weight gradient over a microbatch's rows whose gradient is at
+// least a core's L2 streams through kpipe's kernel instead, whole or in the
+// same column slices, where the CPU has AVX-512: 2.0-2.2 times oneDNN's rate
+// when the gradients come from memory, 0.8-0.9 times when they sit in L2,
+// where the smaller gradients stay on the library (docs/performance-log.md,
+// "Streaming the weight gradient").
 // `then(first, last)` runs after the product of C's columns [first, last),
 // in the thread that computed them (the calling thread, for a whole product).
 template <class Scalar, class Then = void (*)(int, int)>
 void host_gemm(
     const detail::GemmOperands<Scalar>& op, const Then& then = [](int, int) {}) {
+  bool streamed = false;
+  if constexpr (std::is_same_v<Scalar, float>) streamed = detail::streamed_weight_gradient(op);
+  const auto product = [streamed](const detail::GemmOperands<Scalar>& part) {
+    if constexpr (std::is_same_v<Scalar, float>) {
+      if (streamed) return detail::stream_weight_gradient(part);
+    }
+    library_gemm(part);
+  };
   const int parts = detail::column_parts(op.n);
   if (parts == 1 || tensor::compat::in_host_parallel_region()) {
-    library_gemm(op);
+    product(op);
     then(0, op.n);
     return;
   }
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (float_gemm_on_onednn_threads()) {
+    if (!streamed && float_gemm_on_onednn_threads()) {
       detail::onednn_gemm(op, parts);
       then(0, op.n);
       return;
@@ -163,14 +177,14 @@ void host_gemm(
 #endif
   // Slice `part` of C's columns and of op(B)'s: columns of B (row-major k x
   // n), or rows of B when it is transposed (n x k).
-  const auto slice = [&op, &then, parts](int part) {
+  const auto slice = [&op, &then, &product, parts](int part) {
     const int first = static_cast<int>(static_cast<long long>(op.n) * part / parts);
     const int last = static_cast<int>(static_cast<long long>(op.n) * (part + 1) / parts);
     detail::GemmOperands<Scalar> columns = op;
     columns.n = last - first;
     columns.b = op.b + (op.trans_b == Trans::no ? first : static_cast<std::ptrdiff_t>(first) * op.ldb);
     columns.c = op.c + first;
-    library_gemm(columns);
+    product(columns);
     then(first, last);
   };
   Kokkos::parallel_for(tensor::compat::kernel_label("kpipe::kernels::gemm_columns"),
@@ -245,6 +259,7 @@ std::string vendor_gemm_library() {
     case Vendor::none:
       return "portable";
   }
+  if (detail::streams_weight_gradients()) library += ", " + detail::weight_gradient_streaming();
   if (const int threads = detail::host_threads(); threads > 1) {
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
     if (default_vendor() == Vendor::cblas && float_gemm_on_onednn_threads()) {

@@ -58,6 +58,18 @@ std::string cblas_library();
 // OpenBLAS' threads, looked up at run time like cblas_kernel.
 BlasThreads cblas_threads();
 // The x86-64 vector instructions a GEMM library's kernels use, oldest first.
+// A float32 weight gradient's product, C += A^T B over a microbatch's rows
+// with C at least a core's L2, streamed through C with AVX-512
+// (gemm_weight_gradient.cpp). streams_weight_gradients: whether this CPU and
+// build do at all; streamed_weight_gradient: whether the whole product `op`
+// does (decided on the whole product, so every column slice of it streams
+// too and the result does not depend on the thread count);
+// stream_weight_gradient: runs it, or a slice of it, on the calling thread.
+bool streams_weight_gradients();
+bool streamed_weight_gradient(const GemmOperands<float>& op);
+void stream_weight_gradient(const GemmOperands<float>& op);
+std::string weight_gradient_streaming();  // for the run log
+
 enum class VectorIsa { pre_avx2, avx2, avx512, unknown };
 // Those of OpenBLAS' kernel: pre_avx2 for Prescott, Nehalem, Sandybridge,
 // Barcelona, ... (on a CPU with AVX2, OpenBLAS did not recognise the CPU, as
