@@ -220,7 +220,10 @@ std::vector<KeySpec> build_schema() {
               "cool-down; false sums all of them after the last backward"),
       // compute
       choice("compute.gemm", name(d.compute.gemm), choice_names<GemmKind>(),
-             "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available; packed: as vendor, but each Linear's weight is "
+             "GEMM path: vendor BLAS (CBLAS, cuBLAS) where available, float32 on oneDNN's matmul where its kernels "
+             "beat the BLAS's, and float32 weight gradients over up to 64 rows whose gradient is at least a core's L2 "
+             "streamed by kpipe's own kernel where the CPU has AVX-512 (the run log's GEMM line says which); "
+             "packed: as vendor, but each Linear's weight is "
              "reordered once per step into oneDNN's blocked layout, W for the forward and W^T for the "
              "input-gradient products, and the weight gradient X^T dY runs on oneDNN's matmul (the vendor path in "
              "builds without oneDNN, on CUDA and in double precision); on CPUs for which oneDNN has no blocked "
