@@ -16,8 +16,22 @@ kpipe=$1 mpiexec=$2
 # shellcheck source=tests/hosts/hosts-env.sh
 source "$(dirname "$0")/hosts-env.sh"
 work=$(mktemp -d)
-cleanup() {
+# The link back up for the next test on these hosts: both ends reporting UP,
+# and the neighbour entries the cut left failed forgotten, so that its first
+# connection does not meet a stale "no route" (a CI run's hosts_delayed_link
+# once failed to start its daemon 0.4 s after this test).
+restore_link() {
+  local i
   ip -n kpipe-h1 link set kpipe-h1-eth up 2>/dev/null
+  for _ in $(seq 50); do
+    ip -n kpipe-h1 -br link show kpipe-h1-eth | grep -q " UP " &&
+      ip -n kpipe-h2 -br link show kpipe-h2-eth | grep -q " UP " && break
+    sleep 0.1
+  done
+  for i in 1 2; do ip -n "kpipe-h$i" neigh flush dev "kpipe-h$i-eth" 2>/dev/null; done
+}
+cleanup() {
+  restore_link
   pkill -KILL -f "$work" 2>/dev/null
   rm -rf "$work"
 }
