@@ -57,7 +57,7 @@ std::string cblas_kernel();
 std::string cblas_library();
 // OpenBLAS' threads, looked up at run time like cblas_kernel.
 BlasThreads cblas_threads();
-// The x86-64 vector instructions a GEMM library's kernels use, oldest first.
+
 // A float32 weight gradient's product, C += A^T B over a microbatch's rows
 // with C at least a core's L2, streamed through C with AVX-512
 // (gemm_weight_gradient.cpp). streams_weight_gradients: whether this CPU and
@@ -70,6 +70,7 @@ bool streamed_weight_gradient(const GemmOperands<float>& op);
 void stream_weight_gradient(const GemmOperands<float>& op);
 std::string weight_gradient_streaming();  // for the run log
 
+// The x86-64 vector instructions a GEMM library's kernels use, oldest first.
 enum class VectorIsa { pre_avx2, avx2, avx512, unknown };
 // Those of OpenBLAS' kernel: pre_avx2 for Prescott, Nehalem, Sandybridge,
 // Barcelona, ... (on a CPU with AVX2, OpenBLAS did not recognise the CPU, as
