@@ -200,6 +200,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.schedule_file = deck.string("pipeline.schedule_file");
   pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
   pipeline.extra_warmup = static_cast<int>(deck.integer("pipeline.extra_warmup"));
+  pipeline.lanes = static_cast<int>(deck.integer("pipeline.lanes"));
   pipeline.overlap_grad_reduce = deck.boolean("pipeline.overlap_grad_reduce");
   return pipeline;
 }

@@ -211,6 +211,15 @@ std::vector<KeySpec> build_schema() {
           "1f1b and zb-h1: forwards each rank but the last runs before its first backward beyond 1F1B's p - r - 1, so "
           "that a late gradient from the next rank finds work queued instead of stalling the rank; each "
           "stashes one more microbatch on those ranks (docs/schedules.md, \"Warm-up slack\")"),
+      integer(
+          "pipeline.lanes", d.pipeline.lanes, 0, limits::microbatches,
+          "A rank that holds the whole model (pipeline.stages = 1, one chunk, a schedule that runs each "
+          "microbatch's F, LOSS and backward together, such as 1f1b) runs this many microbatches at once, each on "
+          "a host thread of its own, its products as large as one thread's, and each layer's weight gradients "
+          "added in the schedule's order (bitwise the same results); 0: one per host thread (OMP_NUM_THREADS) where "
+          "F and B would otherwise split a microbatch's rows over the threads (weights of at most a quarter MiB), "
+          "1: one at a time. Where every layer is row-wise (an MLP in float32 on the vendor GEMM) on a host "
+          "backend, without recompute or the hdf5 activation store"),
       boolean("pipeline.validate_schedule", d.pipeline.validate_schedule,
               "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "
               "catches hangs)"),

@@ -1,6 +1,7 @@
 #include "kpipe/model/sequential.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -43,7 +44,8 @@ Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layer
       between_(between),
       weight_threads_(spread_weight_gradients()),
       row_wise_(std::all_of(layers_.begin(), layers_.end(), [](const auto& layer) { return layer->row_wise(); })),
-      row_spaces_(row_spaces(row_parts)) {}
+      row_spaces_(row_spaces(row_parts)),
+      lane_spaces_(lane_spaces(row_parts)) {}
 
 template <class Scalar>
 std::vector<tensor::ExecutionSpace> Sequential<Scalar>::row_spaces(int parts) const {
@@ -54,6 +56,55 @@ std::vector<tensor::ExecutionSpace> Sequential<Scalar>::row_spaces(int parts) co
   }
   const auto& instances = env_.exec.thread_instances(parts);
   return {instances.begin(), instances.begin() + parts};
+}
+
+template <class Scalar>
+std::vector<tensor::ExecutionSpace> Sequential<Scalar>::lane_spaces(int threads) const {
+  if (threads == 0) threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  if (!on_host || !row_wise_) return {};
+  const auto& instances = env_.exec.thread_instances(threads);
+  return {instances.begin(), instances.begin() + threads};
+}
+
+template <class Scalar>
+template <class Lane>
+void Sequential<Scalar>::on_lanes(const char* label, std::size_t lanes, const Lane& lane) const {
+  if (tensor::compat::in_host_parallel_region() || tensor::compat::observed_by_tool()) {
+    for (std::size_t l = 0; l < lanes; ++l) lane(l, env_.exec.space());
+    return;
+  }
+  const std::size_t threads = std::min(lanes, lane_spaces_.size());
+  tensor::on_host_threads(Kokkos::DefaultHostExecutionSpace(), label, static_cast<int>(threads), [&](int t) {
+    const auto thread = static_cast<std::size_t>(t);
+    for (std::size_t l = thread; l < lanes; l += threads) lane(l, lane_spaces_[thread]);
+  });
+}
+
+template <class Scalar>
+std::vector<tensor::Tensor>& Sequential<Scalar>::open_pass(const Context* ctx) const {
+  if (open_ == passes_.size()) passes_.emplace_back();
+  Pass& pass = passes_[open_++];
+  pass.ctx = ctx;
+  pass.tensors.clear();
+  return pass.tensors;
+}
+
+template <class Scalar>
+const std::vector<tensor::Tensor>& Sequential<Scalar>::pass_of(const Context* ctx) const {
+  for (std::size_t p = 0; p < open_; ++p) {
+    if (passes_[p].ctx == ctx) return passes_[p].tensors;
+  }
+  throw std::logic_error("Sequential: the rows of a pass that has not begun; call its begin first");
+}
+
+template <class Scalar>
+void Sequential<Scalar>::close_pass(const Context* ctx) const {
+  for (std::size_t p = 0; p < open_; ++p) {
+    if (passes_[p].ctx != ctx) continue;
+    passes_[p].tensors.clear();
+    std::swap(passes_[p], passes_[--open_]);
+    return;
+  }
 }
 
 template <class Scalar>
@@ -116,28 +167,43 @@ void Sequential<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList o
 template <class Scalar>
 void Sequential<Scalar>::forward_begin(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const {
   if (ctx) ctx->reset_children(layers_.size());
-  pass_tensors_.assign(1, inputs.at(0));
+  std::vector<tensor::Tensor>& pass = open_pass(ctx);
+  pass.push_back(inputs.at(0));
   const auto width = [](const Layer<Scalar>& layer) { return layer.output_dim(); };
   chain(inputs, outputs, width, [&](std::size_t i, const tensor::Tensor& input, const tensor::Tensor& output) {
     layers_[i]->forward_begin({input}, {output}, ctx ? &ctx->children[i] : nullptr);
-    pass_tensors_.push_back(output);
+    pass.push_back(output);
   });
 }
 
 template <class Scalar>
 void Sequential<Scalar>::forward_rows(tensor::TensorList, tensor::TensorList, const Context* ctx, RowRange rows,
                                       const tensor::ExecutionSpace& space) const {
+  const std::vector<tensor::Tensor>& pass = pass_of(ctx);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->forward_rows({&pass_tensors_[i], 1}, {&pass_tensors_[i + 1], 1}, ctx ? &ctx->children[i] : nullptr,
-                             rows, space);
-    if (i + 1 < layers_.size()) round_between(pass_tensors_[i + 1], rows, space);
+    layers_[i]->forward_rows({&pass[i], 1}, {&pass[i + 1], 1}, ctx ? &ctx->children[i] : nullptr, rows, space);
+    if (i + 1 < layers_.size()) round_between(pass[i + 1], rows, space);
   }
 }
 
 template <class Scalar>
 void Sequential<Scalar>::forward_end() const {
   for (const auto& layer : layers_) layer->forward_end();
-  pass_tensors_.clear();
+  // Every pass begun: lanes end theirs at once.
+  for (std::size_t p = 0; p < open_; ++p) passes_[p].tensors.clear();
+  open_ = 0;
+}
+
+template <class Scalar>
+void Sequential<Scalar>::forward_lanes(tensor::TensorList inputs, tensor::TensorList outputs,
+                                       Context* const* contexts) const {
+  if (!runs_lanes()) not_row_wise(kind());
+  for (std::size_t l = 0; l < inputs.size(); ++l) forward_begin({&inputs[l], 1}, {&outputs[l], 1}, contexts[l]);
+  on_lanes("kpipe::model::sequential::forward_lanes", inputs.size(),
+           [&](std::size_t l, const tensor::ExecutionSpace& space) {
+             forward_rows({&inputs[l], 1}, {&outputs[l], 1}, contexts[l], RowRange::all_of(inputs[l]), space);
+           });
+  forward_end();
 }
 
 template <class Scalar>
@@ -171,37 +237,64 @@ void Sequential<Scalar>::backward_input_begin(tensor::TensorList output_grads, t
   // Row-wise layers keep their rows: every gradient has the output's.
   const int rows = static_cast<int>(output_grads.at(0).spec().extent(0));
   const std::size_t n = layers_.size();
-  pass_tensors_.resize(n + 1);
-  pass_tensors_[n] = output_grads.at(0);
-  pass_tensors_[0] = input_grads.at(0);
+  std::vector<tensor::Tensor>& pass = open_pass(&ctx);
+  pass.resize(n + 1);
+  pass[n] = output_grads.at(0);
+  pass[0] = input_grads.at(0);
   for (std::size_t i = n; i-- > 0;) {
-    if (i > 0) {
-      pass_tensors_[i] = env_.exec.pool().take<Scalar>("kpipe::model::activation_grad", rows, layers_[i]->input_dim());
-    }
-    layers_[i]->backward_input_begin({&pass_tensors_[i + 1], 1}, {&pass_tensors_[i], 1}, ctx.children.at(i));
+    if (i > 0) pass[i] = env_.exec.pool().take<Scalar>("kpipe::model::activation_grad", rows, layers_[i]->input_dim());
+    layers_[i]->backward_input_begin({&pass[i + 1], 1}, {&pass[i], 1}, ctx.children.at(i));
   }
 }
 
 template <class Scalar>
 void Sequential<Scalar>::backward_input_rows(tensor::TensorList, tensor::TensorList, const Context& ctx, RowRange rows,
                                              const tensor::ExecutionSpace& space) const {
+  const std::vector<tensor::Tensor>& pass = pass_of(&ctx);
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    layers_[i]->backward_input_rows({&pass_tensors_[i + 1], 1}, {&pass_tensors_[i], 1}, ctx.children.at(i), rows,
-                                    space);
-    if (i > 0) round_between(pass_tensors_[i], rows, space);
+    layers_[i]->backward_input_rows({&pass[i + 1], 1}, {&pass[i], 1}, ctx.children.at(i), rows, space);
+    if (i > 0) round_between(pass[i], rows, space);
   }
 }
 
 template <class Scalar>
 void Sequential<Scalar>::backward_input_end(tensor::TensorList, Context& ctx) const {
+  const std::vector<tensor::Tensor>& pass = pass_of(&ctx);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->backward_input_end({&pass_tensors_[i + 1], 1}, ctx.children.at(i));
+    layers_[i]->backward_input_end({&pass[i + 1], 1}, ctx.children.at(i));
   }
-  pass_tensors_.clear();
+  close_pass(&ctx);
+}
+
+template <class Scalar>
+void Sequential<Scalar>::backward_input_lanes(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                                              Context* const* contexts) const {
+  if (!runs_lanes()) not_row_wise(kind());
+  for (std::size_t l = 0; l < output_grads.size(); ++l) {
+    backward_input_begin({&output_grads[l], 1}, {&input_grads[l], 1}, *contexts[l]);
+  }
+  on_lanes("kpipe::model::sequential::backward_input_lanes", output_grads.size(),
+           [&](std::size_t l, const tensor::ExecutionSpace& space) {
+             backward_input_rows({&output_grads[l], 1}, {&input_grads[l], 1}, *contexts[l],
+                                 RowRange::all_of(output_grads[l]), space);
+           });
+  for (std::size_t l = 0; l < output_grads.size(); ++l) backward_input_end({&output_grads[l], 1}, *contexts[l]);
 }
 
 template <class Scalar>
 void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(int)>& after_layer) {
+  Context* const one = &ctx;
+  backward_weight(&one, 1, after_layer);
+}
+
+template <class Scalar>
+void Sequential<Scalar>::backward_weight(Context* const* contexts, std::size_t count,
+                                         const std::function<void(int)>& after_layer) {
+  // Layer i's W of every microbatch, in their order: the sums one
+  // microbatch's W after the other's gives.
+  const auto layer_weight = [&](std::size_t i) {
+    for (std::size_t c = 0; c < count; ++c) layers_[i]->backward_weight(contexts[c]->children.at(i));
+  };
   // Inside another region (a parent Sequential spreading its W) or with a
   // tool attached, W stays on the calling thread.
   const auto& threads = weight_threads_;
@@ -211,18 +304,18 @@ void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(
     // product computed as on a single thread, whatever the thread count.
     tensor::on_host_threads(Kokkos::DefaultHostExecutionSpace(), "kpipe::model::sequential::backward_weight",
                             static_cast<int>(threads.size()), [&](int t) {
-                              for (const std::size_t i : threads[t]) layers_[i]->backward_weight(ctx.children.at(i));
+                              for (const std::size_t i : threads[t]) layer_weight(i);
                             });
     if (after_layer) {
       for (std::size_t i = 0; i < layers_.size(); ++i) after_layer(static_cast<int>(i));
     }
   } else {
     for (std::size_t i = 0; i < layers_.size(); ++i) {
-      layers_[i]->backward_weight(ctx.children.at(i));
+      layer_weight(i);
       if (after_layer) after_layer(static_cast<int>(i));
     }
   }
-  ctx.clear();
+  for (std::size_t c = 0; c < count; ++c) contexts[c]->clear();
 }
 
 template <class Scalar>

@@ -105,8 +105,8 @@ tensor::Matrix<Scalar> pooled_copy(tensor::ExecContext& exec, const char* label,
 }  // namespace
 
 template <class Scalar>
-void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) {
-  const auto region = exec_.region("kpipe::F");
+tensor::Tensor Stage<Scalar>::admit(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y,
+                                    typename Stash::node_type& entry) {
   if (stash_.count(mb) != 0) {
     throw runtime_error(fmt::format("{}: forward of microbatch {} while it is still stashed; run its backward first",
                                     stage_name(layers_), mb));
@@ -114,14 +114,30 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   const int rows = static_cast<int>(X.extent(0));
   tensor::require_shape("stage input", X, rows, input_dim());
   tensor::require_shape("stage output", Y, output_rows(rows), output_dim());
-  auto node = fresh_entry(mb);
-  Stashed& entry = node.mapped();
-  entry.rows = rows;
+  entry = fresh_entry(mb);
+  entry.mapped().rows = rows;
   // Our own copy: the layers keep references to their inputs until W.
   const tensor::Tensor input = pooled_copy<Scalar>(exec_, "kpipe::model::stage_input", X);
   // Past the first stage the input is an activation between layers (already
   // rounded when it came from a stage; rounding again changes nothing).
   if (layers_.first > 0) round_boundary(input);
+  return input;
+}
+
+template <class Scalar>
+void Stage<Scalar>::stash(typename Stash::node_type entry, const tensor::Matrix<Scalar>& Y) {
+  if (!last_) round_boundary(Y);
+  if (options_.stash_store != nullptr) spill(entry.key(), entry.mapped());
+  stash_.insert(std::move(entry));
+  update_peaks();
+}
+
+template <class Scalar>
+void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) {
+  const auto region = exec_.region("kpipe::F");
+  typename Stash::node_type node;
+  const tensor::Tensor input = admit(mb, X, Y, node);
+  Stashed& entry = node.mapped();
   if (options_.recompute) {
     body_->forward({input}, {Y}, nullptr);
     // Exact in the stored type past the first stage; the data stays as given.
@@ -131,10 +147,25 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
   } else {
     body_->forward({input}, {Y}, &entry.context);
   }
-  if (!last_) round_boundary(Y);
-  if (options_.stash_store != nullptr) spill(mb, entry);
-  stash_.insert(std::move(node));
-  update_peaks();
+  stash(std::move(node), Y);
+}
+
+template <class Scalar>
+void Stage<Scalar>::forward_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& X,
+                                  const std::vector<tensor::Matrix<Scalar>>& Y) {
+  const auto region = exec_.region("kpipe::F");
+  lane_entries_.resize(mbs.size());
+  for (std::size_t l = 0; l < mbs.size(); ++l) {
+    lane_in_.push_back(admit(mbs[l], X[l], Y[l], lane_entries_[l]));
+    lane_out_.emplace_back(Y[l]);
+    lane_contexts_.push_back(&lane_entries_[l].mapped().context);
+  }
+  body_->forward_lanes(lane_in_, lane_out_, lane_contexts_.data());
+  for (std::size_t l = 0; l < mbs.size(); ++l) stash(std::move(lane_entries_[l]), Y[l]);
+  lane_entries_.clear();
+  lane_in_.clear();
+  lane_out_.clear();
+  lane_contexts_.clear();
 }
 
 namespace {
@@ -245,7 +276,8 @@ void Stage<Scalar>::backward(int mb, const tensor::ConstMatrix<Scalar>& dY, cons
 }
 
 template <class Scalar>
-void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX) {
+typename Stage<Scalar>::Stashed& Stage<Scalar>::begin_backward_input(int mb, const tensor::Tensor& dY,
+                                                                     const tensor::Matrix<Scalar>& dX) {
   Stashed& entry = stashed(mb, false, "backward_input");
   tensor::require_shape("stage output gradient", dY.matrix<Scalar>(), output_rows(entry.rows), output_dim());
   if (dX.size() != 0) tensor::require_shape("stage input gradient", dX, entry.rows, input_dim());
@@ -261,10 +293,38 @@ void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const t
     entry.input = {};
     update_peaks();
   }
-  body_->backward_input({dY}, {dX.size() != 0 ? tensor::Tensor(dX) : tensor::Tensor()}, entry.context);
+  return entry;
+}
+
+template <class Scalar>
+void Stage<Scalar>::end_backward_input(Stashed& entry, const tensor::Matrix<Scalar>& dX) {
   if (dX.size() != 0) round_boundary(dX);
   entry.input_gradient_done = true;
   update_peaks();
+}
+
+template <class Scalar>
+void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX) {
+  Stashed& entry = begin_backward_input(mb, dY, dX);
+  body_->backward_input({dY}, {dX.size() != 0 ? tensor::Tensor(dX) : tensor::Tensor()}, entry.context);
+  end_backward_input(entry, dX);
+}
+
+template <class Scalar>
+void Stage<Scalar>::backward_input_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& dY,
+                                         const std::vector<tensor::Matrix<Scalar>>& dX) {
+  const auto region = exec_.region("kpipe::B");
+  for (std::size_t l = 0; l < mbs.size(); ++l) {
+    // As backward_input: W reads dY later.
+    lane_in_.push_back(pooled_copy<Scalar>(exec_, "kpipe::model::stage_output_grad", dY[l]));
+    lane_out_.push_back(dX[l].size() != 0 ? tensor::Tensor(dX[l]) : tensor::Tensor());
+    lane_contexts_.push_back(&begin_backward_input(mbs[l], lane_in_.back(), dX[l]).context);
+  }
+  body_->backward_input_lanes(lane_in_, lane_out_, lane_contexts_.data());
+  for (std::size_t l = 0; l < mbs.size(); ++l) end_backward_input(stashed(mbs[l], false, "backward_input"), dX[l]);
+  lane_in_.clear();
+  lane_out_.clear();
+  lane_contexts_.clear();
 }
 
 template <class Scalar>
@@ -272,6 +332,15 @@ void Stage<Scalar>::backward_weight(int mb, const LayerDone& after_layer) {
   const auto region = exec_.region("kpipe::W");
   body_->backward_weight(stashed(mb, true, "backward_weight").context, after_layer);
   retire(mb);
+}
+
+template <class Scalar>
+void Stage<Scalar>::backward_weight_lanes(const std::vector<int>& mbs, const LayerDone& after_layer) {
+  const auto region = exec_.region("kpipe::W");
+  for (const int mb : mbs) lane_contexts_.push_back(&stashed(mb, true, "backward_weight").context);
+  body_->backward_weight(lane_contexts_.data(), lane_contexts_.size(), after_layer);
+  for (const int mb : mbs) retire(mb);
+  lane_contexts_.clear();
 }
 
 template <class Scalar>

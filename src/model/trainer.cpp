@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/model/markov_tokens.hpp"
 #include "kpipe/model/token_stream.hpp"
+#include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::model {
 
@@ -64,7 +66,13 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.optimizer.loss_scale.enabled = config.compute.precision == config::Precision::fp16;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   spec.stage.sequence_parallel = config.pipeline.sequence_parallel;
+  spec.lanes = config.pipeline.lanes;
   return spec;
+}
+
+int TrainerSpec::most_lanes() const {
+  if (!std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>) return 1;
+  return lanes > 0 ? lanes : tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
 }
 
 namespace {

@@ -46,7 +46,7 @@ View take(View& slot, const Action& action, const char* what) {
 template <class Scalar>
 Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
                            std::vector<model::Stage<Scalar>*> chunks, int microbatch_size, comm::Transport& transport,
-                           MicrobatchIO<Scalar> io, StepHooks hooks, tensor::ExecContext& exec)
+                           MicrobatchIO<Scalar> io, StepHooks hooks, tensor::ExecContext& exec, int lanes)
     : schedule_(schedule),
       actions_(schedule.ranks.at(grid.pipeline_rank())),
       rank_(grid.pipeline_rank()),
@@ -72,6 +72,15 @@ Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::Proce
   }
   receive_window_ = schedule::peak_stash(actions_).peak + 1;
   if (hooks_.previous_update_stands) head_ = schedule::speculative_heads(schedule_).at(rank_);
+  // Lanes where nothing else orders this rank's microbatches: it holds the
+  // whole model, and neither a dump nor a speculative head sees them one by one.
+  if (host_synchronous && training_ && schedule_.p == 1 && chunks_.size() == 1 && chunks_[0]->runs_lanes() &&
+      !io_.observe && !hooks_.previous_update_stands) {
+    const model::Stage<Scalar>& stage = *chunks_[0];
+    const bool splits_rows = stage.row_parts(stage.input_rows(microbatch_size_)) > 1;
+    const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+    lane_groups_ = schedule::lane_groups(actions_, lanes > 0 ? lanes : splits_rows ? threads : 1);
+  }
 }
 
 template <class Scalar>
@@ -147,6 +156,7 @@ bool Executor<Scalar>::run_actions(int step, bool validated, StepResult& result)
   result.timings.reserve(actions_.size());
   Slots slots(static_cast<std::size_t>(schedule_.m) * schedule_.v);
   next_receive_ = 0;
+  std::size_t group = 0;  // the next of lane_groups_
   const double step_start = comm::wall_time();
   for (std::size_t i = 0; i <= actions_.size(); ++i) {
     if (!validated && i == head_.end) {
@@ -164,6 +174,12 @@ bool Executor<Scalar>::run_actions(int step, bool validated, StepResult& result)
       }
     }
     if (i == actions_.size()) break;
+    if (group < lane_groups_.size() && lane_groups_[group].begin == i) {
+      run_lanes(lane_groups_[group], step, result, step_start);
+      if (hooks_.progress) hooks_.progress();
+      i = lane_groups_[group++].end - 1;
+      continue;
+    }
     // A speculative head receives only what the other heads send.
     post_receives_ahead(validated ? actions_.size() : head_.end);
     const double start = comm::wall_time() - step_start;
@@ -187,6 +203,84 @@ bool Executor<Scalar>::run_actions(int step, bool validated, StepResult& result)
   }
   transport_.complete_sends(fmt::format("at the end of step {}", step));
   return true;
+}
+
+template <class Scalar>
+void Executor<Scalar>::run_lanes(const schedule::LaneGroup& group, int step, StepResult& result, double step_start) {
+  model::Stage<Scalar>& stage = *chunks_.front();
+  const auto now = [step_start] { return comm::wall_time() - step_start; };
+  const auto region = [this](ActionKind kind) { return exec_.region(region_names_[static_cast<std::size_t>(kind)]); };
+  const int rows = stage.input_rows(microbatch_size_);
+  const double forward_start = now();
+  {
+    const auto f = region(ActionKind::forward);
+    for (const std::size_t b : group.blocks) {
+      const int mb = actions_[b].microbatch;
+      lane_.microbatches.push_back(mb);
+      lane_.X.push_back(activations_.take(rows, stage.input_dim()));
+      io_.inputs(step, mb, lane_.X.back());
+      lane_.Y.push_back(activations_.take(stage.output_rows(rows), stage.output_dim()));
+    }
+    stage.forward_lanes(lane_.microbatches, lane_.X, lane_.Y);
+  }
+  result.peak_stashed = std::max(result.peak_stashed, stage.stashed_microbatches());
+  const double forward_end = now();
+  for (std::size_t j = 0; j < group.blocks.size(); ++j) {
+    const double start = now();
+    {
+      const auto loss = region(ActionKind::loss);
+      lane_.dY.push_back(activations_.take(lane_.Y[j].extent_int(0), lane_.Y[j].extent_int(1)));
+      result.loss += io_.loss(step, lane_.microbatches[j], lane_.Y[j], lane_.dY.back());
+    }
+    lane_.losses.emplace_back(start, now());
+  }
+  // The whole model's first stage: no input gradient.
+  lane_.dX.resize(group.blocks.size());
+  const double backward_start = now();
+  {
+    const auto b = region(ActionKind::backward_input);
+    stage.backward_input_lanes(lane_.microbatches, lane_.dY, lane_.dX);
+  }
+  const double input_end = now();
+  {
+    const auto w = region(ActionKind::backward_weight);
+    stage.backward_weight_lanes(lane_.microbatches,
+                                gradients_final(actions_[group.end - 1], group.end - 1, result, step_start));
+  }
+  const double backward_end = now();
+  const auto share = [n = group.blocks.size()](double from, double to, std::size_t j) {
+    const double each = (to - from) / static_cast<double>(n);
+    return std::make_pair(from + each * static_cast<double>(j), from + each * static_cast<double>(j + 1));
+  };
+  for (std::size_t j = 0; j < group.blocks.size(); ++j) {
+    const std::size_t end = j + 1 < group.blocks.size() ? group.blocks[j + 1] : group.end;
+    for (std::size_t i = group.blocks[j]; i < end; ++i) {
+      std::pair<double, double> span;
+      switch (actions_[i].kind) {
+        case ActionKind::forward:
+          span = share(forward_start, forward_end, j);
+          break;
+        case ActionKind::loss:
+          span = lane_.losses[j];
+          break;
+        case ActionKind::backward_input:
+          span = share(backward_start, input_end, j);
+          break;
+        case ActionKind::backward_weight:
+          span = share(input_end, backward_end, j);
+          break;
+        default:  // BW
+          span = share(backward_start, backward_end, j);
+      }
+      result.timings.push_back({static_cast<std::int32_t>(i), span.first, span.second});
+    }
+  }
+  lane_.microbatches.clear();
+  lane_.X.clear();
+  lane_.Y.clear();
+  lane_.dY.clear();
+  lane_.dX.clear();
+  lane_.losses.clear();
 }
 
 template <class Scalar>

@@ -19,6 +19,7 @@
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/optimizer.hpp"
 #include "kpipe/runtime/token_source.hpp"
+#include "kpipe/schedule/lanes.hpp"
 
 namespace kpipe::runtime {
 
@@ -95,6 +96,12 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
       static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(spec.stage.kernels.precision)));
   const bool training = schedule.training();
   const bool recompute = spec.stage.recompute;
+  // As the rank runs its list: lanes hold a group's microbatches at once (an
+  // upper bound where its layers turn out unable to run them).
+  const std::vector<schedule::Action> actions =
+      schedule.p == 1 && schedule.v == 1 && !recompute
+          ? schedule::in_lane_order(schedule.ranks.at(rank), spec.most_lanes())
+          : schedule.ranks.at(rank);
   MemoryEstimate estimate;
   estimate.baseline = baseline_bytes;
   std::vector<model::StageFootprint> chunks;  // elements
@@ -135,7 +142,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
     for (const auto& chunk : chunks) {
       activations.push_back(model::activation_bytes(chunk, static_cast<int>(scalar), static_cast<int>(stored)));
     }
-    estimate.activations = peak_activations(schedule.ranks.at(rank), activations, recompute);
+    estimate.activations = peak_activations(actions, activations, recompute);
   }
   // Boundary tensors alive at once: per stashed microbatch its input and output
   // gradient slots, the receive window (peak stash + 1), and the same again
@@ -145,7 +152,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   // recomputes (the logits of a language model, its largest tensors).
   // The window's messages travel in the boundary type (2 bytes in bf16 and
   // fp16, which also keep a rounded copy of each send in flight).
-  const std::int64_t peak = schedule::peak_stash(schedule.ranks.at(rank)).peak;
+  const std::int64_t peak = schedule::peak_stash(actions).peak;
   const std::int64_t slots = 2 * (peak + 1) * scalar;
   const std::int64_t window = (peak + 1) * stored + (stored < scalar ? (peak + 1) * stored : 0);
   const std::int64_t loss_buffers = training ? 1 + peak + (recompute ? 1 : 0) : 1;

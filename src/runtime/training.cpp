@@ -70,10 +70,18 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
   return 0;
 }
 
-// How a threaded rank's F and B use its threads, for the run log: rows in
-// parts through the whole stage, or each kernel over all the threads.
+// How a threaded rank's F and B use its threads, for the run log: several
+// microbatches at once (lanes), rows in parts through the whole stage, or
+// each kernel over all the threads.
 void log_row_parts(const Pipeline<float>& pipeline, int microbatch_size) {
   const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  if (pipeline.lanes() > 1) {
+    log::info(
+        "F, B and W: {} microbatches at once (pipeline.lanes), each whole on one of the rank's {} host threads, each "
+        "layer's weight gradients added in the schedule's order",
+        pipeline.lanes(), threads);
+    return;
+  }
   if (threads < 2 || pipeline.chunk_count() == 0) return;
   const model::Stage<float>& stage = pipeline.chunk(0);
   const int rows = stage.input_rows(microbatch_size);

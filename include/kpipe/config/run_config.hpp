@@ -194,6 +194,7 @@ struct PipelineConfig {
   std::string schedule_file;    // empty: generate `schedule`
   bool validate_schedule = true;
   int extra_warmup = 0;             // forwards beyond 1F1B's warm-up on every rank but the last
+  int lanes = 0;                    // microbatches at once on a rank holding the whole model; 0: one per host thread
   bool overlap_grad_reduce = true;  // start each layer's data-parallel sum once its gradient is final
   bool scatter_gather = true;       // t > 1: each tensor rank sends 1/t of a boundary tensor
   bool sequence_parallel = false;   // t > 1: outside the tensor-parallel pairs each rank holds 1/t of the rows

@@ -197,7 +197,9 @@ class Layer {
   // threads may then each carry their own rows of a microbatch through a run
   // of such layers, one parallel region per pass instead of a few per layer
   // (Sequential does), with F and B each in three parts, called in order for
-  // one microbatch at a time:
+  // one microbatch, or for several at once (Sequential's lanes: each one's
+  // begin, then their rows on different threads, then the ends, F's one end
+  // for all), so a layer keeps what a pass needs in its ctx, not in members:
   //  * forward_begin, on the calling thread: takes from the pool, and saves in
   //    ctx (when given), all that the rows and the backward passes need;
   //  * forward_rows: those rows of the outputs from the inputs' on `space`,

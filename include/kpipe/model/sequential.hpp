@@ -27,8 +27,18 @@ enum class BetweenLayers { kept, rounded };
 // rows another one wrote. Where a weight is larger than a quarter MiB each
 // thread reading all of it costs more than the regions saved, and F and B stay
 // whole. `row_parts` (0: one per host thread, at most one per four rows) fixes
-// the number of parts; a test may ask for several on one thread, which then
-// runs them one after the other.
+// the number of parts, and the threads lanes run on; a test may ask for
+// several on one thread, which then runs them one after the other.
+//
+// Lanes: where every layer is row-wise, several microbatches at once, each
+// whole on a host thread of its own (a rank that holds the whole model runs
+// them so, runtime/executor.cpp). The begin of each microbatch's pass runs on
+// the calling thread, then their rows at once, a microbatch per thread (each
+// thread's products as large as a rank of one thread's, on weights each
+// thread reads whole), then the ends; each microbatch's outputs, input
+// gradients and context are bitwise what forward and backward_input give it
+// alone. W of several microbatches adds theirs in the order given, each layer
+// on the thread that owns it: the sums of one microbatch's W after the other.
 template <class Scalar>
 class Sequential final : public Layer<Scalar> {
  public:
@@ -47,6 +57,8 @@ class Sequential final : public Layer<Scalar> {
   // W, calling after_layer(i) as soon as layer i's weight gradients are
   // accumulated: a data-parallel sum of them may start then.
   void backward_weight(Context& ctx, const std::function<void(int)>& after_layer);
+  // W of `count` microbatches, in that order (lanes), clearing their contexts.
+  void backward_weight(Context* const* contexts, std::size_t count, const std::function<void(int)>& after_layer);
   bool backward_weight_on_any_thread() const override;
   bool row_wise() const override { return row_wise_; }
   void forward_begin(tensor::TensorList inputs, tensor::TensorList outputs, Context* ctx) const override;
@@ -66,6 +78,15 @@ class Sequential final : public Layer<Scalar> {
   // The parts F and B split a microbatch of `rows` rows into (1: none).
   int row_parts(int rows) const;
 
+  // Whether F and B of several microbatches may run as lanes: every layer
+  // row-wise, on a host backend.
+  bool runs_lanes() const { return !lane_spaces_.empty(); }
+  // F and B of microbatch l = 0, 1, ... in lane l: inputs, outputs (or
+  // gradients) and contexts one per microbatch.
+  void forward_lanes(tensor::TensorList inputs, tensor::TensorList outputs, Context* const* contexts) const;
+  void backward_input_lanes(tensor::TensorList output_grads, tensor::TensorList input_grads,
+                            Context* const* contexts) const;
+
   int size() const { return static_cast<int>(layers_.size()); }
   const Layer<Scalar>& layer(int i) const { return *layers_.at(static_cast<std::size_t>(i)); }
 
@@ -80,6 +101,22 @@ class Sequential final : public Layer<Scalar> {
   // An instance for each row part's thread to launch on, or none where F and B
   // do not split: a layer that is not row-wise, a weight past the limit, a device, one host thread.
   std::vector<tensor::ExecutionSpace> row_spaces(int parts) const;
+  // The instances lanes run on, one per thread: none unless every layer is
+  // row-wise on a host backend (whatever the weights' size: a lane multiplies
+  // all of a microbatch's rows).
+  std::vector<tensor::ExecutionSpace> lane_spaces(int threads) const;
+  // Runs lane(l, space) for l in [0, lanes), spread over the lane threads
+  // (thread t takes l = t, t + threads, ...), or one after the other on the
+  // calling thread with the context's instance inside another region or with
+  // a tool attached.
+  template <class Lane>
+  void on_lanes(const char* label, std::size_t lanes, const Lane& lane) const;
+
+  // A pass's tensors between the layers, from its begin to its end: entry i
+  // is layer i's input in F (its output gradient in B).
+  std::vector<tensor::Tensor>& open_pass(const Context* ctx) const;
+  const std::vector<tensor::Tensor>& pass_of(const Context* ctx) const;
+  void close_pass(const Context* ctx) const;
   // The layers whose W each host thread runs at once, or none where W runs
   // layer after layer: one host thread, a device, a layer that must run on
   // the calling thread, fewer than two with parameters. Fixed by the layers,
@@ -91,10 +128,17 @@ class Sequential final : public Layer<Scalar> {
   BetweenLayers between_;
   std::vector<std::vector<std::size_t>> weight_threads_;  // spread_weight_gradients()
   bool row_wise_;
-  std::vector<tensor::ExecutionSpace> row_spaces_;  // row_spaces()
-  // From a pass's begin to its end: the tensors between the layers, layer i
-  // reading entry i and writing i + 1 in F (the reverse in B).
-  mutable std::vector<tensor::Tensor> pass_tensors_;
+  std::vector<tensor::ExecutionSpace> row_spaces_;   // row_spaces()
+  std::vector<tensor::ExecutionSpace> lane_spaces_;  // lane_spaces()
+  // The passes begun and not yet ended, by the context they run in (null:
+  // F without one); more than one while lanes run. Their first open_ entries
+  // are in use, the rest kept with their storage for the next.
+  struct Pass {
+    const Context* ctx = nullptr;
+    std::vector<tensor::Tensor> tensors;
+  };
+  mutable std::vector<Pass> passes_;
+  mutable std::size_t open_ = 0;
 };
 
 }  // namespace kpipe::model

@@ -93,6 +93,17 @@ class Stage {
   // BW: B then W.
   void backward(int mb, const tensor::ConstMatrix<Scalar>& dY, const tensor::Matrix<Scalar>& dX,
                 const LayerDone& after_layer = {});
+  // Lanes (Sequential): F, B and W of the microbatches `mbs` at once, one per
+  // host thread, each with its own X and Y (dY and dX); each microbatch's
+  // results bitwise those of forward, backward_input and backward_weight run
+  // for one after the other, W in the order of `mbs`. Only where runs_lanes():
+  // every layer row-wise on a host backend, no recomputation, no stash store.
+  bool runs_lanes() const { return body_->runs_lanes() && !options_.recompute && options_.stash_store == nullptr; }
+  void forward_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& X,
+                     const std::vector<tensor::Matrix<Scalar>>& Y);
+  void backward_input_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& dY,
+                            const std::vector<tensor::Matrix<Scalar>>& dX);
+  void backward_weight_lanes(const std::vector<int>& mbs, const LayerDone& after_layer = {});
   // Inference: Y from X, nothing stashed.
   void forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) const;
 
@@ -155,6 +166,15 @@ class Stage {
 
   Stashed& stashed(int mb, bool input_gradient_done, const char* action);
   using Stash = std::map<int, Stashed>;
+  // F's start: checks the shapes, makes microbatch mb's entry in `entry` and
+  // returns the stage's own copy of X (rounded past the first stage).
+  tensor::Tensor admit(int mb, const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y,
+                       typename Stash::node_type& entry);
+  // F's end: rounds Y where another stage follows and stashes the entry.
+  void stash(typename Stash::node_type entry, const tensor::Matrix<Scalar>& Y);
+  // B's start, checks and anything spilled or recomputed, and its end.
+  Stashed& begin_backward_input(int mb, const tensor::Tensor& dY, const tensor::Matrix<Scalar>& dX);
+  void end_backward_input(Stashed& entry, const tensor::Matrix<Scalar>& dX);
   // An empty entry for microbatch mb, a retired one where spare_ has one.
   typename Stash::node_type fresh_entry(int mb);
   // Moves microbatch mb's entry from the stash to spare_, emptied.
@@ -186,6 +206,10 @@ class Stage {
   std::vector<typename Stash::node_type> spare_;
   int peak_microbatches_ = 0;
   std::size_t peak_bytes_ = 0;
+  // Lanes' per-call lists, kept with their storage.
+  std::vector<typename Stash::node_type> lane_entries_;
+  std::vector<tensor::Tensor> lane_in_, lane_out_;
+  std::vector<Context*> lane_contexts_;
 };
 
 }  // namespace kpipe::model

@@ -29,6 +29,13 @@ struct TrainerSpec {
   int data_parallel = 1;           // d: replica r trains on samples [r B/d, (r+1) B/d) of each step
   std::vector<LayerRange> stages;  // the partition into p * v stages; empty means one stage
   StageOptions stage;
+  // pipeline.lanes: the microbatches a rank that holds the whole model runs
+  // at once, one per host thread (schedule/lanes.hpp); 0 decides by the
+  // stage (runtime::Executor).
+  int lanes = 0;
+  // The most lanes a rank may run: none on a device, else lanes or, where the
+  // stage decides, one per host thread.
+  int most_lanes() const;
 
   // The sequential reference of a run configuration.
   static TrainerSpec from_config(const config::RunConfig& config);

@@ -2,17 +2,22 @@
 // The executor (DESIGN.md §2, §4): runs one rank's action list of the schedule
 // IR with the Kokkos stages this rank holds and the MPI transport. It adds no
 // ordering of its own: what runs when is entirely the schedule's, so any
-// schedule that passes the validator runs, hand-written ones included.
+// schedule that passes the validator runs, hand-written ones included. The
+// one liberty it takes changes no result: a rank that holds the whole model
+// may run consecutive microbatches of its list at once (lanes,
+// schedule/lanes.hpp), as no other rank waits on their order.
 
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/comm/transport.hpp"
 #include "kpipe/model/stage.hpp"
 #include "kpipe/runtime/timeline.hpp"
+#include "kpipe/schedule/lanes.hpp"
 #include "kpipe/schedule/schedule.hpp"
 #include "kpipe/schedule/speculation.hpp"
 #include "kpipe/tensor/buffer_pool.hpp"
@@ -74,12 +79,19 @@ template <class Scalar>
 class Executor {
  public:
   // `chunks[c]` is model stage schedule.placement.stage(rank, c). The transport must run over the
-  // pipeline communicator of `grid`.
+  // pipeline communicator of `grid`. `lanes` > 1: a rank that holds the whole
+  // model runs that many microbatches at once where it can (schedule/lanes.hpp);
+  // 0: one per host thread where its stage would otherwise split F and B into
+  // row parts (model::Sequential: weights small enough for every thread to read).
   Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks,
            int microbatch_size, comm::Transport& transport, MicrobatchIO<Scalar> io, StepHooks hooks,
-           tensor::ExecContext& exec);
+           tensor::ExecContext& exec, int lanes = 1);
 
   StepResult run_step(int step);
+  // The microbatches this rank runs at once: 1 but where lanes run (a host
+  // backend, the whole model's one stage running lanes, a list of microbatch
+  // blocks, no activation dump and no post-validation).
+  int lanes() const { return lane_groups_.empty() ? 1 : static_cast<int>(lane_groups_.front().blocks.size()); }
 
  private:
   struct Slots;  // per (microbatch, chunk) tensors of the step in flight
@@ -94,6 +106,9 @@ class Executor {
 
   void execute(const schedule::Action& action, std::size_t index, int step, Slots& slots, StepResult& result,
                double step_start);
+  // Runs a group of microbatch blocks as lanes; each action's time is its
+  // share of its phase (the group's F's, B's, W's), its loss its own.
+  void run_lanes(const schedule::LaneGroup& group, int step, StepResult& result, double step_start);
   // For the action that completes a chunk's weight gradients of the step:
   // hands each layer's over to hooks_.gradients_final as soon as it is done
   // (noting when the first went); for any other action, nothing.
@@ -144,6 +159,12 @@ class Executor {
   tensor::ExecContext& exec_;              // the chunks' instance: compute is enqueued there, never fenced globally
   std::vector<std::string> region_names_;  // "kpipe::F", ... per ActionKind
   tensor::BufferPool<Matrix<Scalar>> activations_;
+  std::vector<schedule::LaneGroup> lane_groups_;  // where this rank runs lanes: all its microbatches; else none
+  struct Lanes {                                  // a group's microbatches and tensors, kept with their storage
+    std::vector<int> microbatches;
+    std::vector<Matrix<Scalar>> X, Y, dY, dX;
+    std::vector<std::pair<double, double>> losses;  // each LOSS's start and end
+  } lane_;
   static constexpr bool host_synchronous = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 };
 

@@ -90,6 +90,8 @@ class Pipeline {
   const model::Optimizer<Scalar>* optimizer() const { return optimizer_.get(); }
   model::Optimizer<Scalar>* optimizer() { return optimizer_.get(); }
   const comm::Watchdog& watchdog() const { return watchdog_; }
+  // The microbatches this rank runs at once (pipeline.lanes; Executor::lanes).
+  int lanes() const { return executor_.lanes(); }
   // pipeline.overlap_grad_reduce: data-parallel sums start inside the last backward.
   bool overlaps_gradient_sums() const { return overlap_gradient_sums_; }
   // pipeline.activation_store = "hdf5" in training: this rank's store; null otherwise.

@@ -1,6 +1,7 @@
 // Row-wise layers (Layer::row_wise) and a Sequential that splits F and B into
 // row parts: the parts cover every row once, and the outputs, input
-// gradients and weight gradients are those of the whole microbatch.
+// gradients and weight gradients are those of the whole microbatch. Lanes
+// (several microbatches at once) give every bit of one after the other.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -116,6 +117,16 @@ struct Pass {
   std::vector<double> y, dx, grads;
 };
 
+// Every parameter's gradient, one after the other.
+std::vector<double> gradients_of(const Sequential<double>& model) {
+  std::vector<double> all;
+  for (const auto& p : model.parameters()) {
+    const auto host = tensor::to_host<double>(p.grad);
+    all.insert(all.end(), host.begin(), host.end());
+  }
+  return all;
+}
+
 // F, B and W of one microbatch of `rows` rows.
 Pass run(Sequential<double>& model, int rows) {
   const auto X = random_matrix(rows, model.input_dim(), 1, -2, 2);
@@ -128,7 +139,7 @@ Pass run(Sequential<double>& model, int rows) {
   model.backward_input({dY}, {dX}, ctx);
   model.backward_weight(ctx);
   CHECK(ctx.bytes() == 0);
-  return {tensor::to_host<double>(Y), tensor::to_host<double>(dX), parameters_to_host(model.parameters())};
+  return {tensor::to_host<double>(Y), tensor::to_host<double>(dX), gradients_of(model)};
 }
 
 std::vector<std::pair<int, int>> ranges(std::initializer_list<int> bounds) {
@@ -218,4 +229,69 @@ TEST_CASE("a Kokkos tool that sees regions or kernel events keeps F and B whole"
   CHECK(recorder->begins() == 0);
   run(*model, 13);
   CHECK(recorder->begins() == 1);
+}
+
+// Three microbatches in lanes (three lane threads, one after the other on a
+// Serial build) against the same model's F, B and W of each in turn: every
+// output, input gradient and weight gradient bitwise, each lane whole.
+TEST_CASE("lanes run several microbatches' F, B and W as one after the other does", "[model][row_parts][lanes]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  RowRecorder* alone_recorder = nullptr;
+  RowRecorder* lanes_recorder = nullptr;
+  auto alone = mlp({exec, collectives}, 1, &alone_recorder);
+  auto lanes = mlp({exec, collectives}, 3, &lanes_recorder);
+  REQUIRE(lanes->runs_lanes());
+  const int rows = 7, count = 3;
+  std::vector<tensor::Tensor> X, dY, Y, dX;
+  for (int l = 0; l < count; ++l) {
+    X.emplace_back(random_matrix(rows, alone->input_dim(), 10 + l, -2, 2));
+    dY.emplace_back(random_matrix(rows, alone->output_dim(), 20 + l));
+    Y.emplace_back(tensor::uninitialized_matrix<double>("test::y", rows, alone->output_dim()));
+    dX.emplace_back(tensor::uninitialized_matrix<double>("test::dx", rows, alone->input_dim()));
+  }
+  for (const auto& p : alone->parameters()) Kokkos::deep_copy(p.grad, 0.0);
+  for (const auto& p : lanes->parameters()) Kokkos::deep_copy(p.grad, 0.0);
+  std::vector<std::vector<double>> y, dx;
+  for (int l = 0; l < count; ++l) {
+    Context ctx;
+    alone->forward({X[l]}, {Y[l]}, &ctx);
+    alone->backward_input({dY[l]}, {dX[l]}, ctx);
+    alone->backward_weight(ctx);
+    y.push_back(tensor::to_host<double>(Y[l].matrix<double>()));
+    dx.push_back(tensor::to_host<double>(dX[l].matrix<double>()));
+  }
+
+  std::vector<Context> contexts(count);
+  std::vector<Context*> pointers;
+  for (auto& ctx : contexts) pointers.push_back(&ctx);
+  lanes->forward_lanes(X, Y, pointers.data());
+  lanes->backward_input_lanes(dY, dX, pointers.data());
+  lanes->backward_weight(pointers.data(), pointers.size(), {});
+  for (int l = 0; l < count; ++l) {
+    INFO("lane " << l);
+    CHECK(tensor::to_host<double>(Y[l].matrix<double>()) == y[l]);
+    CHECK(tensor::to_host<double>(dX[l].matrix<double>()) == dx[l]);
+    CHECK(contexts[l].bytes() == 0);
+  }
+  const auto grads = gradients_of(*lanes);
+  CHECK(grads == gradients_of(*alone));
+  CHECK(std::any_of(grads.begin(), grads.end(), [](double g) { return g != 0; }));
+  CHECK(lanes_recorder->forward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));
+  CHECK(lanes_recorder->backward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));
+  CHECK(lanes_recorder->begins() == count);
+  CHECK(lanes_recorder->ends() == count);
+}
+
+TEST_CASE("a layer that is not row-wise runs no lanes", "[model][row_parts][lanes]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  RowRecorder* recorder = nullptr;
+  auto model = mlp({exec, collectives}, 3, &recorder, false);
+  CHECK_FALSE(model->runs_lanes());
+  const auto X = random_matrix(2, model->input_dim(), 3);
+  const auto Y = tensor::uninitialized_matrix<double>("test::y", 2, model->output_dim());
+  Context ctx;
+  Context* const contexts[] = {&ctx};
+  CHECK_THROWS_AS(model->forward_lanes({X}, {Y}, contexts), std::logic_error);
 }
