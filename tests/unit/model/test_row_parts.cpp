@@ -113,6 +113,16 @@ std::unique_ptr<Sequential<double>> mlp(LayerEnvironment env, int row_parts, Row
   return std::make_unique<Sequential<double>>(std::move(layers), env, BetweenLayers::kept, row_parts);
 }
 
+// The same MLP twice, whole and in three parts (or lanes), with a recorder in each.
+struct TwoMlps {
+  tensor::ExecContext exec;
+  SerialCollectives collectives{exec};
+  RowRecorder* whole_recorder = nullptr;
+  RowRecorder* parts_recorder = nullptr;
+  std::unique_ptr<Sequential<double>> whole = mlp({exec, collectives}, 1, &whole_recorder);
+  std::unique_ptr<Sequential<double>> parts = mlp({exec, collectives}, 3, &parts_recorder);
+};
+
 struct Pass {
   std::vector<double> y, dx, grads;
 };
@@ -162,20 +172,15 @@ TEST_CASE("RowRange parts cover the rows once, in order, nearly equal", "[model]
 // products over fewer rows may round differently in the library, hence the
 // tolerance (the library sums each entry over k alike whatever the rows).
 TEST_CASE("a Sequential of row-wise layers runs F and B in row parts as it does whole", "[model][row_parts]") {
-  tensor::ExecContext exec;
-  SerialCollectives collectives(exec);
-  RowRecorder* whole_recorder = nullptr;
-  RowRecorder* parts_recorder = nullptr;
-  auto whole = mlp({exec, collectives}, 1, &whole_recorder);
-  auto parts = mlp({exec, collectives}, 3, &parts_recorder);
+  TwoMlps models;
   const int rows = 13;
-  const Pass reference = run(*whole, rows);
-  const Pass split = run(*parts, rows);
-  CHECK(whole_recorder->forward_rows() == ranges({0, 13}));
-  CHECK(parts_recorder->forward_rows() == ranges({0, 4, 8, 13}));
-  CHECK(parts_recorder->backward_rows() == ranges({0, 4, 8, 13}));
-  CHECK(parts_recorder->begins() == 1);
-  CHECK(parts_recorder->ends() == 1);
+  const Pass reference = run(*models.whole, rows);
+  const Pass split = run(*models.parts, rows);
+  CHECK(models.whole_recorder->forward_rows() == ranges({0, 13}));
+  CHECK(models.parts_recorder->forward_rows() == ranges({0, 4, 8, 13}));
+  CHECK(models.parts_recorder->backward_rows() == ranges({0, 4, 8, 13}));
+  CHECK(models.parts_recorder->begins() == 1);
+  CHECK(models.parts_recorder->ends() == 1);
   REQUIRE(split.y.size() == reference.y.size());
   REQUIRE(split.dx.size() == reference.dx.size());
   REQUIRE(split.grads.size() == reference.grads.size());
@@ -185,9 +190,9 @@ TEST_CASE("a Sequential of row-wise layers runs F and B in row parts as it does 
   CHECK(std::any_of(reference.grads.begin(), reference.grads.end(), [](double g) { return g != 0; }));
 
   // Six rows make one part of four or more: whole.
-  run(*parts, 6);
-  CHECK(parts_recorder->forward_rows() == std::vector<std::pair<int, int>>{{0, 4}, {0, 6}, {4, 8}, {8, 13}});
-  CHECK(parts_recorder->begins() == 1);
+  run(*models.parts, 6);
+  CHECK(models.parts_recorder->forward_rows() == std::vector<std::pair<int, int>>{{0, 4}, {0, 6}, {4, 8}, {8, 13}});
+  CHECK(models.parts_recorder->begins() == 1);
 }
 
 TEST_CASE("a layer that is not row-wise keeps its Sequential whole", "[model][row_parts]") {
@@ -235,29 +240,26 @@ TEST_CASE("a Kokkos tool that sees regions or kernel events keeps F and B whole"
 // Serial build) against the same model's F, B and W of each in turn: every
 // output, input gradient and weight gradient bitwise, each lane whole.
 TEST_CASE("lanes run several microbatches' F, B and W as one after the other does", "[model][row_parts][lanes]") {
-  tensor::ExecContext exec;
-  SerialCollectives collectives(exec);
-  RowRecorder* alone_recorder = nullptr;
-  RowRecorder* lanes_recorder = nullptr;
-  auto alone = mlp({exec, collectives}, 1, &alone_recorder);
-  auto lanes = mlp({exec, collectives}, 3, &lanes_recorder);
-  REQUIRE(lanes->runs_lanes());
+  TwoMlps models;
+  Sequential<double>& alone = *models.whole;
+  Sequential<double>& lanes = *models.parts;
+  REQUIRE(lanes.runs_lanes());
   const int rows = 7, count = 3;
   std::vector<tensor::Tensor> X, dY, Y, dX;
   for (int l = 0; l < count; ++l) {
-    X.emplace_back(random_matrix(rows, alone->input_dim(), 10 + l, -2, 2));
-    dY.emplace_back(random_matrix(rows, alone->output_dim(), 20 + l));
-    Y.emplace_back(tensor::uninitialized_matrix<double>("test::y", rows, alone->output_dim()));
-    dX.emplace_back(tensor::uninitialized_matrix<double>("test::dx", rows, alone->input_dim()));
+    X.emplace_back(random_matrix(rows, alone.input_dim(), 10 + l, -2, 2));
+    dY.emplace_back(random_matrix(rows, alone.output_dim(), 20 + l));
+    Y.emplace_back(tensor::uninitialized_matrix<double>("test::y", rows, alone.output_dim()));
+    dX.emplace_back(tensor::uninitialized_matrix<double>("test::dx", rows, alone.input_dim()));
   }
-  for (const auto& p : alone->parameters()) Kokkos::deep_copy(p.grad, 0.0);
-  for (const auto& p : lanes->parameters()) Kokkos::deep_copy(p.grad, 0.0);
+  for (const auto& p : alone.parameters()) Kokkos::deep_copy(p.grad, 0.0);
+  for (const auto& p : lanes.parameters()) Kokkos::deep_copy(p.grad, 0.0);
   std::vector<std::vector<double>> y, dx;
   for (int l = 0; l < count; ++l) {
     Context ctx;
-    alone->forward({X[l]}, {Y[l]}, &ctx);
-    alone->backward_input({dY[l]}, {dX[l]}, ctx);
-    alone->backward_weight(ctx);
+    alone.forward({X[l]}, {Y[l]}, &ctx);
+    alone.backward_input({dY[l]}, {dX[l]}, ctx);
+    alone.backward_weight(ctx);
     y.push_back(tensor::to_host<double>(Y[l].matrix<double>()));
     dx.push_back(tensor::to_host<double>(dX[l].matrix<double>()));
   }
@@ -265,22 +267,22 @@ TEST_CASE("lanes run several microbatches' F, B and W as one after the other doe
   std::vector<Context> contexts(count);
   std::vector<Context*> pointers;
   for (auto& ctx : contexts) pointers.push_back(&ctx);
-  lanes->forward_lanes(X, Y, pointers.data());
-  lanes->backward_input_lanes(dY, dX, pointers.data());
-  lanes->backward_weight(pointers.data(), pointers.size(), {});
+  lanes.forward_lanes(X, Y, pointers.data());
+  lanes.backward_input_lanes(dY, dX, pointers.data());
+  lanes.backward_weight(pointers.data(), pointers.size(), {});
   for (int l = 0; l < count; ++l) {
     INFO("lane " << l);
     CHECK(tensor::to_host<double>(Y[l].matrix<double>()) == y[l]);
     CHECK(tensor::to_host<double>(dX[l].matrix<double>()) == dx[l]);
     CHECK(contexts[l].bytes() == 0);
   }
-  const auto grads = gradients_of(*lanes);
-  CHECK(grads == gradients_of(*alone));
+  const auto grads = gradients_of(lanes);
+  CHECK(grads == gradients_of(alone));
   CHECK(std::any_of(grads.begin(), grads.end(), [](double g) { return g != 0; }));
-  CHECK(lanes_recorder->forward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));
-  CHECK(lanes_recorder->backward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));
-  CHECK(lanes_recorder->begins() == count);
-  CHECK(lanes_recorder->ends() == count);
+  CHECK(models.parts_recorder->forward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));
+  CHECK(models.parts_recorder->backward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));
+  CHECK(models.parts_recorder->begins() == count);
+  CHECK(models.parts_recorder->ends() == count);
 }
 
 TEST_CASE("a layer that is not row-wise runs no lanes", "[model][row_parts][lanes]") {
