@@ -82,8 +82,14 @@ void Sequential<Scalar>::on_lanes(const char* label, std::size_t lanes, const La
 
 template <class Scalar>
 std::vector<tensor::Tensor>& Sequential<Scalar>::open_pass(const Context* ctx) const {
-  if (open_ == passes_.size()) passes_.emplace_back();
-  Pass& pass = passes_[open_++];
+  // A pass of the same context that never ended (a layer threw) begins again.
+  std::size_t p = 0;
+  while (p < open_ && passes_[p].ctx != ctx) ++p;
+  if (p == open_) {
+    if (open_ == passes_.size()) passes_.emplace_back();
+    ++open_;
+  }
+  Pass& pass = passes_[p];
   pass.ctx = ctx;
   pass.tensors.clear();
   return pass.tensors;

@@ -58,10 +58,16 @@ class RowRecorder final : public Layer<double> {
   std::vector<std::pair<int, int>> backward_rows() const { return sorted(backward_rows_); }
   int begins() const { return begins_; }
   int ends() const { return ends_; }
+  // The next F or B throws (a failure part-way through a pass).
+  void fail_next() { fail_next_ = true; }
 
  private:
   void twice(tensor::TensorList from, tensor::TensorList to, RowRange rows,
              std::vector<std::pair<int, int>>& record) const {
+    if (fail_next_) {
+      fail_next_ = false;
+      throw std::runtime_error("row_recorder: planted failure");
+    }
     const auto X = rows.of(from.at(0).matrix<double>());
     const auto Y = rows.of(to.at(0).matrix<double>());
     for (std::size_t i = 0; i < X.extent(0); ++i) {
@@ -80,6 +86,7 @@ class RowRecorder final : public Layer<double> {
   mutable std::mutex mutex_;
   mutable std::vector<std::pair<int, int>> forward_rows_, backward_rows_;
   mutable int begins_ = 0, ends_ = 0;
+  mutable bool fail_next_ = false;
 };
 
 // [Linear, recorder, GELU], [Linear, tanh], Linear, every composite in
@@ -296,4 +303,23 @@ TEST_CASE("a layer that is not row-wise runs no lanes", "[model][row_parts][lane
   Context ctx;
   Context* const contexts[] = {&ctx};
   CHECK_THROWS_AS(model->forward_lanes({X}, {Y}, contexts), std::logic_error);
+}
+
+// A layer that throws inside a pass leaves the pass unended; the next pass
+// of the same context (here none: F without one) begins afresh, and its
+// outputs are those of a pass before the failure.
+TEST_CASE("a pass that threw part-way leaves the next pass whole", "[model][row_parts]") {
+  TwoMlps models;
+  Sequential<double>& model = *models.parts;
+  const auto failing = random_matrix(13, model.input_dim(), 5, -2, 2);
+  const auto X = random_matrix(13, model.input_dim(), 6, -2, 2);
+  const auto reference = tensor::uninitialized_matrix<double>("test::reference", 13, model.output_dim());
+  model.forward({X}, {reference}, nullptr);
+  const auto unused = tensor::uninitialized_matrix<double>("test::unused", 13, model.output_dim());
+  models.parts_recorder->fail_next();
+  CHECK_THROWS_WITH(model.forward({failing}, {unused}, nullptr), "row_recorder: planted failure");
+  const auto Y = tensor::uninitialized_matrix<double>("test::y", 13, model.output_dim());
+  Kokkos::deep_copy(Y, 0.0);
+  model.forward({X}, {Y}, nullptr);
+  CHECK(tensor::to_host<double>(Y) == tensor::to_host<double>(reference));
 }
