@@ -97,11 +97,12 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   const bool training = schedule.training();
   const bool recompute = spec.stage.recompute;
   // As the rank runs its list: lanes hold a group's microbatches at once (an
-  // upper bound where its layers turn out unable to run them).
-  const std::vector<schedule::Action> actions =
-      schedule.p == 1 && schedule.v == 1 && !recompute
-          ? schedule::in_lane_order(schedule.ranks.at(rank), spec.most_lanes())
-          : schedule.ranks.at(rank);
+  // upper bound where its layers turn out unable to run them). Only a rank
+  // holding the whole model reorders; any other reads its list in place.
+  const bool lanes = schedule.p == 1 && schedule.v == 1 && !recompute;
+  const std::vector<schedule::Action> lane_order =
+      lanes ? schedule::in_lane_order(schedule.ranks.at(rank), spec.most_lanes()) : std::vector<schedule::Action>();
+  const std::vector<schedule::Action>& actions = lanes ? lane_order : schedule.ranks.at(rank);
   MemoryEstimate estimate;
   estimate.baseline = baseline_bytes;
   std::vector<model::StageFootprint> chunks;  // elements
