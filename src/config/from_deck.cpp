@@ -201,6 +201,7 @@ PipelineConfig pipeline_config(const Deck& deck) {
   pipeline.validate_schedule = deck.boolean("pipeline.validate_schedule");
   pipeline.extra_warmup = static_cast<int>(deck.integer("pipeline.extra_warmup"));
   pipeline.lanes = static_cast<int>(deck.integer("pipeline.lanes"));
+  pipeline.lane_split = choice<LaneSplit>(deck, "pipeline.lane_split");
   pipeline.overlap_grad_reduce = deck.boolean("pipeline.overlap_grad_reduce");
   return pipeline;
 }

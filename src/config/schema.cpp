@@ -220,6 +220,14 @@ std::vector<KeySpec> build_schema() {
           "F and B would otherwise split a microbatch's rows over the threads (weights of at most a quarter MiB), "
           "1: one at a time. Where every layer is row-wise (an MLP in float32 on the vendor GEMM) on a host "
           "backend, without recompute or the hdf5 activation store"),
+      choice("pipeline.lane_split", name(d.pipeline.lane_split), choice_names<LaneSplit>(),
+             "How such a rank's host threads share its microbatches: \"microbatches\", each whole on a thread (the "
+             "lanes above); \"layers\", each thread a run of consecutive layers that every microbatch of a group "
+             "passes through, rows handed from thread to thread (a pipeline inside the rank: each thread reads only "
+             "its own layers' weights, for cores far apart; groups of pipeline.lanes microbatches, 0: eight per "
+             "thread); \"auto\", whichever runs the rank's steps faster, by microbatches (where pipeline.lanes = 0 "
+             "runs none, one microbatch at a time) or by layers, timed at the start and again every 64 steps. "
+             "Bitwise the same results every way"),
       boolean("pipeline.validate_schedule", d.pipeline.validate_schedule,
               "Check the schedule before running; turn off only to debug a hand-written schedule (the watchdog then "
               "catches hangs)"),

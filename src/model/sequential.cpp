@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -25,6 +26,9 @@ constexpr std::size_t max_row_split_weight_bytes = std::size_t{256} << 10;
 
 constexpr bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;
 
+// Polls of a layer run's progress before its waiting thread yields the core.
+constexpr int spins_before_yield = 1 << 14;
+
 }  // namespace
 
 template <class Scalar>
@@ -45,7 +49,9 @@ Sequential<Scalar>::Sequential(std::vector<std::unique_ptr<Layer<Scalar>>> layer
       weight_threads_(spread_weight_gradients()),
       row_wise_(std::all_of(layers_.begin(), layers_.end(), [](const auto& layer) { return layer->row_wise(); })),
       row_spaces_(row_spaces(row_parts)),
-      lane_spaces_(lane_spaces(row_parts)) {}
+      lane_spaces_(lane_spaces(row_parts)),
+      layer_runs_(layer_runs(lane_spaces_.size())),
+      run_progress_(std::make_unique<RunProgress[]>(layer_runs_.size())) {}
 
 template <class Scalar>
 std::vector<tensor::ExecutionSpace> Sequential<Scalar>::row_spaces(int parts) const {
@@ -77,6 +83,83 @@ void Sequential<Scalar>::on_lanes(const char* label, std::size_t lanes, const La
   tensor::on_host_threads(Kokkos::DefaultHostExecutionSpace(), label, static_cast<int>(threads), [&](int t) {
     const auto thread = static_cast<std::size_t>(t);
     for (std::size_t l = thread; l < lanes; l += threads) lane(l, lane_spaces_[thread]);
+  });
+}
+
+template <class Scalar>
+std::vector<std::vector<std::size_t>> Sequential<Scalar>::layer_runs(std::size_t threads) const {
+  if (threads < 2) return {};
+  std::vector<std::size_t> elements;
+  std::size_t total = 0;
+  for (const auto& layer : layers_) {
+    std::size_t count = 0;
+    for (const auto& parameter : layer->parameters()) count += parameter.value.size();
+    elements.push_back(count);
+    total += count;
+  }
+  // Each layer to the thread its middle element falls on, were the
+  // elements of all the layers dealt out in equal consecutive shares.
+  std::vector<std::vector<std::size_t>> runs(threads);
+  std::size_t before = 0;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const std::size_t middle = 2 * before + elements[i];  // twice the middle, in elements
+    runs[std::min(threads - 1, middle * threads / std::max<std::size_t>(2 * total, 1))].push_back(i);
+    before += elements[i];
+  }
+  // A run without parameters does no work of its own: its layers join the next run (or the last).
+  std::vector<std::vector<std::size_t>> weighted;
+  std::vector<std::size_t> pending;
+  for (auto& run : runs) {
+    pending.insert(pending.end(), run.begin(), run.end());
+    const bool holds = std::any_of(pending.begin(), pending.end(), [&](std::size_t i) { return elements[i] > 0; });
+    if (holds) weighted.push_back(std::exchange(pending, {}));
+  }
+  if (weighted.size() < 2) return {};
+  weighted.back().insert(weighted.back().end(), pending.begin(), pending.end());
+  return weighted;
+}
+
+template <class Scalar>
+template <class Run>
+void Sequential<Scalar>::on_layer_runs(const char* label, std::size_t microbatches, bool forward,
+                                       const Run& run) const {
+  const std::size_t runs = layer_runs_.size();
+  const auto in_flow = [&](std::size_t k) { return forward ? k : runs - 1 - k; };
+  if (tensor::compat::in_host_parallel_region() || tensor::compat::observed_by_tool()) {
+    for (std::size_t k = 0; k < runs; ++k) {
+      for (std::size_t l = 0; l < microbatches; ++l) run(in_flow(k), l, env_.exec.space());
+    }
+    return;
+  }
+  // One iteration per thread (on_host_threads) is what lets a run wait on
+  // another: iterations sharing a thread would wait on each other for ever.
+  if (static_cast<std::size_t>(tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace())) < runs) {
+    for (std::size_t k = 0; k < runs; ++k) {
+      for (std::size_t l = 0; l < microbatches; ++l) run(in_flow(k), l, lane_spaces_[in_flow(k)]);
+    }
+    return;
+  }
+  for (std::size_t r = 0; r < runs; ++r) run_progress_[r].done.store(0, std::memory_order_relaxed);
+  run_failed_.store(false, std::memory_order_relaxed);
+  tensor::on_host_threads(Kokkos::DefaultHostExecutionSpace(), label, static_cast<int>(runs), [&](int t) {
+    const auto r = static_cast<std::size_t>(t);
+    const bool first = forward ? r == 0 : r + 1 == runs;
+    const std::atomic<std::size_t>& before = run_progress_[forward ? r - 1 : r + 1].done;
+    try {
+      for (std::size_t l = 0; l < microbatches; ++l) {
+        // A wait is one run's share of a microbatch at most: spin, then
+        // give the core away should the waited-on thread be off it.
+        for (int spins = 0; !first && before.load(std::memory_order_acquire) <= l; ++spins) {
+          if (run_failed_.load(std::memory_order_relaxed)) return;
+          if (spins >= spins_before_yield) std::this_thread::yield();
+        }
+        run(r, l, lane_spaces_[r]);
+        run_progress_[r].done.store(l + 1, std::memory_order_release);
+      }
+    } catch (...) {
+      run_failed_.store(true, std::memory_order_relaxed);
+      throw;
+    }
   });
 }
 
@@ -201,14 +284,29 @@ void Sequential<Scalar>::forward_end() const {
 }
 
 template <class Scalar>
-void Sequential<Scalar>::forward_lanes(tensor::TensorList inputs, tensor::TensorList outputs,
-                                       Context* const* contexts) const {
+void Sequential<Scalar>::forward_lanes(tensor::TensorList inputs, tensor::TensorList outputs, Context* const* contexts,
+                                       LaneSplit split) const {
   if (!runs_lanes()) not_row_wise(kind());
+  if (split == LaneSplit::layers && !splits_layers())
+    throw std::logic_error("Sequential: lanes split by layers where splits_layers() is false");
   for (std::size_t l = 0; l < inputs.size(); ++l) forward_begin({&inputs[l], 1}, {&outputs[l], 1}, contexts[l]);
-  on_lanes("kpipe::model::sequential::forward_lanes", inputs.size(),
-           [&](std::size_t l, const tensor::ExecutionSpace& space) {
-             forward_rows({&inputs[l], 1}, {&outputs[l], 1}, contexts[l], RowRange::all_of(inputs[l]), space);
-           });
+  if (split == LaneSplit::layers) {
+    on_layer_runs(
+        "kpipe::model::sequential::forward_layer_runs", inputs.size(), true,
+        [&](std::size_t r, std::size_t l, const tensor::ExecutionSpace& space) {
+          const std::vector<tensor::Tensor>& pass = pass_of(contexts[l]);
+          const RowRange rows = RowRange::all_of(inputs[l]);
+          for (const std::size_t i : layer_runs_[r]) {
+            layers_[i]->forward_rows({&pass[i], 1}, {&pass[i + 1], 1}, &contexts[l]->children[i], rows, space);
+            if (i + 1 < layers_.size()) round_between(pass[i + 1], rows, space);
+          }
+        });
+  } else {
+    on_lanes("kpipe::model::sequential::forward_lanes", inputs.size(),
+             [&](std::size_t l, const tensor::ExecutionSpace& space) {
+               forward_rows({&inputs[l], 1}, {&outputs[l], 1}, contexts[l], RowRange::all_of(inputs[l]), space);
+             });
+  }
   forward_end();
 }
 
@@ -274,16 +372,32 @@ void Sequential<Scalar>::backward_input_end(tensor::TensorList, Context& ctx) co
 
 template <class Scalar>
 void Sequential<Scalar>::backward_input_lanes(tensor::TensorList output_grads, tensor::TensorList input_grads,
-                                              Context* const* contexts) const {
+                                              Context* const* contexts, LaneSplit split) const {
   if (!runs_lanes()) not_row_wise(kind());
+  if (split == LaneSplit::layers && !splits_layers())
+    throw std::logic_error("Sequential: lanes split by layers where splits_layers() is false");
   for (std::size_t l = 0; l < output_grads.size(); ++l) {
     backward_input_begin({&output_grads[l], 1}, {&input_grads[l], 1}, *contexts[l]);
   }
-  on_lanes("kpipe::model::sequential::backward_input_lanes", output_grads.size(),
-           [&](std::size_t l, const tensor::ExecutionSpace& space) {
-             backward_input_rows({&output_grads[l], 1}, {&input_grads[l], 1}, *contexts[l],
-                                 RowRange::all_of(output_grads[l]), space);
-           });
+  if (split == LaneSplit::layers) {
+    on_layer_runs("kpipe::model::sequential::backward_input_layer_runs", output_grads.size(), false,
+                  [&](std::size_t r, std::size_t l, const tensor::ExecutionSpace& space) {
+                    const std::vector<tensor::Tensor>& pass = pass_of(contexts[l]);
+                    const RowRange rows = RowRange::all_of(output_grads[l]);
+                    const std::vector<std::size_t>& run = layer_runs_[r];
+                    for (auto i = run.rbegin(); i != run.rend(); ++i) {
+                      layers_[*i]->backward_input_rows({&pass[*i + 1], 1}, {&pass[*i], 1}, contexts[l]->children.at(*i),
+                                                       rows, space);
+                      if (*i > 0) round_between(pass[*i], rows, space);
+                    }
+                  });
+  } else {
+    on_lanes("kpipe::model::sequential::backward_input_lanes", output_grads.size(),
+             [&](std::size_t l, const tensor::ExecutionSpace& space) {
+               backward_input_rows({&output_grads[l], 1}, {&input_grads[l], 1}, *contexts[l],
+                                   RowRange::all_of(output_grads[l]), space);
+             });
+  }
   for (std::size_t l = 0; l < output_grads.size(); ++l) backward_input_end({&output_grads[l], 1}, *contexts[l]);
 }
 
@@ -291,6 +405,11 @@ template <class Scalar>
 void Sequential<Scalar>::backward_weight(Context& ctx, const std::function<void(int)>& after_layer) {
   Context* const one = &ctx;
   backward_weight(&one, 1, after_layer);
+}
+
+template <class Scalar>
+void Sequential<Scalar>::weigh_by_layer_runs() {
+  if (splits_layers() && backward_weight_on_any_thread()) weight_threads_ = layer_runs_;
 }
 
 template <class Scalar>

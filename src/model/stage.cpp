@@ -152,7 +152,7 @@ void Stage<Scalar>::forward(int mb, const tensor::ConstMatrix<Scalar>& X, const 
 
 template <class Scalar>
 void Stage<Scalar>::forward_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& X,
-                                  const std::vector<tensor::Matrix<Scalar>>& Y) {
+                                  const std::vector<tensor::Matrix<Scalar>>& Y, LaneSplit split) {
   const auto region = exec_.region("kpipe::F");
   lane_entries_.resize(mbs.size());
   for (std::size_t l = 0; l < mbs.size(); ++l) {
@@ -160,7 +160,7 @@ void Stage<Scalar>::forward_lanes(const std::vector<int>& mbs, const std::vector
     lane_out_.emplace_back(Y[l]);
     lane_contexts_.push_back(&lane_entries_[l].mapped().context);
   }
-  body_->forward_lanes(lane_in_, lane_out_, lane_contexts_.data());
+  body_->forward_lanes(lane_in_, lane_out_, lane_contexts_.data(), split);
   for (std::size_t l = 0; l < mbs.size(); ++l) stash(std::move(lane_entries_[l]), Y[l]);
   lane_entries_.clear();
   lane_in_.clear();
@@ -312,7 +312,7 @@ void Stage<Scalar>::run_backward_input(int mb, const tensor::Tensor& dY, const t
 
 template <class Scalar>
 void Stage<Scalar>::backward_input_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& dY,
-                                         const std::vector<tensor::Matrix<Scalar>>& dX) {
+                                         const std::vector<tensor::Matrix<Scalar>>& dX, LaneSplit split) {
   const auto region = exec_.region("kpipe::B");
   for (std::size_t l = 0; l < mbs.size(); ++l) {
     // As backward_input: W reads dY later.
@@ -320,7 +320,7 @@ void Stage<Scalar>::backward_input_lanes(const std::vector<int>& mbs, const std:
     lane_out_.push_back(dX[l].size() != 0 ? tensor::Tensor(dX[l]) : tensor::Tensor());
     lane_contexts_.push_back(&begin_backward_input(mbs[l], lane_in_.back(), dX[l]).context);
   }
-  body_->backward_input_lanes(lane_in_, lane_out_, lane_contexts_.data());
+  body_->backward_input_lanes(lane_in_, lane_out_, lane_contexts_.data(), split);
   for (std::size_t l = 0; l < mbs.size(); ++l) end_backward_input(stashed(mbs[l], false, "backward_input"), dX[l]);
   lane_in_.clear();
   lane_out_.clear();

@@ -67,12 +67,18 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
   spec.stage.sequence_parallel = config.pipeline.sequence_parallel;
   spec.lanes = config.pipeline.lanes;
+  spec.lane_split = config.pipeline.lane_split;
   return spec;
 }
 
 int TrainerSpec::most_lanes() const {
   if (!std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>) return 1;
-  return lanes > 0 ? lanes : tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  if (lanes == 1) return 1;  // one microbatch at a time, either split
+  const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  const int by_microbatches = lanes > 0 ? lanes : threads;
+  if (lane_split == config::LaneSplit::microbatches || threads < 2) return by_microbatches;
+  const int microbatches = global_batch / std::max(1, microbatch_size * data_parallel);
+  return std::max(by_microbatches, layer_split_lanes(lanes, microbatches, threads));
 }
 
 namespace {

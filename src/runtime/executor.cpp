@@ -46,7 +46,8 @@ View take(View& slot, const Action& action, const char* what) {
 template <class Scalar>
 Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
                            std::vector<model::Stage<Scalar>*> chunks, int microbatch_size, comm::Transport& transport,
-                           MicrobatchIO<Scalar> io, StepHooks hooks, tensor::ExecContext& exec, int lanes)
+                           MicrobatchIO<Scalar> io, StepHooks hooks, tensor::ExecContext& exec, int lanes,
+                           config::LaneSplit split)
     : schedule_(schedule),
       actions_(schedule.ranks.at(grid.pipeline_rank())),
       rank_(grid.pipeline_rank()),
@@ -79,7 +80,14 @@ Executor<Scalar>::Executor(const schedule::Schedule& schedule, const comm::Proce
     const model::Stage<Scalar>& stage = *chunks_[0];
     const bool splits_rows = stage.row_parts(stage.input_rows(microbatch_size_)) > 1;
     const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
-    lane_groups_ = schedule::lane_groups(actions_, lanes > 0 ? lanes : splits_rows ? threads : 1);
+    if (split != config::LaneSplit::layers) {
+      lane_groups_ = schedule::lane_groups(actions_, lanes > 0 ? lanes : splits_rows ? threads : 1);
+    }
+    if (split != config::LaneSplit::microbatches && lanes != 1 && stage.splits_layers()) {
+      layer_groups_ = schedule::lane_groups(actions_, model::layer_split_lanes(lanes, schedule_.m, threads));
+    }
+    if (!layer_groups_.empty()) chunks_[0]->weigh_by_layer_runs();
+    if (!layer_groups_.empty() && split == config::LaneSplit::automatic) choice_.emplace(4, 64);
   }
 }
 
@@ -156,7 +164,10 @@ bool Executor<Scalar>::run_actions(int step, bool validated, StepResult& result)
   result.timings.reserve(actions_.size());
   Slots slots(static_cast<std::size_t>(schedule_.m) * schedule_.v);
   next_receive_ = 0;
-  std::size_t group = 0;  // the next of lane_groups_
+  std::size_t group = 0;  // the next of the step's groups
+  const bool by_layers = !layer_groups_.empty() && (!choice_ || choice_->way() == 1);
+  const std::vector<schedule::LaneGroup>& groups = by_layers ? layer_groups_ : lane_groups_;
+  const model::LaneSplit split = by_layers ? model::LaneSplit::layers : model::LaneSplit::microbatches;
   const double step_start = comm::wall_time();
   for (std::size_t i = 0; i <= actions_.size(); ++i) {
     if (!validated && i == head_.end) {
@@ -174,10 +185,10 @@ bool Executor<Scalar>::run_actions(int step, bool validated, StepResult& result)
       }
     }
     if (i == actions_.size()) break;
-    if (group < lane_groups_.size() && lane_groups_[group].begin == i) {
-      run_lanes(lane_groups_[group], step, result, step_start);
+    if (group < groups.size() && groups[group].begin == i) {
+      run_lanes(groups[group], split, step, result, step_start);
       if (hooks_.progress) hooks_.progress();
-      i = lane_groups_[group++].end - 1;
+      i = groups[group++].end - 1;
       continue;
     }
     // A speculative head receives only what the other heads send.
@@ -202,11 +213,14 @@ bool Executor<Scalar>::run_actions(int step, bool validated, StepResult& result)
     }
   }
   transport_.complete_sends(fmt::format("at the end of step {}", step));
+  if (by_layers) ++steps_split_by_layers_;
+  if (choice_) choice_->record(comm::wall_time() - step_start);
   return true;
 }
 
 template <class Scalar>
-void Executor<Scalar>::run_lanes(const schedule::LaneGroup& group, int step, StepResult& result, double step_start) {
+void Executor<Scalar>::run_lanes(const schedule::LaneGroup& group, model::LaneSplit split, int step, StepResult& result,
+                                 double step_start) {
   model::Stage<Scalar>& stage = *chunks_.front();
   const auto now = [step_start] { return comm::wall_time() - step_start; };
   const auto region = [this](ActionKind kind) { return exec_.region(region_names_[static_cast<std::size_t>(kind)]); };
@@ -221,7 +235,7 @@ void Executor<Scalar>::run_lanes(const schedule::LaneGroup& group, int step, Ste
       io_.inputs(step, mb, lane_.X.back());
       lane_.Y.push_back(activations_.take(stage.output_rows(rows), stage.output_dim()));
     }
-    stage.forward_lanes(lane_.microbatches, lane_.X, lane_.Y);
+    stage.forward_lanes(lane_.microbatches, lane_.X, lane_.Y, split);
   }
   result.peak_stashed = std::max(result.peak_stashed, stage.stashed_microbatches());
   const double forward_end = now();
@@ -239,7 +253,7 @@ void Executor<Scalar>::run_lanes(const schedule::LaneGroup& group, int step, Ste
   const double backward_start = now();
   {
     const auto b = region(ActionKind::backward_input);
-    stage.backward_input_lanes(lane_.microbatches, lane_.dY, lane_.dX);
+    stage.backward_input_lanes(lane_.microbatches, lane_.dY, lane_.dX, split);
   }
   const double input_end = now();
   {

@@ -96,8 +96,9 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
       static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(spec.stage.kernels.precision)));
   const bool training = schedule.training();
   const bool recompute = spec.stage.recompute;
-  // As the rank runs its list: lanes hold a group's microbatches at once (an
-  // upper bound where its layers turn out unable to run them). Only a rank
+  // As the rank runs its list: lanes hold a group's microbatches at once (the
+  // larger group of either split; an upper bound where its layers turn out
+  // unable to run them). Only a rank
   // holding the whole model reorders; any other reads its list in place.
   const bool lanes = schedule.p == 1 && schedule.v == 1 && !recompute;
   const std::vector<schedule::Action> lane_order =

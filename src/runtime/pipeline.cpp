@@ -131,7 +131,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
                                             : std::make_unique<ActivationDump>(config.debug, grid_.world_rank(),
                                                                                grid_.pipeline_rank(), grid_.replica())),
       executor_(schedule_, grid_, pointers(chunks_), spec_.microbatch_size, transport_, microbatch_io(), step_hooks(),
-                exec_, spec_.lanes),
+                exec_, spec_.lanes, spec_.lane_split),
       held_out_(mode == Mode::train && config.train.eval_every > 0
                     ? std::make_unique<HeldOutEvaluator<Scalar>>(config, spec_, schedule_, grid_, pointers(chunks_),
                                                                  transport_, collectives_, exec_)

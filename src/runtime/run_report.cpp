@@ -145,6 +145,12 @@ void RunReport::print() const {
   const schedule::Bubble spans = steady_bubble(&runtime::MeasuredBubble::span);
   log::info("summary: {} steps in {:.2f} s, final loss {:.6f} (first {:.6f}), {:.4g} samples/s", losses_.size(),
             seconds_, losses_.back(), losses_.front(), samples_per_second);
+  if (pipeline_.times_lane_split()) {
+    log::info(
+        "lanes split by layers in {} of {} steps, by microbatches in the rest (pipeline.lane_split = \"auto\": "
+        "the faster, timed)",
+        pipeline_.steps_split_by_layers(), losses_.size());
+  }
   const std::string simulated =
       predicted_ ? fmt::format("simulated (deck costs) idle/useful {:.3f}, idle/total {:.3f}",
                                predicted_->bubble().idle_over_useful, predicted_->bubble().idle_over_total)

@@ -75,6 +75,19 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
 // each kernel over all the threads.
 void log_row_parts(const Pipeline<float>& pipeline, int microbatch_size) {
   const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
+  if (pipeline.layer_lanes() > 0) {
+    const std::string otherwise = pipeline.lanes() > 1
+                                      ? fmt::format("{} microbatches at once, each whole on a thread", pipeline.lanes())
+                                      : std::string("one microbatch at a time");
+    log::info(
+        "F, B and W: {} microbatches at once (pipeline.lane_split), each of the rank's {} host threads a run of "
+        "consecutive layers they pass through in turn, each layer's W on its run's thread{}",
+        pipeline.layer_lanes(), threads,
+        pipeline.times_lane_split()
+            ? fmt::format("; or {}, whichever steps run faster (timed every 64 steps)", otherwise)
+            : std::string());
+    return;
+  }
   if (pipeline.lanes() > 1) {
     log::info(
         "F, B and W: {} microbatches at once (pipeline.lanes), each whole on one of the rank's {} host threads, each "

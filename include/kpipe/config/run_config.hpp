@@ -35,6 +35,7 @@ enum class NonFinite { stop, skip };
 enum class Recompute { none, full };
 enum class ActivationStore { memory, hdf5 };
 enum class Batching { request, uniform };
+enum class LaneSplit { automatic, microbatches, layers };
 
 // One table per choice: how a deck spells each value. The schema's choices,
 // the deck's conversion (run_config) and messages all read it, and kernels
@@ -71,6 +72,8 @@ KPIPE_CHOICES(NonFinite, {"stop", NonFinite::stop}, {"skip", NonFinite::skip})
 KPIPE_CHOICES(Recompute, {"none", Recompute::none}, {"full", Recompute::full})
 KPIPE_CHOICES(ActivationStore, {"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5})
 KPIPE_CHOICES(Batching, {"request", Batching::request}, {"uniform", Batching::uniform})
+KPIPE_CHOICES(LaneSplit, {"auto", LaneSplit::automatic}, {"microbatches", LaneSplit::microbatches},
+              {"layers", LaneSplit::layers})
 #undef KPIPE_CHOICES
 
 // "transformer" for ModelKind::transformer.
@@ -193,11 +196,12 @@ struct PipelineConfig {
   std::string activation_path;  // directory of the per-rank files; empty: $TMPDIR, else /tmp
   std::string schedule_file;    // empty: generate `schedule`
   bool validate_schedule = true;
-  int extra_warmup = 0;             // forwards beyond 1F1B's warm-up on every rank but the last
-  int lanes = 0;                    // microbatches at once on a rank holding the whole model; 0: one per host thread
-  bool overlap_grad_reduce = true;  // start each layer's data-parallel sum once its gradient is final
-  bool scatter_gather = true;       // t > 1: each tensor rank sends 1/t of a boundary tensor
-  bool sequence_parallel = false;   // t > 1: outside the tensor-parallel pairs each rank holds 1/t of the rows
+  int extra_warmup = 0;  // forwards beyond 1F1B's warm-up on every rank but the last
+  int lanes = 0;         // microbatches at once on a rank holding the whole model; 0: one per host thread
+  LaneSplit lane_split = LaneSplit::automatic;  // how lanes share the rank's threads; auto: by timing
+  bool overlap_grad_reduce = true;              // start each layer's data-parallel sum once its gradient is final
+  bool scatter_gather = true;                   // t > 1: each tensor rank sends 1/t of a boundary tensor
+  bool sequence_parallel = false;  // t > 1: outside the tensor-parallel pairs each rank holds 1/t of the rows
 
   int world_size() const { return stages * tensor_parallel * data_parallel; }
   int model_stages() const { return stages * virtual_stages; }

@@ -1,6 +1,8 @@
 #pragma once
 // The composite that runs layers one after the other.
 
+#include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -39,6 +41,25 @@ enum class BetweenLayers { kept, rounded };
 // gradients and context are bitwise what forward and backward_input give it
 // alone. W of several microbatches adds theirs in the order given, each layer
 // on the thread that owns it: the sums of one microbatch's W after the other.
+//
+// Lanes may instead split by layers: each thread holds a run of consecutive
+// layers (balanced by their parameters' elements) and every microbatch of the
+// group passes through the runs in turn, a thread handing its rows to the
+// next as soon as they are done (a pipeline inside the rank), and W of a
+// layer on the thread whose run holds it. A thread then reads only its own
+// layers' weights and the rows it wrote, as a rank of a pipeline does; split
+// by microbatches, both threads read every weight and W reads rows the other
+// thread wrote. Every result is bitwise the same either way.
+enum class LaneSplit { microbatches, layers };
+
+// The microbatches a group split by layers holds: `lanes` where given (> 1),
+// else eight per thread, at most `microbatches`. The pipeline inside the
+// rank fills and drains once per pass of a group, idling (threads - 1) /
+// (8 threads) of it at most.
+constexpr int layer_split_lanes(int lanes, int microbatches, int threads) {
+  return lanes > 1 ? lanes : std::max(1, std::min(microbatches, 8 * threads));
+}
+
 template <class Scalar>
 class Sequential final : public Layer<Scalar> {
  public:
@@ -81,11 +102,21 @@ class Sequential final : public Layer<Scalar> {
   // Whether F and B of several microbatches may run as lanes: every layer
   // row-wise, on a host backend.
   bool runs_lanes() const { return !lane_spaces_.empty(); }
+  // Whether lanes may split by layers: lanes run, and the runs of at least
+  // two threads hold parameters.
+  bool splits_layers() const { return layer_runs_.size() > 1; }
+  // Where lanes may split by layers and every layer's W may run on any
+  // thread: W of each layer (and the zeroing of its gradients,
+  // Parameter::host_thread) on the thread whose run holds it,
+  // however a step's lanes split, so that a thread's gradients stay in its
+  // core's caches; W is then balanced as the runs are.
+  void weigh_by_layer_runs();
   // F and B of microbatch l = 0, 1, ... in lane l: inputs, outputs (or
   // gradients) and contexts one per microbatch.
-  void forward_lanes(tensor::TensorList inputs, tensor::TensorList outputs, Context* const* contexts) const;
-  void backward_input_lanes(tensor::TensorList output_grads, tensor::TensorList input_grads,
-                            Context* const* contexts) const;
+  void forward_lanes(tensor::TensorList inputs, tensor::TensorList outputs, Context* const* contexts,
+                     LaneSplit split = LaneSplit::microbatches) const;
+  void backward_input_lanes(tensor::TensorList output_grads, tensor::TensorList input_grads, Context* const* contexts,
+                            LaneSplit split = LaneSplit::microbatches) const;
 
   int size() const { return static_cast<int>(layers_.size()); }
   const Layer<Scalar>& layer(int i) const { return *layers_.at(static_cast<std::size_t>(i)); }
@@ -111,6 +142,17 @@ class Sequential final : public Layer<Scalar> {
   // a tool attached.
   template <class Lane>
   void on_lanes(const char* label, std::size_t lanes, const Lane& lane) const;
+  // Consecutive layers for each of `threads` threads, balanced by their
+  // parameters' elements, or none where fewer than two would hold any.
+  std::vector<std::vector<std::size_t>> layer_runs(std::size_t threads) const;
+  // Runs run(r, l, space) for each layer run r and microbatch l in [0,
+  // microbatches): run r on thread r, microbatch after microbatch, each once
+  // the run before it in the data flow (F: r - 1, B: r + 1) has finished
+  // that microbatch; or run after run, in the flow's order, on the calling
+  // thread inside another region, with a tool attached or with fewer threads
+  // than runs.
+  template <class Run>
+  void on_layer_runs(const char* label, std::size_t microbatches, bool forward, const Run& run) const;
 
   // A pass's tensors between the layers, from its begin to its end: entry i
   // is layer i's input in F (its output gradient in B).
@@ -126,10 +168,20 @@ class Sequential final : public Layer<Scalar> {
   LayerEnvironment env_;
   std::vector<std::unique_ptr<Layer<Scalar>>> layers_;
   BetweenLayers between_;
-  std::vector<std::vector<std::size_t>> weight_threads_;  // spread_weight_gradients()
+  std::vector<std::vector<std::size_t>>
+      weight_threads_;  // spread_weight_gradients(), or layer_runs_ (weigh_by_layer_runs)
   bool row_wise_;
-  std::vector<tensor::ExecutionSpace> row_spaces_;   // row_spaces()
-  std::vector<tensor::ExecutionSpace> lane_spaces_;  // lane_spaces()
+  std::vector<tensor::ExecutionSpace> row_spaces_;    // row_spaces()
+  std::vector<tensor::ExecutionSpace> lane_spaces_;   // lane_spaces()
+  std::vector<std::vector<std::size_t>> layer_runs_;  // layer_runs(), for lanes split by layers
+  // How many microbatches each layer run has finished in the current pass,
+  // each on a line of its own (the next run's thread polls it), and whether
+  // a run threw (the others stop waiting).
+  struct alignas(64) RunProgress {
+    std::atomic<std::size_t> done{0};
+  };
+  std::unique_ptr<RunProgress[]> run_progress_;
+  mutable std::atomic<bool> run_failed_{false};
   // The passes begun and not yet ended, by the context they run in (null:
   // F without one); more than one while lanes run. Their first open_ entries
   // are in use, the rest kept with their storage for the next.

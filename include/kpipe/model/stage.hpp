@@ -98,12 +98,16 @@ class Stage {
   // results bitwise those of forward, backward_input and backward_weight run
   // for one after the other, W in the order of `mbs`. Only where runs_lanes():
   // every layer row-wise on a host backend, no recomputation, no stash store.
+  // Split by layers (Sequential's LaneSplit) only where splits_layers().
   bool runs_lanes() const { return body_->runs_lanes() && !options_.recompute && options_.stash_store == nullptr; }
+  bool splits_layers() const { return runs_lanes() && body_->splits_layers(); }
   void forward_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& X,
-                     const std::vector<tensor::Matrix<Scalar>>& Y);
+                     const std::vector<tensor::Matrix<Scalar>>& Y, LaneSplit split = LaneSplit::microbatches);
   void backward_input_lanes(const std::vector<int>& mbs, const std::vector<tensor::Matrix<Scalar>>& dY,
-                            const std::vector<tensor::Matrix<Scalar>>& dX);
+                            const std::vector<tensor::Matrix<Scalar>>& dX, LaneSplit split = LaneSplit::microbatches);
   void backward_weight_lanes(const std::vector<int>& mbs, const LayerDone& after_layer = {});
+  // Where lanes may split by layers, before any step: Sequential::weigh_by_layer_runs.
+  void weigh_by_layer_runs() { body_->weigh_by_layer_runs(); }
   // Inference: Y from X, nothing stashed.
   void forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const tensor::Matrix<Scalar>& Y) const;
 

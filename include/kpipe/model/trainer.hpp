@@ -33,8 +33,11 @@ struct TrainerSpec {
   // at once, one per host thread (schedule/lanes.hpp); 0 decides by the
   // stage (runtime::Executor).
   int lanes = 0;
-  // The most lanes a rank may run: none on a device, else lanes or, where the
-  // stage decides, one per host thread.
+  config::LaneSplit lane_split = config::LaneSplit::automatic;  // pipeline.lane_split
+  // The most microbatches a rank's lanes may hold at once: one on a device,
+  // else the larger of its groups split by microbatches (lanes or, where the
+  // stage decides, one per host thread) and, where they may run, by layers
+  // (schedule::layer_split_lanes).
   int most_lanes() const;
 
   // The sequential reference of a run configuration.

@@ -8,6 +8,7 @@
 // schedule/lanes.hpp), as no other rank waits on their order.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/comm/transport.hpp"
 #include "kpipe/model/stage.hpp"
+#include "kpipe/runtime/timed_choice.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/lanes.hpp"
 #include "kpipe/schedule/schedule.hpp"
@@ -83,15 +85,24 @@ class Executor {
   // model runs that many microbatches at once where it can (schedule/lanes.hpp);
   // 0: one per host thread where its stage would otherwise split F and B into
   // row parts (model::Sequential: weights small enough for every thread to read).
+  // `split`: how lanes share the threads (config::LaneSplit; "layers" and
+  // "auto" where the stage can split by layers, in groups of
+  // model::layer_split_lanes; "auto" times both ways, TimedChoice).
   Executor(const schedule::Schedule& schedule, const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks,
            int microbatch_size, comm::Transport& transport, MicrobatchIO<Scalar> io, StepHooks hooks,
-           tensor::ExecContext& exec, int lanes = 1);
+           tensor::ExecContext& exec, int lanes = 1, config::LaneSplit split = config::LaneSplit::microbatches);
 
   StepResult run_step(int step);
   // The microbatches this rank runs at once: 1 but where lanes run (a host
   // backend, the whole model's one stage running lanes, a list of microbatch
   // blocks, no activation dump and no post-validation).
   int lanes() const { return lane_groups_.empty() ? 1 : static_cast<int>(lane_groups_.front().blocks.size()); }
+  // The microbatches a group split by layers holds, 0 where none runs; and
+  // whether steps choose between the two splits by their times.
+  int layer_lanes() const { return layer_groups_.empty() ? 0 : static_cast<int>(layer_groups_.front().blocks.size()); }
+  bool times_lane_split() const { return choice_.has_value(); }
+  // Steps run so far with lanes split by layers.
+  int steps_split_by_layers() const { return steps_split_by_layers_; }
 
  private:
   struct Slots;  // per (microbatch, chunk) tensors of the step in flight
@@ -108,7 +119,8 @@ class Executor {
                double step_start);
   // Runs a group of microbatch blocks as lanes; each action's time is its
   // share of its phase (the group's F's, B's, W's), its loss its own.
-  void run_lanes(const schedule::LaneGroup& group, int step, StepResult& result, double step_start);
+  void run_lanes(const schedule::LaneGroup& group, model::LaneSplit split, int step, StepResult& result,
+                 double step_start);
   // For the action that completes a chunk's weight gradients of the step:
   // hands each layer's over to hooks_.gradients_final as soon as it is done
   // (noting when the first went); for any other action, nothing.
@@ -159,8 +171,11 @@ class Executor {
   tensor::ExecContext& exec_;              // the chunks' instance: compute is enqueued there, never fenced globally
   std::vector<std::string> region_names_;  // "kpipe::F", ... per ActionKind
   tensor::BufferPool<Matrix<Scalar>> activations_;
-  std::vector<schedule::LaneGroup> lane_groups_;  // where this rank runs lanes: all its microbatches; else none
-  struct Lanes {                                  // a group's microbatches and tensors, kept with their storage
+  std::vector<schedule::LaneGroup> lane_groups_;   // where this rank runs lanes: all its microbatches; else none
+  std::vector<schedule::LaneGroup> layer_groups_;  // the same split by layers, where that may run; else none
+  std::optional<TimedChoice> choice_;              // split_ = "auto" with both: way 1 splits by layers
+  int steps_split_by_layers_ = 0;
+  struct Lanes {  // a group's microbatches and tensors, kept with their storage
     std::vector<int> microbatches;
     std::vector<Matrix<Scalar>> X, Y, dY, dX;
     std::vector<std::pair<double, double>> losses;  // each LOSS's start and end

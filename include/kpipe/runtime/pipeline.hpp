@@ -92,6 +92,12 @@ class Pipeline {
   const comm::Watchdog& watchdog() const { return watchdog_; }
   // The microbatches this rank runs at once (pipeline.lanes; Executor::lanes).
   int lanes() const { return executor_.lanes(); }
+  // Lanes split by layers (pipeline.lane_split): the microbatches of a group
+  // (0: none run), whether each step's split is chosen by timing, and the
+  // steps that ran split by layers (Executor).
+  int layer_lanes() const { return executor_.layer_lanes(); }
+  bool times_lane_split() const { return executor_.times_lane_split(); }
+  int steps_split_by_layers() const { return executor_.steps_split_by_layers(); }
   // pipeline.overlap_grad_reduce: data-parallel sums start inside the last backward.
   bool overlaps_gradient_sums() const { return overlap_gradient_sums_; }
   // pipeline.activation_store = "hdf5" in training: this rank's store; null otherwise.

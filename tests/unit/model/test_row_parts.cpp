@@ -40,7 +40,8 @@ class RowRecorder final : public Layer<double> {
   void backward_input(tensor::TensorList output_grads, tensor::TensorList input_grads, Context&) const override {
     twice(output_grads, input_grads, RowRange::all_of(output_grads.at(0)), backward_rows_);
   }
-  void backward_weight(Context&) override {}
+  void backward_weight(Context&) override {}  // nothing, so on any thread
+  bool backward_weight_on_any_thread() const override { return true; }
   bool row_wise() const override { return row_wise_; }
   void forward_begin(tensor::TensorList, tensor::TensorList, Context*) const override { ++begins_; }
   void forward_rows(tensor::TensorList inputs, tensor::TensorList outputs, const Context*, RowRange rows,
@@ -244,13 +245,19 @@ TEST_CASE("a Kokkos tool that sees regions or kernel events keeps F and B whole"
 }
 
 // Three microbatches in lanes (three lane threads, one after the other on a
-// Serial build) against the same model's F, B and W of each in turn: every
-// output, input gradient and weight gradient bitwise, each lane whole.
+// Serial build), split by microbatches and by layers (the MLP's three layers
+// a run each, W on each run's thread), against the same model's F, B and W of
+// each in turn: every output, input gradient and weight gradient bitwise,
+// each microbatch's rows whole.
 TEST_CASE("lanes run several microbatches' F, B and W as one after the other does", "[model][row_parts][lanes]") {
+  const LaneSplit split = GENERATE(LaneSplit::microbatches, LaneSplit::layers);
+  INFO((split == LaneSplit::layers ? "split by layers" : "split by microbatches"));
   TwoMlps models;
   Sequential<double>& alone = *models.whole;
   Sequential<double>& lanes = *models.parts;
   REQUIRE(lanes.runs_lanes());
+  REQUIRE(lanes.splits_layers());
+  if (split == LaneSplit::layers) lanes.weigh_by_layer_runs();
   const int rows = 7, count = 3;
   std::vector<tensor::Tensor> X, dY, Y, dX;
   for (int l = 0; l < count; ++l) {
@@ -274,8 +281,8 @@ TEST_CASE("lanes run several microbatches' F, B and W as one after the other doe
   std::vector<Context> contexts(count);
   std::vector<Context*> pointers;
   for (auto& ctx : contexts) pointers.push_back(&ctx);
-  lanes.forward_lanes(X, Y, pointers.data());
-  lanes.backward_input_lanes(dY, dX, pointers.data());
+  lanes.forward_lanes(X, Y, pointers.data(), split);
+  lanes.backward_input_lanes(dY, dX, pointers.data(), split);
   lanes.backward_weight(pointers.data(), pointers.size(), {});
   for (int l = 0; l < count; ++l) {
     INFO("lane " << l);
@@ -303,6 +310,27 @@ TEST_CASE("a layer that is not row-wise runs no lanes", "[model][row_parts][lane
   Context ctx;
   Context* const contexts[] = {&ctx};
   CHECK_THROWS_AS(model->forward_lanes({X}, {Y}, contexts), std::logic_error);
+  CHECK_FALSE(model->splits_layers());
+}
+
+// Each layer to the thread its parameters' middle element falls on, dealt
+// out evenly: the MLP's 112, 136 and 45 elements over two threads put the
+// middles (56, 180, 270.5 of 293) on threads 0, 1, 1; a lane thread per
+// layer gives each its own; with one thread there is nothing to split.
+TEST_CASE("lanes split by layers give each thread a run of consecutive layers", "[model][row_parts][lanes]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  RowRecorder* recorder = nullptr;
+  for (const auto& [threads, splits] : {std::pair{1, false}, std::pair{2, true}, std::pair{3, true}}) {
+    INFO(threads << " lane threads");
+    auto model = mlp({exec, collectives}, threads, &recorder);
+    CHECK(model->splits_layers() == splits);
+  }
+  auto two = mlp({exec, collectives}, 2, &recorder);
+  two->weigh_by_layer_runs();
+  std::vector<int> threads;
+  for (const auto& p : two->parameters()) threads.push_back(p.host_thread);
+  CHECK(threads == std::vector<int>{0, 0, 1, 1, 1, 1});  // weight and bias of each Linear
 }
 
 // A layer that throws inside a pass leaves the pass unended; the next pass
