@@ -87,6 +87,12 @@ void Sequential<Scalar>::on_lanes(const char* label, std::size_t lanes, const La
 }
 
 template <class Scalar>
+void Sequential<Scalar>::no_layer_runs() {
+  throw std::logic_error(
+      "Sequential: lanes split by layers, which splits_layers() refuses; ask for them only where it allows them");
+}
+
+template <class Scalar>
 std::vector<std::vector<std::size_t>> Sequential<Scalar>::layer_runs(std::size_t threads) const {
   if (threads < 2) return {};
   std::vector<std::size_t> elements;
@@ -268,8 +274,14 @@ void Sequential<Scalar>::forward_begin(tensor::TensorList inputs, tensor::Tensor
 template <class Scalar>
 void Sequential<Scalar>::forward_rows(tensor::TensorList, tensor::TensorList, const Context* ctx, RowRange rows,
                                       const tensor::ExecutionSpace& space) const {
+  forward_layers(ctx, 0, layers_.size(), rows, space);
+}
+
+template <class Scalar>
+void Sequential<Scalar>::forward_layers(const Context* ctx, std::size_t first, std::size_t end, RowRange rows,
+                                        const tensor::ExecutionSpace& space) const {
   const std::vector<tensor::Tensor>& pass = pass_of(ctx);
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
+  for (std::size_t i = first; i < end; ++i) {
     layers_[i]->forward_rows({&pass[i], 1}, {&pass[i + 1], 1}, ctx ? &ctx->children[i] : nullptr, rows, space);
     if (i + 1 < layers_.size()) round_between(pass[i + 1], rows, space);
   }
@@ -287,20 +299,14 @@ template <class Scalar>
 void Sequential<Scalar>::forward_lanes(tensor::TensorList inputs, tensor::TensorList outputs, Context* const* contexts,
                                        LaneSplit split) const {
   if (!runs_lanes()) not_row_wise(kind());
-  if (split == LaneSplit::layers && !splits_layers())
-    throw std::logic_error("Sequential: lanes split by layers where splits_layers() is false");
+  if (split == LaneSplit::layers && !splits_layers()) no_layer_runs();
   for (std::size_t l = 0; l < inputs.size(); ++l) forward_begin({&inputs[l], 1}, {&outputs[l], 1}, contexts[l]);
   if (split == LaneSplit::layers) {
-    on_layer_runs(
-        "kpipe::model::sequential::forward_layer_runs", inputs.size(), true,
-        [&](std::size_t r, std::size_t l, const tensor::ExecutionSpace& space) {
-          const std::vector<tensor::Tensor>& pass = pass_of(contexts[l]);
-          const RowRange rows = RowRange::all_of(inputs[l]);
-          for (const std::size_t i : layer_runs_[r]) {
-            layers_[i]->forward_rows({&pass[i], 1}, {&pass[i + 1], 1}, &contexts[l]->children[i], rows, space);
-            if (i + 1 < layers_.size()) round_between(pass[i + 1], rows, space);
-          }
-        });
+    on_layer_runs("kpipe::model::sequential::forward_layer_runs", inputs.size(), true,
+                  [&](std::size_t r, std::size_t l, const tensor::ExecutionSpace& space) {
+                    const std::vector<std::size_t>& run = layer_runs_[r];
+                    forward_layers(contexts[l], run.front(), run.back() + 1, RowRange::all_of(inputs[l]), space);
+                  });
   } else {
     on_lanes("kpipe::model::sequential::forward_lanes", inputs.size(),
              [&](std::size_t l, const tensor::ExecutionSpace& space) {
@@ -354,8 +360,14 @@ void Sequential<Scalar>::backward_input_begin(tensor::TensorList output_grads, t
 template <class Scalar>
 void Sequential<Scalar>::backward_input_rows(tensor::TensorList, tensor::TensorList, const Context& ctx, RowRange rows,
                                              const tensor::ExecutionSpace& space) const {
+  backward_input_layers(ctx, 0, layers_.size(), rows, space);
+}
+
+template <class Scalar>
+void Sequential<Scalar>::backward_input_layers(const Context& ctx, std::size_t first, std::size_t end, RowRange rows,
+                                               const tensor::ExecutionSpace& space) const {
   const std::vector<tensor::Tensor>& pass = pass_of(&ctx);
-  for (std::size_t i = layers_.size(); i-- > 0;) {
+  for (std::size_t i = end; i-- > first;) {
     layers_[i]->backward_input_rows({&pass[i + 1], 1}, {&pass[i], 1}, ctx.children.at(i), rows, space);
     if (i > 0) round_between(pass[i], rows, space);
   }
@@ -374,22 +386,16 @@ template <class Scalar>
 void Sequential<Scalar>::backward_input_lanes(tensor::TensorList output_grads, tensor::TensorList input_grads,
                                               Context* const* contexts, LaneSplit split) const {
   if (!runs_lanes()) not_row_wise(kind());
-  if (split == LaneSplit::layers && !splits_layers())
-    throw std::logic_error("Sequential: lanes split by layers where splits_layers() is false");
+  if (split == LaneSplit::layers && !splits_layers()) no_layer_runs();
   for (std::size_t l = 0; l < output_grads.size(); ++l) {
     backward_input_begin({&output_grads[l], 1}, {&input_grads[l], 1}, *contexts[l]);
   }
   if (split == LaneSplit::layers) {
     on_layer_runs("kpipe::model::sequential::backward_input_layer_runs", output_grads.size(), false,
                   [&](std::size_t r, std::size_t l, const tensor::ExecutionSpace& space) {
-                    const std::vector<tensor::Tensor>& pass = pass_of(contexts[l]);
-                    const RowRange rows = RowRange::all_of(output_grads[l]);
                     const std::vector<std::size_t>& run = layer_runs_[r];
-                    for (auto i = run.rbegin(); i != run.rend(); ++i) {
-                      layers_[*i]->backward_input_rows({&pass[*i + 1], 1}, {&pass[*i], 1}, contexts[l]->children.at(*i),
-                                                       rows, space);
-                      if (*i > 0) round_between(pass[*i], rows, space);
-                    }
+                    backward_input_layers(*contexts[l], run.front(), run.back() + 1, RowRange::all_of(output_grads[l]),
+                                          space);
                   });
   } else {
     on_lanes("kpipe::model::sequential::backward_input_lanes", output_grads.size(),

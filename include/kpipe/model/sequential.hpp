@@ -153,6 +153,14 @@ class Sequential final : public Layer<Scalar> {
   // than runs.
   template <class Run>
   void on_layer_runs(const char* label, std::size_t microbatches, bool forward, const Run& run) const;
+  // The rows of layers [first, end) of a begun pass, F in order, B in
+  // reverse: all of them are forward_rows and backward_input_rows, a run's
+  // are its share of a microbatch split by layers.
+  void forward_layers(const Context* ctx, std::size_t first, std::size_t end, RowRange rows,
+                      const tensor::ExecutionSpace& space) const;
+  void backward_input_layers(const Context& ctx, std::size_t first, std::size_t end, RowRange rows,
+                             const tensor::ExecutionSpace& space) const;
+  [[noreturn]] static void no_layer_runs();
 
   // A pass's tensors between the layers, from its begin to its end: entry i
   // is layer i's input in F (its output gradient in B).
