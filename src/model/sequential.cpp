@@ -131,17 +131,14 @@ void Sequential<Scalar>::on_layer_runs(const char* label, std::size_t microbatch
                                        const Run& run) const {
   const std::size_t runs = layer_runs_.size();
   const auto in_flow = [&](std::size_t k) { return forward ? k : runs - 1 - k; };
-  if (tensor::compat::in_host_parallel_region() || tensor::compat::observed_by_tool()) {
-    for (std::size_t k = 0; k < runs; ++k) {
-      for (std::size_t l = 0; l < microbatches; ++l) run(in_flow(k), l, env_.exec.space());
-    }
-    return;
-  }
   // One iteration per thread (on_host_threads) is what lets a run wait on
   // another: iterations sharing a thread would wait on each other for ever.
-  if (static_cast<std::size_t>(tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace())) < runs) {
+  const bool inline_launch = tensor::compat::in_host_parallel_region() || tensor::compat::observed_by_tool();
+  if (inline_launch ||
+      static_cast<std::size_t>(tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace())) < runs) {
     for (std::size_t k = 0; k < runs; ++k) {
-      for (std::size_t l = 0; l < microbatches; ++l) run(in_flow(k), l, lane_spaces_[in_flow(k)]);
+      const std::size_t r = in_flow(k);
+      for (std::size_t l = 0; l < microbatches; ++l) run(r, l, inline_launch ? env_.exec.space() : lane_spaces_[r]);
     }
     return;
   }
@@ -149,15 +146,20 @@ void Sequential<Scalar>::on_layer_runs(const char* label, std::size_t microbatch
   run_failed_.store(false, std::memory_order_relaxed);
   tensor::on_host_threads(Kokkos::DefaultHostExecutionSpace(), label, static_cast<int>(runs), [&](int t) {
     const auto r = static_cast<std::size_t>(t);
+    // The run this one waits on (none for the flow's first).
     const bool first = forward ? r == 0 : r + 1 == runs;
-    const std::atomic<std::size_t>& before = run_progress_[forward ? r - 1 : r + 1].done;
+    const std::atomic<std::size_t>* before = first ? nullptr : &run_progress_[forward ? r - 1 : r + 1].done;
     try {
       for (std::size_t l = 0; l < microbatches; ++l) {
         // A wait is one run's share of a microbatch at most: spin, then
         // give the core away should the waited-on thread be off it.
-        for (int spins = 0; !first && before.load(std::memory_order_acquire) <= l; ++spins) {
+        for (int spins = 0; before && before->load(std::memory_order_acquire) <= l;) {
           if (run_failed_.load(std::memory_order_relaxed)) return;
-          if (spins >= spins_before_yield) std::this_thread::yield();
+          if (spins < spins_before_yield) {
+            ++spins;
+          } else {
+            std::this_thread::yield();
+          }
         }
         run(r, l, lane_spaces_[r]);
         run_progress_[r].done.store(l + 1, std::memory_order_release);

@@ -71,13 +71,12 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   return spec;
 }
 
-int TrainerSpec::most_lanes() const {
+int TrainerSpec::most_lanes(int microbatches) const {
   if (!std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>) return 1;
   if (lanes == 1) return 1;  // one microbatch at a time, either split
   const int threads = tensor::compat::concurrency(Kokkos::DefaultHostExecutionSpace());
   const int by_microbatches = lanes > 0 ? lanes : threads;
   if (lane_split == config::LaneSplit::microbatches || threads < 2) return by_microbatches;
-  const int microbatches = global_batch / std::max(1, microbatch_size * data_parallel);
   return std::max(by_microbatches, layer_split_lanes(lanes, microbatches, threads));
 }
 

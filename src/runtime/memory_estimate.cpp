@@ -102,7 +102,8 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   // holding the whole model reorders; any other reads its list in place.
   const bool lanes = schedule.p == 1 && schedule.v == 1 && !recompute;
   const std::vector<schedule::Action> lane_order =
-      lanes ? schedule::in_lane_order(schedule.ranks.at(rank), spec.most_lanes()) : std::vector<schedule::Action>();
+      lanes ? schedule::in_lane_order(schedule.ranks.at(rank), spec.most_lanes(schedule.m))
+            : std::vector<schedule::Action>();
   const std::vector<schedule::Action>& actions = lanes ? lane_order : schedule.ranks.at(rank);
   MemoryEstimate estimate;
   estimate.baseline = baseline_bytes;

@@ -34,11 +34,11 @@ struct TrainerSpec {
   // stage (runtime::Executor).
   int lanes = 0;
   config::LaneSplit lane_split = config::LaneSplit::automatic;  // pipeline.lane_split
-  // The most microbatches a rank's lanes may hold at once: one on a device,
-  // else the larger of its groups split by microbatches (lanes or, where the
-  // stage decides, one per host thread) and, where they may run, by layers
-  // (schedule::layer_split_lanes).
-  int most_lanes() const;
+  // The most of a step's `microbatches` a rank's lanes may hold at once: one
+  // on a device, else the larger of its groups split by microbatches (lanes
+  // or, where the stage decides, one per host thread) and, where they may
+  // run, by layers (layer_split_lanes).
+  int most_lanes(int microbatches) const;
 
   // The sequential reference of a run configuration.
   static TrainerSpec from_config(const config::RunConfig& config);
