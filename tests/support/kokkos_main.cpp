@@ -4,10 +4,11 @@
 
 #include "catch.hpp"
 #include "kpipe/tensor/compat.hpp"
+#include "skip.hpp"
 
 int main(int argc, char** argv) {
   kpipe::tensor::compat::initialize(argc, argv);
   const int failures = Catch::Session().run(argc, argv);
   Kokkos::finalize();
-  return failures;
+  return kpipe::test::exit_code(failures);
 }

@@ -132,8 +132,7 @@ void compare(const Weights& expected, const Weights& actual, double tolerance) {
 
 }  // namespace
 
-TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]") {
-  if (comm::size_of(comm::world()) != 2) return;
+TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint][np2]") {
   const std::string directory = scratch_directory();
   // packed and bf16: the restored weights reach the products through their
   // packed or bfloat16 copies.
@@ -169,8 +168,7 @@ TEST_CASE("restart continues bitwise like an uninterrupted run", "[checkpoint]")
 // checkpoint loads into an fp32 run (and back, and one reduced precision into
 // the other) with every master bit, and runs on; an fp16 run restarted from
 // another precision's checkpoint starts its loss scale afresh.
-TEST_CASE("bf16, fp16 and fp32 checkpoints restart in each other's precision", "[checkpoint][bf16][fp16]") {
-  if (comm::size_of(comm::world()) != 2) return;
+TEST_CASE("bf16, fp16 and fp32 checkpoints restart in each other's precision", "[checkpoint][bf16][fp16][np2]") {
   const std::string directory = scratch_directory();
   using config::Precision;
   for (const auto& [from, to] :
@@ -197,8 +195,7 @@ TEST_CASE("bf16, fp16 and fp32 checkpoints restart in each other's precision", "
   remove_directory(directory);
 }
 
-TEST_CASE("checkpoint.keep removes only kpipe's own older checkpoints", "[checkpoint]") {
-  if (comm::size_of(comm::world()) != 2) return;
+TEST_CASE("checkpoint.keep removes only kpipe's own older checkpoints", "[checkpoint][np2]") {
   const std::string directory = scratch_directory();
   // Not kpipe's: a text file and an HDF5 file without kpipe's format, one of a later step.
   const std::string foreign_text = io::checkpoint_file(directory, 1000),
@@ -221,8 +218,7 @@ TEST_CASE("checkpoint.keep removes only kpipe's own older checkpoints", "[checkp
   remove_directory(directory);
 }
 
-TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
-  if (comm::size_of(comm::world()) != 4) return;
+TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint][np4]") {
   const std::string directory = scratch_directory();
   // Ranks 0 and 1 write the p = 2 checkpoint; ranks 2 and 3 wait.
   MPI_Comm pair = MPI_COMM_NULL;
@@ -256,8 +252,7 @@ TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint]") {
   remove_directory(directory);
 }
 
-TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on t = 2", "[checkpoint]") {
-  if (comm::size_of(comm::world()) != 4) return;
+TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on t = 2", "[checkpoint][np4]") {
   // The transformer's padded vocabulary: the checkpoint holds its 13 tokens.
   const std::string kind = GENERATE("mlp", "transformer", "tied");
   INFO(kind);
@@ -295,8 +290,7 @@ TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on 
   remove_directory(directory);
 }
 
-TEST_CASE("a damaged checkpoint is refused on every rank", "[checkpoint]") {
-  if (comm::size_of(comm::world()) != 2) return;
+TEST_CASE("a damaged checkpoint is refused on every rank", "[checkpoint][np2]") {
   const std::string directory = scratch_directory();
   const auto config = config_for(2, 1, "1f1b", directory);
   std::string file;

@@ -111,9 +111,9 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
 // data-parallel sums overlapped with the last group's W. Bitwise the
 // reference; the stash peaks at a group, as the memory estimate counts it.
 // GPipe's list is not made of microbatch blocks: no lanes.
-TEST_CASE("lanes of replicas holding the whole model are bitwise the sequential reference", "[runtime][lanes]") {
+TEST_CASE("lanes of replicas holding the whole model are bitwise the sequential reference", "[runtime][lanes][np2]") {
+  // At most two replicas, as above: the reference's sums are the replicas' bitwise up to two.
   const int d = comm::size_of(comm::world());
-  if (d > 2) return;  // as above: the reference's sums are the replicas' bitwise up to two
   for (const auto& [schedule, lanes] :
        std::vector<std::pair<std::string, int>>{{"1f1b", 3}, {"zb-h1", 2}, {"gpipe", 3}}) {
     const bool runs_lanes = schedule != "gpipe";
@@ -149,9 +149,8 @@ TEST_CASE("lanes of replicas holding the whole model are bitwise the sequential 
 // At uneven costs and a message latency zb-v is planned by the V heuristic
 // (a different order from the unit-cost plan, checked), which keeps each
 // chunk's microbatches in ascending order: still bitwise.
-TEST_CASE("zb-v planned at the deck's uneven costs is bitwise the sequential reference", "[runtime]") {
+TEST_CASE("zb-v planned at the deck's uneven costs is bitwise the sequential reference", "[runtime][np2][np4]") {
   const int p = comm::size_of(comm::world());
-  if (p != 2 && p != 4) return;
   const std::string costs =
       "sim.cost_forward = 2.0\nsim.cost_backward_input = 2.0\nsim.cost_backward_weight = 1.2\n"
       "sim.comm_latency = 0.3\n";
@@ -279,10 +278,8 @@ TEST_CASE("pipelined fp16 training with loss scaling is bitwise the sequential r
 // The data-parallel sums of each layer start inside the chunk's last backward
 // (the REDUCE_GRADS action then only waits), or, turned off, in REDUCE_GRADS:
 // either way every bit of the weights is the sequential reference's.
-TEST_CASE("overlapped gradient sums start before REDUCE_GRADS and change no bit", "[runtime][data_parallel]") {
-  const int size = comm::size_of(comm::world());
-  const int p = 2, d = size / 2;
-  if (d != 2) return;
+TEST_CASE("overlapped gradient sums start before REDUCE_GRADS and change no bit", "[runtime][data_parallel][np4]") {
+  const int p = 2, d = 2;
   for (const std::string schedule : {"1f1b", "interleaved", "zb-h2"}) {
     for (const bool overlap : {true, false}) {
       config::RunConfig config = config_for(p, d, schedule, "none");
@@ -311,10 +308,9 @@ TEST_CASE("overlapped gradient sums start before REDUCE_GRADS and change no bit"
   }
 }
 
-TEST_CASE("pipelined training on an HDF5 dataset is bitwise the sequential reference", "[runtime][dataset]") {
+TEST_CASE("pipelined training on an HDF5 dataset is bitwise the sequential reference", "[runtime][dataset][np2][np4]") {
   const int size = comm::size_of(comm::world());
   const int p = 2, d = size / 2;
-  if (d < 1 || d > 2) return;
   // 40 training rows and B = 32 · d: batches straddle epochs from step 1 on.
   const std::string path = fmt::format("kpipe-test-pipeline-dataset-np{}.h5", size);
   int rank = 0;

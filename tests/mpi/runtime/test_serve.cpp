@@ -146,9 +146,9 @@ TEST_CASE("a request that can never fit the KV cache is rejected and the others 
   CHECK(result.peak_kv_blocks <= 5);
 }
 
-TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the KV blocks", "[runtime][serve]") {
+TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the KV blocks",
+          "[runtime][serve][np2][np4]") {
   const int world = comm::size_of(comm::world());
-  if (world % 2 != 0) return;
   const int p = world / 2;
   const auto trace = requests();
   for (const double temperature : {0.0, 0.8}) {
@@ -189,9 +189,8 @@ TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the 
   }
 }
 
-TEST_CASE("t = 2 tensor ranks wait out a gap in the trace longer than the watchdog", "[runtime][serve]") {
+TEST_CASE("t = 2 tensor ranks wait out a gap in the trace longer than the watchdog", "[runtime][serve][np2][np4]") {
   const int world = comm::size_of(comm::world());
-  if (world % 2 != 0) return;
   auto trace = requests();
   trace.resize(2);
   trace[1].arrival = 1.5;  // the leads and their groups idle past runtime.watchdog_seconds
