@@ -4,10 +4,10 @@
 // rows·T ids in ascending (s, t) order and sums the hits of its rows in
 // scratch. That costs O(vocab / block_rows · rows · T) id comparisons per call
 // plus O(rows · T · dim) additions: for a 50k vocabulary and 4k positions,
-// 6·10^6 comparisons (a team per row made it 2·10^8, 128 ms on a host core,
-// kernels_benchmark's BM_embedding_backward). No atomics and no buffers beyond
-// team scratch; a stable sort of positions by id would remove the scan but
-// needs both.
+// 6·10^6 comparisons (a team per row made it 2·10^8; kernels_benchmark's
+// BM_embedding_backward times it). No atomics and no buffers beyond team
+// scratch; a stable sort of positions by id would remove the scan but needs
+// both.
 #include "kpipe/kernels/embedding.hpp"
 
 #include <fmt/format.h>

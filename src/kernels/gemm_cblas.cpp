@@ -1,7 +1,8 @@
 // The host vendor path: a row-major CBLAS call, nothing else, so that its speed
-// is the library's own (docs/performance-log.md measures exactly that). In a
-// threaded host build each call is one column slice of a product, on one of
-// Kokkos' threads (gemm.cpp), and OpenBLAS keeps to that thread.
+// is the library's own (each CPU's GEMM row in docs/performance.md, e.g. "AMD
+// EPYC, Zen 5", measures exactly that). In a threaded host build each call is
+// one column slice of a product, on one of Kokkos' threads (gemm.cpp), and
+// OpenBLAS keeps to that thread.
 #include <cblas.h>
 #include <dlfcn.h>
 

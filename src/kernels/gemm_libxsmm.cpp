@@ -2,13 +2,13 @@
 // (AVX2 ones, for oneDNN 2.6): op(W) is packed into panels of
 // `libxsmm_panel_width` columns, each panel's k rows contiguous, and every product is a sequence of
 // libxsmm JIT kernels of one panel by a block of up to `row_block` rows of X,
-// X read in place. OpenBLAS re-packs the whole weight on every call, which on
-// the MLP's 32 x 1024 x 1024 products costs a fifth of its time; here a step
-// packs each weight once. A narrower last panel is zero-padded,
-// computed into a small tile and copied out, so every kernel has the same
-// shape; a kernel of fixed shape sums each output in a fixed order, so the
-// results are deterministic. The weight gradient Xᵀ dY has nothing to pack
-// and stays on the vendor GEMM.
+// X read in place. OpenBLAS re-packs the whole weight on every call, a large
+// part of the time of the MLP's 32 x 1024 x 1024 products; here a step packs
+// each weight once. A narrower last panel is zero-padded, computed into a
+// small tile and copied out, so every kernel has the same shape; a kernel of
+// fixed shape sums each output in a fixed order, so the results are
+// deterministic. The weight gradient Xᵀ dY has nothing to pack and stays on
+// the vendor GEMM.
 #include <fmt/format.h>
 #include <libxsmm.h>
 

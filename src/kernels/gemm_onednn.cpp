@@ -40,9 +40,9 @@ using dnnl::memory;
 // ranks fill the cores, and oneDNN may split K over its threads, which makes
 // the sum order depend on how many it gets. Set on every call: inside Kokkos'
 // parallel region a worker's setting lasts only that region, and a primitive
-// made there with the team's two threads ran its halves one after the other
-// (quickstart, 1 rank x 2 threads: 41,585 samples/s, against 79,544 on one
-// thread each).
+// made there with the team's two threads ran its halves one after the other,
+// and the quickstart on 1 rank x 2 threads ran far slower than with a primitive
+// on one thread each.
 void on_threads(int threads) {
 #if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
   omp_set_num_threads(threads);

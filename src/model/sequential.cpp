@@ -20,8 +20,8 @@ constexpr int min_rows_per_part = 4;
 // The largest parameter matrix for which F and B split rows. Each thread of a
 // row split reads a Linear's whole weight, where a split of the product's
 // columns reads its share: the regions saved outweigh the extra traffic for
-// the quickstart's 256 x 256 float32 weights (F 72 -> 62 us at 1 x 2), not
-// for compute_bound's 512 x 512 (F 986 -> 1,063 us; docs/performance-log.md).
+// the quickstart's 256 x 256 float32 weights, not for compute_bound's
+// 512 x 512 (docs/performance.md, "AMD EPYC, Zen 4, a second host").
 constexpr std::size_t max_row_split_weight_bytes = std::size_t{256} << 10;
 
 constexpr bool on_host = std::is_same_v<tensor::ExecutionSpace, Kokkos::DefaultHostExecutionSpace>;

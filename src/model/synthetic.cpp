@@ -40,8 +40,7 @@ constexpr int class_block = 16;
 // Each logit is summed in ascending k as on its own (the same bits), but a
 // block of classes at once: independent sums the CPU overlaps and the
 // compiler vectorises over the block, where one class at a time was a chain
-// of dependent adds (0.3 ms for a 32-row microbatch of 16 classes of 512
-// features, 5.5% of a compute_bound-bf16 step).
+// of dependent adds, long enough to show in a compute_bound-bf16 step.
 template <class Scalar>
 void nearest_centre(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& X,
                     const tensor::ConstMatrix<Scalar>& centres_by_feature, int classes, const tensor::Labels& labels) {

@@ -6,8 +6,9 @@
 // the page cache every byte lands in a freshly allocated cache page; on a
 // virtual machine that hands its free pages back to the host (virtio-balloon
 // free page reporting) each fresh page is also a fault on the host, and a
-// buffered write of 403 MB took 1.0-1.2 s where O_DIRECT took 0.15-0.17 s
-// (docs/performance-log.md, "Checkpoint bandwidth"). So an UncachedFile
+// buffered write of a checkpoint took several times as long as one past the
+// cache (docs/performance.md, "AMD EPYC, Zen 4 (AVX-512, AVX512-BF16;
+// 2026-12-04)", Checkpoints). So an UncachedFile
 //  * writes the aligned body of each range past the cache (O_DIRECT, from
 //    one staging buffer it reuses) where the file system says how it aligns
 //    direct I/O (statx STATX_DIOALIGN), and everything else through the

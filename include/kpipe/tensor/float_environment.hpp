@@ -2,8 +2,8 @@
 // The floating-point environment of kpipe's host threads. Subnormal floats
 // (below 1.2e-38) are flushed to zero: x86 cores take microcode assists on
 // them, and a classifier whose loss nears zero fills its gradients with them,
-// which slowed the quickstart's last stage, and so the whole pipeline, by up
-// to 4x. Every framework's CPU path runs this way (PyTorch's
+// which slowed the quickstart's last stage, and so the whole pipeline, several
+// times over. Every framework's CPU path runs this way (PyTorch's
 // set_flush_denormal, oneDNN's and the Intel compilers' defaults); GPUs keep
 // their own per-kernel setting. Set before Kokkos starts its threads, which
 // inherit it, so the sequential reference and every pipeline stage compute

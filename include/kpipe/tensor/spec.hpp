@@ -136,8 +136,8 @@ decltype(auto) with_element_type(DType dtype, F&& f) {
 // A tensor's shape and element type. The extents live in the spec itself,
 // not on the heap: a Tensor is copied into every list and context a
 // microbatch passes through, and a vector of extents cost an allocation per
-// copy, thousands per training step (docs/performance-log.md, "Allocations on
-// the hot path").
+// copy, thousands per training step (docs/performance.md, "AMD EPYC, Zen 4,
+// a second host").
 class TensorSpec {
  public:
   // Kokkos' limit on a View's rank.
