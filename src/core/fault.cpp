@@ -36,6 +36,7 @@ struct PhaseEntry {
   Action action;
 };
 constexpr PhaseEntry phases[] = {
+    {Phase::setup_stages, "setup-stages", Action::fail},
     {Phase::setup, "setup", Action::fail},
     {Phase::step, "step", Action::fail},
     {Phase::checkpoint, "checkpoint", Action::fail},

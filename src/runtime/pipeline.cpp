@@ -47,14 +47,13 @@ schedule::Schedule schedule_for(const schedule::RunPlan& plan, Mode mode) {
 }
 
 template <class Scalar>
-std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(const model::TrainerSpec& spec,
-                                                                const schedule::Schedule& schedule, int rank,
-                                                                Hdf5ActivationStore* store,
-                                                                model::Collectives& collectives,
-                                                                tensor::ExecContext& exec) {
+std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(
+    const model::TrainerSpec& spec, const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
+    Hdf5ActivationStore* store, model::Collectives& collectives, tensor::ExecContext& exec) {
+  fault::inject(fault::Phase::setup_stages, grid.world_rank());
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
-    const int stage = schedule.placement.stage(rank, chunk);
+    const int stage = schedule.placement.stage(grid.pipeline_rank(), chunk);
     model::StageOptions options = spec.stage;
     if (store != nullptr) options.stash_store = &store->chunk(chunk);
     chunks.push_back(
@@ -110,13 +109,13 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space(),
                  model::boundary_gathered(config.pipeline) ? grid_.tensor() : comm::self()),
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
-      chunks_(
-          build_chunks<Scalar>(spec_, schedule_, grid_.pipeline_rank(), activation_store_.get(), collectives_, exec_)),
+      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_, activation_store_.get(), collectives_, exec_)),
       feed_(
           spec_, grid_.replica(),
           make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train, exec_),
           schedule_.placement.holds_first_and_last(grid_.pipeline_rank())),
       loss_head_(spec_, grid_.replica(), feed_, collectives_, exec_),
+      parts_built_(grid_.world(), watchdog_, "set-up"),
       gradient_sync_(grid_, schedule_, chunks_, transport_.staged(), watchdog_, exec_),
       optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
                                      : nullptr),

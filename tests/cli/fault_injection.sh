@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every rank in turn fails in every phase — set-up, a step, a checkpoint
-# write — (KPIPE_FAULT, test-only): the job
+# Every rank in turn fails in every phase — building its stages (before
+# set-up's collectives), the end of set-up, a step, a checkpoint write —
+# (KPIPE_FAULT, test-only): the job
 # must end within 10 s with exit code 1 and exactly one "kpipe: error:" line
 # naming that rank, and leave no kpipe process or shared-memory segment behind.
 # Usage: fault_injection.sh MPIEXEC KPIPE RANKS DECK (run with pipeline.stages = RANKS)
@@ -12,7 +13,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for phase in setup step:1 checkpoint; do
+for phase in setup-stages setup step:1 checkpoint; do
   for ((rank = 0; rank < ranks; ++rank)); do
     err=$(mktemp)
     start=$(date +%s%N)

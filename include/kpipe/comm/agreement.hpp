@@ -33,6 +33,21 @@ class AgreedError : public Error {
 // message names the failing rank when not every rank failed alike.
 void agree(Communicator comm, const Watchdog& watchdog, const std::string& phase, std::exception_ptr failure);
 
+// Inside a phase that `collectively` runs, a point every rank reaches before
+// the phase goes on into a collective (a communicator split, say): a rank that
+// failed earlier in the phase meets it with the phase's closing agreement, so
+// the others stop here with its error instead of waiting in the collective.
+// The phase's communicator and name.
+class AgreementPoint {
+ public:
+  AgreementPoint(Communicator comm, const Watchdog& watchdog, const std::string& phase) {
+    agree(comm, watchdog, phase, nullptr);
+  }
+};
+
+// An AgreedError inside `work` comes from an agreement over `comm` (an
+// AgreementPoint, or a nested `collectively`): every rank throws it already,
+// so it passes on without a second agreement, which the others would not join.
 template <class Work>
 auto collectively(Communicator comm, const Watchdog& watchdog, const std::string& phase, Work&& work) {
   using Result = decltype(work());
@@ -40,6 +55,8 @@ auto collectively(Communicator comm, const Watchdog& watchdog, const std::string
     std::exception_ptr failure;
     try {
       work();
+    } catch (const AgreedError&) {
+      throw;
     } catch (...) {
       failure = std::current_exception();
     }
@@ -49,6 +66,8 @@ auto collectively(Communicator comm, const Watchdog& watchdog, const std::string
     Result result{};
     try {
       result = work();
+    } catch (const AgreedError&) {
+      throw;
     } catch (...) {
       failure = std::current_exception();
     }

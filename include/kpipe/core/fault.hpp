@@ -1,8 +1,9 @@
 #pragma once
 // Fault injection for tests (test-only; documented in docs/runtime.md): the
 // environment variable KPIPE_FAULT=RANK:PHASE[:STEP] makes world rank RANK
-// throw a runtime error when it reaches PHASE ("setup", "step" — at step STEP,
-// default 0 — or "checkpoint"), so tests can prove that a failure on any rank
+// throw a runtime error when it reaches PHASE ("setup-stages" as it builds its
+// stages, before set-up's collectives; "setup" at the end of set-up; "step" —
+// at step STEP, default 0 — or "checkpoint"), so tests can prove that a failure on any rank
 // in any phase ends the whole job with one line naming that rank;
 // "checkpoint-stall" stops the rank (SIGSTOP) half-way through a checkpoint
 // write instead, as a hung node would, and "restart-stall" as it starts to
@@ -19,6 +20,7 @@ namespace kpipe::fault {
 
 // The phases a fault can be injected in.
 enum class Phase {
+  setup_stages,
   setup,
   step,
   checkpoint,

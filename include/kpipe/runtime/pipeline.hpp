@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/comm/transport.hpp"
@@ -37,7 +38,8 @@ template <class Scalar>
 class Pipeline {
  public:
   // Builds this rank's part; world size must be p · t · d (an input error otherwise).
-  // Set-up may fail on one rank only: build it under comm::collectively.
+  // Set-up may fail on one rank only: build it under comm::collectively over
+  // `world` and the phase name "set-up" (the agreement inside meets a failing rank's).
   Pipeline(const config::RunConfig& config, comm::Communicator world, Mode mode,
            comm::Staging staging = comm::Staging::automatic);
 
@@ -128,6 +130,9 @@ class Pipeline {
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   DataFeed<Scalar> feed_;
   LossHead<Scalar> loss_head_;
+  // Every rank built the parts above, each of which may fail on one rank
+  // alone, before the communicator splits of the gradient sums.
+  comm::AgreementPoint parts_built_;
   GradientSync<Scalar> gradient_sync_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
   std::unique_ptr<StepUpdate<Scalar>> update_;           // training only
