@@ -14,6 +14,7 @@
 #include "host_loops.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 namespace kpipe::kernels {
@@ -86,19 +87,17 @@ detail::GemmOperands<Scalar, In> operands(Trans trans_a, Trans trans_b, std::siz
 }
 
 // Host float32 GEMMs go to oneDNN's matmul where its JIT kernels use wider
-// vectors than the kernel OpenBLAS picked for this CPU: 5 to 7 times faster at
-// the Linear shapes on Sapphire Rapids, where OpenBLAS 0.3.21 runs Prescott's
-// SSE3 code, and about 2 times on AMD Zen 4, where it runs Haswell's AVX2 code
-// and oneDNN AVX-512. Where both run AVX-512 oneDNN still wins at a
-// microbatch's rows: 1.21-1.27 times OpenBLAS' Cooperlake kernel at 16 and 32
-// rows on Zen 4 (equal at 1,024), the quickstart 1.2 times faster; but only
-// on whole products: a thread's slice of columns (op(B) with a leading
-// dimension past its width) gets oneDNN 2.6's gemm:jit, not its brgemm, and
-// two threads ran the quickstart 20% slower than on OpenBLAS. So the tie goes
-// to oneDNN where the rank has one host thread, or where its threads are
-// oneDNN's too and host_gemm hands it whole products. Where both run AVX2,
-// OpenBLAS' Haswell kernel is 1.6-1.9 times oneDNN's at those rows
-// (docs/performance-log.md, "Which library runs float32").
+// vectors than the kernel OpenBLAS picked for this CPU: on Sapphire Rapids,
+// where OpenBLAS 0.3.21 runs Prescott's SSE3 code, and on AMD Zen 4, where it
+// runs Haswell's AVX2 code and oneDNN AVX-512. Where both run AVX-512 oneDNN
+// still wins at a microbatch's rows over OpenBLAS' Cooperlake kernel (they
+// tie at 1,024 rows), but only on whole products: a thread's slice of columns
+// (op(B) with a leading dimension past its width) gets oneDNN 2.6's gemm:jit,
+// not its brgemm, and two threads ran the quickstart slower than on OpenBLAS.
+// So the tie goes to oneDNN where the rank has one host thread, or where its
+// threads are oneDNN's too and host_gemm hands it whole products. Where both
+// run AVX2, OpenBLAS' Haswell kernel beats oneDNN's at those rows
+// (docs/performance.md, "AMD EPYC, Zen 4, a second host" and the other CPUs).
 #if defined(KPIPE_HAVE_DNNL) && defined(KPIPE_HAVE_CBLAS)
 bool float_gemm_on_onednn() {
   static const bool on_onednn = [] {
@@ -134,8 +133,9 @@ using Host = Kokkos::DefaultHostExecutionSpace;
 // its slice: the GEMMs run in the rank's one threading runtime, no library
 // pool spins beside Kokkos' threads, and each thread packs only its slice of
 // op(B). OpenBLAS' own threading of the Linear's 32-row products split their
-// rows and packed all of op(B) in each thread: 1.06-1.12x on two threads,
-// against 1.58x split by columns (docs/performance-log.md, "Portability study").
+// rows and packed all of op(B) in each thread, and gained far less from a
+// second thread than a split by columns does (docs/performance-log.md,
+// "Portability study").
 // Every output is one slice's, summed over k in the library's order: the
 // result does not depend on the thread count. Float32 products that run on
 // oneDNN whose OpenMP threads are Kokkos' own go to it whole instead, on as
@@ -143,10 +143,9 @@ using Host = Kokkos::DefaultHostExecutionSpace;
 // does not get (a float32 result may then depend on the thread count).
 // A float32 weight gradient over a microbatch's rows whose gradient is at
 // least a core's L2 streams through kpipe's kernel instead, whole or in the
-// same column slices, where the CPU has AVX-512: 2.0-2.2 times oneDNN's rate
-// when the gradients come from memory, 0.8-0.9 times when they sit in L2,
-// where the smaller gradients stay on the library (docs/performance-log.md,
-// "Streaming the weight gradient").
+// same column slices, where the CPU has AVX-512: it outruns oneDNN when the
+// gradients come from memory, not when they sit in L2, where the smaller
+// gradients stay on the library (docs/performance.md, "AMD EPYC, Zen 5").
 // `then(first, last)` runs after the product of C's columns [first, last),
 // in the thread that computed them (the calling thread, for a whole product).
 template <class Scalar, class Then = void (*)(int, int)>
@@ -569,6 +568,10 @@ void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, confi
   const auto A = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
   const auto C = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
   gemm<float>(space, Trans::no, Trans::no, 1, A, A, 0, C, path);
+  if (path == GemmPath::packed) {
+    const auto bias = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", 1, n);
+    PackedWeight<float>().linear_forward(space, A, A, bias, C);
+  }
   if (precision == config::Precision::bf16) {
     const auto A16 = tensor::zero_matrix<tensor::BFloat16>("kpipe::kernels::load_gemm_library", n, n);
     gemm_mixed(space, Trans::no, Trans::no, 1, A16, A16, 0, C, path);

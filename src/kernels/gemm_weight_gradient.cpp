@@ -2,11 +2,11 @@
 // streamed through dW. With k (the rows) small, the product does 2k FLOPs
 // per element of dW and reads and writes every element once; a gradient
 // larger than L2 comes from L3 or memory when its W runs, and the product is
-// bound by how fast dW streams. oneDNN 2.6's tiles did not stream: 10 GB/s
-// from memory where a copy runs 37 (docs/performance-log.md, "The weight
-// gradient from memory"). Here each block of 8 rows x 64 columns of dW is
-// loaded once, takes all k products in registers, is stored once, and the
-// next block's rows are prefetched while it computes.
+// bound by how fast dW streams. oneDNN 2.6's tiles did not stream: from
+// memory they ran far below a copy's bandwidth (docs/performance.md, "AMD
+// EPYC, Zen 5"). Here each block of 8 rows x 64 columns of dW is loaded once,
+// takes all k products in registers, is stored once, and the next block's
+// rows are prefetched while it computes.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -94,9 +94,16 @@ __attribute__((target("avx512f"))) void accumulate_block(const GemmOperands<floa
 
 }  // namespace
 
+// Where the CPU has AVX-512 and oneDNN may use it: ONEDNN_MAX_CPU_ISA=AVX2
+// caps kpipe's own kernel with oneDNN's, so one variable forces a CPU's AVX2
+// path (with OPENBLAS_CORETYPE=Haswell for OpenBLAS) on any machine.
 bool streams_weight_gradients() {
 #if defined(KPIPE_STREAMED_WEIGHT_GRADIENT)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx512 = __builtin_cpu_supports("avx512f")
+#if defined(KPIPE_HAVE_DNNL)
+                             && onednn_vector_isa() == VectorIsa::avx512
+#endif
+      ;
   return avx512;
 #else
   return false;

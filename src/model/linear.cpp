@@ -109,6 +109,7 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
                     name, real_outputs, output));
   }
   if (transposed_ && gemm_ == kernels::GemmPath::packed) gemm_ = kernels::GemmPath::vendor;
+  if (gemm_ == kernels::GemmPath::packed) packed_ = std::make_unique<kernels::PackedWeight<Scalar>>();
   // The axes of W that hold the inputs and the outputs.
   const int in_axis = transposed_ ? 1 : 0, out_axis = 1 - in_axis;
   Shard weight_shard = shard_of(split_, split_ == TensorSplit::row ? in_axis : out_axis, blocks, env.collectives);
@@ -139,7 +140,7 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
 
 template <class Scalar>
 void Linear<Scalar>::weights_changed() {
-  packed_.invalidate();
+  if (packed_) packed_->invalidate();
   if constexpr (std::is_same_v<Scalar, float>) {
     if (!reduced()) return;
     kernels::with_reduced_type(operand_dtype(), "a Linear's weight", [&](auto type) {
@@ -216,11 +217,11 @@ void Linear<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outpu
     if (has_bias_) kernels::add_row(space, bias_.value, Y);
   } else if (gemm_ == kernels::GemmPath::packed && bf16()) {
     if constexpr (std::is_same_v<Scalar, float>) {
-      packed_.linear_forward(space, input.matrix<tensor::BFloat16>(), weight_reduced_.matrix<tensor::BFloat16>(),
-                             bias_.value, Y);
+      packed_->linear_forward(space, input.matrix<tensor::BFloat16>(), weight_reduced_.matrix<tensor::BFloat16>(),
+                              bias_.value, Y);
     }
   } else if (gemm_ == kernels::GemmPath::packed) {
-    packed_.linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
+    packed_->linear_forward(space, input.matrix<Scalar>(), weight_.value, bias_.value, Y);
   } else {
     kernels::ColumnEpilogue<Scalar> bias;
     if (has_bias_) bias.bias = bias_.value;
@@ -299,11 +300,11 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
     const auto dX = sum.matrix<Scalar>();
     if (gemm_ == kernels::GemmPath::packed && bf16()) {
       if constexpr (std::is_same_v<Scalar, float>) {
-        packed_.input_gradient(env_.exec.space(), gradient.matrix<tensor::BFloat16>(),
-                               weight_reduced_.matrix<tensor::BFloat16>(), dX);
+        packed_->input_gradient(env_.exec.space(), gradient.matrix<tensor::BFloat16>(),
+                                weight_reduced_.matrix<tensor::BFloat16>(), dX);
       }
     } else if (gemm_ == kernels::GemmPath::packed) {
-      packed_.input_gradient(env_.exec.space(), gradient.matrix<Scalar>(), weight_.value, dX);
+      packed_->input_gradient(env_.exec.space(), gradient.matrix<Scalar>(), weight_.value, dX);
     } else {
       multiply(Trans::no, transposed_ ? Trans::no : Trans::yes, gradient, weight_operand(), 0, dX);
     }
@@ -330,7 +331,7 @@ void Linear<Scalar>::backward_weight(Context& ctx) {
   kernels::ColumnEpilogue<Scalar> bias_sums;
   if (fused_bias) bias_sums = {{}, gradient.matrix<Scalar>(), bias_.grad};
   if (gemm_ == kernels::GemmPath::packed && !reduced()) {
-    packed_.weight_gradient(space, input.matrix<Scalar>(), gradient.matrix<Scalar>(), weight_.grad);
+    packed_->weight_gradient(space, input.matrix<Scalar>(), gradient.matrix<Scalar>(), weight_.grad);
   } else if (transposed_) {
     multiply(Trans::yes, Trans::no, gradient, input, 1, weight_.grad);
   } else {

@@ -108,10 +108,11 @@ void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_
 // saying why.
 std::string mixed_gemm_library(tensor::DType operands);
 
-// Runs one small product on `path` in float32, and in the reduced type of
-// `precision` too, so that the GEMM library's code, JIT kernels and one-time
-// state are resident before the memory estimate takes its baseline (oneDNN's
-// cost several MiB on first use).
+// Runs one small product on `path` in float32 (through the packed backend
+// too for GemmPath::packed), and in the reduced type of `precision`, so that
+// the GEMM libraries' code, JIT kernels and one-time state are resident
+// before the memory estimate takes its baseline (oneDNN's and libxsmm's cost
+// megabytes on first use).
 void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, config::Precision precision);
 
 // `count` matrices of one shape: X(i, r, c) is row r, column c of matrix i.

@@ -3,6 +3,7 @@
 // column- or row-parallel over the tensor group.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -116,8 +117,11 @@ class Linear final : public Layer<Scalar> {
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
   config::Precision precision_;
-  kernels::PackedWeight<Scalar> packed_;  // GemmPath::packed: W and Wᵀ in the library's layout
-  tensor::Tensor weight_reduced_;         // bf16, fp16: W rounded, refreshed by weights_changed()
+  // GemmPath::packed only: W and Wᵀ in the library's layout. Made for that
+  // path alone, so that no other run loads a packed library (libxsmm's JIT
+  // registry is megabytes) after the memory estimate took its baseline.
+  std::unique_ptr<kernels::PackedWeight<Scalar>> packed_;
+  tensor::Tensor weight_reduced_;  // bf16, fp16: W rounded, refreshed by weights_changed()
 };
 
 }  // namespace kpipe::model
