@@ -21,6 +21,7 @@
 #include "kpipe/runtime/preemption.hpp"
 #include "kpipe/runtime/profile_recorder.hpp"
 #include "kpipe/runtime/run_report.hpp"
+#include "kpipe/runtime/session.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/runtime/token_source.hpp"
 #include "kpipe/runtime/training.hpp"
@@ -94,19 +95,6 @@ std::string loss_text(const Pipeline& pipeline, double loss, double characters_p
                      loss, bits, bits / characters_per_token, characters_per_token);
 }
 
-// train.eval_every: the validation loss with the weights after `steps_done` steps.
-double validate(Pipeline& pipeline, int steps_done, double characters_per_token, runtime::RunReport& report) {
-  const double start = comm::wall_time();
-  const runtime::Evaluation total =
-      runtime::global_evaluation(pipeline.grid(), runtime::abort_on_error([&] { return pipeline.validate(); }));
-  // Each batch's scaled losses add up to its mean loss.
-  const double loss = total.loss / std::max(1, total.batches);
-  report.add_validation(steps_done, loss);
-  log::info("validation after step {}: {} over {} batches ({:.2f} s)", steps_done,
-            loss_text(pipeline, loss, characters_per_token), total.batches, comm::wall_time() - start);
-  return loss;
-}
-
 // What train.on_nonfinite = "skip", fp16 loss scaling and train.post_validation did over the run.
 void log_updates(const Pipeline& pipeline, int steps) {
   const auto& update = *pipeline.update();
@@ -124,10 +112,26 @@ void log_updates(const Pipeline& pipeline, int steps) {
   }
 }
 
-double mebibytes(const std::string& file) {
-  std::error_code error;
-  const auto bytes = std::filesystem::file_size(file, error);
-  return error ? 0.0 : static_cast<double>(bytes) / (1 << 20);
+// What the training data is and how many times the steps read it.
+void log_training_data(const Pipeline& pipeline, const config::RunConfig& config) {
+  const int steps = config.train.steps;
+  const double samples_per_step = pipeline.spec().global_batch;
+  const model::ModelSpec& model = pipeline.spec().model;
+  if (const std::int64_t samples = pipeline.data_samples(); model.kind == model::ModelKind::transformer) {
+    // Token streams hand out windows at random offsets: "epochs" are in tokens.
+    const std::int64_t tokens = samples * model.context;
+    log::info(
+        "data: {} training tokens ({}), {} per step in sequences of {} at seeded random offsets; {} steps read "
+        "{:.2f} times the split",
+        tokens,
+        runtime::data_source_kind(config.data.source).path_holds.empty() ? "synthetic Markov chain" : config.data.path,
+        samples_per_step * model.context, model.context, steps,
+        steps * samples_per_step * model.context / static_cast<double>(std::max<std::int64_t>(1, tokens)));
+  } else if (samples > 0) {
+    log::info("data: {} training samples from {}, reshuffled every epoch of {:.2f} steps; {} steps are {:.2f} epochs",
+              samples, config.data.path, samples / samples_per_step, steps,
+              steps * samples_per_step / static_cast<double>(samples));
+  }
 }
 
 }  // namespace
@@ -143,117 +147,66 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
     runtime::require_activation_directory(runtime::activation_directory(loaded.config.pipeline.activation_path));
   }
   require_writable(options.profile_path, "--profile");
-  const auto owned = runtime::build_pipeline(loaded.config, runtime::Mode::train);
-  Pipeline& pipeline = *owned;
-  print_setup(pipeline, "training");
   const int steps = loaded.config.train.steps;
-  const double samples_per_step = pipeline.spec().global_batch;
-  const model::ModelSpec& model = pipeline.spec().model;
-  if (const std::int64_t samples = pipeline.data_samples(); model.kind == model::ModelKind::transformer) {
-    // Token streams hand out windows at random offsets: "epochs" are in tokens.
-    const std::int64_t tokens = samples * model.context;
-    log::info(
-        "data: {} training tokens ({}), {} per step in sequences of {} at seeded random offsets; {} steps read "
-        "{:.2f} times the split",
-        tokens,
-        runtime::data_source_kind(loaded.config.data.source).path_holds.empty() ? "synthetic Markov chain"
-                                                                                : loaded.config.data.path,
-        samples_per_step * model.context, model.context, steps,
-        steps * samples_per_step * model.context / static_cast<double>(std::max<std::int64_t>(1, tokens)));
-  } else if (samples > 0) {
-    log::info("data: {} training samples from {}, reshuffled every epoch of {:.2f} steps; {} steps are {:.2f} epochs",
-              samples, loaded.config.data.path, samples / samples_per_step, steps,
-              steps * samples_per_step / static_cast<double>(samples));
-  }
-
-  runtime::RunReport report(pipeline, loaded.config);
-  const double characters_per_token =
-      loaded.config.train.eval_every > 0 ? validation_characters_per_token(pipeline, loaded.config) : 1.0;
-  const int first = restore(pipeline, checkpoint, &report);
-  if (first > steps) {
-    throw input_error(
-        fmt::format("checkpoint.restart = \"{}\" has done {} steps, more than train.steps = {}; "
-                    "train.steps counts from step 0, so set it above {}",
-                    checkpoint.restart, first, steps, first));
-  }
-  const runtime::CheckpointRun run{loaded.deck.resolved_toml()};
-  const auto write_checkpoint = [&](int steps_done) {
-    const double write_start = comm::wall_time();
-    const std::string file = runtime::abort_on_error([&] {
-      pipeline.settle();
-      return runtime::save_checkpoint(pipeline, checkpoint, run, steps_done);
-    });
-    const double seconds = comm::wall_time() - write_start;
-    report.add_checkpoint(file, steps_done, seconds, mebibytes(file));
-    log::info("checkpoint: {} ({:.3f} s)", file, seconds);
-    return file;
+  double characters_per_token = 1.0;
+  std::unique_ptr<runtime::ProfileRecorder> profile;
+  runtime::SessionHooks hooks;
+  hooks.step_finished = [&](int step, double start, const runtime::StepResult& result) {
+    profile->add_step(step, start, result);
   };
-  const auto finish = [&](double seconds) {
-    report.finish(seconds);
+  runtime::TrainingSession* running = nullptr;
+  hooks.step_accounted = [&](const runtime::StepOutcome& done) {
+    const double samples_per_step = running->pipeline().spec().global_batch;
+    log::info("step {:>{}}/{}  loss {:.6f}  {:>9.4g} samples/s  ETA {}", done.step + 1,
+              fmt::formatted_size("{}", steps), steps, done.loss, samples_per_step / done.seconds,
+              duration(running->elapsed() / (done.step - running->first_step() + 1) * (steps - done.step - 1)));
+  };
+  hooks.validated = [&](int steps_done, double loss, int batches, double seconds) {
+    log::info("validation after step {}: {} over {} batches ({:.2f} s)", steps_done,
+              loss_text(running->pipeline(), loss, characters_per_token), batches, seconds);
+  };
+  hooks.checkpointed = [](const std::string& file, int, double seconds) {
+    log::info("checkpoint: {} ({:.3f} s)", file, seconds);
+  };
+  runtime::TrainingSession session(loaded.config, loaded.deck.resolved_toml(), hooks);
+  running = &session;
+  Pipeline& pipeline = session.pipeline();
+  print_setup(pipeline, "training");
+  log_training_data(pipeline, loaded.config);
+  if (loaded.config.train.eval_every > 0) {
+    characters_per_token = validation_characters_per_token(pipeline, loaded.config);
+  }
+  profile = std::make_unique<runtime::ProfileRecorder>(pipeline, options.profile_path);
+  const auto finish = [&] {
+    runtime::RunReport& report = session.report();
+    report.finish(session.elapsed());
     report.print();
     if (options.json_path.empty()) return;
     report.write_json(options.json_path, {{"command", "run"},
                                           {"deck", options.deck.path},
                                           {"resolution", {{"deck_files_read", config::deck_files_read()}}}});
   };
-  runtime::ProfileRecorder profile(pipeline, options.profile_path);
-  const runtime::PreemptionSignals preemption(loaded.config.runtime.preempt_signals);
-  // Post-validated steps follow each other without a barrier: their outcomes arrive one step late.
-  runtime::StepLedger ledger(pipeline.grid(), pipeline.schedule(), !pipeline.spec().optimizer.post_validation);
-  comm::barrier(comm::world());
-  const double start = comm::wall_time();
-  // Reports a step whose outcome every rank has; returns the preemption signal it carries.
-  const auto account = [&](const runtime::StepOutcome& done) {
-    report.add_step(done, start);
-    const double elapsed = comm::wall_time() - start;
-    log::info("step {:>{}}/{}  loss {:.6f}  {:>9.4g} samples/s  ETA {}", done.step + 1,
-              fmt::formatted_size("{}", steps), steps, done.loss, samples_per_step / done.seconds,
-              duration(elapsed / (done.step - first + 1) * (steps - done.step - 1)));
-    return done.signal;
-  };
-  const auto account_all = [&] {
-    for (const auto& done : runtime::abort_on_error([&] { return ledger.flush(); })) account(done);
-  };
-  for (int step = first; step < steps; ++step) {
-    const double step_start = comm::wall_time();
-    runtime::StepResult result = runtime::abort_on_error([&] { return pipeline.run_step(step); });
-    const double seconds = comm::wall_time() - step_start;
-    profile.add_step(step, step_start - start, result);
-    ledger.add(step, step_start, seconds, std::move(result), runtime::PreemptionSignals::received());
-    int signal = 0;
-    if (const auto done = runtime::abort_on_error([&] { return ledger.next(); })) signal = account(*done);
-    const int eval_every = loaded.config.train.eval_every;
-    if (eval_every > 0 && ((step + 1) % eval_every == 0 || step + 1 == steps)) {
-      validate(pipeline, step + 1, characters_per_token, report);
-    }
-    std::string checkpointed;  // this step's checkpoint file, if it wrote one
-    if (checkpoint.every > 0 && (step + 1) % checkpoint.every == 0) checkpointed = write_checkpoint(step + 1);
-    if (signal != 0 && step + 1 < steps) {
-      if (checkpointed.empty()) create_writable_directory(checkpoint.path, "checkpoint.path");
-      const std::string file = checkpointed.empty() ? write_checkpoint(step + 1) : checkpointed;
-      account_all();
-      log::info(
-          "preempted: {} after step {}; {} holds the run, continue it with checkpoint.restart = \"latest\" "
-          "(exit code {})",
-          signal_name(signal), step + 1, file, runtime::PreemptionSignals::exit_code);
-      finish(comm::wall_time() - start);
-      return runtime::PreemptionSignals::exit_code;
-    }
+  if (session.run() == runtime::SessionState::preempted) {
+    log::info(
+        "preempted: {} after step {}; {} holds the run, continue it with checkpoint.restart = \"latest\" "
+        "(exit code {})",
+        signal_name(session.preemption_signal()), session.steps_done(), session.last_checkpoint(),
+        runtime::PreemptionSignals::exit_code);
+    finish();
+    return runtime::PreemptionSignals::exit_code;
   }
-  account_all();
-  runtime::abort_on_error([&] { pipeline.settle(); });
-  finish(comm::wall_time() - start);
-  log_updates(pipeline, loaded.config.train.steps - first);
+  finish();
+  log_updates(pipeline, steps - session.first_step());
   if (const auto* store = pipeline.activation_store()) {
     const runtime::ActivationTraffic& io = store->traffic();
-    const int done = std::max(1, steps - first);
+    const int done = std::max(1, steps - session.first_step());
     log::info(
         "activation store (rank {}): {:.1f} MiB written and read per step, {:.4f} s of I/O per step, peak "
         "resident stash {:.1f} KiB",
         pipeline.grid().world_rank(), static_cast<double>(io.bytes_written) / done / (1 << 20), io.seconds() / done,
         static_cast<double>(runtime::peak_stashed_bytes(pipeline)) / 1024);
   }
-  profile.write(env.describe(), loaded.deck.source_text(), options.deck.overrides);
+  profile->write(env.describe(), loaded.deck.source_text(), options.deck.overrides);
   return 0;
 }
 
