@@ -563,7 +563,7 @@ std::string mixed_gemm_library(tensor::DType operands) {
 #endif
 }
 
-void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, config::Precision precision) {
+void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, Precision precision) {
   constexpr int n = 64;  // past the sizes libraries special-case
   const auto A = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
   const auto C = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
@@ -572,11 +572,11 @@ void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, confi
     const auto bias = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", 1, n);
     PackedWeight<float>().linear_forward(space, A, A, bias, C);
   }
-  if (precision == config::Precision::bf16) {
+  if (precision == Precision::bf16) {
     const auto A16 = tensor::zero_matrix<tensor::BFloat16>("kpipe::kernels::load_gemm_library", n, n);
     gemm_mixed(space, Trans::no, Trans::no, 1, A16, A16, 0, C, path);
   }
-  if (precision == config::Precision::fp16) {
+  if (precision == Precision::fp16) {
     const auto A16 = tensor::zero_matrix<tensor::Half>("kpipe::kernels::load_gemm_library", n, n);
     gemm_mixed(space, Trans::no, Trans::no, 1, A16, A16, 0, C, path);
   }

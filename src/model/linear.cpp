@@ -92,9 +92,9 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
       gemm_(kernels.gemm),
       precision_(kernels.precision) {
   if (reduced() && !std::is_same_v<Scalar, float>) {
-    throw input_error(fmt::format("Linear {}: {} GEMMs need a float32 layer", name, config::name_of(precision_)));
+    throw input_error(fmt::format("Linear {}: {} GEMMs need a float32 layer", name, kernels::name_of(precision_)));
   }
-  if (precision_ == config::Precision::fp16 && gemm_ == kernels::GemmPath::packed) {
+  if (precision_ == kernels::Precision::fp16 && gemm_ == kernels::GemmPath::packed) {
     throw input_error(
         fmt::format("Linear {}: no packed backend packs float16 weights; fp16 GEMMs run on the vendor or "
                     "portable path",
@@ -132,7 +132,7 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
   if (reduced()) {
     weight_reduced_ = tensor::with_element_type(operand_dtype(), [&](auto type) {
       return tensor::Tensor(tensor::uninitialized_matrix<decltype(type)>(
-          "kpipe::model::" + name + ".weight." + std::string(config::name_of(precision_)), rows, columns));
+          "kpipe::model::" + name + ".weight." + std::string(kernels::name_of(precision_)), rows, columns));
     });
     weights_changed();
   }

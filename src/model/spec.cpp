@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kernel_choices.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/layer_kind.hpp"
 
@@ -75,7 +76,7 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   spec.input_dim = config.input_dim;
   spec.hidden = config.hidden;
   spec.output_dim = config.output_dim;
-  spec.activation = config.activation;
+  spec.activation = detail::activation(config.activation);
   spec.loss = config.loss;
   spec.seed = config.seed;
   spec.init = config.init;

@@ -2,6 +2,7 @@
 
 #include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/layer_kind.hpp"
+#include "kpipe/model/trainer.hpp"
 
 namespace kpipe::model {
 
@@ -24,7 +25,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
   const bool vocab_parallel_loss = t > 1 && model.kind == ModelKind::transformer;
   // Boundaries travel in the type stages keep them in (model::Stage::boundary_dtype).
   const auto boundary_bytes =
-      static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(config.compute.precision)));
+      static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(kernel_choice(config.compute).precision)));
   FootprintQuery query;
   query.rows = config.train.microbatch_size;
   query.tensor_ranks = t;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "kernel_choices.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
 #include "kpipe/model/markov_tokens.hpp"
@@ -50,6 +51,11 @@ std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, tensor::ExecCon
 
 }  // namespace
 
+KernelChoice kernel_choice(const config::ComputeConfig& compute) {
+  return {detail::gemm_path(compute.gemm), detail::attention_path(compute.attention),
+          detail::precision(compute.precision)};
+}
+
 TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   TrainerSpec spec;
   spec.model = ModelSpec::from_config(config.model);
@@ -59,9 +65,7 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.microbatch_size = config.train.microbatch_size;
   spec.data_parallel = config.pipeline.data_parallel;
   spec.stages = partition_layers(config);
-  spec.stage.kernels.gemm = config.compute.gemm;
-  spec.stage.kernels.attention = config.compute.attention;
-  spec.stage.kernels.precision = config.compute.precision;
+  spec.stage.kernels = kernel_choice(config.compute);
   // fp16, and only fp16, scales its loss: follows the precision also in a configuration edited in code.
   spec.optimizer.loss_scale.enabled = config.compute.precision == config::Precision::fp16;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;

@@ -125,7 +125,7 @@ std::unique_ptr<Pipeline<float>> build_pipeline(const config::RunConfig& config,
     log::info("compute.gemm = packed: {}", kernels::packed_gemm_library());
   }
   if (config.compute.precision != config::Precision::fp32) {
-    const tensor::DType operands = kernels::operand_dtype(config.compute.precision);
+    const tensor::DType operands = kernels::operand_dtype(model::kernel_choice(config.compute).precision);
     const auto library = [&]() -> std::string {
       switch (config.compute.gemm) {
         case config::GemmKind::portable:

@@ -22,14 +22,11 @@
 
 #include <string_view>
 
-#include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/choices.hpp"
 #include "kpipe/kernels/gemm.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
-
-// compute.attention's enum (config/run_config.hpp), one table for both.
-using AttentionPath = config::AttentionKind;
 
 // The sizes of one attention call; batch_heads = sequences · heads.
 struct AttentionShape {

@@ -5,13 +5,10 @@
 
 #include <string_view>
 
-#include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/choices.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::kernels {
-
-// model.activation's enum (config/run_config.hpp), one table for both.
-using Activation = config::ActivationKind;
 
 // Y = f(X), GELU in its exact erf form.
 template <class Scalar>

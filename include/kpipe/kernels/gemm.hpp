@@ -13,16 +13,13 @@
 #include <string>
 #include <string_view>
 
-#include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/choices.hpp"
 #include "kpipe/tensor/matrix.hpp"
 #include "kpipe/tensor/spec.hpp"
 
 namespace kpipe::kernels {
 
 enum class Trans { no, yes };
-// compute.gemm's enum (config/run_config.hpp), one table for both.
-using GemmPath = config::GemmKind;
-
 // The library behind GemmPath::vendor in this build on this CPU: "cblas
 // (OpenBLAS, SkylakeX kernel)", "oneDNN 2.6.3 matmul for float32 and cblas for
 // float64, as ...", "cuBLAS" and its version, or "portable" when there is
@@ -113,7 +110,7 @@ std::string mixed_gemm_library(tensor::DType operands);
 // the GEMM libraries' code, JIT kernels and one-time state are resident
 // before the memory estimate takes its baseline (oneDNN's and libxsmm's cost
 // megabytes on first use).
-void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, config::Precision precision);
+void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, Precision precision);
 
 // `count` matrices of one shape: X(i, r, c) is row r, column c of matrix i.
 // Rows are contiguous (stride(2) == 1); rows and matrices may lie any

@@ -7,7 +7,7 @@
 
 #include <type_traits>
 
-#include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/choices.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/matrix.hpp"
 #include "kpipe/tensor/spec.hpp"
@@ -17,13 +17,13 @@ namespace kpipe::kernels {
 
 // The element type a float32 Linear's GEMMs take under `precision`:
 // float32, bfloat16 or float16.
-constexpr tensor::DType operand_dtype(config::Precision precision) {
+constexpr tensor::DType operand_dtype(Precision precision) {
   switch (precision) {
-    case config::Precision::bf16:
+    case Precision::bf16:
       return tensor::DType::bfloat16;
-    case config::Precision::fp16:
+    case Precision::fp16:
       return tensor::DType::float16;
-    case config::Precision::fp32:
+    case Precision::fp32:
       break;
   }
   return tensor::DType::float32;
@@ -33,7 +33,7 @@ constexpr tensor::DType operand_dtype(config::Precision precision) {
 // and stages send their boundaries in: the reduced type of `precision` for
 // float layers, Scalar itself otherwise (float64 layers compute in float64).
 template <class Scalar>
-constexpr tensor::DType stored_dtype(config::Precision precision) {
+constexpr tensor::DType stored_dtype(Precision precision) {
   return std::is_same_v<Scalar, float> ? operand_dtype(precision) : tensor::dtype_of<Scalar>();
 }
 
@@ -93,9 +93,9 @@ void with_reduced_type(tensor::DType dtype, const char* what, F&& f) {
 // f(T{}) for the element type T in which layers of `Scalar` keep what they
 // save under `precision` (stored_dtype): Scalar, or bfloat16 or float16.
 template <class Scalar, class F>
-void with_stored_type(config::Precision precision, F&& f) {
+void with_stored_type(Precision precision, F&& f) {
   if constexpr (std::is_same_v<Scalar, float>) {
-    if (precision != config::Precision::fp32) {
+    if (precision != Precision::fp32) {
       with_reduced_type(operand_dtype(precision), "a stored tensor", f);
       return;
     }

@@ -2,9 +2,7 @@
 // The kernels a layer computes with: the deck's compute.gemm,
 // compute.attention and compute.precision, carried to every layer a kind builds.
 
-#include "kpipe/config/run_config.hpp"
-#include "kpipe/kernels/attention.hpp"
-#include "kpipe/kernels/gemm.hpp"
+#include "kpipe/kernels/choices.hpp"
 
 namespace kpipe::model {
 
@@ -13,7 +11,7 @@ namespace kpipe::model {
 struct KernelChoice {
   kernels::GemmPath gemm = kernels::GemmPath::vendor;
   kernels::AttentionPath attention = kernels::AttentionPath::gemm;
-  config::Precision precision = config::Precision::fp32;
+  kernels::Precision precision = kernels::Precision::fp32;
 };
 
 }  // namespace kpipe::model

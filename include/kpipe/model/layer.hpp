@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/choices.hpp"
 #include "kpipe/model/collectives.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/matrix.hpp"
@@ -264,7 +264,7 @@ struct LayerEnvironment {
   tensor::ExecContext& exec;
   Collectives& collectives;
   bool sequence_parallel = false;
-  config::Precision precision = config::Precision::fp32;
+  kernels::Precision precision = kernels::Precision::fp32;
 };
 
 namespace detail {

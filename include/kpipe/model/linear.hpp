@@ -90,9 +90,9 @@ class Linear final : public Layer<Scalar> {
   // (t times its input's), a row-parallel one reduce-scatters them (1/t).
   int row_factor() const { return sequence_parallel_ && split_ == TensorSplit::column ? ranks_ : 1; }
   int row_divisor() const { return sequence_parallel_ && split_ == TensorSplit::row ? ranks_ : 1; }
-  bool bf16() const { return precision_ == config::Precision::bf16; }
+  bool bf16() const { return precision_ == kernels::Precision::bf16; }
   // compute.precision = bf16 or fp16: the GEMMs take rounded operands.
-  bool reduced() const { return precision_ != config::Precision::fp32; }
+  bool reduced() const { return precision_ != kernels::Precision::fp32; }
   // The element type of the GEMMs' operands (and of the saved x).
   tensor::DType operand_dtype() const { return kernels::stored_dtype<Scalar>(precision_); }
   // Writes the lowest finite value to the padding columns of this rank's outputs Y.
@@ -116,7 +116,7 @@ class Linear final : public Layer<Scalar> {
   Parameter<Scalar> weight_;
   Parameter<Scalar> bias_;
   kernels::GemmPath gemm_;
-  config::Precision precision_;
+  kernels::Precision precision_;
   // GemmPath::packed only: W and Wᵀ in the library's layout. Made for that
   // path alone, so that no other run loads a packed library (libxsmm's JIT
   // registry is megabytes) after the memory estimate took its baseline.

@@ -20,6 +20,10 @@
 
 namespace kpipe::model {
 
+// The deck's compute.gemm, compute.attention and compute.precision in the
+// kernels' own enums: the one translation (src/model/kernel_choices.hpp).
+KernelChoice kernel_choice(const config::ComputeConfig& compute);
+
 struct TrainerSpec {
   ModelSpec model;
   DataSpec data;

@@ -151,7 +151,7 @@ TEST_CASE("a bf16 stage caches K and V in bfloat16: half the bytes, the whole wi
   const auto spec = serving_transformer();
   const auto prompt = prompts(spec);
   StageOptions bf16;
-  bf16.kernels.precision = config::Precision::bf16;
+  bf16.kernels.precision = kernels::Precision::bf16;
   Stage<float> reduced(spec, {0, spec.layer_count()}, bf16, exec);
   Stage<float> full(spec, {0, spec.layer_count()}, {}, exec);
   reduced.enable_kv_cache(10, block_tokens);

@@ -82,7 +82,7 @@ std::vector<double> transposed(const std::vector<double>& x, int rows, int cols)
 TEMPLATE_TEST_CASE("a reduced-precision Linear matches float64 finite differences within the bound of its type",
                    "[model][gradients][bf16][fp16]", tensor::BFloat16, tensor::Half) {
   constexpr int rows = 16, in = 96, out = 40;
-  constexpr auto precision = is_half<TestType> ? config::Precision::fp16 : config::Precision::bf16;
+  constexpr auto precision = is_half<TestType> ? kernels::Precision::fp16 : kernels::Precision::bf16;
   tensor::ExecContext exec;
   SerialCollectives collectives(exec);
   // No backend packs float16: fp16 runs the vendor and portable paths.
@@ -156,7 +156,7 @@ TEMPLATE_TEST_CASE("a reduced-precision Linear matches float64 finite difference
 
 TEMPLATE_TEST_CASE("a reduced-precision Linear follows its float32 master weights only through weights_changed",
                    "[model][bf16][fp16]", tensor::BFloat16, tensor::Half) {
-  constexpr auto precision = is_half<TestType> ? config::Precision::fp16 : config::Precision::bf16;
+  constexpr auto precision = is_half<TestType> ? kernels::Precision::fp16 : kernels::Precision::bf16;
   tensor::ExecContext exec;
   SerialCollectives collectives(exec);
   Linear<float> layer(8, 4, "linear", kernels::stream_key(3, 4), WeightInit::of(config::InitKind::uniform, 8, 4),
@@ -182,7 +182,7 @@ TEST_CASE("an fp16 Linear refuses the packed path, which packs no float16", "[mo
   SerialCollectives collectives(exec);
   const std::string message = kpipe::test::input_error_of([&] {
     Linear<float> layer(8, 4, "linear", kernels::stream_key(3, 4), WeightInit::of(config::InitKind::uniform, 8, 4),
-                        KernelChoice{kernels::GemmPath::packed, kernels::AttentionPath::gemm, config::Precision::fp16},
+                        KernelChoice{kernels::GemmPath::packed, kernels::AttentionPath::gemm, kernels::Precision::fp16},
                         {exec, collectives});
   });
   CHECK(message.find("no packed backend packs float16 weights") != std::string::npos);

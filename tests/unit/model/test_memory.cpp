@@ -60,19 +60,19 @@ TEST_CASE("a stage's estimated footprint is what the built stage holds", "[model
 // LayerNorms keep 1/std in float32).
 TEST_CASE("a reduced-precision stage stashes the bytes its footprint predicts", "[model][memory][bf16][fp16]") {
   const ModelKind kind = GENERATE(ModelKind::mlp, ModelKind::residual_mlp);
-  const auto precision = GENERATE(config::Precision::fp32, config::Precision::bf16, config::Precision::fp16);
+  const auto precision = GENERATE(kernels::Precision::fp32, kernels::Precision::bf16, kernels::Precision::fp16);
   const bool recompute = GENERATE(false, true);
   const ModelSpec model = model_of(kind);
   constexpr int rows = 4;
   for (const LayerRange range : {LayerRange{0, model.layer_count()}, LayerRange{1, model.layer_count() - 1}}) {
-    INFO(config::name_of(precision) << " recompute " << recompute << " layers [" << range.first << ", " << range.end()
-                                    << ")");
+    INFO(kernels::name_of(precision) << " recompute " << recompute << " layers [" << range.first << ", " << range.end()
+                                     << ")");
     tensor::ExecContext exec;
     StageOptions options{{kernels::GemmPath::vendor}, recompute};
     options.kernels.precision = precision;
     Stage<float> stage(model, range, options, exec);
     const StageFootprint footprint = stage_footprint(model, range, {rows}, recompute);
-    const bool reduced = precision != config::Precision::fp32;
+    const bool reduced = precision != kernels::Precision::fp32;
     const ActivationBytes bytes = activation_bytes(footprint, 4, reduced ? 2 : 4);
     const auto X = random_matrix<float>(rows, stage.input_dim(), 5);
     const auto Y = tensor::uninitialized_matrix<float>("Y", rows, stage.output_dim());

@@ -313,20 +313,20 @@ TEST_CASE("a reduced-precision transformer stage stashes the bytes its footprint
           "[model][transformer][memory][bf16][fp16]") {
   const auto spec = tiny_transformer();
   const auto attention = GENERATE(AttentionPath::gemm, AttentionPath::fused);
-  const auto precision = GENERATE(config::Precision::fp32, config::Precision::bf16, config::Precision::fp16);
+  const auto precision = GENERATE(kernels::Precision::fp32, kernels::Precision::bf16, kernels::Precision::fp16);
   const bool recompute = GENERATE(false, true);
   const int layers = spec.layer_count();
   constexpr int rows = 2;
   for (const LayerRange range : {LayerRange{0, layers}, LayerRange{1, layers - 1}}) {
-    INFO(config::name_of(precision) << " layers [" << range.first << ", " << range.end() << ") recompute "
-                                    << recompute);
+    INFO(kernels::name_of(precision) << " layers [" << range.first << ", " << range.end() << ") recompute "
+                                     << recompute);
     tensor::ExecContext exec;
     StageOptions options{{kernels::GemmPath::vendor, attention}, recompute};
     options.kernels.precision = precision;
     Stage<float> stage(spec, range, options, exec);
     const StageFootprint footprint =
         stage_footprint(spec, range, {rows, 1, false, TensorSplit::none, false, attention}, recompute);
-    const ActivationBytes bytes = activation_bytes(footprint, 4, precision == config::Precision::fp32 ? 4 : 2);
+    const ActivationBytes bytes = activation_bytes(footprint, 4, precision == kernels::Precision::fp32 ? 4 : 2);
     const auto X =
         range.first == 0 ? token_ids<float>(rows, spec, 2) : random_matrix<float>(rows, stage.input_dim(), 5);
     const auto Y = tensor::uninitialized_matrix<float>("Y", rows, stage.output_dim());
