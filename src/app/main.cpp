@@ -26,7 +26,7 @@ namespace kpipe::app {
 namespace {
 
 void report(const char* message) {
-  if (log::is_root()) std::fprintf(stderr, "kpipe: error: %s\n", message);
+  if (log::is_root()) std::fprintf(stderr, "kpipe: error: %s\n", bounded_line(message).c_str());
 }
 
 // Kokkos consumes its own --kokkos-* flags; the CLI must not see them.

@@ -11,6 +11,7 @@
 #include "kpipe/comm/eager_limit.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
+#include "kpipe/core/strings.hpp"
 
 namespace kpipe::comm {
 
@@ -37,7 +38,7 @@ Session::~Session() {
 void abort_job(const std::exception& error, int exit_code) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "kpipe: error: rank %d: %s\n", rank, error.what());
+  std::fprintf(stderr, "kpipe: error: rank %d: %s\n", rank, bounded_line(error.what()).c_str());
   std::fflush(stderr);
   end_world(exit_code);
 }

@@ -223,9 +223,11 @@ void check_override_text(const std::string& text, const std::string& origin) {
 
 RawEntry parse_override(const std::string& text) {
   const auto eq = text.find('=');
-  // Long overrides (a list of thousands of widths) are cut short in messages.
-  const std::string origin =
-      fmt::format("command line '{}{}'", printable(text.substr(0, 200)), text.size() > 200 ? "..." : "");
+  // Long overrides (a list of thousands of widths) are cut short in messages, as bounded_line cuts values.
+  const std::string origin = text.size() > limits::quoted_value_bytes
+                                 ? fmt::format("command line '{}…' ({} bytes)",
+                                               printable(text.substr(0, limits::quoted_value_head_bytes)), text.size())
+                                 : fmt::format("command line '{}'", printable(text));
   check_override_text(text, origin);
   if (eq == std::string::npos || eq == 0) {
     throw input_error(fmt::format("{}: an override must be key=value, e.g. pipeline.stages=4", origin));

@@ -1,8 +1,12 @@
 #include "kpipe/core/strings.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
+
+#include "kpipe/core/limits.hpp"
 
 namespace kpipe {
 
@@ -124,6 +128,62 @@ std::size_t json_depth(std::string_view text) {
     }
   }
   return deepest;
+}
+
+namespace {
+
+// The longest prefix of `text` of at most `bytes` bytes that ends between UTF-8 characters.
+std::string_view utf8_head(std::string_view text, std::size_t bytes) {
+  if (text.size() <= bytes) return text;
+  std::size_t end = bytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
+
+// A quote at `i` opens a value after a space, '=', '(' or ':' (not an apostrophe inside a word) ...
+bool opens(std::string_view line, std::size_t i) {
+  return i == 0 || std::string_view(" =(:").find(line[i - 1]) != std::string_view::npos;
+}
+
+// ... and closes it before a space or punctuation, or at the end.
+bool closes(std::string_view line, std::size_t j) {
+  return j + 1 == line.size() || std::string_view(" :,;.)").find(line[j + 1]) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string bounded_line(std::string_view line) {
+  std::string out;
+  // Past this offset a quote of that kind closes nothing: a later opening need not look again.
+  std::size_t unclosed[2] = {std::string_view::npos, std::string_view::npos};
+  for (std::size_t i = 0; i < line.size();) {
+    const char quote = line[i];
+    const int kind = quote == '"' ? 1 : 0;
+    if ((quote == '\'' || quote == '"') && opens(line, i) && i < unclosed[kind]) {
+      std::size_t j = line.find(quote, i + 1);
+      while (j != std::string_view::npos && !closes(line, j)) j = line.find(quote, j + 1);
+      if (j == std::string_view::npos) {
+        unclosed[kind] = i;
+      } else {
+        const std::string_view value = line.substr(i + 1, j - i - 1);
+        if (value.size() > limits::quoted_value_bytes) {
+          out += fmt::format("{0}{1}…{0} ({2} bytes)", quote, utf8_head(value, limits::quoted_value_head_bytes),
+                             value.size());
+        } else {
+          out.append(line.substr(i, j - i + 1));
+        }
+        i = j + 1;
+        continue;
+      }
+    }
+    out += quote;
+    ++i;
+  }
+  if (out.size() > limits::error_line_bytes) {
+    const std::string note = fmt::format("… ({} bytes in all)", out.size());
+    out = std::string(utf8_head(out, limits::error_line_bytes - note.size())) + note;
+  }
+  return out;
 }
 
 }  // namespace kpipe

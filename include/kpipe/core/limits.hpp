@@ -48,6 +48,13 @@ inline constexpr std::size_t toml_list_entries = 16384;
 // ~40 keys; toml11 keeps a location per key, so this also bounds the parse.
 inline constexpr std::size_t toml_keys = 1000;
 
+// An error line (bounded_line, core/strings.hpp): at most error_line_bytes;
+// a value quoted in it of more than quoted_value_bytes keeps its first
+// quoted_value_head_bytes and states its length.
+inline constexpr std::size_t error_line_bytes = 1000;
+inline constexpr std::size_t quoted_value_bytes = 160;
+inline constexpr std::size_t quoted_value_head_bytes = 64;
+
 // A command-line override, key=value; the longest real one is a list.
 inline constexpr std::size_t override_bytes = 64 * 1024;
 

@@ -27,6 +27,13 @@ std::string printable(std::string_view text);
 // U+10FFFF), or npos when the whole text is UTF-8.
 std::size_t invalid_utf8_offset(std::string_view text);
 
+// An error line no longer than limits::error_line_bytes: each quoted value
+// ('...' or "...", opened after a space, '=' or '(') of more than
+// limits::quoted_value_bytes is cut to its head with its length stated
+// ("xxxx…" (1000000 bytes)), and a line still too long is cut with its
+// length stated. Cuts fall between UTF-8 characters.
+std::string bounded_line(std::string_view line);
+
 // How deeply the arrays and objects of JSON `text` nest (strings skipped),
 // read without parsing, so that a reader can refuse a line nested beyond
 // limits::json_depth before a recursive parser or printer sees it.

@@ -55,3 +55,32 @@ TEST_CASE("invalid_utf8_offset accepts strict UTF-8 only (RFC 3629)", "[core]") 
   CHECK(kpipe::invalid_utf8_offset("ok\xe2\x9c") == 2);            // cut short
   CHECK(kpipe::invalid_utf8_offset("\xe2\x9c\x93\x80") == 3);      // a stray continuation byte
 }
+
+TEST_CASE("bounded_line cuts long quoted values and long lines, stating their lengths", "[core]") {
+  // Short lines and values, and apostrophes inside words, pass as they are.
+  const std::string short_line = "model.kind = \"mlq\" is not valid: the deck's 'model.kind' must be \"mlp\"";
+  CHECK(bounded_line(short_line) == short_line);
+  const std::string prose = "kpipe's own checkpoints" + std::string(2000, 's') + " and the deck's keys";
+  CHECK(bounded_line(prose).size() <= 1000);
+
+  const std::string value(1000000, 'x');
+  const std::string cut = bounded_line("model.kind = \"" + value + "\" is not valid: must be one of \"mlp\"");
+  CHECK(cut == "model.kind = \"" + std::string(64, 'x') + "…\" (1000000 bytes) is not valid: must be one of \"mlp\"");
+  CHECK(bounded_line("unknown key '" + value + "': did you mean") ==
+        "unknown key '" + std::string(64, 'x') + "…' (1000000 bytes): did you mean");
+
+  // A value of multi-byte characters is cut between characters.
+  std::string accents;
+  for (int i = 0; i < 200; ++i) accents += "é";
+  const std::string accented = bounded_line("path '" + accents + "'");
+  CHECK(accented == "path '" + accents.substr(0, 64) + "…' (400 bytes)");
+
+  // An unquoted run past the bound: the line is cut and says how long it was.
+  const std::string long_line = bounded_line(std::string(5000, 'y'));
+  CHECK(long_line.size() <= 1000);
+  CHECK(long_line.find("(5000 bytes in all)") != std::string::npos);
+  // Many unclosed quotes: linear, and bounded.
+  std::string quotes;
+  for (int i = 0; i < 100000; ++i) quotes += " '";
+  CHECK(bounded_line(quotes).size() <= 1000);
+}
