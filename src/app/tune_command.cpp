@@ -225,6 +225,7 @@ nlohmann::json row_json(const Prediction& p) {
 
 int tune_command(const runtime::Environment& env, const TuneOptions& options) {
   const LoadedDeck base = load_deck(options.deck);
+  if (!options.costs_path.empty()) protect_input(options.costs_path);
   require_writable(options.json_path, "--json");
   runtime::check_sweepable(base.config, "kpipe tune");
   const config::RunConfig& config = base.config;

@@ -39,6 +39,18 @@ std::string directory_of(const std::string& path) {
   throw input_error(fmt::format("cannot write the {} file '{}': {}", option, printable(path), why));
 }
 
+// Whether a file can be created in `directory`, tried with a probe file
+// removed at once: root passes access() on /proc or a directory whose file
+// system refuses new files. errno says why not.
+bool file_can_be_created_in(const std::string& directory) {
+  std::string probe = (std::filesystem::path(directory) / ".kpipe-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) return false;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
+}
+
 }  // namespace
 
 void protect_input(const std::string& path) {
@@ -72,14 +84,16 @@ void require_writable(const std::string& path, const char* option) {
 
 void require_writable_directory(const std::string& path, const char* option, const char* what) {
   struct stat info {};
-  const char* why = nullptr;
+  std::string why;
   if (::stat(path.c_str(), &info) != 0)
     why = std::strerror(errno);
   else if (!S_ISDIR(info.st_mode))
     why = "not a directory";
   else if (::access(path.c_str(), W_OK | X_OK) != 0)
     why = std::strerror(errno);
-  if (why) {
+  else if (!file_can_be_created_in(path))
+    why = fmt::format("no file can be created there ({})", std::strerror(errno));
+  if (!why.empty()) {
     throw input_error(
         fmt::format("cannot write {} into {} = \"{}\": {}; create the directory or name a "
                     "writable one",
