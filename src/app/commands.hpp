@@ -57,8 +57,8 @@ int infer_command(const runtime::Environment& env, const RunOptions& options);
 
 struct SweepOptions {
   DeckArguments deck;
-  std::vector<int> sizes;  // microbatch sizes to measure; empty: every b dividing B/d
-  int steps = 10;          // measured steps per size, after one warm-up step
+  std::string sizes;  // --sizes as written, "4,8,16"; empty: every b dividing B/d
+  int steps = 10;     // measured steps per size, after one warm-up step
   std::string json_path;
 };
 int sweep_command(const runtime::Environment& env, const SweepOptions& options);

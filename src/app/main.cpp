@@ -110,9 +110,7 @@ int run_cli(const runtime::Environment& env, std::vector<std::string> args) {
   app::SweepOptions sweep_options;
   auto* sweep = cli.add_subcommand("sweep", "Measure throughput over microbatch sizes and recommend one");
   add_deck_arguments(*sweep, sweep_options.deck);
-  sweep->add_option("--sizes", sweep_options.sizes, "Microbatch sizes, e.g. 4,8,16 (default: every b dividing B/d)")
-      ->delimiter(',')
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  sweep->add_option("--sizes", sweep_options.sizes, "Microbatch sizes, e.g. 4,8,16 (default: every b dividing B/d)");
   sweep->add_option("--steps", sweep_options.steps, "Measured steps per size, after one warm-up step")
       ->check(CLI::Range(1, 10000));
   sweep->add_option("--json", sweep_options.json_path, "Write the table, the fit and the recommendation as JSON");

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "auto_microbatch_size.hpp"
 #include "commands.hpp"
@@ -45,13 +47,34 @@ std::size_t best(const std::vector<Row>& rows, double Row::*rate) {
   return at;
 }
 
+// --sizes "4,8,16": positive integers separated by commas, none empty.
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> sizes;
+  for (std::size_t start = 0, item = 1; !text.empty(); ++item) {
+    const std::size_t comma = text.find(',', start);
+    const std::size_t last = comma == std::string::npos ? text.size() : comma;
+    const std::string_view piece = std::string_view(text).substr(start, last - start);
+    int b = 0;
+    const auto [end, error] = std::from_chars(piece.data(), piece.data() + piece.size(), b);
+    if (piece.empty() || error != std::errc() || end != piece.data() + piece.size() || b < 1) {
+      throw input_error(fmt::format(
+          "--sizes '{}': item {} {}; write positive integers separated by commas, e.g. 4,8,16", printable(text), item,
+          piece.empty() ? "is empty" : fmt::format("'{}' is not a positive integer", printable(piece))));
+    }
+    sizes.push_back(b);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
+
 }  // namespace
 
 int sweep_command(const runtime::Environment& env, const SweepOptions& options) {
   const LoadedDeck base = load_deck(options.deck);
   require_writable(options.json_path, "--json");
   runtime::check_sweepable(base.config, "kpipe sweep");
-  const std::vector<int> sizes = runtime::sizes_to_measure(base.config, options.sizes);
+  const std::vector<int> sizes = runtime::sizes_to_measure(base.config, parse_sizes(options.sizes));
   log::info("sweep: {} schedule, p = {}, d = {}, B = {}; b = {}; {} measured steps after 1 warm-up step each",
             base.config.pipeline.schedule, base.config.pipeline.stages, base.config.pipeline.data_parallel,
             base.config.train.global_batch, runtime::size_list(sizes), options.steps);
