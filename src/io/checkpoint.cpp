@@ -328,6 +328,12 @@ std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory) {
   return ours;
 }
 
+std::vector<CheckpointFile> step_checkpoints(const std::string& directory) {
+  std::vector<CheckpointFile> all;
+  for (const auto& [step, path] : checkpoints_in(directory)) all.push_back({step, path.string()});
+  return all;
+}
+
 std::vector<std::string> unfinished_checkpoints(const std::string& directory) {
   std::vector<std::string> found;
   for (const auto& [step, path] : step_files(directory, ".h5" + std::string(temporary_suffix))) {

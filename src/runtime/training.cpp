@@ -37,13 +37,14 @@ int restore_from(Pipeline<float>& pipeline, const std::string& file, RunReport* 
   return static_cast<int>(step);
 }
 
-// checkpoint.restart = "latest": the newest of kpipe's checkpoints in
-// checkpoint.path that reads and verifies (a torn or damaged one is skipped
-// with a warning; every rank judges alike), or step 0 when there is none.
-// Unfinished writes of an earlier job are named, for the user to remove.
+// checkpoint.restart = "latest": the newest step-<N>.h5 file in
+// checkpoint.path that reads and verifies as kpipe's (a torn or damaged one,
+// or another program's, is skipped with a warning; every rank judges alike),
+// or step 0 when there is none. Unfinished writes
+// of an earlier job are named, for the user to remove.
 int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
   const std::string listing = comm::broadcast_from_root(comm::world(), [&] {
-    const auto files = io::kpipe_checkpoints(checkpoint.path);  // oldest first
+    const auto files = io::step_checkpoints(checkpoint.path);  // oldest first
     if (const auto unfinished = io::unfinished_checkpoints(checkpoint.path); !unfinished.empty()) {
       log::warning(
           "checkpoint.path = \"{}\" holds {} unfinished checkpoint write{} of a job that ended inside it "

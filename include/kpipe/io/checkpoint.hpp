@@ -84,6 +84,10 @@ struct CheckpointFile {
   std::string path;
 };
 std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory);
+// Every regular step-<N>.h5 file of `directory`, oldest first, whoever wrote
+// it: checkpoint.restart = "latest" tries them newest first and says why it
+// skips one (torn, damaged, another program's).
+std::vector<CheckpointFile> step_checkpoints(const std::string& directory);
 // The step-<N>.h5.tmp-XXXXXX files of `directory`: writes a job ended inside
 // (killed, or its node lost). kpipe never removes them: another job may be
 // writing one now.
