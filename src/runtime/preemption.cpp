@@ -45,7 +45,12 @@ PreemptionSignals::PreemptionSignals(const std::vector<int>& signals) {
 }
 
 PreemptionSignals::~PreemptionSignals() {
-  for (const auto& [signal, previous] : previous_handlers()) ::sigaction(signal, &previous, nullptr);
+  // After a preemption the process is ending: a second signal (a scheduler
+  // repeats its warning) must not kill it with the default action before it
+  // exits with exit_code, so the signals stay caught.
+  if (first_signal == 0) {
+    for (const auto& [signal, previous] : previous_handlers()) ::sigaction(signal, &previous, nullptr);
+  }
   previous_handlers().clear();
 }
 

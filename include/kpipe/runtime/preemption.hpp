@@ -18,7 +18,9 @@ class PreemptionSignals {
   static constexpr int exit_code = 3;
 
   // Catches `signals` (signal numbers) until destroyed, when the previous
-  // handlers come back. At most one instance at a time.
+  // handlers come back — unless one arrived: the run then ends with
+  // exit_code, and a repeated signal must not kill the rank before it does,
+  // so they stay caught. At most one instance at a time.
   explicit PreemptionSignals(const std::vector<int>& signals);
   ~PreemptionSignals();
   PreemptionSignals(const PreemptionSignals&) = delete;

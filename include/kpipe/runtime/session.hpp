@@ -98,9 +98,11 @@ class TrainingSession {
   config::RunConfig config_;
   std::string resolved_deck_;
   SessionHooks hooks_;
+  // First: a signal during set-up or a restart's read is caught, and stops
+  // the run after its first step, with a checkpoint.
+  PreemptionSignals preemption_;
   std::unique_ptr<Pipeline<float>> pipeline_;
   std::unique_ptr<RunReport> report_;
-  PreemptionSignals preemption_;
   StepLedger ledger_;
   int first_step_ = 0;
   int next_step_ = 0;
