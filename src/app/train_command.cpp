@@ -148,35 +148,29 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
   }
   require_writable(options.profile_path, "--profile");
   const int steps = loaded.config.train.steps;
-  double characters_per_token = 1.0;
-  std::unique_ptr<runtime::ProfileRecorder> profile;
-  runtime::SessionHooks hooks;
+  runtime::TrainingSession session(loaded.config, loaded.deck.resolved_toml());
+  Pipeline& pipeline = session.pipeline();
+  print_setup(pipeline, "training");
+  log_training_data(pipeline, loaded.config);
+  const double characters_per_token =
+      loaded.config.train.eval_every > 0 ? validation_characters_per_token(pipeline, loaded.config) : 1.0;
+  runtime::ProfileRecorder profile(pipeline, options.profile_path);
+  runtime::SessionHooks& hooks = session.hooks();
   hooks.step_finished = [&](int step, double start, const runtime::StepResult& result) {
-    profile->add_step(step, start, result);
+    profile.add_step(step, start, result);
   };
-  runtime::TrainingSession* running = nullptr;
   hooks.step_accounted = [&](const runtime::StepOutcome& done) {
-    const double samples_per_step = running->pipeline().spec().global_batch;
     log::info("step {:>{}}/{}  loss {:.6f}  {:>9.4g} samples/s  ETA {}", done.step + 1,
-              fmt::formatted_size("{}", steps), steps, done.loss, samples_per_step / done.seconds,
-              duration(running->elapsed() / (done.step - running->first_step() + 1) * (steps - done.step - 1)));
+              fmt::formatted_size("{}", steps), steps, done.loss, pipeline.spec().global_batch / done.seconds,
+              duration(session.elapsed() / (done.step - session.first_step() + 1) * (steps - done.step - 1)));
   };
   hooks.validated = [&](int steps_done, double loss, int batches, double seconds) {
     log::info("validation after step {}: {} over {} batches ({:.2f} s)", steps_done,
-              loss_text(running->pipeline(), loss, characters_per_token), batches, seconds);
+              loss_text(pipeline, loss, characters_per_token), batches, seconds);
   };
   hooks.checkpointed = [](const std::string& file, int, double seconds) {
     log::info("checkpoint: {} ({:.3f} s)", file, seconds);
   };
-  runtime::TrainingSession session(loaded.config, loaded.deck.resolved_toml(), hooks);
-  running = &session;
-  Pipeline& pipeline = session.pipeline();
-  print_setup(pipeline, "training");
-  log_training_data(pipeline, loaded.config);
-  if (loaded.config.train.eval_every > 0) {
-    characters_per_token = validation_characters_per_token(pipeline, loaded.config);
-  }
-  profile = std::make_unique<runtime::ProfileRecorder>(pipeline, options.profile_path);
   const auto finish = [&] {
     runtime::RunReport& report = session.report();
     report.finish(session.elapsed());
@@ -206,7 +200,7 @@ int run_command(const runtime::Environment& env, const RunOptions& options) {
         pipeline.grid().world_rank(), static_cast<double>(io.bytes_written) / done / (1 << 20), io.seconds() / done,
         static_cast<double>(runtime::peak_stashed_bytes(pipeline)) / 1024);
   }
-  profile->write(env.describe(), loaded.deck.source_text(), options.deck.overrides);
+  profile.write(env.describe(), loaded.deck.source_text(), options.deck.overrides);
   return 0;
 }
 

@@ -88,6 +88,8 @@ class TrainingSession {
   Pipeline<float>& pipeline() { return *pipeline_; }
   const Pipeline<float>& pipeline() const { return *pipeline_; }
   RunReport& report() { return *report_; }
+  // The hooks, to attach or replace between calls (a hook may use the session).
+  SessionHooks& hooks() { return hooks_; }
   const config::RunConfig& config() const { return config_; }
 
  private:
