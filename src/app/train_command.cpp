@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "auto_microbatch_size.hpp"
@@ -15,7 +14,6 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/signals.hpp"
-#include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/preemption.hpp"

@@ -90,20 +90,24 @@ __attribute__((target("avx512f"))) void accumulate_block(const GemmOperands<floa
   }
 }
 
+// Whether oneDNN may use AVX-512: ONEDNN_MAX_CPU_ISA=AVX2 caps kpipe's own
+// kernel with oneDNN's, so one variable forces a CPU's AVX2 path (with
+// OPENBLAS_CORETYPE=Haswell for OpenBLAS) on any machine.
+bool onednn_allows_avx512() {
+#if defined(KPIPE_HAVE_DNNL)
+  return onednn_vector_isa() == VectorIsa::avx512;
+#else
+  return true;
+#endif
+}
+
 #endif
 
 }  // namespace
 
-// Where the CPU has AVX-512 and oneDNN may use it: ONEDNN_MAX_CPU_ISA=AVX2
-// caps kpipe's own kernel with oneDNN's, so one variable forces a CPU's AVX2
-// path (with OPENBLAS_CORETYPE=Haswell for OpenBLAS) on any machine.
 bool streams_weight_gradients() {
 #if defined(KPIPE_STREAMED_WEIGHT_GRADIENT)
-  static const bool avx512 = __builtin_cpu_supports("avx512f")
-#if defined(KPIPE_HAVE_DNNL)
-                             && onednn_vector_isa() == VectorIsa::avx512
-#endif
-      ;
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && onednn_allows_avx512();
   return avx512;
 #else
   return false;

@@ -10,6 +10,7 @@
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/environment.hpp"
+#include "kpipe/runtime/loss_head.hpp"
 #include "kpipe/runtime/training.hpp"
 
 namespace kpipe::runtime {

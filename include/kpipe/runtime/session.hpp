@@ -19,7 +19,6 @@
 #include <string>
 
 #include "kpipe/config/run_config.hpp"
-#include "kpipe/runtime/loss_head.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/preemption.hpp"
 #include "kpipe/runtime/run_report.hpp"
