@@ -104,7 +104,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   const std::vector<schedule::Action> lane_order =
       lanes ? schedule::in_lane_order(schedule.ranks.at(rank), spec.most_lanes(schedule.m))
             : std::vector<schedule::Action>();
-  const std::vector<schedule::Action>& actions = lanes ? lane_order : schedule.ranks.at(rank);
+  const std::vector<schedule::Action>& actions = lane_order.empty() ? schedule.ranks.at(rank) : lane_order;
   MemoryEstimate estimate;
   estimate.baseline = baseline_bytes;
   std::vector<model::StageFootprint> chunks;  // elements

@@ -24,8 +24,9 @@ ActionKind matching_send(ActionKind receive) {
 }  // namespace
 
 template <class Message>
-Execution<Message>::Execution(const Schedule& schedule)
+Execution<Message>::Execution(const Schedule& schedule, int steps)
     : schedule_(schedule),
+      steps_(static_cast<std::size_t>(steps)),
       messages_(2 * static_cast<std::size_t>(schedule.p) * schedule.m * schedule.v, not_sent),
       next_(schedule.p, 0),
       waiting_for_(schedule.p, not_waiting) {}
@@ -33,7 +34,7 @@ Execution<Message>::Execution(const Schedule& schedule)
 template <class Message>
 bool Execution<Message>::finished() const {
   for (int r = 0; r < schedule_.p; ++r) {
-    if (next_[r] < schedule_.ranks[r].size()) return false;
+    if (!done(r)) return false;
   }
   return true;
 }
@@ -51,51 +52,52 @@ std::optional<Problem> Execution<Message>::stall_problem() const {
   // does not exist at all, is the simpler story.
   for (int r = 0; r < schedule_.p; ++r) {
     const auto& actions = schedule_.ranks[r];
-    if (next_[r] >= actions.size()) continue;
-    const Action& wait = actions[next_[r]];
+    if (done(r)) continue;
+    const std::size_t at = position(r);
+    const Action& wait = actions[at];
     if (is_send(wait.kind)) {
-      return Problem{r, static_cast<std::int64_t>(next_[r]),
-                     fmt::format("rank {}, action {} ({}): model stage {} has no {} stage to send to", r, next_[r],
+      return Problem{r, static_cast<std::int64_t>(at),
+                     fmt::format("rank {}, action {} ({}): model stage {} has no {} stage to send to", r, at,
                                  describe(wait), schedule_.placement.stage(r, wait.chunk),
                                  wait.kind == ActionKind::send_act ? "next" : "previous")};
     }
     const StagePlace sender = other_end(schedule_, r, wait);
     if (find_send(schedule_.ranks[sender.rank], matching_send(wait.kind), wait.microbatch, sender.chunk) < 0) {
-      return Problem{r, static_cast<std::int64_t>(next_[r]),
+      return Problem{r, static_cast<std::int64_t>(at),
                      fmt::format("rank {}, action {} ({}): nothing sends this message; rank {} has no {} mb={} "
                                  "chunk={}",
-                                 r, next_[r], describe(wait), sender.rank, name(matching_send(wait.kind)),
-                                 wait.microbatch, sender.chunk)};
+                                 r, at, describe(wait), sender.rank, name(matching_send(wait.kind)), wait.microbatch,
+                                 sender.chunk)};
     }
   }
   // Every blocked rank waits for a send that its sender has not reached, so
   // following "waits for" from any blocked rank ends in a cycle.
   int first = 0;
-  while (next_[first] >= schedule_.ranks[first].size()) ++first;
+  while (done(first)) ++first;
   std::vector<int> visited_at(schedule_.p, -1);
   std::vector<int> chain;
   int r = first;
   while (visited_at[r] < 0) {
     visited_at[r] = static_cast<int>(chain.size());
     chain.push_back(r);
-    r = other_end(schedule_, r, schedule_.ranks[r][next_[r]]).rank;
+    r = other_end(schedule_, r, schedule_.ranks[r][position(r)]).rank;
   }
   std::string story;
   constexpr std::size_t shown = 4;
   const std::size_t cycle_length = chain.size() - visited_at[r];
   for (std::size_t k = 0; k < cycle_length && k < shown; ++k) {
     const int waiter = chain[visited_at[r] + k];
-    const Action& wait = schedule_.ranks[waiter][next_[waiter]];
+    const Action& wait = schedule_.ranks[waiter][position(waiter)];
     const StagePlace sender = other_end(schedule_, waiter, wait);
     const auto send_at =
         find_send(schedule_.ranks[sender.rank], matching_send(wait.kind), wait.microbatch, sender.chunk);
     story += fmt::format("{}rank {} blocks at action {} ({}) until rank {} reaches action {} ({})",
-                         k == 0 ? "" : ", while ", waiter, next_[waiter], describe(wait), sender.rank, send_at,
+                         k == 0 ? "" : ", while ", waiter, position(waiter), describe(wait), sender.rank, send_at,
                          describe(schedule_.ranks[sender.rank][send_at]));
   }
   if (cycle_length > shown) story += fmt::format(", and {} more ranks", cycle_length - shown);
   const int head = chain[visited_at[r]];
-  return Problem{head, static_cast<std::int64_t>(next_[head]),
+  return Problem{head, static_cast<std::int64_t>(position(head)),
                  fmt::format("deadlock across ranks: {}; reorder so that each send comes before the receive that "
                              "waits for it",
                              story)};

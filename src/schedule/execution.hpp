@@ -5,6 +5,13 @@
 // under blocking receives) and unmatched messages; the simulator uses it to
 // give every action its time. One pass, O(actions).
 //
+// With steps > 1 each rank runs its list that many times back to back (it
+// starts step k+1 as soon as its own step k ends), reusing one message slot
+// per (microbatch, chunk) across steps: in a training schedule that passed
+// validate(), a rank sends step k+1's message only after the receiver has
+// taken step k's (the sender's own step k waited on the receiver's reply), so
+// the slots are as many as one step needs however many steps run.
+//
 // Precondition: microbatches and chunks in range (the text form and the
 // generators guarantee it); everything else that is wrong in a schedule comes
 // out as a problem(), never as a memory error.
@@ -35,7 +42,7 @@ inline StagePlace other_end(const Schedule& s, int rank, const Action& message) 
 template <class Message>
 class Execution {
  public:
-  explicit Execution(const Schedule& schedule);
+  explicit Execution(const Schedule& schedule, int steps = 1);
 
   // Calls visit(rank, index, action, message) for every action, in an order
   // that respects every dependency: each rank in list order, a receive only
@@ -55,6 +62,9 @@ class Execution {
     // Chunk-major: a rank receives runs of consecutive microbatches of one chunk.
     return ((direction * schedule_.p + rank) * schedule_.v + chunk) * schedule_.m + microbatch;
   }
+  bool done(int rank) const { return next_[rank] >= schedule_.ranks[rank].size() * steps_; }
+  // Where in its list the blocked or stopped `rank` is (it has not finished).
+  std::size_t position(int rank) const { return next_[rank] % schedule_.ranks[rank].size(); }
   std::optional<Problem> stall_problem() const;
   std::optional<Problem> unreceived_problem() const;
 
@@ -63,8 +73,9 @@ class Execution {
   static constexpr std::size_t not_waiting = static_cast<std::size_t>(-1);
 
   const Schedule& schedule_;
+  std::size_t steps_;
   std::vector<Message> messages_;         // per (direction, receiving rank, chunk, microbatch)
-  std::vector<std::size_t> next_;         // per rank: index of the next action to run
+  std::vector<std::size_t> next_;         // per rank: index of the next action to run, counting over all steps
   std::vector<std::size_t> waiting_for_;  // per rank: the message slot it blocks on, or not_waiting
   std::size_t sends_ = 0;
   std::size_t receives_ = 0;
@@ -81,9 +92,11 @@ void Execution<Message>::run(Visit&& visit) {
     const int rank = ready.back();
     ready.pop_back();
     const auto& actions = schedule_.ranks[rank];
+    const std::size_t n = actions.size(), end = n * steps_;
     std::size_t i = next_[rank];
-    for (; i < actions.size(); ++i) {
-      const Action& a = actions[i];
+    // j: where action i is in the list (i mod n, without a division per action).
+    for (std::size_t j = n == 0 ? 0 : i % n; i < end; ++i, j = j + 1 == n ? 0 : j + 1) {
+      const Action& a = actions[j];
       if (is_receive(a.kind)) {
         const std::size_t at = slot(a.kind, rank, a.microbatch, a.chunk);
         if (messages_[at] < 0) {

@@ -35,7 +35,7 @@ std::vector<LaneGroup> lane_groups(const std::vector<Action>& actions, int lanes
 
 std::vector<Action> in_lane_order(const std::vector<Action>& actions, int lanes) {
   const std::vector<LaneGroup> groups = lane_groups(actions, lanes);
-  if (groups.empty()) return actions;
+  if (groups.empty()) return {};
   std::vector<Action> order;
   order.reserve(actions.size() + actions.size() / 3);
   for (const LaneGroup& group : groups) {

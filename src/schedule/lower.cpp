@@ -12,24 +12,31 @@ namespace kpipe::schedule {
 namespace {
 
 // The lowered list of one rank as the passes build it, with the origin of
-// every action when the caller wants them.
+// every action when the caller wants them; or, counting, only how long the
+// list will be, so that it is allocated once at its size (plans of millions
+// of actions keep no spare capacity).
 class RankOutput {
  public:
-  RankOutput(std::size_t compute, std::vector<std::int32_t>* origins) : origins_(origins) {
-    // A receive before and a send or LOSS after most actions (none around a
-    // W, two of each around an F&B), plus two step actions.
-    actions_.reserve(3 * compute + 2);
-    if (origins_) origins_->reserve(3 * compute + 2);
+  static RankOutput counting() { return RankOutput(); }
+  RankOutput(std::size_t size, std::vector<std::int32_t>* origins) : origins_(origins), counting_(false) {
+    actions_.reserve(size);
+    if (origins_) origins_->reserve(size);
   }
   void add(const Action& action, std::int32_t origin) {
+    ++size_;
+    if (counting_) return;
     actions_.push_back(action);
     if (origins_) origins_->push_back(origin);
   }
+  std::size_t size() const { return size_; }
   std::vector<Action> take() { return std::move(actions_); }
 
  private:
+  RankOutput() = default;
   std::vector<Action> actions_;
-  std::vector<std::int32_t>* origins_;
+  std::vector<std::int32_t>* origins_ = nullptr;
+  bool counting_ = true;
+  std::size_t size_ = 0;
 };
 
 struct PassInput {
@@ -104,8 +111,10 @@ namespace detail {
 
 std::vector<Action> lower_rank(const Schedule& shape, int rank, const std::vector<Action>& compute, bool training,
                                std::vector<std::int32_t>* origins) {
-  RankOutput out(compute.size(), origins);
   const PassInput in{shape, rank, compute, training};
+  RankOutput count = RankOutput::counting();
+  for (const auto pass : passes) pass(in, count);
+  RankOutput out(count.size(), origins);
   for (const auto pass : passes) pass(in, out);
   return out.take();
 }

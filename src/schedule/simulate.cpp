@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "execution.hpp"
 #include "kpipe/core/error.hpp"
@@ -194,23 +195,30 @@ class Draws {
 
 }  // namespace
 
-SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record) {
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record, int steps) {
   check_costs(costs, schedule);
+  if (steps < 1 || (steps > 1 && !schedule.training())) {
+    throw std::invalid_argument(
+        fmt::format("simulate: {} steps of a {} schedule; steps run back to back only in training", steps,
+                    schedule.training() ? "training" : "forward-only"));
+  }
   SimulationResult result;
   result.ranks.resize(schedule.p);
+  result.step_end.resize(schedule.p);
   const bool every_action = record == Record::every_action;
   if (every_action) result.end.resize(schedule.p);
   for (int r = 0; r < schedule.p; ++r) {
     result.ranks[r].peak_stashed = peak_stashed(schedule, r, costs);
-    if (every_action) result.end[r].reserve(schedule.ranks[r].size());
+    result.step_end[r].reserve(static_cast<std::size_t>(steps));
+    if (every_action) result.end[r].reserve(schedule.ranks[r].size() * steps);
   }
 
   const ComputeTimes compute_time(schedule, costs);
   Draws draw(costs.variation);
   std::vector<double> clock(schedule.p, 0.0);
   std::vector<double> first_compute(schedule.p, -1.0), last_compute(schedule.p, 0.0);
-  detail::Execution<double> execution(schedule);
-  execution.run([&](int rank, std::size_t /*index*/, const Action& a, double arrival) {
+  detail::Execution<double> execution(schedule, steps);
+  execution.run([&](int rank, std::size_t index, const Action& a, double arrival) {
     double& now = clock[rank];
     double sent = 0.0;
     if (is_compute(a.kind)) {
@@ -235,6 +243,8 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
     }
     // Each rank's actions are visited in list order: index i is end[rank].size().
     if (every_action) result.end[rank].push_back(now);
+    auto& step_end = result.step_end[rank];
+    if (index + 1 == (step_end.size() + 1) * schedule.ranks[rank].size()) step_end.push_back(now);
     return sent;
   });
   if (auto problem = execution.problem()) {

@@ -121,8 +121,12 @@ struct SimulationResult {
   std::vector<RankStats> ranks;
   // end[r][i]: when rank r finished action i. Actions run back to back, so
   // action i started when action i-1 ended (at 0 for the first). Empty when
-  // simulated with Record::summary.
+  // simulated with Record::summary. With several steps, i counts on through
+  // them.
   std::vector<std::vector<double>> end;
+  // step_end[r][k]: when rank r finished its actions of step k (one entry per
+  // step simulated, whatever the Record).
+  std::vector<std::vector<double>> step_end;
 
   double start(int rank, std::size_t index) const { return index == 0 ? 0.0 : end[rank][index - 1]; }
   // Every rank idle for the whole makespan less its busy time.
@@ -142,7 +146,12 @@ enum class Record { every_action, summary };
 // a message without its receive or a deadlock across ranks is then reported
 // as validate() would. A schedule that needs more than max_in_flight stashed
 // microbatches on some rank is an input error naming it.
-SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record = Record::every_action);
+//
+// steps > 1 (a training schedule only): the action lists run that many times
+// back to back, each rank starting step k+1 as soon as its own step k ends
+// (train.post_validation), in the memory of one step.
+SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Record record = Record::every_action,
+                          int steps = 1);
 
 // The bubble of steps that follow each other without a barrier
 // (train.post_validation: each rank starts the next step as soon as its own

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "catch.hpp"
@@ -246,4 +247,69 @@ TEST_CASE("theoretical bubbles follow DESIGN.md's formulas", "[schedule][simulat
   custom.name = "custom";
   custom.entry = nullptr;
   CHECK_FALSE(theoretical_bubble(custom, costs));
+}
+
+namespace {
+
+// The steps as one long schedule: each step's microbatches numbered on from
+// the last step's, and their message tags with them, so no message slot is
+// shared between steps.
+Schedule copied_back_to_back(const Schedule& schedule, int steps) {
+  Schedule repeated = schedule;
+  repeated.m = schedule.m * steps;
+  const int tag_shift = 2 * schedule.v * schedule.m;  // tag = 2·(microbatch·v + chunk) + direction
+  for (std::size_t r = 0; r < schedule.ranks.size(); ++r) {
+    auto& actions = repeated.ranks[r];
+    actions.clear();
+    for (int k = 0; k < steps; ++k) {
+      for (Action a : schedule.ranks[r]) {
+        if (a.microbatch >= 0) a.microbatch += k * schedule.m;
+        if (is_communication(a.kind)) a.tag += k * tag_shift;
+        if (a.kind == ActionKind::forward_backward) a.tag += k * schedule.m;  // its BW's microbatch
+        actions.push_back(a);
+      }
+    }
+  }
+  return repeated;
+}
+
+}  // namespace
+
+TEST_CASE("steps back to back: every action's time as in one schedule of all steps' microbatches",
+          "[schedule][simulate]") {
+  CostModel costs = unit_forward_input_weight();
+  costs.comm_latency = 0.25;
+  costs.overlap = 0.5;
+  costs.optimizer_step = 2.0;
+  costs.variation = Variation{{0.5, 1.0, 1.5}, {0.0, 2.0}, {1.0, 3.0}, 7};
+  for (const auto& [name, v] : {std::pair{"gpipe", 1},
+                                {"1f1b", 1},
+                                {"interleaved", 2},
+                                {"zb-h1", 1},
+                                {"zb-h2", 1},
+                                {"zb-v", 2},
+                                {"dualpipe-v", 2}}) {
+    for (const int p : {2, 4}) {
+      CAPTURE(name, p);
+      const Schedule s = lowered(name, p, 2 * p, v);
+      const int steps = 3;
+      const SimulationResult repeated = simulate(s, costs, Record::every_action, steps);
+      const SimulationResult copied = simulate(copied_back_to_back(s, steps), costs);
+      CHECK(repeated.end == copied.end);
+      CHECK(repeated.makespan == copied.makespan);
+      CHECK(repeated.total_busy == copied.total_busy);
+      for (int r = 0; r < p; ++r) {
+        const std::size_t n = s.ranks[r].size();
+        REQUIRE(repeated.step_end[r].size() == static_cast<std::size_t>(steps));
+        for (int k = 0; k < steps; ++k) CHECK(repeated.step_end[r][k] == copied.end[r][(k + 1) * n - 1]);
+      }
+    }
+  }
+}
+
+TEST_CASE("only training steps run back to back", "[schedule][simulate]") {
+  const Schedule forward_only = lowered("forward", 2, 4);
+  CHECK_THROWS_AS(simulate(forward_only, unit_forward_and_backward(), Record::summary, 2), std::invalid_argument);
+  CHECK_THROWS_AS(simulate(lowered("1f1b", 2, 4), unit_forward_and_backward(), Record::summary, 0),
+                  std::invalid_argument);
 }
