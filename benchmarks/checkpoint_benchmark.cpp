@@ -34,6 +34,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/io/uncached_file.hpp"
+#include "kpipe/runtime/checkpoint_ranks.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 using namespace kpipe;
@@ -91,7 +92,7 @@ nlohmann::json run(const std::string& directory, int repeats, double parameters,
     mine.push_back({name, value});
     shapes.push_back({name, width, width});
   }
-  const auto model = io::all_model_shapes(MPI_COMM_WORLD, shapes);
+  const auto model = io::all_model_shapes(kpipe::runtime::CheckpointRanks(MPI_COMM_WORLD, "a checkpoint"), shapes);
   const double file_bytes = static_cast<double>(layers) * width * width * sizeof(float);
   const std::string probe = (std::filesystem::path(directory) / "kpipe-dd-probe").string();
 
@@ -108,7 +109,8 @@ nlohmann::json run(const std::string& directory, int repeats, double parameters,
     info.step = repeat + 1;
     MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
-    file = io::write_checkpoint<float>(MPI_COMM_WORLD, directory, info, mine, {}, 1, -1);
+    file = io::write_checkpoint<float>(kpipe::runtime::CheckpointRanks(MPI_COMM_WORLD, "a checkpoint"), directory, info,
+                                       mine, {}, 1, -1);
     MPI_Barrier(MPI_COMM_WORLD);
     writes.push_back(MPI_Wtime() - start);
 

@@ -19,11 +19,12 @@ std::unique_ptr<const Watchdog>& collective_watchdog() {
   return watchdog;
 }
 
-std::vector<std::int64_t> all_gather_int64(Communicator comm, std::int64_t mine) {
+std::vector<std::int64_t> all_gather_int64(Communicator comm, std::int64_t mine,
+                                           const char* what = "a gather of counts") {
   std::vector<std::int64_t> all(static_cast<std::size_t>(size_of(comm)));
   MPI_Request request;
   MPI_Iallgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, comm, &request);
-  complete_collective(request, "a gather of counts");
+  complete_collective(request, what);
   return all;
 }
 
@@ -132,6 +133,38 @@ std::vector<std::string> host_names(Communicator comm) {
     names.emplace_back(&*name);
   }
   return names;
+}
+
+std::string broadcast(Communicator comm, int root, const std::string& text, const char* what) {
+  std::vector<std::int64_t> length{static_cast<std::int64_t>(text.size())};
+  MPI_Request request;
+  MPI_Ibcast(length.data(), 1, MPI_INT64_T, root, comm, &request);
+  complete_collective(request, what);
+  if (length[0] > std::numeric_limits<int>::max()) {
+    throw std::length_error("a broadcast of " + std::to_string(length[0]) + " bytes: more than MPI's int counts");
+  }
+  std::string received = rank_of(comm) == root ? text : std::string(static_cast<std::size_t>(length[0]), '\0');
+  MPI_Ibcast(received.data(), static_cast<int>(length[0]), MPI_CHAR, root, comm, &request);
+  complete_collective(request, what);
+  return received;
+}
+
+std::vector<std::string> all_gather(Communicator comm, const std::string& mine, const char* what) {
+  const std::vector<std::int64_t> lengths = all_gather_int64(comm, static_cast<std::int64_t>(mine.size()), what);
+  const std::int64_t total = std::accumulate(lengths.begin(), lengths.end(), std::int64_t{0});
+  if (total > std::numeric_limits<int>::max()) {
+    throw std::length_error("a gather of " + std::to_string(total) + " bytes of text: more than MPI's int counts");
+  }
+  std::vector<int> counts(lengths.begin(), lengths.end()), offsets(lengths.size(), 0);
+  std::partial_sum(counts.begin(), counts.end() - 1, offsets.begin() + 1);
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Request request;
+  MPI_Iallgatherv(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(), counts.data(), offsets.data(),
+                  MPI_CHAR, comm, &request);
+  complete_collective(request, what);
+  std::vector<std::string> texts;
+  for (std::size_t r = 0; r < counts.size(); ++r) texts.push_back(all.substr(offsets[r], counts[r]));
+  return texts;
 }
 
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine) {

@@ -84,42 +84,11 @@ class RunningChecksum {
   std::uint64_t fnv_ = fnv1a64_start;
 };
 
-// ---- MPI helpers: only what a shared file needs ------------------------------
-
-int rank_in(MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  return rank;
-}
-
-// Every rank's `mine`, concatenated in rank order, on every rank.
-std::string all_gather_text(MPI_Comm comm, const std::string& mine) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  const int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(static_cast<std::size_t>(size));
-  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm);
-  std::vector<int> offsets(static_cast<std::size_t>(size), 0);
-  for (int r = 1; r < size; ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
-  std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
-  MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, comm);
-  return all;
-}
-
-// Rank 0's text on every rank.
-std::string broadcast_text(MPI_Comm comm, std::string text) {
-  int length = static_cast<int>(text.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
-  text.resize(static_cast<std::size_t>(length));
-  MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm);
-  return text;
-}
-
 // Runs `work` on rank 0 only; every rank throws a runtime error when it failed there.
 template <class Work>
-void on_root(MPI_Comm comm, Work&& work) {
+void on_root(const SharedFileRanks& ranks, Work&& work) {
   std::string failure;
-  if (rank_in(comm) == 0) {
+  if (ranks.rank() == 0) {
     try {
       work();
     } catch (const std::exception& error) {
@@ -127,35 +96,73 @@ void on_root(MPI_Comm comm, Work&& work) {
       if (failure.empty()) failure = "failed";
     }
   }
-  failure = broadcast_text(comm, failure);
-  if (!failure.empty()) throw runtime_error(failure);
+  failure = ranks.broadcast(failure);
+  if (!failure.empty()) throw SharedFileError(ErrorKind::runtime, failure);
 }
 
 // ---- names and shapes ----------------------------------------------------------
 
-std::string serialise(const std::vector<ModelShape>& shapes) {
+// A tensor as a rank lists it to the others: its shape and, in a write, the
+// checksum of its bytes (0 where it only names the tensor).
+struct Listed {
+  ModelShape shape;
+  std::uint64_t checksum = 0;
+};
+
+std::string serialise(const std::vector<Listed>& tensors) {
   std::string text;
-  for (const auto& s : shapes) text += fmt::format("{}\t{}\t{}\n", s.name, s.rows, s.cols);
+  for (const auto& t : tensors)
+    text += fmt::format("{}\t{}\t{}\t{}\n", t.shape.name, t.shape.rows, t.shape.cols, t.checksum);
   return text;
 }
 
-std::vector<ModelShape> parse(const std::string& text) {
-  std::vector<ModelShape> shapes;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    ModelShape shape;
+std::vector<Listed> parse(std::istream& lines) {
+  std::vector<Listed> tensors;
+  for (std::string line; std::getline(lines, line);) {
+    Listed t;
     const auto tab1 = line.find('\t');
     const auto tab2 = line.find('\t', tab1 + 1);
-    shape.name = line.substr(0, tab1);
-    shape.rows = std::stoll(line.substr(tab1 + 1, tab2 - tab1 - 1));
-    shape.cols = std::stoll(line.substr(tab2 + 1));
-    shapes.push_back(std::move(shape));
+    const auto tab3 = line.find('\t', tab2 + 1);
+    t.shape.name = line.substr(0, tab1);
+    t.shape.rows = std::stoll(line.substr(tab1 + 1, tab2 - tab1 - 1));
+    t.shape.cols = std::stoll(line.substr(tab2 + 1, tab3 - tab2 - 1));
+    t.checksum = std::stoull(line.substr(tab3 + 1));
+    tensors.push_back(std::move(t));
   }
-  return shapes;
+  return tensors;
 }
 
 std::string shape_text(std::int64_t rows, std::int64_t cols) { return fmt::format("{}x{}", rows, cols); }
+
+// A tensor of the union of every rank's list: how many ranks list it, the
+// last of them, and its checksum there.
+struct Entry {
+  Listed tensor;
+  int holders = 0;
+  int holder = -1;
+};
+
+// The union by name, sorted; the same on every rank given the same lists.
+std::vector<Entry> union_of(const std::vector<std::vector<Listed>>& lists) {
+  std::map<std::string, Entry> unique;
+  for (std::size_t rank = 0; rank < lists.size(); ++rank) {
+    for (const Listed& t : lists[rank]) {
+      auto [it, inserted] = unique.emplace(t.shape.name, Entry{t, 0, -1});
+      const ModelShape& first = it->second.tensor.shape;
+      if (first.rows != t.shape.rows || first.cols != t.shape.cols) {
+        throw SharedFileError(ErrorKind::runtime,
+                              fmt::format("ranks disagree on the shape of {}: {} and {}", t.shape.name,
+                                          shape_text(first.rows, first.cols), shape_text(t.shape.rows, t.shape.cols)));
+      }
+      ++it->second.holders;
+      it->second.holder = static_cast<int>(rank);
+      it->second.tensor.checksum = t.checksum;
+    }
+  }
+  std::vector<Entry> entries;
+  for (auto& [name, entry] : unique) entries.push_back(std::move(entry));
+  return entries;
+}
 
 template <class Scalar>
 ModelShape shape_of(const std::string& group, const NamedMatrix<Scalar>& tensor) {
@@ -346,74 +353,75 @@ std::string checkpoint_file(const std::string& directory, std::int64_t step) {
   return (fs::path(directory) / fmt::format("step-{}.h5", step)).string();
 }
 
-std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelShape>& mine) {
-  std::map<std::string, ModelShape> unique;
-  for (auto& shape : parse(all_gather_text(comm, serialise(mine)))) {
-    const auto [it, inserted] = unique.emplace(shape.name, shape);
-    if (!inserted && (it->second.rows != shape.rows || it->second.cols != shape.cols)) {
-      throw runtime_error(fmt::format("ranks disagree on the shape of {}: {} and {}", shape.name,
-                                      shape_text(it->second.rows, it->second.cols),
-                                      shape_text(shape.rows, shape.cols)));
-    }
+std::vector<ModelShape> all_model_shapes(const SharedFileRanks& ranks, const std::vector<ModelShape>& mine) {
+  std::vector<Listed> listed;
+  for (const auto& shape : mine) listed.push_back({shape, 0});
+  std::vector<std::vector<Listed>> lists;
+  for (const std::string& text : ranks.all_gather(serialise(listed))) {
+    std::istringstream lines(text);
+    lists.push_back(parse(lines));
   }
   std::vector<ModelShape> shapes;
-  for (auto& entry : unique) shapes.push_back(std::move(entry.second));
+  for (auto& entry : union_of(lists)) shapes.push_back(std::move(entry.tensor.shape));
   return shapes;
 }
 
 template <class Scalar>
-std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const CheckpointInfo& info,
+std::string write_checkpoint(const SharedFileRanks& ranks, const std::string& directory, const CheckpointInfo& info,
                              const std::vector<NamedMatrix<Scalar>>& parameters,
                              const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank,
                              double deadline_seconds) {
   const auto started = std::chrono::steady_clock::now();
-  double deadline = deadline_seconds > 0.0 ? deadline_seconds : std::numeric_limits<double>::infinity();
-  MPI_Allreduce(MPI_IN_PLACE, &deadline, 1, MPI_DOUBLE, MPI_MIN, comm);
-  // Every rank must create every dataset alike: agree on the list, then on who writes what.
-  std::map<std::string, const NamedMatrix<Scalar>*> mine;
-  std::vector<ModelShape> my_shapes;
+  // This rank's tensors: their host copies and checksums.
+  std::map<std::string, Local<Scalar>> mine;
+  std::vector<Listed> listed;
   for (const auto& [group, tensors] :
        {std::pair{"parameters", &parameters}, std::pair{"optimizer", &optimizer_state}}) {
     for (const auto& tensor : *tensors) {
-      my_shapes.push_back(shape_of(group, tensor));
-      mine.emplace(my_shapes.back().name, &tensor);
+      const ModelShape shape = shape_of(group, tensor);
+      auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), tensor.value);
+      listed.push_back({shape, checksum64(host.data(), host.span() * sizeof(Scalar))});
+      mine[shape.name].host = host;
     }
   }
-  const std::vector<ModelShape> all = all_model_shapes(comm, my_shapes);
-
-  std::vector<Local<Scalar>> local(all.size());
-  std::vector<std::uint64_t> checksums(all.size(), 0);
-  std::vector<int> writers(all.size(), 0), writer(all.size(), -1);
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const auto it = mine.find(all[i].name);
-    if (it == mine.end()) continue;
-    local[i].host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), it->second->value);
-    checksums[i] = checksum64(local[i].host.data(), local[i].host.span() * sizeof(Scalar));
-    writers[i] = 1;
-    writer[i] = rank;
+  // Every rank must create every dataset alike: one gather agrees on the
+  // list, who writes what, and the shortest deadline.
+  const double my_deadline = deadline_seconds > 0.0 ? deadline_seconds : std::numeric_limits<double>::infinity();
+  double deadline = my_deadline;
+  std::vector<std::vector<Listed>> lists;
+  for (const std::string& text : ranks.all_gather(fmt::format("{}\n", my_deadline) + serialise(listed))) {
+    std::istringstream lines(text);
+    std::string first;
+    std::getline(lines, first);
+    deadline = std::min(deadline, std::stod(first));
+    lists.push_back(parse(lines));
   }
-  MPI_Allreduce(MPI_IN_PLACE, checksums.data(), static_cast<int>(checksums.size()), MPI_UINT64_T, MPI_BXOR, comm);
-  MPI_Allreduce(MPI_IN_PLACE, writers.data(), static_cast<int>(writers.size()), MPI_INT, MPI_SUM, comm);
-  MPI_Allreduce(MPI_IN_PLACE, writer.data(), static_cast<int>(writer.size()), MPI_INT, MPI_MAX, comm);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (writers[i] != 1) {
-      throw runtime_error(
-          fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must", writers[i], all[i].name));
+  const std::vector<Entry> entries = union_of(lists);
+  std::vector<ModelShape> all;
+  std::vector<Local<Scalar>> local(entries.size());
+  std::vector<std::uint64_t> checksums;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].holders != 1) {
+      throw SharedFileError(ErrorKind::runtime,
+                            fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must",
+                                        entries[i].holders, entries[i].tensor.shape.name));
     }
+    all.push_back(entries[i].tensor.shape);
+    checksums.push_back(entries[i].tensor.checksum);
+    if (entries[i].holder == ranks.rank()) local[i] = mine.at(all[i].name);
   }
   // Each rank's tensors side by side in the file: a restart on the same
   // layout reads one stretch per rank, which the kernel's read-ahead follows.
   std::vector<std::size_t> order(all.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return writer[a] < writer[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return entries[a].holder < entries[b].holder; });
 
   // A unique temporary name next to the final one, made by rank 0 (mkstemp), with the date.
   const std::string final_name = checkpoint_file(directory, info.step);
   std::string temporary;
   std::string date;
-  on_root(comm, [&] {
+  on_root(ranks, [&] {
     std::string pattern = final_name + std::string(temporary_suffix);
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) throw runtime_error(fmt::format("{}: cannot create: {}", pattern, std::strerror(errno)));
@@ -425,11 +433,11 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
     temporary = pattern;
     date = utc_timestamp();
   });
-  temporary = broadcast_text(comm, temporary);
-  date = broadcast_text(comm, date);
+  temporary = ranks.broadcast(temporary);
+  date = ranks.broadcast(date);
 
   {
-    File file = File::create(temporary, comm, File::Exists::truncate);
+    File file = File::create(temporary, ranks.communicator(), File::Exists::truncate);
     UncachedFile bytes(temporary, UncachedFile::Access::write);
     write_root_attributes(file, info, date);
     write_tensors(file, bytes, all, order, local, checksums, fault_rank);
@@ -437,21 +445,26 @@ std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const 
   }
 
   // Complete on every rank: rank 0 syncs the data, renames, syncs the directory, prunes.
-  on_root(comm, [&] {
+  on_root(ranks, [&] {
     // Past the shortest deadline a peer's watchdog is ending the job. A rank
     // stopped inside the write and woken by that end (Open MPI sends SIGCONT,
     // then SIGTERM, which kpipe takes as a preemption) finishes the file with
     // the peer's last collective contributions: it must not publish it.
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-    if (took.count() > deadline) {
-      throw runtime_error(
-          fmt::format("checkpoint: writing {} took {:.1f} s, past its {:.1f} s deadline (a peer's "
-                      "watchdog is ending the job); not published",
-                      final_name, took.count(), deadline));
-    }
-    sync_path(temporary, O_RDONLY);
-    if (std::rename(temporary.c_str(), final_name.c_str()) != 0) {
-      throw runtime_error(fmt::format("cannot rename {} to {}: {}", temporary, final_name, std::strerror(errno)));
+    try {
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+      if (took.count() > deadline) {
+        throw runtime_error(
+            fmt::format("checkpoint: writing {} took {:.1f} s, past its {:.1f} s deadline (a peer's "
+                        "watchdog is ending the job); not published",
+                        final_name, took.count(), deadline));
+      }
+      sync_path(temporary, O_RDONLY);
+      if (std::rename(temporary.c_str(), final_name.c_str()) != 0) {
+        throw runtime_error(fmt::format("cannot rename {} to {}: {}", temporary, final_name, std::strerror(errno)));
+      }
+    } catch (...) {
+      std::remove(temporary.c_str());  // this write's own file, which nothing will read
+      throw;
     }
     sync_path(directory.empty() ? "." : directory, O_RDONLY | O_DIRECTORY);
     prune(directory, info.step, keep);
@@ -781,10 +794,10 @@ CheckpointInfo read_checkpoint(const std::string& file, const std::vector<ModelS
   return read_file(file, model, parameters, optimizer_state, share, shares, true);
 }
 
-template std::string write_checkpoint<float>(MPI_Comm, const std::string&, const CheckpointInfo&,
+template std::string write_checkpoint<float>(const SharedFileRanks&, const std::string&, const CheckpointInfo&,
                                              const std::vector<NamedMatrix<float>>&,
                                              const std::vector<NamedMatrix<float>>&, int, int, double);
-template std::string write_checkpoint<double>(MPI_Comm, const std::string&, const CheckpointInfo&,
+template std::string write_checkpoint<double>(const SharedFileRanks&, const std::string&, const CheckpointInfo&,
                                               const std::vector<NamedMatrix<double>>&,
                                               const std::vector<NamedMatrix<double>>&, int, int, double);
 template CheckpointInfo read_checkpoint<float>(const std::string&, const std::vector<ModelShape>&,

@@ -9,6 +9,7 @@
 #include "kpipe/core/version.hpp"
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
+#include "kpipe/runtime/checkpoint_ranks.hpp"
 #include "kpipe/runtime/grid_collectives.hpp"
 
 namespace kpipe::runtime {
@@ -157,8 +158,14 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
   }
   const double seconds = pipeline.watchdog().seconds() + bytes / limits::slowest_write_bytes_per_second;
   const comm::Deadline deadline(pipeline.watchdog(), seconds, "in a checkpoint write (collective HDF5/MPI-IO)");
-  return io::write_checkpoint<Scalar>(grid.world(), config.path, info, parameters, state, config.keep,
-                                      grid.world_rank(), seconds);
+  try {
+    return io::write_checkpoint<Scalar>(CheckpointRanks(grid.world(), "a checkpoint write"), config.path, info,
+                                        parameters, state, config.keep, grid.world_rank(), seconds);
+  } catch (const io::SharedFileError& e) {
+    // Every rank has it (rank 0's rename failed, the disk is full): the job
+    // ends with one line, not one per rank. A rank failing alone aborts.
+    throw comm::AgreedError(e.kind(), e.what());
+  }
 }
 
 template <class Scalar>
@@ -169,12 +176,9 @@ std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file
   const auto parameters = global_buffers(held_parameters);
   const auto state = global_buffers(held_states);
   fault::inject(fault::Phase::restart_stall, grid.world_rank());
-  const auto model = [&] {
-    // A collective io cannot watch (it sits below comm): a deadline ends the job if a peer stops before it.
-    const comm::Deadline deadline(pipeline.watchdog(), pipeline.watchdog().seconds(),
-                                  "in a checkpoint restart (gathering the model's tensor names)");
-    return io::all_model_shapes(grid.world(), shapes_of(parameters));
-  }();
+  const auto model =
+      io::all_model_shapes(CheckpointRanks(grid.world(), "a checkpoint restart (gathering the model's tensor names)"),
+                           shapes_of(parameters));
   const io::CheckpointInfo info = comm::collectively(grid.world(), pipeline.watchdog(), "checkpoint restart", [&] {
     io::CheckpointInfo read =
         io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));

@@ -12,6 +12,7 @@
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/model/optimizer.hpp"
+#include "kpipe/runtime/checkpoint_ranks.hpp"
 #include "kpipe/runtime/gpt2_format.hpp"
 
 namespace kpipe::runtime::gpt2 {
@@ -100,7 +101,8 @@ std::string write_imported(const Imported& imported, const config::RunConfig& ru
   io::CheckpointInfo info;
   info.deck = deck;
   info.schedule = run.pipeline.schedule;
-  return io::write_checkpoint<float>(comm::self(), directory, info, values, state, std::numeric_limits<int>::max(),
+  return io::write_checkpoint<float>(CheckpointRanks(comm::self(), "a GPT-2 import"), directory, info, values, state,
+                                     std::numeric_limits<int>::max(),
                                      /*fault_rank=*/-1);
 }
 

@@ -8,7 +8,9 @@
 #  * MPI lives in comm: no MPI_ identifier or <mpi.h> outside src/comm and
 #    include/kpipe/comm, and io (src/io, include/kpipe/io): parallel HDF5 opens
 #    a file with the MPI communicator itself (H5Pset_fapl_mpio), so io must
-#    hold one; it uses MPI only to agree on what goes into a shared file;
+#    hold one, and names nothing else of MPI's (MPI_Comm, MPI_COMM_NULL,
+#    MPI_INFO_NULL): what the ranks of a shared file agree on goes through
+#    io::SharedFileRanks, comm's collectives under the watchdog;
 #  * a layer kind owns what is particular to it (layer_kind.hpp): nothing
 #    outside its registry (src/model/kinds, src/model/layer_kind.cpp) and the
 #    model builders that choose kinds (src/model/spec.cpp) tests a layer's
@@ -82,6 +84,24 @@ file(GLOB_RECURSE sources "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/src/*
 list(FILTER sources EXCLUDE REGEX "^${ROOT}/(src/comm|include/kpipe/comm|src/io|include/kpipe/io)/")
 scan("${sources}" "MPI_[A-Za-z]|<mpi\\.h>" "MPI belongs in comm")
 
+file(GLOB_RECURSE sources "${ROOT}/src/io/*.hpp" "${ROOT}/src/io/*.cpp" "${ROOT}/include/kpipe/io/*.hpp")
+foreach(file IN LISTS sources)
+  file(STRINGS "${file}" lines REGEX "MPI_[A-Za-z]")
+  set(hits 0)
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "MPI_(Comm|COMM_NULL|INFO_NULL)([^A-Za-z0-9_]|$)" "\\2" rest "${line}")
+    if(rest MATCHES "MPI_[A-Za-z]")
+      math(EXPR hits "${hits} + 1")
+    endif()
+  endforeach()
+  if(hits GREATER 0)
+    file(RELATIVE_PATH relative "${ROOT}" "${file}")
+    math(EXPR count "${count} + ${hits}")
+    string(APPEND violations "\n  ${relative}: io holds a communicator only to open a shared file; its agreements go "
+                             "through io::SharedFileRanks (${hits} line(s))")
+  endif()
+endforeach()
+
 file(GLOB_RECURSE sources "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/include/*.hpp")
 list(FILTER sources EXCLUDE REGEX "^${ROOT}/(src/io|include/kpipe/io)/")
 scan("${sources}" "<hdf5\\.h>|[^A-Za-z_]H5[A-Z][A-Za-z_]*\\(" "HDF5 belongs in io")
@@ -95,5 +115,5 @@ if(count GREATER 0)
   message(FATAL_ERROR "${count} layering violation(s):${violations}")
 endif()
 message(STATUS "layering: every module uses only the modules the table allows; model, schedule, kernels and "
-               "runtime never see the deck; MPI stays in comm and io, HDF5 in io; "
+               "runtime never see the deck; MPI stays in comm and io (a communicator only), HDF5 in io; "
                "no per-kind test of layers outside their registry")

@@ -75,6 +75,12 @@ void broadcast(Communicator comm, int root, std::vector<T>& values);
 // yet (a serving lead waiting for a request trace's next arrival).
 void broadcast(Communicator comm, int root, std::vector<int>& values, const Watchdog& watchdog, double idle_seconds);
 
+// Rank `root`'s `text` on every rank of `comm` (what the others pass is
+// ignored); `what` names it in the watchdog's line.
+std::string broadcast(Communicator comm, int root, const std::string& text, const char* what = "a broadcast of text");
+// Every rank's `mine`, in rank order, on every rank; lengths may differ.
+// Throws std::length_error on every rank alike beyond INT_MAX bytes in all.
+std::vector<std::string> all_gather(Communicator comm, const std::string& mine, const char* what = "a gather of text");
 // Every rank's `mine`, rank after rank; every rank must give the same count.
 std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine);
 std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine);

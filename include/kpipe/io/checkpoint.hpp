@@ -20,13 +20,12 @@
 // never destroys the previous checkpoint. Reading is per rank: each rank opens
 // the file read-only and takes the tensors it holds by name.
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kpipe/io/shared_file.hpp"
 #include "kpipe/tensor/matrix.hpp"
 
 namespace kpipe::io {
@@ -93,7 +92,7 @@ std::vector<CheckpointFile> step_checkpoints(const std::string& directory);
 // writing one now.
 std::vector<std::string> unfinished_checkpoints(const std::string& directory);
 
-// Collective over `comm`: writes step-<info.step>.h5 into `directory` and
+// Collective over `ranks`: writes step-<info.step>.h5 into `directory` and
 // returns its path (on every rank). Each rank passes the tensors it writes
 // (ranks of other data-parallel replicas pass empty lists); a name must be
 // held by one rank only. Afterwards rank 0 removes the oldest of kpipe's
@@ -105,7 +104,7 @@ std::vector<std::string> unfinished_checkpoints(const std::string& directory);
 // take before a watchdog ends the job; a write that took longer than the
 // shortest rank's is not published (a peer is ending the job by then).
 template <class Scalar>
-std::string write_checkpoint(MPI_Comm comm, const std::string& directory, const CheckpointInfo& info,
+std::string write_checkpoint(const SharedFileRanks& ranks, const std::string& directory, const CheckpointInfo& info,
                              const std::vector<NamedMatrix<Scalar>>& parameters,
                              const std::vector<NamedMatrix<Scalar>>& optimizer_state, int keep, int fault_rank,
                              double deadline_seconds = 0.0);
@@ -118,9 +117,9 @@ struct ModelShape {
   std::int64_t cols = 0;
 };
 
-// Collective over `comm`: the union of every rank's `mine`, sorted by name
+// Collective over `ranks`: the union of every rank's `mine`, sorted by name
 // (ranks that hold the same tensor, data-parallel replicas, list it alike).
-std::vector<ModelShape> all_model_shapes(MPI_Comm comm, const std::vector<ModelShape>& mine);
+std::vector<ModelShape> all_model_shapes(const SharedFileRanks& ranks, const std::vector<ModelShape>& mine);
 
 // The deck attribute of kpipe checkpoint `file` (format and schema checked;
 // read_checkpoint verifies its checksum), to learn the model before reading it.

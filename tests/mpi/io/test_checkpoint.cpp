@@ -24,6 +24,7 @@
 #include "kpipe/io/hdf5.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
 #include "kpipe/runtime/checkpoint.hpp"
+#include "kpipe/runtime/checkpoint_ranks.hpp"
 #include "kpipe/runtime/grid_collectives.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 
@@ -347,7 +348,8 @@ TEST_CASE("tensors larger than a read block restart whole, and a flip in their s
   io::CheckpointInfo info;
   info.step = 1;
   info.schedule = "test";
-  const std::string file = io::write_checkpoint<float>(MPI_COMM_WORLD, directory, info, weights, moments, 1, -1);
+  const std::string file = io::write_checkpoint<float>(runtime::CheckpointRanks(comm::world(), "a checkpoint write"),
+                                                       directory, info, weights, moments, 1, -1);
   const std::vector<io::ModelShape> model{{"big", rows, cols}};
 
   // Weights only: the holder loads big and checksums big.moment (share 0 of 1).
