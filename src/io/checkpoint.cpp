@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -222,6 +223,7 @@ std::vector<std::pair<std::int64_t, fs::path>> checkpoints_in(const std::string&
 // Whether `path` is a checkpoint kpipe wrote: an HDF5 file whose root says so
 // (anything File::open or the attribute refuses is not).
 bool written_by_kpipe(const fs::path& path) {
+  if (!starts_as_checkpoint(path.string())) return false;
   try {
     return File::open(path.string()).string_attribute("format") == checkpoint_format;
   } catch (const Error&) {
@@ -339,6 +341,13 @@ std::vector<CheckpointFile> step_checkpoints(const std::string& directory) {
   std::vector<CheckpointFile> all;
   for (const auto& [step, path] : checkpoints_in(directory)) all.push_back({step, path.string()});
   return all;
+}
+
+bool starts_as_checkpoint(const std::string& path) {
+  constexpr char signature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  char head[sizeof signature] = {};
+  std::ifstream file(path, std::ios::binary);
+  return file.read(head, sizeof head) && std::equal(std::begin(head), std::end(head), std::begin(signature));
 }
 
 std::vector<std::string> unfinished_checkpoints(const std::string& directory) {

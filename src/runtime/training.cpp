@@ -39,10 +39,12 @@ int restore_from(Pipeline<float>& pipeline, const std::string& file, RunReport* 
 
 // checkpoint.restart = "latest": the newest step-<N>.h5 file in
 // checkpoint.path that reads and verifies as kpipe's (a torn or damaged one,
-// or another program's, is skipped with a warning; every rank judges alike),
+// or another program's, is skipped with a warning, the first few by name and
+// the rest counted; every rank judges alike),
 // or step 0 when there is none. Unfinished writes
 // of an earlier job are named, for the user to remove.
 int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& checkpoint, RunReport* report) {
+  constexpr int shown_skips = 3;  // files skipped with a warning each; the rest are counted
   const std::string listing = comm::broadcast_from_root(comm::world(), [&] {
     const auto files = io::step_checkpoints(checkpoint.path);  // oldest first
     if (const auto unfinished = io::unfinished_checkpoints(checkpoint.path); !unfinished.empty()) {
@@ -51,19 +53,41 @@ int restore_latest(Pipeline<float>& pipeline, const config::CheckpointConfig& ch
           "({}); kpipe leaves them: remove them once no job writes there",
           checkpoint.path, unfinished.size(), unfinished.size() == 1 ? "" : "s", fmt::join(unfinished, ", "));
     }
+    // Files that are not HDF5 at all are sorted out here, in 8 bytes each.
     std::string newest_first;
-    for (auto file = files.rbegin(); file != files.rend(); ++file) newest_first += file->path + "\n";
+    int foreign = 0;
+    for (auto file = files.rbegin(); file != files.rend(); ++file) {
+      if (io::starts_as_checkpoint(file->path)) {
+        newest_first += file->path + "\n";
+      } else if (++foreign <= shown_skips) {
+        log::warning("checkpoint.restart = \"latest\": skipping {}: not an HDF5 file, so not a checkpoint of kpipe's",
+                     file->path);
+      }
+    }
+    if (foreign > shown_skips) {
+      log::warning("checkpoint.restart = \"latest\": skipping {} more step-<N>.h5 files that are not HDF5 files",
+                   foreign - shown_skips);
+    }
     return newest_first;
   });
+  int damaged = 0;
+  const auto count_the_rest = [&] {
+    if (damaged <= shown_skips) return;
+    log::warning("checkpoint.restart = \"latest\": skipped {} more step-<N>.h5 files that do not read as kpipe's",
+                 damaged - shown_skips);
+  };
   for (std::size_t start = 0, end; (end = listing.find('\n', start)) != std::string::npos; start = end + 1) {
     const std::string file = listing.substr(start, end - start);
     try {
-      return restore_from(pipeline, file, report);
+      const int step = restore_from(pipeline, file, report);
+      count_the_rest();
+      return step;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::input) throw;
-      log::warning("checkpoint.restart = \"latest\": skipping {}: {}", file, e.what());
+      if (++damaged <= shown_skips) log::warning("checkpoint.restart = \"latest\": skipping {}: {}", file, e.what());
     }
   }
+  count_the_rest();
   log::info(
       "weights: no checkpoint of kpipe's in checkpoint.path = \"{}\" yet (checkpoint.restart = \"latest\"); "
       "starting from step 0",

@@ -87,6 +87,11 @@ std::vector<CheckpointFile> kpipe_checkpoints(const std::string& directory);
 // it: checkpoint.restart = "latest" tries them newest first and says why it
 // skips one (torn, damaged, another program's).
 std::vector<CheckpointFile> step_checkpoints(const std::string& directory);
+// Whether `path` starts as every kpipe checkpoint does, torn or whole:
+// HDF5's signature at offset 0 (kpipe writes no user block). Reads 8 bytes,
+// so a directory of many foreign step files is sorted out without opening
+// each with libhdf5.
+bool starts_as_checkpoint(const std::string& path);
 // The step-<N>.h5.tmp-XXXXXX files of `directory`: writes a job ended inside
 // (killed, or its node lost). kpipe never removes them: another job may be
 // writing one now.
