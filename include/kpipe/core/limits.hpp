@@ -78,6 +78,12 @@ inline constexpr std::size_t svg_compute_actions = 100000;
 // A request trace (kpipe serve) holds one JSON line per request, a prompt of
 // at most model.context tokens each: 256 MiB is far beyond a replayed day.
 inline constexpr std::size_t request_trace_bytes = std::size_t{256} << 20;
+// One line of it holds a request of fewer than model.context prompt tokens:
+// even the longest pieces, JSON-escaped, take far fewer bytes per token than
+// this, and the fields besides the prompt fewer than the slack. A longer line
+// is refused before it is parsed (a 100 MB line would take seconds and GBs).
+inline constexpr std::size_t request_line_bytes_per_token = 256;
+inline constexpr std::size_t request_line_slack_bytes = 4096;
 
 // A UTF-8 text corpus (data.source = "text") is held whole, as code points and
 // tokens too: about 9 bytes of memory a character. 256 MiB (the King James

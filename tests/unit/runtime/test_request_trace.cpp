@@ -78,6 +78,8 @@ TEST_CASE("trace: a bad line keeps the requests before it and names the line and
       {"{\"arrival\": 1, \"prompt\": \"abcdefghabcdefgh\", \"max_new_tokens\": 2}",
        "the prompt has 16 tokens, but the model's context of 16 leaves room to generate only after at most 15"},
       {"{\"arrival\": 1, \"prompt\": \"ab\", \"max_new_tokens\": 2, \"id\": 7}", "unknown field \"id\""},
+      {"{\"arrival\": 1, \"prompt\": \"" + std::string(9000, 'a') + "\", \"max_new_tokens\": 2}",
+       "t.jsonl:3: is 9049 bytes long, more than a request of at most 15 prompt tokens takes (8192 bytes)"},
   };
   for (const auto& [line, expected] : cases) {
     CAPTURE(line);
