@@ -2,6 +2,7 @@
 // Helpers shared by the schedule tests.
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kpipe/core/error.hpp"
@@ -28,6 +29,10 @@ inline CostModel simulated_costs(const PlanningCosts& planning) {
   costs.comm_latency = planning.latency;
   return costs;
 }
+
+// Every generated training schedule, with the chunks per rank it is tested at.
+inline const std::vector<std::pair<std::string, int>> training_schedules = {
+    {"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}, {"zb-h1", 1}, {"zb-h2", 1}, {"zb-v", 2}, {"dualpipe-v", 2}};
 
 // F = 1 and BW = B + W = 1: every time in these tests is an exact binary fraction.
 inline CostModel unit_forward_and_backward() {

@@ -282,13 +282,7 @@ TEST_CASE("steps back to back: every action's time as in one schedule of all ste
   costs.overlap = 0.5;
   costs.optimizer_step = 2.0;
   costs.variation = Variation{{0.5, 1.0, 1.5}, {0.0, 2.0}, {1.0, 3.0}, 7};
-  for (const auto& [name, v] : {std::pair{"gpipe", 1},
-                                {"1f1b", 1},
-                                {"interleaved", 2},
-                                {"zb-h1", 1},
-                                {"zb-h2", 1},
-                                {"zb-v", 2},
-                                {"dualpipe-v", 2}}) {
+  for (const auto& [name, v] : kpipe::schedule::testing::training_schedules) {
     for (const int p : {2, 4}) {
       CAPTURE(name, p);
       const Schedule s = lowered(name, p, 2 * p, v);

@@ -42,13 +42,7 @@ TEST_CASE("a 1F1B rank's head is its warm-up and first forward", "[schedule][spe
 }
 
 TEST_CASE("heads run forward work only and receive only what other heads send", "[schedule][speculation]") {
-  for (const auto& [name, v] : {std::pair{"gpipe", 1},
-                                {"1f1b", 1},
-                                {"interleaved", 2},
-                                {"zb-h1", 1},
-                                {"zb-h2", 1},
-                                {"zb-v", 2},
-                                {"dualpipe-v", 2}}) {
+  for (const auto& [name, v] : kpipe::schedule::testing::training_schedules) {
     for (const int p : {2, 4}) {
       const Schedule s = lowered(name, p, 4 * p, v);
       const auto heads = speculative_heads(s);
