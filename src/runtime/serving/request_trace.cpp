@@ -107,6 +107,10 @@ void check_fields(const json& line) {
 
 // One line as a request, or an input error saying what is wrong with it.
 Request request_of(std::string_view text, const model::Tokenizer& vocabulary, int context, double previous) {
+  if (json_depth(text) > limits::json_depth) {
+    throw input_error(
+        fmt::format("nests JSON more than {} deep; write one flat request per line: {}", limits::json_depth, example));
+  }
   const std::size_t longest =
       limits::request_line_bytes_per_token * static_cast<std::size_t>(context) + limits::request_line_slack_bytes;
   if (text.size() > longest) {
@@ -114,10 +118,6 @@ Request request_of(std::string_view text, const model::Tokenizer& vocabulary, in
         "is {} bytes long, more than a request of at most {} prompt tokens takes ({} bytes); write one request "
         "per line: {}",
         text.size(), context - 1, longest, example));
-  }
-  if (json_depth(text) > limits::json_depth) {
-    throw input_error(
-        fmt::format("nests JSON more than {} deep; write one flat request per line: {}", limits::json_depth, example));
   }
   const json line = json::parse(text.begin(), text.end(), nullptr, false);
   if (line.is_discarded()) {
