@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/render.hpp"
 #include "kpipe/schedule/simulate.hpp"
@@ -38,15 +39,6 @@ using namespace kpipe::schedule;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// The peak resident memory of this process so far (Linux: VmHWM), in bytes.
-std::int64_t peak_resident_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 // One run of every phase; the phase times, the peak memory they reached, and
 // the plan's size and bubble.
@@ -72,7 +64,7 @@ nlohmann::json run_once(const ScheduleSpec& spec) {
   const std::string json = summary_json(schedule, costs, result, post_validated, 1);
   phases["summarise"] = seconds_since(start);
   phases["total"] = seconds_since(total);
-  const std::int64_t peak = peak_resident_bytes();
+  const std::int64_t peak = kpipe::runtime::peak_resident_bytes();
   const auto actions = static_cast<double>(schedule.action_count());
 
   start = Clock::now();

@@ -293,18 +293,18 @@ void write_root_attributes(File& file, const CheckpointInfo& info, const std::st
 // datasets close here, before the file (HDF5 refuses to close a file with
 // open objects under MPI-IO).
 template <class Scalar>
-void write_tensors(File& file, UncachedFile& bytes, const std::vector<ModelShape>& all,
-                   const std::vector<std::size_t>& order, const std::vector<Local<Scalar>>& local,
-                   const std::vector<std::uint64_t>& checksums, int fault_rank) {
+void write_tensors(File& file, UncachedFile& bytes, const std::vector<Entry>& entries,
+                   const std::vector<std::size_t>& order, const std::vector<Local<Scalar>>& local, int fault_rank) {
   auto parameter_group = file.create_group("parameters");
   auto optimizer_group = file.create_group("optimizer");
   for (std::size_t n = 0; n < order.size(); ++n) {
     const std::size_t i = order[n];
-    const auto slash = all[i].name.find('/');
-    auto& group = all[i].name.compare(0, slash, "parameters") == 0 ? parameter_group : optimizer_group;
+    const ModelShape& shape = entries[i].tensor.shape;
+    const auto slash = shape.name.find('/');
+    auto& group = shape.name.compare(0, slash, "parameters") == 0 ? parameter_group : optimizer_group;
     auto dataset =
-        group.create_dataset(all[i].name.substr(slash + 1), hdf5::type_of<Scalar>(),
-                             {static_cast<std::uint64_t>(all[i].rows), static_cast<std::uint64_t>(all[i].cols)});
+        group.create_dataset(shape.name.substr(slash + 1), hdf5::type_of<Scalar>(),
+                             {static_cast<std::uint64_t>(shape.rows), static_cast<std::uint64_t>(shape.cols)});
     // One rank holds each tensor whole and writes it alone: no aggregator in
     // between, and where libhdf5 would copy it verbatim, no libhdf5 either.
     if (local[i].host.data() != nullptr) {
@@ -316,7 +316,7 @@ void write_tensors(File& file, UncachedFile& bytes, const std::vector<ModelShape
         dataset.write_alone(local[i].host.data());
       }
     }
-    dataset.set_attribute(xxh3_64.attribute, checksums[i]);
+    dataset.set_attribute(xxh3_64.attribute, entries[i].tensor.checksum);
     // Test-only: a rank failing half-way through must leave the previous checkpoint intact.
     if (n == order.size() / 2) {
       fault::inject(fault::Phase::checkpoint, fault_rank);
@@ -406,22 +406,19 @@ std::string write_checkpoint(const SharedFileRanks& ranks, const std::string& di
     lists.push_back(parse(lines));
   }
   const std::vector<Entry> entries = union_of(lists);
-  std::vector<ModelShape> all;
   std::vector<Local<Scalar>> local(entries.size());
-  std::vector<std::uint64_t> checksums;
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string& name = entries[i].tensor.shape.name;
     if (entries[i].holders != 1) {
-      throw SharedFileError(ErrorKind::runtime,
-                            fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must",
-                                        entries[i].holders, entries[i].tensor.shape.name));
+      throw SharedFileError(
+          ErrorKind::runtime,
+          fmt::format("checkpoint: {} ranks hold {} for writing; exactly one must", entries[i].holders, name));
     }
-    all.push_back(entries[i].tensor.shape);
-    checksums.push_back(entries[i].tensor.checksum);
-    if (entries[i].holder == ranks.rank()) local[i] = mine.at(all[i].name);
+    if (entries[i].holder == ranks.rank()) local[i] = mine.at(name);
   }
   // Each rank's tensors side by side in the file: a restart on the same
   // layout reads one stretch per rank, which the kernel's read-ahead follows.
-  std::vector<std::size_t> order(all.size());
+  std::vector<std::size_t> order(entries.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return entries[a].holder < entries[b].holder; });
@@ -449,7 +446,7 @@ std::string write_checkpoint(const SharedFileRanks& ranks, const std::string& di
     File file = File::create(temporary, ranks.communicator(), File::Exists::truncate);
     UncachedFile bytes(temporary, UncachedFile::Access::write);
     write_root_attributes(file, info, date);
-    write_tensors(file, bytes, all, order, local, checksums, fault_rank);
+    write_tensors(file, bytes, entries, order, local, fault_rank);
     file.close();
   }
 
