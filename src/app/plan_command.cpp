@@ -27,6 +27,7 @@
 #include "kpipe/runtime/run_prediction.hpp"
 #include "kpipe/runtime/traffic_report.hpp"
 #include "kpipe/schedule/calibration.hpp"
+#include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/render.hpp"
 
 namespace kpipe::app {
@@ -63,6 +64,26 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
                      100.0 * bubble.idle_over_total);
 }
 
+// Each rank's activations held from F to W, next to the bound the
+// schedule's authors state (V-Half, V-Min).
+std::string held_line(const schedule::Schedule& schedule) {
+  std::string line = "activations held from F to W, in stage-microbatches:";
+  if (schedule.p <= limits::listed_ranks) {
+    line += " ranks";
+    for (int r = 0; r < schedule.p; ++r) line += fmt::format(" {:g}", schedule.peak_held_stage_microbatches(r));
+  } else {
+    int worst = 0;
+    for (int r = 1; r < schedule.p; ++r) {
+      if (schedule.peak_held_stage_microbatches(r) > schedule.peak_held_stage_microbatches(worst)) worst = r;
+    }
+    line += fmt::format(" at most {:g} (rank {})", schedule.peak_held_stage_microbatches(worst), worst);
+  }
+  if (const auto bound = schedule::activation_bound(schedule)) {
+    line += fmt::format("; the authors' bound {} = {}", bound->formula, bound->stage_microbatches);
+  }
+  return line;
+}
+
 void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& prediction, const schedule::Schedule& schedule,
                 const schedule::SimulationResult& result, const std::optional<schedule::Bubble>& post_validated) {
   const schedule::RunPlan& plan = prediction.plan;
@@ -90,6 +111,7 @@ void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& predicti
   log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
             static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
+  if (schedule.training()) log::info("{}", held_line(schedule));
   runtime::log_memory_estimates(loaded.config, prediction.spec, schedule);
   runtime::log_traffic(loaded.config, prediction.traffic, schedule);
 }

@@ -178,7 +178,8 @@ std::vector<KeySpec> build_schema() {
       choice("pipeline.schedule", d.pipeline.schedule, schedule::schedule_names(),
              "Pipeline schedule (docs/schedules.md)"),
       integer("pipeline.virtual_stages", d.pipeline.virtual_stages, 1, limits::chunks_per_rank,
-              "Model chunks per pipeline rank (v); > 1 needs the interleaved schedule, zb-v and dualpipe-v need 2"),
+              "Model chunks per pipeline rank (v); > 1 needs the interleaved schedule; zb-v, v-half, v-min and "
+              "dualpipe-v need 2"),
       integer("pipeline.data_parallel", d.pipeline.data_parallel, 1, limits::replicas,
               "Data-parallel replicas (d); world size is p * t * d"),
       integer("pipeline.tensor_parallel", d.pipeline.tensor_parallel, 1, 4096,

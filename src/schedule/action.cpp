@@ -54,4 +54,15 @@ StashPeak peak_stash(const std::vector<Action>& actions, int limit) {
   return result;
 }
 
+int peak_held(const std::vector<Action>& actions) {
+  int held = 0, peak = 0;
+  for (const Action& action : actions) {
+    for_each_part(action, [&](const Action& part) {
+      if (part.kind == ActionKind::forward) peak = std::max(peak, ++held);
+      if (part.kind == ActionKind::backward_weight || part.kind == ActionKind::backward) --held;
+    });
+  }
+  return peak;
+}
+
 }  // namespace kpipe::schedule

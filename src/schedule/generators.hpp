@@ -17,6 +17,8 @@ const ScheduleInfo& interleaved_info();
 const ScheduleInfo& zb_h1_info();
 const ScheduleInfo& zb_h2_info();
 const ScheduleInfo& zb_v_info();
+const ScheduleInfo& v_half_info();
+const ScheduleInfo& v_min_info();
 const ScheduleInfo& dualpipe_v_info();
 const ScheduleInfo& forward_only_info();
 

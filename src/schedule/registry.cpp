@@ -15,8 +15,9 @@ namespace {
 // object files nothing refers to.
 std::vector<const ScheduleInfo*>& registry() {
   static std::vector<const ScheduleInfo*> list = {
-      &detail::gpipe_info(), &detail::one_f_one_b_info(), &detail::interleaved_info(), &detail::zb_h1_info(),
-      &detail::zb_h2_info(), &detail::zb_v_info(),        &detail::dualpipe_v_info(),  &detail::forward_only_info(),
+      &detail::gpipe_info(),      &detail::one_f_one_b_info(),  &detail::interleaved_info(), &detail::zb_h1_info(),
+      &detail::zb_h2_info(),      &detail::zb_v_info(),         &detail::v_half_info(),      &detail::v_min_info(),
+      &detail::dualpipe_v_info(), &detail::forward_only_info(),
   };
   return list;
 }
@@ -75,6 +76,12 @@ std::optional<std::string> shape_advice(const ScheduleInfo& info, const ShapeChe
 }
 
 void check_shape(const ScheduleSpec& spec) { check_shape(spec.name, ShapeCheck::of(spec)); }
+
+std::optional<ActivationBound> activation_bound(const Schedule& schedule) {
+  const ScheduleInfo* info = schedule.entry ? schedule.entry : registered_schedule(schedule.name);
+  if (!info || !info->activation_bound) return std::nullopt;
+  return info->activation_bound(schedule.p);
+}
 
 Placement placement_of(std::string_view name, int p, int v) {
   const ScheduleInfo* info = registered_schedule(name);

@@ -1,5 +1,6 @@
 #include <nlohmann/json.hpp>
 
+#include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/render.hpp"
 
 namespace kpipe::schedule {
@@ -19,6 +20,10 @@ std::string summary_json(const Schedule& schedule, const CostModel& costs, const
     theory = bubble_json(expected->bubble);
     theory["formula_idle_over_useful"] = expected->formula;
   }
+  nlohmann::json bound = nullptr;
+  if (const auto stated = activation_bound(schedule)) {
+    bound = {{"stage_microbatches", stated->stage_microbatches}, {"formula", stated->formula}};
+  }
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < schedule.p; ++r) {
     const RankStats& s = result.ranks[r];
@@ -27,6 +32,7 @@ std::string summary_json(const Schedule& schedule, const CostModel& costs, const
                      {"idle", s.idle},
                      {"span", s.span},
                      {"peak_stashed_activations", s.peak_stashed},
+                     {"peak_held_stage_microbatches", schedule.peak_held_stage_microbatches(r)},
                      {"bytes_sent", s.bytes_sent},
                      {"actions", schedule.ranks[r].size()}});
   }
@@ -53,6 +59,7 @@ std::string summary_json(const Schedule& schedule, const CostModel& costs, const
         {"simulated_post_validated", post_validated ? bubble_json(*post_validated) : nlohmann::json()}}},
       {"transfers", result.transfers},
       {"bytes_moved", result.bytes_moved},
+      {"activation_bound", bound},
       {"ranks", ranks},
   };
   return summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -135,6 +135,11 @@ struct StashPeak {
 };
 StashPeak peak_stash(const std::vector<Action>& actions, int limit = 0);
 
+// The most (microbatch, chunk) activations a rank's action list holds from F
+// until their W or BW: the Zero Bubble papers' count, in which a B frees only
+// what its W does not need.
+int peak_held(const std::vector<Action>& actions);
+
 // "F", "SEND_ACT", "F&B", ...; and back, nullopt for an unknown name.
 std::string_view name(ActionKind kind);
 std::optional<ActionKind> parse_kind(std::string_view name);

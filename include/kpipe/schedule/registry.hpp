@@ -34,6 +34,14 @@ struct ShapeCheck {
   std::string describe_virtual_stages() const;
 };
 
+// The peak activation memory a schedule's authors bound it by, in
+// stage-microbatches: one microbatch's activations of a whole pipeline stage,
+// held from its F until its W (or BW), as the Zero Bubble papers count.
+struct ActivationBound {
+  int stage_microbatches = 0;
+  std::string formula;  // e.g. "(p+2)//2"
+};
+
 // Appends one rank's compute actions (F, B, W, BW), in execution order, to `out`.
 using RankGenerator = std::function<void(int rank, std::vector<Action>& out)>;
 
@@ -53,6 +61,8 @@ struct ScheduleInfo {
   std::optional<std::string> (*advice)(const ShapeCheck& shape) = nullptr;
   // Its generator reads ScheduleSpec::extra_warmup (pipeline.extra_warmup).
   bool takes_extra_warmup = false;
+  // Its authors' bound on each rank's activation memory at p ranks; may be null.
+  ActivationBound (*activation_bound)(int p) = nullptr;
 };
 
 // The registered schedule `name`; an input error with a did-you-mean suggestion otherwise.
@@ -80,6 +90,9 @@ std::optional<std::string> shape_advice(const ScheduleInfo& info, const ShapeChe
 // a run resolves its schedule once (config::run_config), and `kpipe run
 // --json` reports this count so a test can hold it to that.
 std::int64_t schedule_lookups();
+
+// The registered schedule's bound on activation memory, if it states one.
+std::optional<ActivationBound> activation_bound(const Schedule& schedule);
 
 // The placement a schedule named `name` uses: the registered one, looped for unknown names.
 Placement placement_of(std::string_view name, int p, int v);

@@ -25,6 +25,7 @@
 #include "kpipe/runtime/traffic_report.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 #include "kpipe/schedule/simulate.hpp"
+#include "schedule_chunks.hpp"
 #include "tiny_dataset.hpp"
 
 using namespace kpipe;
@@ -37,7 +38,7 @@ constexpr int steps = 5;
 // microbatches per replica, and clipping tight enough to act every step.
 config::RunConfig config_for(int p, int d, const std::string& schedule, const std::string& recompute,
                              const std::string& extra = "") {
-  const int v = schedule == "interleaved" || schedule == "zb-v" || schedule == "dualpipe-v" ? 2 : 1;
+  const int v = test::chunks_for(schedule);
   const std::string text = fmt::format(
       "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16, 16, 16]\nmodel.output_dim = 5\n"
       "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\ntrain.grad_clip = 0.05\n"
@@ -81,6 +82,8 @@ TEST_CASE("pipelined training is bitwise the sequential reference", "[runtime]")
                                                             {"zb-h1", "pipeline.extra_warmup = 1\n"},
                                                             {"zb-h2", ""},
                                                             {"zb-v", ""},
+                                                            {"v-half", ""},
+                                                            {"v-min", ""},
                                                             {"dualpipe-v", ""}}) {
         for (const std::string recompute : {"none", "full"}) {
           const config::RunConfig config = config_for(p, d, schedule, recompute, keys);
@@ -333,13 +336,15 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
   for (const int p : {2, 4}) {
     const int d = size / p;
     if (p * d != size || d > 2) continue;
-    for (const std::string schedule : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe-v"}) {
+    for (const std::string schedule :
+         {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "v-half", "v-min", "dualpipe-v"}) {
       for (const std::string recompute : {"none", "full"}) {
-        const int v = schedule == "interleaved" || schedule == "zb-v" || schedule == "dualpipe-v" ? 2 : 1;
+        const int v = test::chunks_for(schedule);
         // 8 partition units (embedding, 6 blocks, head) for p · v <= 8; the
         // fused attention under the split-backward schedules, GEMM attention
         // elsewhere; warm-up, cosine decay, decay and clipping all act.
-        const std::string attention = schedule.rfind("zb", 0) == 0 ? "fused" : "gemm";
+        const bool split_backward = schedule.rfind("zb", 0) == 0 || schedule.rfind("v-", 0) == 0;
+        const std::string attention = split_backward ? "fused" : "gemm";
         const std::string text = fmt::format(
             "model.kind = \"transformer\"\nmodel.vocab = 11\nmodel.context = 8\nmodel.dim = 16\nmodel.heads = 2\n"
             "model.layers = 6\nmodel.mlp_ratio = 2\ntrain.global_batch = {}\ntrain.microbatch_size = 2\n"
@@ -369,7 +374,7 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
         }
         // Tied embeddings: the first and last stage on two ranks (1F1B,
         // interleaved) or on one (a V places both on rank 0).
-        if (schedule == "1f1b" || schedule == "interleaved" || schedule == "zb-v" || schedule == "dualpipe-v") {
+        if (schedule != "gpipe" && schedule != "zb-h1" && schedule != "zb-h2") {
           config.compute.precision = config::Precision::fp32;
           config.model.head_bias = false;
           config.model.tie_embeddings = true;

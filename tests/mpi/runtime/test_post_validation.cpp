@@ -22,6 +22,7 @@
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/data_source_kind.hpp"
 #include "kpipe/runtime/pipeline.hpp"
+#include "schedule_chunks.hpp"
 
 using namespace kpipe;
 
@@ -65,7 +66,7 @@ void register_poisoned_source() {
 
 config::RunConfig config_for(int p, int d, const std::string& schedule, double grad_clip, bool post_validation,
                              const std::string& on_nonfinite) {
-  const int v = schedule == "zb-v" ? 2 : 1;
+  const int v = test::chunks_for(schedule);
   const std::string text = fmt::format(
       "model.input_dim = 12\nmodel.hidden = [16, 16, 16, 16, 16, 16, 16]\nmodel.output_dim = 5\n"
       "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\ntrain.grad_clip = {}\n"

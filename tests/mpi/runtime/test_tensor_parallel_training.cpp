@@ -37,6 +37,7 @@
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/traffic_report.hpp"
 #include "relative_error.hpp"
+#include "schedule_chunks.hpp"
 
 using namespace kpipe;
 using kpipe::test::relative_error;
@@ -73,7 +74,7 @@ std::string model_keys(const std::string& kind, const std::string& schedule) {
 
 config::RunConfig config_for(const std::string& kind, int d, const std::string& schedule,
                              bool sequence_parallel = false) {
-  const int v = schedule == "interleaved" || schedule == "zb-v" || schedule == "dualpipe-v" ? 2 : 1;
+  const int v = test::chunks_for(schedule);
   const std::string text =
       model_keys(kind, schedule) + fmt::format(
                                        "train.global_batch = {}\ntrain.microbatch_size = 4\ntrain.steps = {}\n"
@@ -132,9 +133,9 @@ double largest_difference(const std::map<std::string, std::vector<float>>& actua
 TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
   for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied"}) {
-    for (const std::string schedule : {"1f1b", "interleaved", "zb-v"}) {
-      // ZB-V's V puts the first and the last stage on rank 0: the tied sum stays there.
-      if (schedule == "zb-v" && kind != "tied") continue;
+    for (const std::string schedule : {"1f1b", "interleaved", "zb-v", "v-half", "v-min"}) {
+      // A V puts the first and the last stage on rank 0: the tied sum stays there.
+      if (test::chunks_for(schedule) == 2 && schedule != "interleaved" && kind != "tied") continue;
       // Without, then with sequence parallelism.
       std::vector<std::map<std::string, std::vector<float>>> weights;
       std::vector<std::uint64_t> bytes, messages;

@@ -32,7 +32,8 @@ inline CostModel simulated_costs(const PlanningCosts& planning) {
 
 // Every generated training schedule, with the chunks per rank it is tested at.
 inline const std::vector<std::pair<std::string, int>> training_schedules = {
-    {"gpipe", 1}, {"1f1b", 1}, {"interleaved", 2}, {"zb-h1", 1}, {"zb-h2", 1}, {"zb-v", 2}, {"dualpipe-v", 2}};
+    {"gpipe", 1}, {"1f1b", 1},   {"interleaved", 2}, {"zb-h1", 1},     {"zb-h2", 1},
+    {"zb-v", 2},  {"v-half", 2}, {"v-min", 2},       {"dualpipe-v", 2}};
 
 // F = 1 and BW = B + W = 1: every time in these tests is an exact binary fraction.
 inline CostModel unit_forward_and_backward() {

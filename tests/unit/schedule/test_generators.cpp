@@ -161,8 +161,7 @@ TEST_CASE("unschedulable specs are input errors that say what works", "[schedule
           generate({"1f1c", 2, 1, 4});
         }) ==
         "unknown schedule '1f1c' (did you mean '1f1b'?); choose gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, "
-        "dualpipe-v or "
-        "forward");
+        "v-half, v-min, dualpipe-v or forward");
   CHECK(error_of([] {
           generate({"1f1b", 2, 2, 4});
         }) ==

@@ -61,8 +61,8 @@ TEST_CASE("V-shape placement: rank r holds stages r and 2p-1-r", "[schedule][pla
 
 TEST_CASE("the registry knows every schedule and suggests near misses", "[schedule][registry]") {
   // kpipe's own, first (a test below registers one more).
-  const std::vector<std::string> builtins{"gpipe", "1f1b", "interleaved", "zb-h1",
-                                          "zb-h2", "zb-v", "dualpipe-v",  "forward"};
+  const std::vector<std::string> builtins{"gpipe", "1f1b",   "interleaved", "zb-h1",      "zb-h2",
+                                          "zb-v",  "v-half", "v-min",       "dualpipe-v", "forward"};
   const auto names = schedule_names();
   REQUIRE(names.size() >= builtins.size());
   CHECK(std::vector<std::string>(names.begin(), names.begin() + builtins.size()) == builtins);
