@@ -568,6 +568,13 @@ void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, Preci
   const auto A = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
   const auto C = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, n);
   gemm<float>(space, Trans::no, Trans::no, 1, A, A, 0, C, path);
+  // A head's block of a wider projection times another's transpose, as
+  // attention multiplies them: oneDNN runs such strided products on its JIT
+  // sgemm, whose first use makes megabytes of kernels and buffers.
+  const auto wide = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", n, 2 * n);
+  const auto head = row_blocks(tensor::ConstMatrix<float>(wide), 1, 0, n);
+  const auto scores = row_blocks(C, 1, 0, n);
+  gemm_batched<float>(space, Trans::no, Trans::yes, 1, head, head, 0, scores, path);
   if (path == GemmPath::packed) {
     const auto bias = tensor::zero_matrix<float>("kpipe::kernels::load_gemm_library", 1, n);
     PackedWeight<float>().linear_forward(space, A, A, bias, C);

@@ -41,17 +41,17 @@ std::int64_t proc_kib(const char* file, const std::string& key) {
   return 0;
 }
 
-// Peak bytes held along a rank's action list (the activations of its
-// chunks): F adds the stash; B swaps it for what W needs, W releases that, BW
-// releases the stash. With recomputation B and BW first rebuild the layers'
-// saved tensors, for a moment. BW is B then W (Stage::backward): between the
-// two it holds what B keeps for W, every layer's output gradient among it.
-std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
-                              const std::vector<model::ActivationBytes>& chunks, bool recompute) {
+// Peak bytes held along a rank's action list by its chunk `chunk`: F adds
+// the stash; B swaps it for what W needs, W releases that, BW releases the
+// stash. With recomputation B and BW first rebuild the layers' saved tensors,
+// for a moment. BW is B then W (Stage::backward): between the two it holds
+// what B keeps for W, every layer's output gradient among it.
+std::int64_t chunk_peak(const std::vector<schedule::Action>& actions, const model::ActivationBytes& c, int chunk,
+                        bool recompute) {
   using schedule::ActionKind;
   std::int64_t held = 0, peak = 0;
   const auto account = [&](const schedule::Action& a) {
-    const model::ActivationBytes& c = chunks[a.chunk];
+    if (a.chunk != chunk) return;
     if (recompute && schedule::releases_stash(a.kind)) peak = std::max(peak, held + c.saved);
     switch (a.kind) {
       case ActionKind::forward:
@@ -74,6 +74,19 @@ std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
     if (schedule::is_compute(a.kind)) schedule::for_each_part(a, account);
   }
   return peak;
+}
+
+// A rank's activations: each chunk keeps the buffers of its own peak, so the
+// chunks' peaks add up even where they come at different times (measured:
+// V-Half's two chunks on the middle rank of p = 2 peak apart, and the rank
+// holds both peaks; performance.md).
+std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
+                              const std::vector<model::ActivationBytes>& chunks, bool recompute) {
+  std::int64_t total = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    total += chunk_peak(actions, chunks[c], static_cast<int>(c), recompute);
+  }
+  return total;
 }
 
 }  // namespace

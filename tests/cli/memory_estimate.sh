@@ -4,24 +4,18 @@
 # AVX2-only CPU (AMD Zen 3) takes — ONEDNN_MAX_CPU_ISA=AVX2 caps oneDNN and
 # kpipe's own kernels, OPENBLAS_CORETYPE=Haswell OpenBLAS — for the vendor,
 # packed and portable GEMMs: whatever a library allocates on first use must
-# be resident before the estimate takes its baseline.
+# be resident before the estimate takes its baseline. Then the same on models
+# whose activations weigh (an MLP 1,024 wide, a transformer) at p = 2 and 4
+# under 1F1B and the memory levers V-Half and V-Min.
 # Usage: memory_estimate.sh MPIEXEC KPIPE
 set -uo pipefail
 mpiexec=$1 kpipe=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
-for isa in native avx2; do
-  for gemm in vendor packed portable; do
-    environment=()
-    [ "$isa" = avx2 ] && environment=(ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
-    if ! env "${environment[@]}" "$mpiexec" -n 2 "$kpipe" run inputs/quickstart.toml train.steps=10 \
-      compute.gemm="$gemm" --json "$work/run.json" >"$work/log" 2>&1; then
-      echo "FAIL: $isa $gemm: the run failed: $(tail -3 "$work/log")"
-      failures=$((failures + 1))
-      continue
-    fi
-    /usr/bin/python3 - "$work/run.json" "$isa $gemm" <<'PY' || failures=$((failures + 1))
+# Each rank of the run in "$work/run.json" within 10%; the case named in $1.
+check() {
+  /usr/bin/python3 - "$work/run.json" "$1" <<'PY' || failures=$((failures + 1))
 import json, sys
 report, case = json.load(open(sys.argv[1])), sys.argv[2]
 bad = 0
@@ -32,6 +26,45 @@ for r, rank in enumerate(report["ranks"]):
     bad += not within
 sys.exit(bad)
 PY
+}
+
+# run CASE RANKS KPIPE-ARGUMENTS...: the run, then its check.
+run() {
+  local case=$1 ranks=$2
+  shift 2
+  if ! "$mpiexec" -n "$ranks" --oversubscribe "$kpipe" run "$@" --json "$work/run.json" >"$work/log" 2>&1; then
+    echo "FAIL: $case: the run failed: $(tail -3 "$work/log")"
+    failures=$((failures + 1))
+    return
+  fi
+  check "$case"
+}
+
+for isa in native avx2; do
+  for gemm in vendor packed portable; do
+    environment=()
+    [ "$isa" = avx2 ] && environment=(ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
+    if ! env "${environment[@]}" "$mpiexec" -n 2 "$kpipe" run inputs/quickstart.toml train.steps=10 \
+      compute.gemm="$gemm" --json "$work/run.json" >"$work/log" 2>&1; then
+      echo "FAIL: $isa $gemm: the run failed: $(tail -3 "$work/log")"
+      failures=$((failures + 1))
+      continue
+    fi
+    check "$isa $gemm"
+  done
+done
+
+mlp=(inputs/v-half.toml "model.hidden=[1024,1024,1024,1024,1024,1024,1024]" model.input_dim=1024
+  train.microbatch_size=128 train.global_batch=2048)
+transformer=(inputs/kjv-char.toml data.source=synthetic model.layers=6 train.global_batch=64 train.eval_every=0
+  checkpoint.every=0)
+for p in 2 4; do
+  for schedule in 1f1b v-half v-min; do
+    v=2
+    [ "$schedule" = 1f1b ] && v=1
+    levers=("pipeline.stages=$p" "pipeline.schedule=$schedule" "pipeline.virtual_stages=$v" train.steps=3)
+    run "mlp p=$p $schedule" "$p" "${mlp[@]}" "${levers[@]}"
+    run "transformer p=$p $schedule" "$p" "${transformer[@]}" "${levers[@]}"
   done
 done
 echo "$failures failures"

@@ -106,10 +106,11 @@ void gemm_mixed(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_
 std::string mixed_gemm_library(tensor::DType operands);
 
 // Runs one small product on `path` in float32 (through the packed backend
-// too for GemmPath::packed), and in the reduced type of `precision`, so that
-// the GEMM libraries' code, JIT kernels and one-time state are resident
-// before the memory estimate takes its baseline (oneDNN's and libxsmm's cost
-// megabytes on first use).
+// too for GemmPath::packed), one of strided blocks as attention multiplies
+// them, and one in the reduced type of `precision`, so that the GEMM
+// libraries' code, JIT kernels and one-time state are resident before the
+// memory estimate takes its baseline (oneDNN's brgemm, its JIT sgemm for
+// strided blocks and libxsmm's each cost megabytes on first use).
 void load_gemm_library(const tensor::ExecutionSpace& space, GemmPath path, Precision precision);
 
 // `count` matrices of one shape: X(i, r, c) is row r, column c of matrix i.

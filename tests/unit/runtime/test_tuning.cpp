@@ -108,6 +108,9 @@ TEST_CASE("tune tries what the registry accepts for the deck's p and B", "[tune]
   };
   CHECK(tried("1f1b", 1, 8));
   CHECK(tried("zb-v", 2, 8));
+  CHECK(tried("v-half", 2, 8));  // the memory levers of Qi et al.
+  CHECK(tried("v-min", 2, 8));
+  CHECK_FALSE(tried("v-min", 1, 8));
   CHECK(tried("dualpipe-v", 2, 2));         // m = 4 = 2p
   CHECK_FALSE(tried("dualpipe-v", 2, 4));   // m = 2 < 2p
   CHECK_FALSE(tried("interleaved", 4, 1));  // 8 model stages > 5 layers

@@ -44,18 +44,33 @@ TEST_CASE("v-half and v-min: valid, one F, B and W per microbatch and chunk, wit
   }
 }
 
-TEST_CASE("v-half and v-min at F = B = W, m >= 4p: about a half and two thirds of 1F1B's bubble",
+TEST_CASE("v-half and v-min at F = B = W: no longer than the authors' plans, a half and two thirds of 1F1B's bubble",
           "[schedule][v-building-block]") {
+  // Each F, B and W of a chunk one unit: the makespan counts the authors'
+  // slots. Their plans' makespans, from their repository's zbv_greedy.py
+  // (run by hand, not part of kpipe) at the same p and m.
+  struct Row {
+    int p, m, half, min;
+  };
   const CostModel costs = unit_forward_input_weight();
-  for (const int p : {4, 8}) {
-    for (const int m : {4 * p, 8 * p}) {
-      CAPTURE(p, m);
-      const double one_f_one_b = (p - 1.0) / (m + p - 1.0);  // idle/total at F = B = W
-      const double half = simulate(lowered("v-half", p, m, 2), costs).bubble().idle_over_total;
-      const double min = simulate(lowered("v-min", p, m, 2), costs).bubble().idle_over_total;
-      CHECK(half <= 0.6 * one_f_one_b);
-      CHECK(min <= 0.7 * one_f_one_b);
-      CHECK(half < min);
+  for (const Row row : {Row{4, 8, 53, 59},
+                        {4, 16, 101, 107},
+                        {4, 32, 197, 203},
+                        {6, 12, 83, 89},
+                        {6, 24, 155, 161},
+                        {6, 48, 299, 305},
+                        {8, 16, 113, 123},
+                        {8, 32, 209, 219},
+                        {8, 64, 401, 411}}) {
+    CAPTURE(row.p, row.m);
+    const SimulationResult half = simulate(lowered("v-half", row.p, row.m, 2), costs);
+    const SimulationResult min = simulate(lowered("v-min", row.p, row.m, 2), costs);
+    CHECK(half.makespan <= row.half);
+    CHECK(min.makespan <= row.min);
+    if (row.m >= 4 * row.p) {
+      const double one_f_one_b = (row.p - 1.0) / (row.m + row.p - 1.0);  // idle/total at F = B = W
+      CHECK(half.bubble().idle_over_total <= one_f_one_b / 2);
+      CHECK(min.bubble().idle_over_total <= 2 * one_f_one_b / 3);
     }
   }
 }
