@@ -6,27 +6,20 @@
 namespace kpipe::comm {
 
 std::string broadcast_from_root(MPI_Comm comm, const std::function<std::string()>& read) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+  // Rank 0 sends its text, or the error it met, behind one byte that says which.
+  constexpr char text = 't', error = 'e';
   std::string payload;
-  int failed = 0;
-  if (rank == 0) {
+  if (rank_of(comm) == 0) {
     try {
-      payload = read();
+      payload = text + read();
     } catch (const Error& e) {
-      payload = e.what();
-      failed = 1;
+      payload = error + std::string(e.what());
     }
   }
-  // One broadcast of {failed, length}, then the text or the error message.
-  long long header[2] = {failed, static_cast<long long>(payload.size())};
-  MPI_Request request;
-  MPI_Ibcast(header, 2, MPI_LONG_LONG, 0, comm, &request);
-  complete_collective(request, "a broadcast of an input file");
-  payload.resize(static_cast<std::size_t>(header[1]));
-  MPI_Ibcast(payload.data(), static_cast<int>(header[1]), MPI_CHAR, 0, comm, &request);
-  complete_collective(request, "a broadcast of an input file");
-  if (header[0] != 0) throw input_error(payload);
+  payload = broadcast(comm, 0, payload, "a broadcast of an input file");
+  const bool failed = payload.front() == error;
+  payload.erase(0, 1);
+  if (failed) throw input_error(payload);
   return payload;
 }
 
