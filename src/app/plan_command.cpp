@@ -65,18 +65,19 @@ std::string bubble_line(const char* what, const schedule::Bubble& bubble) {
 }
 
 // Each rank's activations held from F to W, next to the bound the
-// schedule's authors state (V-Half, V-Min).
-std::string held_line(const schedule::Schedule& schedule) {
+// schedule's authors state (V-Half, V-Min). A model chunk holds 1/v of a
+// pipeline stage.
+std::string held_line(const schedule::Schedule& schedule, const schedule::SimulationResult& result) {
+  const auto stage_microbatches = [&](int rank) { return result.ranks[rank].peak_held / double(schedule.v); };
   std::string line = "activations held from F to W, in stage-microbatches:";
   if (schedule.p <= limits::listed_ranks) {
     line += " ranks";
-    for (int r = 0; r < schedule.p; ++r) line += fmt::format(" {:g}", schedule.peak_held_stage_microbatches(r));
+    for (int r = 0; r < schedule.p; ++r) line += fmt::format(" {:g}", stage_microbatches(r));
   } else {
-    int worst = 0;
-    for (int r = 1; r < schedule.p; ++r) {
-      if (schedule.peak_held_stage_microbatches(r) > schedule.peak_held_stage_microbatches(worst)) worst = r;
-    }
-    line += fmt::format(" at most {:g} (rank {})", schedule.peak_held_stage_microbatches(worst), worst);
+    const auto worst = std::max_element(result.ranks.begin(), result.ranks.end(),
+                                        [](const auto& a, const auto& b) { return a.peak_held < b.peak_held; });
+    const int rank = static_cast<int>(worst - result.ranks.begin());
+    line += fmt::format(" at most {:g} (rank {})", stage_microbatches(rank), rank);
   }
   if (const auto bound = schedule::activation_bound(schedule)) {
     line += fmt::format("; the authors' bound {} = {}", bound->formula, bound->stage_microbatches);
@@ -111,7 +112,7 @@ void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& predicti
   log::info("transfers: {} messages, {:.1f} MiB moved (per boundary below)", result.transfers,
             static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
-  if (schedule.training()) log::info("{}", held_line(schedule));
+  if (schedule.training()) log::info("{}", held_line(schedule, result));
   runtime::log_memory_estimates(loaded.config, prediction.spec, schedule);
   runtime::log_traffic(loaded.config, prediction.traffic, schedule);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <vector>
 
@@ -41,52 +42,44 @@ std::int64_t proc_kib(const char* file, const std::string& key) {
   return 0;
 }
 
-// Peak bytes held along a rank's action list by its chunk `chunk`: F adds
-// the stash; B swaps it for what W needs, W releases that, BW releases the
-// stash. With recomputation B and BW first rebuild the layers' saved tensors,
-// for a moment. BW is B then W (Stage::backward): between the two it holds
-// what B keeps for W, every layer's output gradient among it.
-std::int64_t chunk_peak(const std::vector<schedule::Action>& actions, const model::ActivationBytes& c, int chunk,
-                        bool recompute) {
+// Peak bytes held along a rank's action list (the activations of its
+// chunks): F adds the stash; B swaps it for what W needs, W releases that, BW
+// releases the stash. With recomputation B and BW first rebuild the layers'
+// saved tensors, for a moment. BW is B then W (Stage::backward): between the
+// two it holds what B keeps for W, every layer's output gradient among it.
+// Each chunk keeps the buffers of its own peak, so the chunks' peaks add up
+// even where they come at different times (measured: V-Half's two chunks on
+// the middle rank of p = 2 peak apart, and the rank holds both; performance.md).
+std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
+                              const std::vector<model::ActivationBytes>& chunks, bool recompute) {
   using schedule::ActionKind;
-  std::int64_t held = 0, peak = 0;
+  std::vector<std::int64_t> held(chunks.size(), 0), peaks(chunks.size(), 0);
   const auto account = [&](const schedule::Action& a) {
-    if (a.chunk != chunk) return;
-    if (recompute && schedule::releases_stash(a.kind)) peak = std::max(peak, held + c.saved);
+    const model::ActivationBytes& c = chunks[a.chunk];
+    std::int64_t& chunk_held = held[a.chunk];
+    std::int64_t& peak = peaks[a.chunk];
+    if (recompute && schedule::releases_stash(a.kind)) peak = std::max(peak, chunk_held + c.saved);
     switch (a.kind) {
       case ActionKind::forward:
-        held += c.stash;
+        chunk_held += c.stash;
         break;
       case ActionKind::backward_input:
-        held += c.kept - c.stash;
+        chunk_held += c.kept - c.stash;
         break;
       case ActionKind::backward_weight:
-        held -= c.kept;
+        chunk_held -= c.kept;
         break;
       default:
-        peak = std::max(peak, held - c.stash + c.kept);
-        held -= c.stash;
+        peak = std::max(peak, chunk_held - c.stash + c.kept);
+        chunk_held -= c.stash;
     }
-    peak = std::max(peak, held);
+    peak = std::max(peak, chunk_held);
   };
   // An F&B holds its F's stash before its BW releases another (the executor runs F first).
   for (const auto& a : actions) {
     if (schedule::is_compute(a.kind)) schedule::for_each_part(a, account);
   }
-  return peak;
-}
-
-// A rank's activations: each chunk keeps the buffers of its own peak, so the
-// chunks' peaks add up even where they come at different times (measured:
-// V-Half's two chunks on the middle rank of p = 2 peak apart, and the rank
-// holds both peaks; performance.md).
-std::int64_t peak_activations(const std::vector<schedule::Action>& actions,
-                              const std::vector<model::ActivationBytes>& chunks, bool recompute) {
-  std::int64_t total = 0;
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    total += chunk_peak(actions, chunks[c], static_cast<int>(c), recompute);
-  }
-  return total;
+  return std::accumulate(peaks.begin(), peaks.end(), std::int64_t{0});
 }
 
 }  // namespace

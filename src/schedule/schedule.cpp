@@ -10,10 +10,6 @@ std::size_t Schedule::action_count() const {
   return count;
 }
 
-double Schedule::peak_held_stage_microbatches(int rank) const {
-  return peak_held(ranks[static_cast<std::size_t>(rank)]) / static_cast<double>(v);
-}
-
 bool Schedule::training() const {
   return std::any_of(ranks.begin(), ranks.end(), [](const std::vector<Action>& actions) {
     return std::any_of(actions.begin(), actions.end(), [](const Action& a) {

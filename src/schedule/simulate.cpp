@@ -209,6 +209,7 @@ SimulationResult simulate(const Schedule& schedule, const CostModel& costs, Reco
   if (every_action) result.end.resize(schedule.p);
   for (int r = 0; r < schedule.p; ++r) {
     result.ranks[r].peak_stashed = peak_stashed(schedule, r, costs);
+    result.ranks[r].peak_held = peak_held(schedule.ranks[r]);
     result.step_end[r].reserve(static_cast<std::size_t>(steps));
     if (every_action) result.end[r].reserve(schedule.ranks[r].size() * steps);
   }

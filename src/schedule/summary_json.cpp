@@ -32,7 +32,8 @@ std::string summary_json(const Schedule& schedule, const CostModel& costs, const
                      {"idle", s.idle},
                      {"span", s.span},
                      {"peak_stashed_activations", s.peak_stashed},
-                     {"peak_held_stage_microbatches", schedule.peak_held_stage_microbatches(r)},
+                     // A model chunk holds 1/v of a pipeline stage.
+                     {"peak_held_stage_microbatches", s.peak_held / static_cast<double>(schedule.v)},
                      {"bytes_sent", s.bytes_sent},
                      {"actions", schedule.ranks[r].size()}});
   }

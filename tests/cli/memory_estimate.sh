@@ -28,11 +28,14 @@ sys.exit(bad)
 PY
 }
 
-# run CASE RANKS KPIPE-ARGUMENTS...: the run, then its check.
+# run CASE RANKS KPIPE-ARGUMENTS...: the run, in the variables of the
+# array `environment`, then its check.
+environment=()
 run() {
   local case=$1 ranks=$2
   shift 2
-  if ! "$mpiexec" -n "$ranks" --oversubscribe "$kpipe" run "$@" --json "$work/run.json" >"$work/log" 2>&1; then
+  if ! env "${environment[@]}" "$mpiexec" -n "$ranks" --oversubscribe "$kpipe" run "$@" --json "$work/run.json" \
+    >"$work/log" 2>&1; then
     echo "FAIL: $case: the run failed: $(tail -3 "$work/log")"
     failures=$((failures + 1))
     return
@@ -44,15 +47,10 @@ for isa in native avx2; do
   for gemm in vendor packed portable; do
     environment=()
     [ "$isa" = avx2 ] && environment=(ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
-    if ! env "${environment[@]}" "$mpiexec" -n 2 "$kpipe" run inputs/quickstart.toml train.steps=10 \
-      compute.gemm="$gemm" --json "$work/run.json" >"$work/log" 2>&1; then
-      echo "FAIL: $isa $gemm: the run failed: $(tail -3 "$work/log")"
-      failures=$((failures + 1))
-      continue
-    fi
-    check "$isa $gemm"
+    run "$isa $gemm" 2 inputs/quickstart.toml train.steps=10 compute.gemm="$gemm"
   done
 done
+environment=()
 
 mlp=(inputs/v-half.toml "model.hidden=[1024,1024,1024,1024,1024,1024,1024]" model.input_dim=1024
   train.microbatch_size=128 train.global_batch=2048)

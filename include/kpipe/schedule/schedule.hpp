@@ -51,9 +51,6 @@ struct Schedule {
   std::size_t action_count() const;
   // True when any rank runs a backward pass; a forward-only schedule is for inference.
   bool training() const;
-  // The most activations `rank` holds from F to W (peak_held), in
-  // stage-microbatches: a model chunk holds 1/v of a pipeline stage.
-  double peak_held_stage_microbatches(int rank) const;
 };
 
 // Message tags are unique per (microbatch, sending chunk, direction), so the

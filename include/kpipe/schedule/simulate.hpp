@@ -108,6 +108,7 @@ struct RankStats {
   double idle = 0.0;     // makespan - busy
   double span = 0.0;     // from the start of its first compute to the end of its last
   int peak_stashed = 0;  // most (microbatch, chunk) activations held between F and B/BW
+  int peak_held = 0;     // most (microbatch, chunk) activations held between F and W/BW (peak_held)
   std::int64_t bytes_sent = 0;
 };
 
