@@ -198,7 +198,9 @@ std::vector<KeySpec> build_schema() {
       integers("pipeline.partition", d.pipeline.partition, 1,
                "Layers per model stage (p * v entries summing to the layer count); empty balances by FLOPs"),
       choice("pipeline.recompute", name(d.pipeline.recompute), choice_names<Recompute>(),
-             "full: stash only stage inputs and recompute the forward pass inside backward"),
+             "selective: the layers keep all but what B rebuilds cheaply (the gemm attention's T x T "
+             "probabilities); full: stash only stage inputs and recompute the forward pass inside backward; "
+             "results bitwise none's"),
       choice("pipeline.activation_store", name(d.pipeline.activation_store), choice_names<ActivationStore>(),
              "Where a stage keeps its stash between F and B: memory, or hdf5 (a per-rank file in "
              "pipeline.activation_path, read back before B; bitwise the same results, less memory)"),

@@ -55,24 +55,30 @@ struct HeadBlocks {
   }
 };
 
-// The layout of QKV, O (or their gradients) and P for `shape`, checked:
-// heads = O's columns / hd, and batch_heads = sequences · heads.
-template <class QkvView, class OView, class PView>
-HeadBlocks head_blocks(const AttentionShape& shape, const QkvView& QKV, const OView& O, const PView& P) {
+// The layout of QKV (or its gradient) and P for `shape`, checked: heads =
+// QKV's columns / 3·hd, and batch_heads = sequences · heads.
+template <class QkvView, class PView>
+HeadBlocks head_blocks(const AttentionShape& shape, const QkvView& QKV, const PView& P) {
   detail::check_attention_shape(shape);
   const auto hd = static_cast<std::size_t>(shape.head_dim);
-  const std::size_t rows = O.extent(0);
-  const std::size_t heads = O.extent(1) / hd;
+  const std::size_t rows = QKV.extent(0);
+  const std::size_t heads = QKV.extent(1) / (3 * hd);
   const std::size_t sequences = rows / static_cast<std::size_t>(shape.tokens);
-  if (O.extent(1) % hd != 0 || rows % static_cast<std::size_t>(shape.tokens) != 0 ||
+  if (QKV.extent(1) % (3 * hd) != 0 || rows % static_cast<std::size_t>(shape.tokens) != 0 ||
       sequences * heads != static_cast<std::size_t>(shape.batch_heads)) {
-    throw input_error(fmt::format("attention output {} is not {} sequence-heads of {} tokens and head size {}",
-                                  tensor::shape_string(O), shape.batch_heads, shape.tokens, shape.head_dim));
+    throw input_error(fmt::format("attention QKV projection {} is not {} sequence-heads of {} tokens and head size {}",
+                                  tensor::shape_string(QKV), shape.batch_heads, shape.tokens, shape.head_dim));
   }
-  tensor::require_shape("attention QKV projection", QKV, rows, 3 * heads * hd);
   tensor::require_shape("attention probabilities", P, detail::stack_rows(shape),
                         static_cast<std::size_t>(shape.tokens));
   return {static_cast<int>(sequences), static_cast<int>(heads), shape.tokens, shape.head_dim};
+}
+
+// And O (or dO), the heads side by side, one row per QKV row.
+template <class OView>
+void require_heads_output(const char* what, const HeadBlocks& at, const OView& O) {
+  tensor::require_shape(what, O, static_cast<std::size_t>(at.sequences) * at.tokens,
+                        static_cast<std::size_t>(at.heads) * at.head_dim);
 }
 
 // Row r of P holds scores of position t = r mod T; row r of P_out (P itself
@@ -144,25 +150,37 @@ void product(const tensor::ExecutionSpace& space, Trans trans_a, Trans trans_b, 
   }
 }
 
-// The forward on In operands: S = scale Q Kᵀ into P, its softmax into P_in
-// (P itself for Scalar operands), O = P_in V.
+// The probabilities on In operands: S = scale Q Kᵀ into P, its softmax into
+// P_in (P itself for Scalar operands). Forward runs it, and B again under
+// selective recomputation: the same kernels, so the same bits.
 template <class Scalar, class In>
-void forward_products(const tensor::ExecutionSpace& space, const AttentionShape& shape,
-                      const tensor::ConstMatrix<In>& QKV, const tensor::Matrix<Scalar>& P,
-                      const tensor::Matrix<In>& P_in, const tensor::Matrix<Scalar>& O, GemmPath gemm) {
-  const HeadBlocks at = head_blocks(shape, QKV, O, P);
+HeadBlocks probabilities(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                         const tensor::ConstMatrix<In>& QKV, const tensor::Matrix<Scalar>& P,
+                         const tensor::Matrix<In>& P_in, GemmPath gemm) {
+  const HeadBlocks at = head_blocks(shape, QKV, P);
   tensor::require_shape("attention probabilities kept", P_in, P.extent(0), P.extent(1));
-  if (shape.batch_heads == 0) return;
+  if (shape.batch_heads == 0) return at;
   const Scalar scale = detail::softmax_scale<Scalar>(shape);
   for (int h = 0; h < at.heads; ++h) {
     product<Scalar, In>(space, Trans::no, Trans::yes, scale, at.of(QKV, Part::q, h), at.of(QKV, Part::k, h),
                         at.scores(P, h), gemm);
   }
   causal_softmax<Scalar, In>(space, shape.tokens, P, P_in);
-  const tensor::ConstMatrix<In> probabilities = P_in;
+  return at;
+}
+
+// The forward on In operands: the probabilities, then O = P_in V.
+template <class Scalar, class In>
+void forward_products(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                      const tensor::ConstMatrix<In>& QKV, const tensor::Matrix<Scalar>& P,
+                      const tensor::Matrix<In>& P_in, const tensor::Matrix<Scalar>& O, GemmPath gemm) {
+  const HeadBlocks at = probabilities<Scalar, In>(space, shape, QKV, P, P_in, gemm);
+  require_heads_output("attention output", at, O);
+  if (shape.batch_heads == 0) return;
+  const tensor::ConstMatrix<In> kept = P_in;
   for (int h = 0; h < at.heads; ++h) {
-    product<Scalar, In>(space, Trans::no, Trans::no, Scalar(1), at.scores(probabilities, h), at.of(QKV, Part::v, h),
-                        at.of(O, h), gemm);
+    product<Scalar, In>(space, Trans::no, Trans::no, Scalar(1), at.scores(kept, h), at.of(QKV, Part::v, h), at.of(O, h),
+                        gemm);
   }
 }
 
@@ -173,7 +191,8 @@ void backward_products(const tensor::ExecutionSpace& space, const AttentionShape
                        const tensor::ConstMatrix<In>& QKV, const tensor::ConstMatrix<In>& P,
                        const tensor::ConstMatrix<In>& dO, const tensor::Matrix<Scalar>& dP,
                        const tensor::Matrix<In>& dS_in, const tensor::Matrix<Scalar>& dQKV, GemmPath gemm) {
-  const HeadBlocks at = head_blocks(shape, QKV, dO, P);
+  const HeadBlocks at = head_blocks(shape, QKV, P);
+  require_heads_output("attention output gradient", at, dO);
   tensor::require_shape("attention probability gradient", dP, P.extent(0), P.extent(1));
   tensor::require_shape("attention score gradient kept", dS_in, P.extent(0), P.extent(1));
   tensor::require_shape("attention QKV gradient", dQKV, QKV.extent(0), QKV.extent(1));
@@ -204,6 +223,13 @@ void attention_forward_gemm(const tensor::ExecutionSpace& space, const Attention
 }
 
 template <class Scalar>
+void attention_probabilities_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                                  const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV,
+                                  const tensor::Matrix<Scalar>& P, GemmPath gemm) {
+  probabilities<Scalar, Scalar>(space, shape, QKV, P, P, gemm);
+}
+
+template <class Scalar>
 void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& P,
@@ -220,6 +246,13 @@ void attention_forward_gemm(const tensor::ExecutionSpace& space, const Attention
 }
 
 template <class Reduced>
+void attention_probabilities_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                                  const tensor::ConstMatrix<Reduced>& QKV, const tensor::Matrix<float>& P,
+                                  const tensor::Matrix<Reduced>& P_kept, GemmPath gemm) {
+  probabilities<float, Reduced>(space, shape, QKV, P, P_kept, gemm);
+}
+
+template <class Reduced>
 void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
                              const tensor::ConstMatrix<Reduced>& QKV, const tensor::ConstMatrix<Reduced>& P,
                              const tensor::ConstMatrix<Reduced>& dO, const tensor::Matrix<float>& dP,
@@ -231,6 +264,9 @@ void attention_backward_gemm(const tensor::ExecutionSpace& space, const Attentio
   template void attention_forward_gemm<Scalar>(const tensor::ExecutionSpace&, const AttentionShape&,              \
                                                const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&, \
                                                const tensor::Matrix<Scalar>&, GemmPath);                          \
+  template void attention_probabilities_gemm<Scalar>(const tensor::ExecutionSpace&, const AttentionShape&,        \
+                                                     const tensor::ConstMatrix<Scalar>&,                          \
+                                                     const tensor::Matrix<Scalar>&, GemmPath);                    \
   template void attention_backward_gemm<Scalar>(                                                                  \
       const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Scalar>&,                   \
       const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,      \
@@ -243,6 +279,9 @@ KPIPE_INSTANTIATE(double)
   template void attention_forward_gemm<Reduced>(                                                              \
       const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Reduced>&,              \
       const tensor::Matrix<float>&, const tensor::Matrix<Reduced>&, const tensor::Matrix<float>&, GemmPath);  \
+  template void attention_probabilities_gemm<Reduced>(                                                        \
+      const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Reduced>&,              \
+      const tensor::Matrix<float>&, const tensor::Matrix<Reduced>&, GemmPath);                                \
   template void attention_backward_gemm<Reduced>(                                                             \
       const tensor::ExecutionSpace&, const AttentionShape&, const tensor::ConstMatrix<Reduced>&,              \
       const tensor::ConstMatrix<Reduced>&, const tensor::ConstMatrix<Reduced>&, const tensor::Matrix<float>&, \

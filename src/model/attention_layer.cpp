@@ -33,7 +33,9 @@ std::vector<TensorDecl> CausalSelfAttention<Scalar>::saved(int rows) const {
   const std::int64_t stacked = static_cast<std::int64_t>(s.batch_heads) * s.tokens;
   const tensor::DType stored = kernels::stored_dtype<Scalar>(env_.precision);
   if (kernels_.attention == AttentionPath::gemm) {
-    return {{"qkv", TensorSpec({rows, 3 * dim_}, stored)}, {"p", TensorSpec({stacked, s.tokens}, stored)}};
+    std::vector<TensorDecl> out{{"qkv", TensorSpec({rows, 3 * dim_}, stored)}};
+    if (!env_.selective_recompute) out.push_back({"p", TensorSpec({stacked, s.tokens}, stored)});
+    return out;
   }
   std::vector<TensorDecl> out;
   // A named spec, not braces inside the loop's braces: nvcc's front end misparses those.
@@ -62,7 +64,7 @@ void CausalSelfAttention<Scalar>::forward(tensor::TensorList inputs, tensor::Ten
         kernels::attention_forward_gemm(space, s, X, P, Y, kernels_.gemm);
         if (ctx) {
           ctx->save("qkv", inputs.at(0));
-          ctx->save("p", P);
+          if (!env_.selective_recompute) ctx->save("p", P);
         }
       } else {
         // The products take the rounded projection and probabilities, which are also what backward keeps.
@@ -71,7 +73,7 @@ void CausalSelfAttention<Scalar>::forward(tensor::TensorList inputs, tensor::Ten
         kernels::attention_forward_gemm<Stored>(space, s, qkv.matrix<Stored>(), P, P_kept, Y, kernels_.gemm);
         if (ctx) {
           ctx->save("qkv", qkv);
-          ctx->save("p", P_kept);
+          if (!env_.selective_recompute) ctx->save("p", P_kept);
         }
       }
     });
@@ -118,6 +120,7 @@ void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads
     kernels::with_stored_type<Scalar>(env_.precision, [&](auto element) {
       using Stored = decltype(element);
       const auto qkv = ctx.saved("qkv").matrix<Stored>();
+      if (env_.selective_recompute) rebuild_probabilities<Stored>(s, qkv, ctx);
       const auto P = ctx.saved("p").matrix<Stored>();
       if constexpr (std::is_same_v<Stored, Scalar>) {
         kernels::attention_backward_gemm(space, s, qkv, P, dY, dP, dX, kernels_.gemm);
@@ -146,6 +149,24 @@ void CausalSelfAttention<Scalar>::backward_input(tensor::TensorList output_grads
   kernels::merge_heads(space, dK, dim_, heads_, context_, dX);
   kernels::merge_heads(space, dV, 2 * dim_, heads_, context_, dX);
   ctx.clear();
+}
+
+template <class Scalar>
+template <class Stored>
+void CausalSelfAttention<Scalar>::rebuild_probabilities(const kernels::AttentionShape& s,
+                                                        const tensor::ConstMatrix<Stored>& qkv, Context& ctx) const {
+  const auto region = env_.exec.region("kpipe::model::attention::recompute");
+  auto& pool = env_.exec.pool();
+  const int stacked = s.batch_heads * s.tokens;
+  const auto P = pool.take<Scalar>("kpipe::model::attention_p", stacked, s.tokens);
+  if constexpr (std::is_same_v<Stored, Scalar>) {
+    kernels::attention_probabilities_gemm(env_.exec.space(), s, qkv, P, kernels_.gemm);
+    ctx.save("p", P);
+  } else {
+    const auto P_kept = pool.take<Stored>("kpipe::model::attention_p_stored", stacked, s.tokens);
+    kernels::attention_probabilities_gemm<Stored>(env_.exec.space(), s, qkv, P, P_kept, kernels_.gemm);
+    ctx.save("p", P_kept);
+  }
 }
 
 template <class Scalar>

@@ -14,6 +14,7 @@ LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
   workspace = std::max(workspace, other.workspace);
   intermediates = std::max(intermediates, other.intermediates);
   forward_flops += other.forward_flops;
+  recompute_flops += other.recompute_flops;
   tensor_forward += other.tensor_forward;
   tensor_backward += other.tensor_backward;
   row_partial += other.row_partial;
@@ -21,7 +22,10 @@ LayerFootprint& LayerFootprint::operator+=(const LayerFootprint& other) {
 }
 
 FootprintBuilder::FootprintBuilder(const FootprintQuery& query, std::int64_t rows)
-    : rows_(rows), ranks_(query.tensor_ranks), sequence_parallel_(query.sequence_parallel && query.tensor_ranks > 1) {}
+    : rows_(rows),
+      ranks_(query.tensor_ranks),
+      sequence_parallel_(query.sequence_parallel && query.tensor_ranks > 1),
+      selective_recompute_(query.selective_recompute) {}
 
 FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) {
   const std::int64_t rows = region_rows();
@@ -91,17 +95,23 @@ FootprintBuilder& FootprintBuilder::elementwise(std::int64_t rows, std::int64_t 
 // The GEMM path saves the fused Q|K|V projection and the probabilities, the
 // fused one Q, K, V, the output and the log-sum-exp; B frees them all. The
 // GEMM path's T x T probabilities are also a workspace: F without a stash
-// (inference) builds them, B builds their gradient.
+// (inference) builds them, B builds their gradient. Selective recomputation
+// keeps only the projection and rebuilds the probabilities in B, the scores'
+// product (half of F's FLOPs) and the softmax, beside their gradient.
 FootprintBuilder& FootprintBuilder::attention(std::int64_t heads, std::int64_t positions, std::int64_t head_dim,
                                               kernels::AttentionPath path) {
   const std::int64_t width = heads * head_dim;
   footprint_.forward_flops += 2 * rows_ * positions * width;
   footprint_.intermediates += rows_ * width;
+  if (path == kernels::AttentionPath::fused) {
+    footprint_.saved += 4 * rows_ * width + rows_ * heads;
+    footprint_.saved_in_scalar += rows_ * heads;
+    return *this;
+  }
   const std::int64_t probabilities = rows_ * heads * positions;
-  footprint_.saved +=
-      path == kernels::AttentionPath::gemm ? 3 * rows_ * width + probabilities : 4 * rows_ * width + rows_ * heads;
-  if (path == kernels::AttentionPath::fused) footprint_.saved_in_scalar += rows_ * heads;
-  if (path == kernels::AttentionPath::gemm) footprint_.workspace = std::max(footprint_.workspace, probabilities);
+  footprint_.saved += 3 * rows_ * width + (selective_recompute_ ? 0 : probabilities);
+  footprint_.workspace = std::max(footprint_.workspace, (selective_recompute_ ? 2 : 1) * probabilities);
+  if (selective_recompute_) footprint_.recompute_flops += rows_ * positions * width;
   return *this;
 }
 

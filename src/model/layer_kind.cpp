@@ -82,6 +82,23 @@ LayerFootprint layers_footprint(const ModelSpec& model, LayerRange layers, Footp
   return sum;
 }
 
+std::int64_t selective_recompute_flops(const ModelSpec& model, const LayerSpec& layer,
+                                       kernels::AttentionPath attention) {
+  FootprintQuery query;
+  query.attention = attention;
+  query.selective_recompute = true;
+  return layer.kind->footprint(model, layer, query).recompute_flops;
+}
+
+bool keeps_less_selectively(const ModelSpec& model, kernels::AttentionPath attention) {
+  FootprintQuery query;
+  query.attention = attention;
+  const LayerRange all{0, model.layer_count()};
+  const std::int64_t kept = layers_footprint(model, all, query).saved;
+  query.selective_recompute = true;
+  return layers_footprint(model, all, query).saved < kept;
+}
+
 template std::unique_ptr<Layer<float>> make_layer<float>(const ModelSpec&, int, KernelChoice, LayerEnvironment,
                                                          TensorSplit);
 template std::unique_ptr<Layer<double>> make_layer<double>(const ModelSpec&, int, KernelChoice, LayerEnvironment,

@@ -8,6 +8,7 @@
 #include "kernel_choices.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/elementwise.hpp"
+#include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/markov_tokens.hpp"
 #include "kpipe/model/token_stream.hpp"
 #include "kpipe/tensor/compat.hpp"
@@ -69,6 +70,13 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   // fp16, and only fp16, scales its loss: follows the precision also in a configuration edited in code.
   spec.optimizer.loss_scale.enabled = config.compute.precision == config::Precision::fp16;
   spec.stage.recompute = config.pipeline.recompute == config::Recompute::full;
+  spec.stage.selective_recompute = config.pipeline.recompute == config::Recompute::selective;
+  if (spec.stage.selective_recompute && !keeps_less_selectively(spec.model, spec.stage.kernels.attention)) {
+    throw input_error(
+        "pipeline.recompute = \"selective\" changes nothing for this model: none of its layers rebuilds a saved "
+        "tensor in B (a transformer's gemm attention rebuilds its probabilities; the fused one never keeps them); "
+        "use \"none\" or \"full\"");
+  }
   spec.stage.sequence_parallel = config.pipeline.sequence_parallel;
   spec.lanes = config.pipeline.lanes;
   spec.lane_split = config.pipeline.lane_split;

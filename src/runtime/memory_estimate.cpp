@@ -121,6 +121,7 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   query.tensor_ranks = tensor_ranks;
   query.sequence_parallel = spec.stage.sequence_parallel;
   query.attention = spec.stage.kernels.attention;
+  query.selective_recompute = spec.stage.selective_recompute;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(rank, chunk);
     const model::StageFootprint footprint = model::stage_footprint(spec.model, spec.stages.at(stage), query, recompute);

@@ -8,6 +8,7 @@
 
 #include "kpipe/comm/transport.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/model/layer_kind.hpp"
 #include "kpipe/model/trainer.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/schedule/registry.hpp"
@@ -21,16 +22,28 @@ schedule::LinearCost share(const schedule::LinearCost& cost, double fraction) {
   return {cost.fixed * fraction, cost.per_sample * fraction};
 }
 
-// A layer's F + B + W at b, recomputation's second F included.
+// What recomputation adds to a layer's B at b: its F again, or the share selective recomputation rebuilds.
+double recompute_seconds(const LayerCost& cost, int b, config::Recompute recompute) {
+  switch (recompute) {
+    case config::Recompute::none:
+      return 0.0;
+    case config::Recompute::selective:
+      return cost[3].at(b);
+    case config::Recompute::full:
+      return cost[0].at(b);
+  }
+  return 0.0;
+}
+
+// A layer's F + B + W at b, recomputation included.
 double layer_seconds(const LayerCost& cost, int b, config::Recompute recompute) {
-  const double forward = cost[0].at(b);
-  return forward + cost[1].at(b) + cost[2].at(b) + (recompute == config::Recompute::full ? forward : 0.0);
+  return cost[0].at(b) + cost[1].at(b) + cost[2].at(b) + recompute_seconds(cost, b, recompute);
 }
 
 }  // namespace
 
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::ModelSpec& model,
-                                   const std::vector<model::LayerRange>& measured) {
+                                   const std::vector<model::LayerRange>& measured, kernels::AttentionPath attention) {
   if (measured.size() != fit.stages.size()) {
     throw input_error(fmt::format(
         "the costs were measured on {} model stages but the deck has {}; calibrate this deck (kpipe tune without "
@@ -48,13 +61,17 @@ std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::Mo
       const double fraction =
           flops > 0.0 ? static_cast<double>(model::forward_flops(specs[l])) / flops : 1.0 / range.count;
       for (int k = 0; k < 3; ++k) layers[l][k] = share(fit.stages[s][k], fraction);
+      const double forward = static_cast<double>(model::forward_flops(specs[l]));
+      const double rebuilt = static_cast<double>(model::selective_recompute_flops(model, specs[l], attention));
+      layers[l][3] = share(layers[l][0], forward > 0.0 ? rebuilt / forward : 0.0);
     }
   }
   return layers;
 }
 
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::RunConfig& config) {
-  return layer_costs(fit, model::ModelSpec::from_config(config.model), model::partition_layers(config));
+  return layer_costs(fit, model::ModelSpec::from_config(config.model), model::partition_layers(config),
+                     model::kernel_choice(config.compute).attention);
 }
 
 std::vector<std::string> TuneCandidate::overrides() const {
@@ -95,8 +112,8 @@ schedule::Calibration candidate_calibration(const schedule::CostFit& fit, const 
       stage.forward += layers[l][0].at(candidate.b);
       stage.backward_input += layers[l][1].at(candidate.b);
       stage.backward_weight += layers[l][2].at(candidate.b);
+      stage.backward_input += recompute_seconds(layers[l], candidate.b, candidate.recompute);
     }
-    if (candidate.recompute == config::Recompute::full) stage.backward_input += stage.forward;
     stage.forward *= compute_factor;
     stage.backward_input *= compute_factor;
     stage.backward_weight *= compute_factor;
@@ -166,7 +183,9 @@ TunePrediction predict_candidate(config::RunConfig config, const schedule::CostF
 double TunePrediction::largest_peak_mib() const { return *std::max_element(peak_mib.begin(), peak_mib.end()); }
 
 std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config) {
-  const int layers = model::ModelSpec::from_config(config.model).layer_count();
+  const model::ModelSpec model = model::ModelSpec::from_config(config.model);
+  const int layers = model.layer_count();
+  const bool selective = model::keeps_less_selectively(model, model::kernel_choice(config.compute).attention);
   const config::PipelineConfig& pipeline = config.pipeline;
   const int per_replica = config.train.global_batch / pipeline.data_parallel;
   std::vector<TuneCandidate> shapes;
@@ -179,7 +198,8 @@ std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config) {
         if (per_replica % b != 0) continue;
         const schedule::ShapeCheck shape{pipeline.stages, v, per_replica / b, b, pipeline.data_parallel, {}};
         if (info.check(shape)) continue;
-        for (const auto recompute : {config::Recompute::none, config::Recompute::full}) {
+        for (const auto recompute : {config::Recompute::none, config::Recompute::selective, config::Recompute::full}) {
+          if (recompute == config::Recompute::selective && !selective) continue;
           // One extra warm-up forward costs a stashed microbatch and, where
           // actions jitter, buys back stalls: the calibrated draws judge it.
           for (int extra = 0; extra <= (info.takes_extra_warmup ? 1 : 0); ++extra) {

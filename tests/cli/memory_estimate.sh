@@ -6,7 +6,8 @@
 # packed and portable GEMMs: whatever a library allocates on first use must
 # be resident before the estimate takes its baseline. Then the same on models
 # whose activations weigh (an MLP 1,024 wide, a transformer) at p = 2 and 4
-# under 1F1B and the memory levers V-Half and V-Min.
+# under 1F1B and the memory levers V-Half and V-Min, the transformer also
+# with selective recomputation.
 # Usage: memory_estimate.sh MPIEXEC KPIPE
 set -uo pipefail
 mpiexec=$1 kpipe=$2
@@ -63,6 +64,7 @@ for p in 2 4; do
     levers=("pipeline.stages=$p" "pipeline.schedule=$schedule" "pipeline.virtual_stages=$v" train.steps=3)
     run "mlp p=$p $schedule" "$p" "${mlp[@]}" "${levers[@]}"
     run "transformer p=$p $schedule" "$p" "${transformer[@]}" "${levers[@]}"
+    run "transformer p=$p $schedule selective" "$p" "${transformer[@]}" "${levers[@]}" pipeline.recompute=selective
   done
 done
 echo "$failures failures"

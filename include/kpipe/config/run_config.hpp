@@ -32,7 +32,7 @@ enum class TokenizerKind { character, sentencepiece };
 enum class Precision { fp32, bf16, fp16 };
 enum class LrSchedule { constant, cosine };
 enum class NonFinite { stop, skip };
-enum class Recompute { none, full };
+enum class Recompute { none, selective, full };
 enum class ActivationStore { memory, hdf5 };
 enum class Batching { request, uniform };
 enum class LaneSplit { automatic, microbatches, layers };
@@ -69,7 +69,7 @@ KPIPE_CHOICES(Precision, {"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {
 KPIPE_CHOICES(TokenizerKind, {"char", TokenizerKind::character}, {"sentencepiece", TokenizerKind::sentencepiece})
 KPIPE_CHOICES(LrSchedule, {"constant", LrSchedule::constant}, {"cosine", LrSchedule::cosine})
 KPIPE_CHOICES(NonFinite, {"stop", NonFinite::stop}, {"skip", NonFinite::skip})
-KPIPE_CHOICES(Recompute, {"none", Recompute::none}, {"full", Recompute::full})
+KPIPE_CHOICES(Recompute, {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full})
 KPIPE_CHOICES(ActivationStore, {"memory", ActivationStore::memory}, {"hdf5", ActivationStore::hdf5})
 KPIPE_CHOICES(Batching, {"request", Batching::request}, {"uniform", Batching::uniform})
 KPIPE_CHOICES(LaneSplit, {"auto", LaneSplit::automatic}, {"microbatches", LaneSplit::microbatches},

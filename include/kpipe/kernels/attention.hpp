@@ -58,6 +58,13 @@ void attention_forward_gemm(const tensor::ExecutionSpace& space, const Attention
                             const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV, const tensor::Matrix<Scalar>& P,
                             const tensor::Matrix<Scalar>& O, GemmPath gemm);
 
+// gemm path, the probabilities alone: P as attention_forward_gemm leaves it,
+// bitwise (pipeline.recompute = "selective" rebuilds them in backward).
+template <class Scalar>
+void attention_probabilities_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                                  const tensor::ConstMatrix<tensor::identity_t<Scalar>>& QKV,
+                                  const tensor::Matrix<Scalar>& P, GemmPath gemm);
+
 // gemm path, backward: the projection's gradient dQKV (every column written)
 // from dO (laid out as O), the forward's QKV and its P; dP is scratch of P's shape.
 template <class Scalar>
@@ -79,6 +86,10 @@ template <class Reduced>
 void attention_forward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
                             const tensor::ConstMatrix<Reduced>& QKV, const tensor::Matrix<float>& P,
                             const tensor::Matrix<Reduced>& P_kept, const tensor::Matrix<float>& O, GemmPath gemm);
+template <class Reduced>
+void attention_probabilities_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
+                                  const tensor::ConstMatrix<Reduced>& QKV, const tensor::Matrix<float>& P,
+                                  const tensor::Matrix<Reduced>& P_kept, GemmPath gemm);
 template <class Reduced>
 void attention_backward_gemm(const tensor::ExecutionSpace& space, const AttentionShape& shape,
                              const tensor::ConstMatrix<Reduced>& QKV, const tensor::ConstMatrix<Reduced>& P,

@@ -31,7 +31,9 @@ struct LinkVolume {
 // tensor group of `tensor_ranks`, split as the stage pairs it (`split`, for
 // kinds that pair up: a kind's `pairs`), with the regions between the
 // pairs sharded by rows or not, and whether it is the model's first layer
-// (whose input has no gradient).
+// (whose input has no gradient), and whether the layer saves only what B
+// cannot rebuild cheaply (pipeline.recompute = "selective",
+// LayerEnvironment::selective_recompute).
 struct FootprintQuery {
   int rows = 1;
   int tensor_ranks = 1;
@@ -39,6 +41,7 @@ struct FootprintQuery {
   TensorSplit split = TensorSplit::none;
   bool first_layer = false;
   kernels::AttentionPath attention = kernels::AttentionPath::gemm;
+  bool selective_recompute = false;
 };
 
 // One layer on one rank. The sums are what the rank contributes to each
@@ -68,6 +71,9 @@ struct LayerFootprint {
   // full T x T products each); elementwise work is left out. With rows = 1
   // and t = 1 the layer's LayerSpec::flops, which the partition balances.
   std::int64_t forward_flops = 0;
+  // Of those, what B runs again to rebuild what F did not save (selective
+  // recomputation): the simulator adds that share of F to B.
+  std::int64_t recompute_flops = 0;
   LinkVolume tensor_forward;   // the group's sums in F, one microbatch
   LinkVolume tensor_backward;  // and in B (and W's re-gathers)
   // Sequence parallelism: gradients computed from this rank's rows only,
@@ -100,7 +106,8 @@ class FootprintBuilder {
   // An elementwise function of `rows` x `width` saving its derivative.
   FootprintBuilder& elementwise(std::int64_t rows, std::int64_t width);
   // Causal attention over `positions`-long sequences (rows()/positions of
-  // them) of `heads` heads of `head_dim` features each, on this rank.
+  // them) of `heads` heads of `head_dim` features each, on this rank; under
+  // selective recomputation the gemm path's probabilities are rebuilt in B.
   FootprintBuilder& attention(std::int64_t heads, std::int64_t positions, std::int64_t head_dim,
                               kernels::AttentionPath path);
   const LayerFootprint& footprint() const { return footprint_; }
@@ -109,6 +116,7 @@ class FootprintBuilder {
   std::int64_t rows_;
   int ranks_;
   bool sequence_parallel_;
+  bool selective_recompute_;
   LayerFootprint footprint_;
 };
 

@@ -260,11 +260,19 @@ class Layer {
 // between passes in that type (kernels::stored_dtype; per-row statistics and
 // token ids excepted) and a stage rounds the activations and gradients
 // between the model's layers to it (docs/model.md, Precision).
+//
+// pipeline.recompute = "selective" (Korthikanti et al. 2022): a layer saves
+// in F only what B cannot rebuild cheaply from the rest of what it saves, and
+// rebuilds the remainder in B, bitwise as F computed it; saved(rows) lists
+// what it keeps, and its kind's footprint (layer_kind.hpp) says so and what
+// the rebuilding costs. Linear inputs stay: rebuilding them is a GEMM. A
+// layer with nothing cheap to rebuild ignores it.
 struct LayerEnvironment {
   tensor::ExecContext& exec;
   Collectives& collectives;
   bool sequence_parallel = false;
   kernels::Precision precision = kernels::Precision::fp32;
+  bool selective_recompute = false;
 };
 
 namespace detail {

@@ -105,4 +105,12 @@ std::vector<TensorSplit> tensor_splits(const ModelSpec& model, LayerRange layers
 // `query.first_layer` are set per layer).
 LayerFootprint layers_footprint(const ModelSpec& model, LayerRange layers, FootprintQuery query);
 
+// Selective recomputation (pipeline.recompute = "selective") with the
+// `attention` path: the forward FLOPs of one sample that B runs again in
+// `layer`, and whether any layer of `model` saves less than without it (else
+// it changes nothing, and a deck asking for it is told so).
+std::int64_t selective_recompute_flops(const ModelSpec& model, const LayerSpec& layer,
+                                       kernels::AttentionPath attention);
+bool keeps_less_selectively(const ModelSpec& model, kernels::AttentionPath attention);
+
 }  // namespace kpipe::model

@@ -42,6 +42,9 @@ struct StageOptions {
   // pipeline.recompute = "full": F keeps only the stage input and B re-runs
   // the forward pass; results are bitwise the same as without.
   bool recompute = false;
+  // pipeline.recompute = "selective": the layers keep their saved tensors but
+  // those cheap to rebuild in B (LayerEnvironment::selective_recompute).
+  bool selective_recompute = false;
   // pipeline.activation_store = "hdf5": where F moves the microbatch's stash
   // (its saved tensors, or with recompute the stage input) until its B or BW
   // takes it back. Not owned; it must outlive the stage. Null keeps the stash

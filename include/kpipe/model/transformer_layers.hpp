@@ -70,7 +70,8 @@ class TokenEmbedding final : public Layer<Scalar> {
 // fused Q|K|V projections in, N x dim head outputs (concatenated) out; no
 // parameters. compute.attention picks the kernels (kernels/attention.hpp):
 // the GEMM path works on the projections in place and saves the QKV
-// projection itself and the probabilities P; the fused path splits the heads
+// projection itself and the probabilities P (under selective recomputation
+// only the projection: B rebuilds P from it); the fused path splits the heads
 // into stacks and saves Q, K, V, O and the log-sum-exp L and recomputes P in
 // backward; with compute.precision = bf16 or fp16 all in that type but L.
 // Everything is freed by B: attention has no weight gradient. In infer, n x 3·dim rows of
@@ -97,6 +98,11 @@ class CausalSelfAttention final : public Layer<Scalar> {
   // A tensor to save, in the stored type (kernels::stored_dtype); a saved one to compute with, in Scalar.
   tensor::Tensor keep(const tensor::Tensor& tensor, const char* label) const;
   tensor::Matrix<Scalar> computable(const tensor::Tensor& saved, const char* label) const;
+  // pipeline.recompute = "selective", gemm path: saves again as "p" the
+  // probabilities F built from `qkv` and did not keep.
+  template <class Stored>
+  void rebuild_probabilities(const kernels::AttentionShape& s, const tensor::ConstMatrix<Stored>& qkv,
+                             Context& ctx) const;
 
   LayerEnvironment env_;
   int heads_;

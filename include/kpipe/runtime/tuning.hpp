@@ -7,9 +7,10 @@
 // The per-layer costs come from a calibration of the deck as written: each
 // measured model stage's F, B and W (lines in b, schedule::CostFit) shared
 // among its layers in proportion to their forward FLOPs. A candidate's model
-// stage then costs the sum of its layers', and with recomputation its B also
-// runs its F again; messages, receives and the step's overhead stay the
-// calibration's at the candidate's b.
+// stage then costs the sum of its layers', and with full recomputation its B
+// also runs its F again, with selective recomputation the share of F its
+// layers rebuild (LayerFootprint::recompute_flops); messages, receives and
+// the step's overhead stay the calibration's at the candidate's b.
 
 #include <array>
 #include <cstdint>
@@ -23,13 +24,16 @@
 
 namespace kpipe::runtime {
 
-// F, B and W of one layer, as lines in b (seconds).
-using LayerCost = std::array<schedule::LinearCost, 3>;
+// F, B and W of one layer, and what selective recomputation adds to its B,
+// as lines in b (seconds).
+using LayerCost = std::array<schedule::LinearCost, 4>;
 
 // The costs of every layer of `model` from `fit`, measured on `measured` (the
-// calibrated run's partition, one range per model stage of the fit).
+// calibrated run's partition, one range per model stage of the fit), with
+// `attention`'s selective recomputation.
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::ModelSpec& model,
-                                   const std::vector<model::LayerRange>& measured);
+                                   const std::vector<model::LayerRange>& measured,
+                                   kernels::AttentionPath attention = kernels::AttentionPath::gemm);
 
 // The same for the deck `config` (its model and its partition).
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::RunConfig& config);
@@ -83,9 +87,11 @@ TunePrediction predict_candidate(config::RunConfig config, const schedule::CostF
                                  double compute_factor, std::int64_t baseline);
 
 // Every candidate shape of the deck's p, d and B: the registry's training
-// schedules, v in {1, 2, 4}, each b dividing B/d, recomputation off and on,
+// schedules, v in {1, 2, 4}, each b dividing B/d, recomputation none,
+// selective and full,
 // where the schedule's check accepts (p, v, m) and p·v model stages fit the
-// model's layers; partitions are left empty for the caller.
+// model's layers (selective recomputation where it keeps less than none,
+// model::keeps_less_selectively); partitions are left empty for the caller.
 std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config);
 
 }  // namespace kpipe::runtime

@@ -1,9 +1,9 @@
 // Every layer kind's stated footprint (layer_kind.hpp) against what its
 // layers really hold on one rank of a tensor group of t = 1, 2 and 4, with
-// and without sequence parallelism: parameter elements, the bytes a
-// microbatch stashes in F, and what it keeps from B to W. The group is a
-// stand-in whose collectives move no data: shapes, not values, are checked,
-// so one process builds any rank of any t.
+// and without sequence parallelism and selective recomputation: parameter
+// elements, the bytes a microbatch stashes in F, and what it keeps from B to
+// W. The group is a stand-in whose collectives move no data: shapes, not
+// values, are checked, so one process builds any rank of any t.
 #include <fmt/format.h>
 
 #include <string>
@@ -74,6 +74,7 @@ TEST_CASE("each layer kind's footprint is what its layers hold on a tensor-paral
   const int t = GENERATE(1, 2, 4);
   const bool sequence_parallel = GENERATE(false, true);
   const auto attention = GENERATE(kernels::AttentionPath::gemm, kernels::AttentionPath::fused);
+  const bool selective = GENERATE(false, true);
   const bool transformer = kind == "transformer" || kind == "gpt2";
   if (!transformer && attention == kernels::AttentionPath::fused) return;
   const ModelSpec model = model_of(kind);
@@ -82,14 +83,16 @@ TEST_CASE("each layer kind's footprint is what its layers hold on a tensor-paral
   ShapeOnlyCollectives collectives(t);
   for (const LayerRange range :
        {LayerRange{0, layers}, LayerRange{0, 2}, LayerRange{1, layers - 2}, LayerRange{layers - 2, 2}}) {
-    INFO(fmt::format("{} t = {} sequence parallel {} layers [{}, {})", kind, t, sequence_parallel, range.first,
-                     range.end()));
+    INFO(fmt::format("{} t = {} sequence parallel {} selective recompute {} layers [{}, {})", kind, t,
+                     sequence_parallel, selective, range.first, range.end()));
     tensor::ExecContext exec;
     StageOptions options{{kernels::GemmPath::vendor, attention}};
     options.sequence_parallel = sequence_parallel;
+    options.selective_recompute = selective;
     Stage<double> stage(model, range, options, collectives, exec);
-    const StageFootprint footprint =
-        stage_footprint(model, range, {rows, t, sequence_parallel, TensorSplit::none, false, attention}, false);
+    FootprintQuery query{rows, t, sequence_parallel, TensorSplit::none, false, attention};
+    query.selective_recompute = selective;
+    const StageFootprint footprint = stage_footprint(model, range, query, false);
     CHECK(footprint.parameters == test::parameter_elements(stage));
 
     const int in_rows = stage.input_rows(rows), out_rows = stage.output_rows(in_rows);

@@ -48,6 +48,18 @@ tensor::Matrix<Scalar> token_ids(int rows, const ModelSpec& spec, std::uint64_t 
   return out;
 }
 
+// A stage's options and its footprint's query under pipeline.recompute = `recompute`.
+StageOptions stage_options(AttentionPath attention, config::Recompute recompute) {
+  StageOptions options{{kernels::GemmPath::vendor, attention}, recompute == config::Recompute::full};
+  options.selective_recompute = recompute == config::Recompute::selective;
+  return options;
+}
+FootprintQuery footprint_query(int rows, AttentionPath attention, config::Recompute recompute) {
+  FootprintQuery query{rows, 1, false, TensorSplit::none, false, attention};
+  query.selective_recompute = recompute == config::Recompute::selective;
+  return query;
+}
+
 tensor::Labels next_tokens(int predictions, int vocab) {
   tensor::Labels labels("test::labels", predictions);
   Kokkos::parallel_for(
@@ -281,18 +293,67 @@ TEST_CASE("fused and GEMM attention give the same transformer in float", "[model
   CHECK(max_difference(gradients[0], gradients[1]) < 1e-5);
 }
 
+// Selective recomputation rebuilds the gemm attention's probabilities in B
+// with the kernels F ran: the same outputs, input and weight gradients, bit
+// for bit, in every precision, with less stashed from F to B.
+TEST_CASE("selective recomputation gives bitwise the transformer stage of none, stashing less",
+          "[model][transformer][memory]") {
+  const auto spec = tiny_transformer(config::InitKind::gpt2);
+  const auto precision = GENERATE(kernels::Precision::fp32, kernels::Precision::bf16, kernels::Precision::fp16);
+  INFO(kernels::name_of(precision));
+  constexpr int rows = 3, microbatches = 2;
+  const LayerRange range{1, spec.layer_count() - 1};
+  struct Run {
+    std::vector<float> outputs, input_gradients, gradients;
+    std::size_t stashed = 0;
+  };
+  const auto run = [&](config::Recompute recompute) {
+    tensor::ExecContext exec;
+    StageOptions options = stage_options(AttentionPath::gemm, recompute);
+    options.kernels.precision = precision;
+    Stage<float> stage(spec, range, options, exec);
+    stage.zero_grad();
+    Run result;
+    for (int mb = 0; mb < microbatches; ++mb) {
+      const auto Y = tensor::uninitialized_matrix<float>("Y", rows, stage.output_dim());
+      stage.forward(mb, random_matrix<float>(rows, stage.input_dim(), 30 + mb), Y);
+      const auto y = tensor::to_host<float>(Y);
+      result.outputs.insert(result.outputs.end(), y.begin(), y.end());
+    }
+    result.stashed = stage.stashed_bytes();
+    for (int mb = 0; mb < microbatches; ++mb) {
+      const auto dX = tensor::uninitialized_matrix<float>("dX", rows, stage.input_dim());
+      stage.backward_input(mb, random_matrix<float>(rows, stage.output_dim(), 40 + mb), dX);
+      stage.backward_weight(mb);
+      const auto dx = tensor::to_host<float>(dX);
+      result.input_gradients.insert(result.input_gradients.end(), dx.begin(), dx.end());
+    }
+    result.gradients = parameters_to_host(stage.parameters());
+    return result;
+  };
+  const Run none = run(config::Recompute::none), selective = run(config::Recompute::selective);
+  CHECK(selective.outputs == none.outputs);
+  CHECK(selective.input_gradients == none.input_gradients);
+  CHECK(selective.gradients == none.gradients);
+  CHECK(std::any_of(none.gradients.begin(), none.gradients.end(), [](float g) { return g != 0; }));
+  // Each microbatch's probabilities: heads x T x T per sequence and block, in the stored type.
+  const std::size_t stored = precision == kernels::Precision::fp32 ? 4 : 2;
+  const std::size_t probabilities = static_cast<std::size_t>(rows) * spec.heads * spec.context * spec.context;
+  CHECK(none.stashed - selective.stashed == microbatches * (range.count - 1) * probabilities * stored);
+}
+
 TEST_CASE("a transformer stage's estimated footprint is what it holds", "[model][transformer][memory]") {
   const auto spec = tiny_transformer();
   const auto attention = GENERATE(AttentionPath::gemm, AttentionPath::fused);
-  const bool recompute = GENERATE(false, true);
+  const auto recompute = GENERATE(config::Recompute::none, config::Recompute::selective, config::Recompute::full);
   const int layers = spec.layer_count();
   constexpr int rows = 2;
   for (const LayerRange range : {LayerRange{0, layers}, LayerRange{0, 2}, LayerRange{1, layers - 1}}) {
-    INFO("layers [" << range.first << ", " << range.end() << ") recompute " << recompute);
+    INFO("layers [" << range.first << ", " << range.end() << ") recompute " << config::name_of(recompute));
     tensor::ExecContext exec;
-    Stage<double> stage(spec, range, {{kernels::GemmPath::vendor, attention}, recompute}, exec);
+    Stage<double> stage(spec, range, stage_options(attention, recompute), exec);
     const StageFootprint footprint =
-        stage_footprint(spec, range, {rows, 1, false, TensorSplit::none, false, attention}, recompute);
+        stage_footprint(spec, range, footprint_query(rows, attention, recompute), recompute == config::Recompute::full);
     CHECK(footprint.parameters == test::parameter_elements(stage));
     const auto X =
         range.first == 0 ? token_ids<double>(rows, spec, 2) : random_matrix<double>(rows, stage.input_dim(), 5);
@@ -314,18 +375,18 @@ TEST_CASE("a reduced-precision transformer stage stashes the bytes its footprint
   const auto spec = tiny_transformer();
   const auto attention = GENERATE(AttentionPath::gemm, AttentionPath::fused);
   const auto precision = GENERATE(kernels::Precision::fp32, kernels::Precision::bf16, kernels::Precision::fp16);
-  const bool recompute = GENERATE(false, true);
+  const auto recompute = GENERATE(config::Recompute::none, config::Recompute::selective, config::Recompute::full);
   const int layers = spec.layer_count();
   constexpr int rows = 2;
   for (const LayerRange range : {LayerRange{0, layers}, LayerRange{1, layers - 1}}) {
     INFO(kernels::name_of(precision) << " layers [" << range.first << ", " << range.end() << ") recompute "
-                                     << recompute);
+                                     << config::name_of(recompute));
     tensor::ExecContext exec;
-    StageOptions options{{kernels::GemmPath::vendor, attention}, recompute};
+    StageOptions options = stage_options(attention, recompute);
     options.kernels.precision = precision;
     Stage<float> stage(spec, range, options, exec);
     const StageFootprint footprint =
-        stage_footprint(spec, range, {rows, 1, false, TensorSplit::none, false, attention}, recompute);
+        stage_footprint(spec, range, footprint_query(rows, attention, recompute), recompute == config::Recompute::full);
     const ActivationBytes bytes = activation_bytes(footprint, 4, precision == kernels::Precision::fp32 ? 4 : 2);
     const auto X =
         range.first == 0 ? token_ids<float>(rows, spec, 2) : random_matrix<float>(rows, stage.input_dim(), 5);

@@ -166,3 +166,57 @@ TEST_CASE("a refined partition's simulated step is the best of every split", "[t
   CHECK(step(refined) == Approx(best));
   CHECK(step(refined) < step({1, 4}));
 }
+
+// Selective recomputation rebuilds a decoder block's attention probabilities
+// in B: the scores' product, T·T·dim FLOPs per sample of the block's forward
+// 2T·(3d² + d² + 2·d·4d) + 2T²·d. Its B then costs that share of its F more;
+// the embedding and the head rebuild nothing, nor does the fused attention.
+TEST_CASE("selective recomputation adds to B the share of F that a layer rebuilds", "[tune]") {
+  const auto transformer = [](const std::string& attention) {
+    return config::run_config(config::parse_deck(
+        "model.kind = \"transformer\"\nmodel.vocab = 11\nmodel.context = 8\nmodel.dim = 16\nmodel.heads = 2\n"
+        "model.layers = 2\nmodel.mlp_ratio = 4\ntrain.global_batch = 8\ntrain.microbatch_size = 2\n"
+        "pipeline.stages = 2\ncompute.attention = \"" +
+            attention + "\"\n",
+        "tune.toml"));
+  };
+  const config::RunConfig gemm = transformer("gemm");
+  const auto model = model::ModelSpec::from_config(gemm.model);
+  const auto ranges = model::partition_layers(gemm);
+  schedule::CostFit fit;
+  fit.p = 2;
+  fit.stages = {{{{1e-3, 1e-4}, {2e-3, 2e-4}, {3e-3, 3e-4}}}, {{{4e-3, 4e-4}, {5e-3, 5e-4}, {6e-3, 6e-4}}}};
+  const auto layers = runtime::layer_costs(fit, model, ranges, kernels::AttentionPath::gemm);
+  const auto fused = runtime::layer_costs(fit, model, ranges, kernels::AttentionPath::fused);
+  const double T = 8, d = 16;
+  const double block = 2 * T * (3 * d * d + d * d + 2 * d * 4 * d) + 2 * T * T * d;
+  for (int l = 0; l < model.layer_count(); ++l) {
+    const bool is_block = l > 0 && l + 1 < model.layer_count();
+    INFO("layer " << l);
+    CHECK(layers[l][3].per_sample == Approx(is_block ? layers[l][0].per_sample * T * T * d / block : 0.0));
+    CHECK(fused[l][3].per_sample == 0.0);
+  }
+  const runtime::TuneCandidate candidate{"1f1b", 1, 2, config::Recompute::selective, {2, 2}};
+  const runtime::TuneCandidate none{"1f1b", 1, 2, config::Recompute::none, {2, 2}};
+  fit.runs.push_back({});
+  fit.runs.back().p = 2;
+  fit.runs.back().microbatch_size = 2;
+  fit.runs.back().stages.assign(2, {});
+  fit.sizes = {2};
+  const auto selective_costs = runtime::candidate_calibration(fit, layers, candidate, 2);
+  const auto none_costs = runtime::candidate_calibration(fit, layers, none, 2);
+  for (int s = 0; s < 2; ++s) {
+    const double rebuilt = layers[2 * s][3].at(2) + layers[2 * s + 1][3].at(2);
+    CHECK(rebuilt > 0.0);
+    CHECK(selective_costs.stages[s].backward_input == Approx(none_costs.stages[s].backward_input + rebuilt));
+    CHECK(selective_costs.stages[s].forward == Approx(none_costs.stages[s].forward));
+  }
+  const auto selective_tried = [](const config::RunConfig& config) {
+    const auto shapes = runtime::tune_shapes(config);
+    return std::any_of(shapes.begin(), shapes.end(),
+                       [](const runtime::TuneCandidate& c) { return c.recompute == config::Recompute::selective; });
+  };
+  CHECK(selective_tried(gemm));
+  CHECK_FALSE(selective_tried(transformer("fused")));
+  CHECK_FALSE(selective_tried(mlp(2, 8)));
+}
