@@ -29,6 +29,7 @@
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/render.hpp"
+#include "memory_levers.hpp"
 
 namespace kpipe::app {
 
@@ -86,7 +87,8 @@ std::string held_line(const schedule::Schedule& schedule, const schedule::Simula
 }
 
 void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& prediction, const schedule::Schedule& schedule,
-                const schedule::SimulationResult& result, const std::optional<schedule::Bubble>& post_validated) {
+                const schedule::SimulationResult& result, const std::optional<schedule::Bubble>& post_validated,
+                const std::vector<LeverMemory>& levers) {
   const schedule::RunPlan& plan = prediction.plan;
   const auto& s = loaded.config.pipeline;
   const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + printable(plan.schedule_file);
@@ -114,6 +116,11 @@ void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& predicti
   log::info("\n{}", schedule::summary_table(schedule, result));
   if (schedule.training()) log::info("{}", held_line(schedule, result));
   runtime::log_memory_estimates(loaded.config, prediction.spec, schedule);
+  if (!levers.empty()) {
+    log::info("memory by schedule and recomputation, the largest rank's estimate in MiB (b = {}, d = {}, t = {}):\n{}",
+              loaded.config.train.microbatch_size, loaded.config.pipeline.data_parallel,
+              loaded.config.pipeline.tensor_parallel, lever_table(levers, loaded.config.runtime.memory_limit_mib));
+  }
   runtime::log_traffic(loaded.config, prediction.traffic, schedule);
 }
 
@@ -196,7 +203,10 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
 
   std::optional<schedule::CalibratedStep> calibrated;
   if (calibration) calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
-  print_plan(loaded, prediction, schedule, result, post_validated);
+  // The memory levers side by side, where the ranks are few enough to list.
+  const std::vector<LeverMemory> levers =
+      schedule.training() && schedule.p <= limits::listed_ranks ? memory_levers(loaded) : std::vector<LeverMemory>();
+  print_plan(loaded, prediction, schedule, result, post_validated, levers);
   if (calibrated)
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
   if (options.ascii) {
@@ -215,6 +225,7 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
     nlohmann::json json =
         nlohmann::json::parse(schedule::summary_json(schedule, plan.costs, result, post_validated, plan.data_parallel));
     json["communication"] = runtime::plan_traffic_json(loaded.config, prediction.traffic, schedule);
+    if (!levers.empty()) json["memory_levers"] = levers_json(levers);
     if (!calibrated) {
       out << json.dump(2) << '\n';
       return;

@@ -251,17 +251,25 @@ void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, cons
                   estimate.describe(), mib(limit_bytes), limit_source));
 }
 
-void log_memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
-                          const schedule::Schedule& schedule) {
+std::vector<MemoryEstimate> memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
+                                             const schedule::Schedule& schedule) {
   const std::int64_t baseline = resident_bytes();
-  int largest = 0;
   std::vector<MemoryEstimate> estimates;
   const std::int64_t corpus = text_corpus_peak_bytes(config.data, schedule.training() && config.train.eval_every > 0);
   for (int rank = 0; rank < schedule.p; ++rank) {
     estimates.push_back(estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
                                         !comm::mpi_reaches_device_memory(), baseline));
     estimates.back().data = corpus;
-    if (estimates.back().total() > estimates[largest].total()) largest = rank;
+  }
+  return estimates;
+}
+
+void log_memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
+                          const schedule::Schedule& schedule) {
+  const std::vector<MemoryEstimate> estimates = memory_estimates(config, spec, schedule);
+  int largest = 0;
+  for (int rank = 1; rank < schedule.p; ++rank) {
+    if (estimates[rank].total() > estimates[largest].total()) largest = rank;
   }
   if (schedule.p <= limits::listed_ranks) {
     for (int rank = 0; rank < schedule.p; ++rank) log::info("memory, rank {}: {}", rank, estimates[rank].describe());

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kpipe/config/run_config.hpp"
 #include "kpipe/model/trainer.hpp"
@@ -72,10 +73,13 @@ std::int64_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std:
 // to change when `estimate` exceeds `limit_bytes`.
 void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source);
 
-// `kpipe plan`'s memory lines: the estimate `kpipe run` checks before
-// allocating, per pipeline rank (the largest alone when there are many);
-// "process" is what this process holds before any model, a stand-in for a
-// run's ranks.
+// The estimate `kpipe run` checks before allocating, per pipeline rank, with
+// what this process holds before any model as the baseline (a stand-in for a
+// run's ranks) and the text corpus where the deck reads one.
+std::vector<MemoryEstimate> memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
+                                             const schedule::Schedule& schedule);
+// `kpipe plan`'s memory lines: memory_estimates, per pipeline rank (the
+// largest alone when there are many).
 void log_memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
                           const schedule::Schedule& schedule);
 
