@@ -199,6 +199,21 @@ void all_gather(Communicator comm, const unsigned char* mine, std::size_t bytes,
   complete_collective(request, "a gather");
 }
 
+template <class T>
+void all_gather_rows(Communicator comm, T* data, std::int64_t columns, const std::vector<int>& first) {
+  MPI_Datatype row;
+  MPI_Type_contiguous(static_cast<int>(columns), mpi_type<T>(), &row);
+  MPI_Type_commit(&row);
+  std::vector<int> counts(first.size() - 1);
+  for (std::size_t r = 0; r < counts.size(); ++r) counts[r] = first[r + 1] - first[r];
+  MPI_Request request;
+  MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(), first.data(), row, comm, &request);
+  complete_collective(request, "a gather of rows");
+  MPI_Type_free(&row);
+}
+template void all_gather_rows<float>(Communicator, float*, std::int64_t, const std::vector<int>&);
+template void all_gather_rows<double>(Communicator, double*, std::int64_t, const std::vector<int>&);
+
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
                                        const std::vector<int>& counts) {
   std::vector<int> offsets(counts.size(), 0);

@@ -172,6 +172,7 @@ OptimizerConfig optimizer_config(const Deck& deck) {
   optimizer.total_steps = static_cast<int>(deck.integer("train.steps"));
   optimizer.on_nonfinite = choice<NonFinite>(deck, "train.on_nonfinite");
   optimizer.post_validation = deck.boolean("train.post_validation");
+  optimizer.distributed = deck.boolean("train.distributed_optimizer");
   LossScaleConfig& scale = optimizer.loss_scale;
   scale.enabled = choice<Precision>(deck, "compute.precision") == Precision::fp16;
   scale.fixed = deck.real("train.loss_scale");
@@ -474,6 +475,12 @@ void check_cross_keys(const Deck& deck, const RunConfig& config) {
         "{} starts each step's forward passes before the last update is checked and drops them when the check "
         "fails, which {} cannot undo in its files; set one of them to its default",
         deck.describe("train.post_validation"), deck.describe("pipeline.activation_store")));
+  }
+  if (config.optimizer.distributed && shape.data_parallel == 1) {
+    throw input_error(fmt::format(
+        "{} shards the optimizer state over the data-parallel replicas, but {}: there is nothing to shard it over; "
+        "set pipeline.data_parallel > 1 or remove it",
+        deck.describe("train.distributed_optimizer"), deck.describe("pipeline.data_parallel")));
   }
 }
 

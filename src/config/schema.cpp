@@ -134,6 +134,10 @@ std::vector<KeySpec> build_schema() {
               "as its gradients are final, with the previous step's clip factor, while the global NaN/Inf and norm "
               "check completes; a step whose check disagrees is rolled back and redone (or skipped), bitwise as the "
               "synchronous path. Keeps a copy of the weights and optimizer state"),
+      boolean("train.distributed_optimizer", d.optimizer.distributed,
+              "ZeRO stage 1 (Megatron-LM's distributed optimizer) over the pipeline.data_parallel replicas: each "
+              "keeps the optimizer state of, and updates, 1/d of its parameters' rows, then the replicas all-gather "
+              "the updated rows; the gradients are summed as without, so results are bitwise the same. Needs d > 1"),
       real("train.loss_scale", d.optimizer.loss_scale.fixed, 0.0, 0x1p64, false,
            "compute.precision = \"fp16\": a static loss scale (a power of two), or 0 for dynamic loss scaling: the "
            "loss gradient is multiplied by the scale so that small gradients survive float16's range, the update "

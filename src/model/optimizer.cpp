@@ -10,20 +10,46 @@
 namespace kpipe::model {
 
 template <class Scalar>
+std::vector<std::vector<RowRange>> shard_rows(const std::vector<Parameter<Scalar>>& parameters, int count) {
+  std::int64_t total = 0;
+  for (const auto& p : parameters) total += static_cast<std::int64_t>(p.value.size());
+  std::vector<std::vector<RowRange>> shards(static_cast<std::size_t>(count));
+  std::int64_t offset = 0;  // of the parameter's first element in the flattened list
+  for (const auto& p : parameters) {
+    const std::int64_t rows = p.value.extent_int(0), columns = std::max(p.value.extent_int(1), 1);
+    // Replica r's rows start at the first row whose first element lies at or past r·total/count.
+    const auto first_row = [&](int r) {
+      const std::int64_t past = r * total - count * offset;  // count · (r·total/count − offset)
+      const std::int64_t row = past <= 0 ? 0 : (past + count * columns - 1) / (count * columns);
+      return static_cast<int>(std::min(row, rows));
+    };
+    for (int r = 0; r < count; ++r) shards[static_cast<std::size_t>(r)].push_back({first_row(r), first_row(r + 1)});
+    offset += rows * columns;
+  }
+  return shards;
+}
+
+template <class Scalar>
 Optimizer<Scalar>::Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters,
-                             tensor::ExecContext& exec)
-    : spec_(spec), exec_(exec), parameters_(std::move(parameters)) {
-  const auto zeros_like = [](const Parameter<Scalar>& p, const char* what) {
-    return tensor::zero_matrix<Scalar>("kpipe::model::" + p.name + "." + what, static_cast<int>(p.value.extent(0)),
-                                       static_cast<int>(p.value.extent(1)));
-  };
-  for (const auto& p : parameters_) {
-    kernels::ParameterUpdate<Scalar> update{p.value, p.grad, {}, {}, p.decays ? spec_.weight_decay : 0.0};
+                             tensor::ExecContext& exec, OptimizerShard shard)
+    : spec_(spec),
+      exec_(exec),
+      parameters_(std::move(parameters)),
+      rows_(shard_rows(parameters_, shard.count).at(static_cast<std::size_t>(shard.index))) {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const auto& p = parameters_[i];
+    const RowRange rows = rows_[i];
+    const auto zeros = [&](const char* what) {
+      return tensor::zero_matrix<Scalar>("kpipe::model::" + p.name + "." + what, rows.end - rows.begin,
+                                         static_cast<int>(p.value.extent(1)));
+    };
+    kernels::ParameterUpdate<Scalar> update{
+        rows.of(p.value), rows.of(p.grad), {}, {}, p.decays ? spec_.weight_decay : 0.0};
     if (spec_.kind == OptimizerKind::sgd) {
-      update.first = zeros_like(p, "momentum_buffer");
+      update.first = zeros("momentum_buffer");
     } else {
-      update.first = zeros_like(p, "exp_avg");
-      update.second = zeros_like(p, "exp_avg_sq");
+      update.first = zeros("exp_avg");
+      update.second = zeros("exp_avg_sq");
     }
     updates_.push_back(update);
   }
@@ -82,11 +108,12 @@ std::vector<typename Optimizer<Scalar>::State> Optimizer<Scalar>::state() const 
     const std::string& name = parameters_[i].name;
     const Shard& shard = parameters_[i].shard;
     const bool copy = parameters_[i].tie == Parameter<Scalar>::Tie::copy;
+    const int rows = parameters_[i].value.extent_int(0);
     if (spec_.kind == OptimizerKind::sgd) {
-      out.push_back({name + ".momentum_buffer", updates_[i].first, shard, copy});
+      out.push_back({name + ".momentum_buffer", updates_[i].first, shard, copy, rows_[i], rows, i});
     } else {
-      out.push_back({name + ".exp_avg", updates_[i].first, shard, copy});
-      out.push_back({name + ".exp_avg_sq", updates_[i].second, shard, copy});
+      out.push_back({name + ".exp_avg", updates_[i].first, shard, copy, rows_[i], rows, i});
+      out.push_back({name + ".exp_avg_sq", updates_[i].second, shard, copy, rows_[i], rows, i});
     }
   }
   return out;
@@ -136,10 +163,11 @@ double gradient_factor(double norm, double max_norm, double loss_scale) {
   return clip_factor(norm / loss_scale, max_norm) / loss_scale;
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                     \
-  template class Optimizer<Scalar>;                                                                   \
-  template std::vector<double> gradient_squared_norms<Scalar>(const tensor::ExecContext&,             \
-                                                              const std::vector<Parameter<Scalar>>&); \
+#define KPIPE_INSTANTIATE(Scalar)                                                                             \
+  template class Optimizer<Scalar>;                                                                           \
+  template std::vector<std::vector<RowRange>> shard_rows<Scalar>(const std::vector<Parameter<Scalar>>&, int); \
+  template std::vector<double> gradient_squared_norms<Scalar>(const tensor::ExecContext&,                     \
+                                                              const std::vector<Parameter<Scalar>>&);         \
   template bool sum_tied_gradients<Scalar>(const tensor::ExecContext&, const std::vector<Parameter<Scalar>>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)

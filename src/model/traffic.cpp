@@ -37,6 +37,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
     const bool first = s == 0, last = s + 1 == ranges.size();
     const LayerFootprint layers = layers_footprint(model, range, query);
     stage.gradient_bytes = layers.parameters * scalar_bytes;
+    if (config.optimizer.distributed) stage.gathered_bytes = stage.gradient_bytes;
     // The tied matrix's ends: the token table in the first stage, its copy in the last.
     if (model.tie_embeddings && first != last) {
       stage.tied_bytes = std::int64_t{model.padded_vocab(t)} / t * model.dim * scalar_bytes;
@@ -80,7 +81,10 @@ StepTraffic step_traffic(const std::vector<const StageTraffic*>& stages, int mic
     step.tensor += stage->tensor_backward.times(microbatches);
     step.tensor += stage->boundary_gather.times(microbatches);
     step.tensor += stage->tensor_step;
-    if (data_parallel > 1) step.data += LinkVolume{stage->gradient_bytes, 1};
+    if (data_parallel > 1) {
+      step.data += LinkVolume{stage->gradient_bytes, 1};
+      step.data += LinkVolume{stage->gathered_bytes, stage->gathered_bytes > 0 ? 1 : 0};
+    }
   }
   return step;
 }

@@ -17,14 +17,20 @@ namespace kpipe::runtime {
 namespace {
 
 // A tensor this rank holds: its global name, its value, and which shard of
-// the global tensor it is (tensor parallelism; whole otherwise). A tied
-// copy's tensors are read by their owner's name but never written.
+// the global tensor it is (tensor parallelism; whole otherwise), and of that
+// shard the rows `rows` of `shard_rows` (train.distributed_optimizer's
+// state; all of them otherwise). A tied copy's tensors are read by their
+// owner's name but never written.
 template <class Scalar>
 struct Held {
   std::string name;
   tensor::Matrix<Scalar> value;
   model::Shard shard;
   bool tied_copy = false;
+  model::RowRange rows{0, value.extent_int(0)};
+  int shard_rows = value.extent_int(0);
+
+  bool all_rows() const { return rows.begin == 0 && rows.end == shard_rows; }
 };
 
 template <class Scalar>
@@ -37,12 +43,30 @@ std::vector<Held<Scalar>> held_tensors(const Pipeline<Scalar>& pipeline) {
   return held;
 }
 
+// The optimizer state as this rank keeps it: with train.distributed_optimizer its rows of each.
 template <class Scalar>
 std::vector<Held<Scalar>> held_state(const Pipeline<Scalar>& pipeline) {
   std::vector<Held<Scalar>> held;
   if (!pipeline.optimizer()) return held;
-  for (const auto& state : pipeline.optimizer()->state())
-    held.push_back({state.name, state.value, state.shard, state.tied_copy});
+  for (const auto& state : pipeline.optimizer()->state()) {
+    held.push_back({state.name, state.value, state.shard, state.tied_copy, state.rows, state.parameter_rows});
+  }
+  return held;
+}
+
+// The same with each state whole in its tensor shard: the replicas'
+// rows gathered (collective over them) where the optimizer is distributed.
+template <class Scalar>
+std::vector<Held<Scalar>> whole_state(const Pipeline<Scalar>& pipeline) {
+  std::vector<Held<Scalar>> held;
+  if (!pipeline.optimizer()) return held;
+  // Every state gathers, even where this replica's rows are all of them (a
+  // bias that fell whole to one replica): the others gather it too.
+  auto* shards = pipeline.shard_gather();
+  for (const auto& state : pipeline.optimizer()->state()) {
+    const auto value = shards ? shards->whole(state.value, state.parameter) : state.value;
+    held.push_back({state.name, value, state.shard, state.tied_copy});
+  }
   return held;
 }
 
@@ -56,13 +80,14 @@ std::vector<Held<Scalar>> written(std::vector<Held<Scalar>> held) {
 // Whether `held` is this rank's own storage of the tensor a checkpoint holds.
 template <class Scalar>
 bool stored_as_held(const Held<Scalar>& held) {
-  return held.shard.full() && !held.shard.padded();
+  return held.shard.full() && !held.shard.padded() && held.all_rows();
 }
 
 // The extent along `axis` of the global tensor of `held`, padding included.
 template <class Scalar>
 int global_extent(const Held<Scalar>& held, int axis) {
-  return held.value.extent_int(axis) * (held.shard.axis == axis ? held.shard.count : 1);
+  const int extent = axis == 0 ? held.shard_rows : held.value.extent_int(1);
+  return extent * (held.shard.axis == axis ? held.shard.count : 1);
 }
 
 // The global tensors of `held` as checkpoints store them: shards gathered
@@ -98,12 +123,24 @@ std::vector<io::NamedMatrix<Scalar>> global_buffers(const std::vector<Held<Scala
 }
 
 // Each tensor of `held` from its stored tensor read into `buffers`: padded
-// with zeros, and cut to the rank's shard.
+// with zeros, cut to the rank's shard, and of that to its rows.
 template <class Scalar>
 void keep_shards(const std::vector<Held<Scalar>>& held, const std::vector<io::NamedMatrix<Scalar>>& buffers) {
   const tensor::ExecutionSpace space;
   for (std::size_t i = 0; i < held.size(); ++i) {
-    if (!stored_as_held(held[i])) model::copy_real_shard<Scalar>(space, buffers[i].value, held[i].shard, held[i].value);
+    const Held<Scalar>& h = held[i];
+    if (stored_as_held(h)) continue;
+    if (h.all_rows()) {
+      model::copy_real_shard<Scalar>(space, buffers[i].value, h.shard, h.value);
+      continue;
+    }
+    auto shard = buffers[i].value;
+    if (!h.shard.full() || h.shard.padded()) {
+      shard =
+          tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_shard", h.shard_rows, h.value.extent_int(1));
+      model::copy_real_shard<Scalar>(space, buffers[i].value, h.shard, shard);
+    }
+    Kokkos::deep_copy(space, h.value, h.rows.of(shard));
   }
   space.fence();  // the buffers go out of scope
 }
@@ -139,9 +176,10 @@ std::string save_checkpoint(const Pipeline<Scalar>& pipeline, const config::Chec
   // Replicas hold identical weights: replica 0 alone writes them, the global
   // tensors its tensor groups gather, each by its tensor rank 0.
   std::vector<io::NamedMatrix<Scalar>> parameters, state;
+  const auto whole = whole_state(pipeline);  // every replica's rows of a distributed optimizer's
   if (grid.replica() == 0) {
     parameters = gathered(grid, written(held_tensors(pipeline)));
-    state = gathered(grid, written(held_state(pipeline)));
+    state = gathered(grid, written(whole));
   }
   if (grid.tensor_rank() != 0) {
     parameters.clear();

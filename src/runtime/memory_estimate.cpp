@@ -144,9 +144,13 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   // Gradients exist in inference too (every layer owns its buffer), and are never touched there.
   estimate.gradients = estimate.parameters;
   if (training) {
-    estimate.optimizer_state = estimate.parameters * (spec.optimizer.kind == config::OptimizerKind::adamw ? 2 : 1);
+    // train.distributed_optimizer: each replica keeps the state of, and
+    // updates, 1/d of the rows (to a row), and keeps only those for a roll-back.
+    const std::int64_t shards = spec.optimizer.distributed ? spec.data_parallel : 1;
+    estimate.optimizer_state =
+        estimate.parameters * (spec.optimizer.kind == config::OptimizerKind::adamw ? 2 : 1) / shards;
     if (spec.optimizer.post_validation && model::needs_gradient_norm(spec.optimizer)) {
-      estimate.previous_update = estimate.parameters + estimate.optimizer_state;
+      estimate.previous_update = estimate.parameters / shards + estimate.optimizer_state;
     }
     std::vector<model::ActivationBytes> activations;
     for (const auto& chunk : chunks) {

@@ -84,6 +84,12 @@ MemoryEstimate checked_memory(const config::RunConfig& config, const model::Trai
   return estimate;
 }
 
+// train.distributed_optimizer: this replica's share of the update; all of it without.
+model::OptimizerShard optimizer_shard(const model::TrainerSpec& spec, const comm::ProcessGrid& grid) {
+  if (!spec.optimizer.distributed) return {};
+  return {grid.replica(), grid.replicas()};
+}
+
 template <class Scalar>
 std::vector<model::Stage<Scalar>*> pointers(const std::vector<std::unique_ptr<model::Stage<Scalar>>>& chunks) {
   std::vector<model::Stage<Scalar>*> raw;
@@ -117,11 +123,18 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       loss_head_(spec_, grid_.replica(), feed_, collectives_, exec_),
       parts_built_(grid_.world(), watchdog_, "set-up"),
       gradient_sync_(grid_, schedule_, chunks_, transport_.staged(), watchdog_, exec_),
-      optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_)
+      optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_,
+                                                                                  optimizer_shard(spec_, grid_))
                                      : nullptr),
+      shard_gather_(mode == Mode::train && optimizer_shard(spec_, grid_).count > 1
+                        ? std::make_unique<ShardGather<Scalar>>(grid_.data(), parameters(), transport_.staged(), exec_)
+                        : nullptr),
+      // Every change of the weights (an update, a roll-back, a redo) reaches
+      // every replica's rows before the stages refresh their packed copies.
       update_(mode == Mode::train ? std::make_unique<StepUpdate<Scalar>>(
                                         spec_.optimizer, grid_, gradient_sync_, *optimizer_,
                                         [this] {
+                                          if (shard_gather_) shard_gather_->gather();
                                           for (auto& chunk : chunks_) chunk->weights_changed();
                                         },
                                         watchdog_)

@@ -103,7 +103,8 @@ void RunReport::finish(double seconds) {
       static_cast<double>(pipeline_.transport().bytes_sent() - pipeline_.validation_bytes().pipeline),
       static_cast<double>(pipeline_.collectives().bytes_contributed() + pipeline_.transport().bytes_gathered() -
                           pipeline_.validation_bytes().tensor),
-      static_cast<double>(pipeline_.gradient_sync().bytes_summed()),
+      static_cast<double>(pipeline_.gradient_sync().bytes_summed() +
+                          (pipeline_.shard_gather() ? pipeline_.shard_gather()->bytes_gathered() : 0)),
       static_cast<double>(pipeline_.gradient_sync().tied_bytes_summed())};
   const std::vector<double> all = comm::gather_to_root(grid.world(), mine);
   // Each rank's own; rank 0's leave the calibration and are reported.

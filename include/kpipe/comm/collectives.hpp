@@ -86,6 +86,12 @@ std::vector<int> all_gather(Communicator comm, const std::vector<int>& mine);
 std::vector<double> all_gather(Communicator comm, const std::vector<double>& mine);
 // `bytes` of `mine` from every rank into `all` (size(comm) · bytes), rank after rank.
 void all_gather(Communicator comm, const unsigned char* mine, std::size_t bytes, unsigned char* all);
+// The rows of a row-major matrix of `columns` columns at `data` (host
+// memory) that rank r of `comm` holds, [first[r], first[r + 1]), on every
+// rank, in place (first has size(comm) + 1 entries). Counts travel in rows,
+// so a matrix beyond INT_MAX elements gathers as long as its rows fit an int.
+template <class T>
+void all_gather_rows(Communicator comm, T* data, std::int64_t columns, const std::vector<int>& first);
 // The same with a count of its own per rank; `counts` (optional) gets them.
 std::vector<double> all_gather_varying(Communicator comm, const std::vector<double>& mine,
                                        std::vector<int>* counts = nullptr);

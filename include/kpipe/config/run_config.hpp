@@ -152,6 +152,10 @@ struct OptimizerConfig {
   // Each rank updates once its own gradients are final, guessing the clip
   // factor; the global check completes later and a wrong guess is rolled back.
   bool post_validation = false;
+  // ZeRO stage 1 over the data-parallel group: each replica keeps the state
+  // of, and updates, its share of the parameters' rows, then the replicas
+  // all-gather the updated rows.
+  bool distributed = false;
   LossScaleConfig loss_scale;
 };
 

@@ -21,14 +21,32 @@ using OptimizerSpec = config::OptimizerConfig;
 // cosine decay that reaches 0 at train.steps.
 double learning_rate(const OptimizerSpec& spec, int step);
 
+// train.distributed_optimizer (ZeRO stage 1): replica `index` of `count`
+// keeps the state of, and updates, its rows of each parameter (shard_rows);
+// the replicas then all-gather the rows (runtime/optimizer_shards.hpp).
+struct OptimizerShard {
+  int index = 0;
+  int count = 1;
+};
+
+// The rows of each of `parameters` that each of `count` replicas updates:
+// the parameters' elements, flattened in order, cut into `count` nearly
+// equal runs at row boundaries (a run may hold no row of a parameter).
+// result[r][i]: replica r's rows of parameter i.
+template <class Scalar>
+std::vector<std::vector<RowRange>> shard_rows(const std::vector<Parameter<Scalar>>& parameters, int count);
+
 // Weight decay (decoupled in AdamW, an L2 term in SGD) applies only to the
 // parameters marked `decays`: weight matrices and embeddings, not biases or
 // normalisation scales, as in GPT-2 and nanoGPT.
 template <class Scalar>
 class Optimizer {
  public:
-  // Allocates all state here, once; step() allocates nothing.
-  Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters, tensor::ExecContext& exec);
+  // Allocates all state here, once; step() allocates nothing. With a shard,
+  // only its rows of each parameter: step() updates those and leaves the
+  // others as they are, each element bitwise as the whole update makes it.
+  Optimizer(const OptimizerSpec& spec, std::vector<Parameter<Scalar>> parameters, tensor::ExecContext& exec,
+            OptimizerShard shard = {});
 
   // One update of every parameter from its gradient read times `grad_scale`
   // (clip_factor's, 1 when unclipped); the gradients stay as they are.
@@ -45,12 +63,19 @@ class Optimizer {
 
   // The state matrices, named "<parameter>.momentum_buffer" (SGD) or
   // "<parameter>.exp_avg" and "<parameter>.exp_avg_sq" (AdamW), as in
-  // PyTorch; each is the same shard of its global tensor as its parameter.
+  // PyTorch; each is the same shard of its global tensor as its parameter,
+  // and of that the rows `rows` of its `parameter_rows` (all of them
+  // without an optimizer shard).
   struct State {
     std::string name;
     tensor::Matrix<Scalar> value;
     Shard shard = Shard::whole();
     bool tied_copy = false;  // of a tied copy's parameter: its owner's state holds the same
+    RowRange rows;
+    int parameter_rows = 0;
+    std::size_t parameter = 0;  // its index in the optimizer's parameters
+
+    bool all_rows() const { return rows.begin == 0 && rows.end == parameter_rows; }
   };
   std::vector<State> state() const;
 
@@ -58,7 +83,8 @@ class Optimizer {
   OptimizerSpec spec_;
   tensor::ExecContext& exec_;
   std::vector<Parameter<Scalar>> parameters_;
-  // Each parameter with its state (first: SGD's momentum buffer or AdamW's
+  std::vector<RowRange> rows_;  // this shard's rows of each parameter
+  // Each parameter's rows with their state (first: SGD's momentum buffer or AdamW's
   // exp_avg; second: AdamW's exp_avg_sq), as the update kernels take them.
   std::vector<kernels::ParameterUpdate<Scalar>> updates_;
   int steps_ = 0;

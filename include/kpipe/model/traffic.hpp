@@ -31,6 +31,9 @@ struct StageTraffic {
   // each rank computed from its rows only (LayerNorms, unpaired Linears).
   LinkVolume tensor_step;
   std::int64_t gradient_bytes = 0;  // the rank's parameter shard's gradients: one data-parallel sum per step
+  // train.distributed_optimizer: the updated parameters all-gathered over
+  // the replicas once a step, counted whole as a collective's buffer.
+  std::int64_t gathered_bytes = 0;
   // model.tie_embeddings: the first and the last stage's shard of the tied
   // matrix, whose gradient the two sum once per step (0 elsewhere).
   std::int64_t tied_bytes = 0;
@@ -63,7 +66,8 @@ inline bool boundary_gathered(const config::PipelineConfig& pipeline) {
 std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const std::vector<LayerRange>& partition);
 
 // A rank's volume per step from its model stages' traffic: m microbatches
-// through each, the gradient sums once when d > 1, and the tied matrix's sum
+// through each, the gradient sums (and a distributed optimizer's gather)
+// once when d > 1, and the tied matrix's sum
 // once where the rank holds one of its two ends.
 StepTraffic step_traffic(const std::vector<const StageTraffic*>& stages, int microbatches, int data_parallel);
 

@@ -27,6 +27,7 @@
 #include "kpipe/runtime/held_out_evaluator.hpp"
 #include "kpipe/runtime/loss_head.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/runtime/optimizer_shards.hpp"
 #include "kpipe/runtime/step_update.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
@@ -91,6 +92,10 @@ class Pipeline {
   // save and restore its state and step count.
   const model::Optimizer<Scalar>* optimizer() const { return optimizer_.get(); }
   model::Optimizer<Scalar>* optimizer() { return optimizer_.get(); }
+  // train.distributed_optimizer: the all-gather of the rows each replica
+  // updated, which a checkpoint also gathers the optimizer state with; null
+  // without it.
+  ShardGather<Scalar>* shard_gather() const { return shard_gather_.get(); }
   const comm::Watchdog& watchdog() const { return watchdog_; }
   // The microbatches this rank runs at once (pipeline.lanes; Executor::lanes).
   int lanes() const { return executor_.lanes(); }
@@ -135,6 +140,7 @@ class Pipeline {
   comm::AgreementPoint parts_built_;
   GradientSync<Scalar> gradient_sync_;
   std::unique_ptr<model::Optimizer<Scalar>> optimizer_;  // training only
+  std::unique_ptr<ShardGather<Scalar>> shard_gather_;    // train.distributed_optimizer only
   std::unique_ptr<StepUpdate<Scalar>> update_;           // training only
   std::unique_ptr<ActivationDump> dump_;                 // debug.dump_steps only; before the executor that feeds it
   Executor<Scalar> executor_;

@@ -2,7 +2,8 @@
 // steps give bitwise the weights of 2N uninterrupted steps, for 1f1b and
 // interleaved; a checkpoint written on p = 2 restarts on p = 4 and on d = 2;
 // one written with t = 2 tensor ranks holds global tensors and restarts on
-// t = 1 and on t = 2; bf16 and fp32 checkpoints restart in either precision.
+// t = 1 and on t = 2; bf16 and fp32 checkpoints restart in either precision;
+// a distributed optimizer's holds the whole state and restarts on any d.
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -251,6 +252,39 @@ TEST_CASE("a p = 2 checkpoint restarts on p = 4 and on d = 2", "[checkpoint][np4
     if (comm::rank_of(comm::world()) < 2) compare(p2_uninterrupted, restarted, 1e-6);
   }
   remove_directory(directory);
+}
+
+// train.distributed_optimizer: each replica keeps its rows of the optimizer
+// state, and a checkpoint gathers them into the whole tensors an unsharded
+// run writes. It restarts bitwise on d = 2, sharded or not, and on d = 1 just
+// as the unsharded run's checkpoint does.
+TEST_CASE("a distributed optimizer's checkpoint holds the whole state and restarts on any d", "[checkpoint][np4]") {
+  const std::string sharded_directory = scratch_directory(), plain_directory = scratch_directory();
+  auto sharded = config_for(2, 2, "1f1b", sharded_directory);
+  sharded.optimizer.distributed = true;
+  const auto plain = config_for(2, 2, "1f1b", plain_directory);
+  const Weights uninterrupted = train(sharded, MPI_COMM_WORLD, 0, 2 * steps_before_restart);
+  compare(train(plain, MPI_COMM_WORLD, 0, 2 * steps_before_restart), uninterrupted, 0.0);
+  std::string sharded_file, plain_file;
+  train(sharded, MPI_COMM_WORLD, 0, steps_before_restart, "", &sharded_file);
+  train(plain, MPI_COMM_WORLD, 0, steps_before_restart, "", &plain_file);
+  compare(uninterrupted, train(sharded, MPI_COMM_WORLD, steps_before_restart, 2 * steps_before_restart, sharded_file),
+          0.0);
+  compare(uninterrupted, train(plain, MPI_COMM_WORLD, steps_before_restart, 2 * steps_before_restart, sharded_file),
+          0.0);
+  compare(uninterrupted, train(sharded, MPI_COMM_WORLD, steps_before_restart, 2 * steps_before_restart, plain_file),
+          0.0);
+  // d = 1 on ranks 0 and 1: the same weights from either file.
+  MPI_Comm pair = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, comm::rank_of(comm::world()) < 2 ? 0 : 1, comm::rank_of(comm::world()), &pair);
+  if (comm::rank_of(comm::world()) < 2) {
+    const auto single = config_for(2, 1, "1f1b", plain_directory);
+    compare(train(single, pair, steps_before_restart, 2 * steps_before_restart, plain_file),
+            train(single, pair, steps_before_restart, 2 * steps_before_restart, sharded_file), 0.0);
+  }
+  MPI_Comm_free(&pair);
+  remove_directory(sharded_directory);
+  remove_directory(plain_directory);
 }
 
 TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on t = 2", "[checkpoint][np4]") {

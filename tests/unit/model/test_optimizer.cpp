@@ -1,6 +1,10 @@
 // The model-level optimizer: state per parameter, global-norm clipping
-// against its formula, and exact roll-back (train.post_validation).
+// against its formula, exact roll-back (train.post_validation), and shards
+// of it (train.distributed_optimizer) against the whole.
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -162,5 +166,98 @@ TEST_CASE("weight decay reaches only the parameters that decay", "[model][optimi
     CHECK(decayed[0] == Approx(0.95).epsilon(1e-12));
     CHECK(decayed[1] == Approx(-1.9).epsilon(1e-12));
     CHECK(tensor::to_host<double>(bias.value) == std::vector<double>{1, -2});
+  }
+}
+
+namespace {
+
+// rows x columns of random values and gradients.
+Parameter<float> random_parameter(const std::string& name, int rows, int columns, std::uint64_t seed) {
+  Parameter<float> p{name, tensor::uninitialized_matrix<float>("test::value", rows, columns),
+                     tensor::uninitialized_matrix<float>("test::grad", rows, columns)};
+  std::vector<float> value(static_cast<std::size_t>(rows) * columns), grad(value.size());
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    value[i] = static_cast<float>(std::sin(1.3 * static_cast<double>(i + seed)));
+    grad[i] = static_cast<float>(std::cos(0.7 * static_cast<double>(i * seed + 1)));
+  }
+  tensor::from_host<float>(value, p.value);
+  tensor::from_host<float>(grad, p.grad);
+  return p;
+}
+
+// Copies of `parameters` with their own values and the same gradients.
+std::vector<Parameter<float>> copies(const std::vector<Parameter<float>>& parameters) {
+  std::vector<Parameter<float>> out;
+  for (const auto& p : parameters) {
+    Parameter<float> copy = p;
+    copy.value = tensor::clone<float>("test::copy", p.value);
+    out.push_back(copy);
+  }
+  return out;
+}
+
+}  // namespace
+
+// train.distributed_optimizer: replica r of d updates its rows of each
+// parameter with the state of those rows alone; put together, the replicas'
+// rows are bitwise what one optimizer over all of them makes, and hold each
+// row once, the replicas' elements within a row of an equal share.
+TEST_CASE("optimizer shards, put together, are bitwise the whole optimizer", "[model][optimizer]") {
+  tensor::ExecContext exec;
+  const std::vector<Parameter<float>> parameters{
+      random_parameter("layer0.weight", 7, 5, 1), random_parameter("layer0.bias", 1, 5, 2),
+      random_parameter("layer1.weight", 3, 11, 3), random_parameter("layer1.bias", 1, 11, 4)};
+  for (const auto kind : {OptimizerKind::sgd, OptimizerKind::adamw}) {
+    for (const int count : {2, 3, 5}) {
+      INFO(config::name_of(kind) << " over " << count << " replicas");
+      OptimizerSpec spec;
+      spec.kind = kind;
+      spec.lr = 0.05;
+      spec.weight_decay = 0.1;
+      const auto whole_parameters = copies(parameters);
+      Optimizer<float> whole(spec, whole_parameters, exec);
+      std::vector<std::vector<Parameter<float>>> replicas;
+      std::vector<std::unique_ptr<Optimizer<float>>> shards;
+      for (int r = 0; r < count; ++r) {
+        replicas.push_back(copies(parameters));
+        shards.push_back(std::make_unique<Optimizer<float>>(spec, replicas.back(), exec, OptimizerShard{r, count}));
+      }
+      for (int step = 0; step < 3; ++step) {
+        whole.step(0.5);
+        for (auto& shard : shards) shard->step(0.5);
+      }
+      const auto rows = shard_rows(parameters, count);
+      std::vector<std::int64_t> elements(static_cast<std::size_t>(count), 0);
+      for (std::size_t i = 0; i < parameters.size(); ++i) {
+        INFO(parameters[i].name);
+        const auto expected = tensor::to_host<float>(whole_parameters[i].value);
+        std::vector<float> assembled;
+        int next_row = 0;
+        for (int r = 0; r < count; ++r) {
+          const RowRange range = rows[static_cast<std::size_t>(r)][i];
+          CHECK(range.begin == next_row);  // each row once, in order
+          next_row = range.end;
+          const auto mine = tensor::to_host<float>(range.of(replicas[static_cast<std::size_t>(r)][i].value));
+          assembled.insert(assembled.end(), mine.begin(), mine.end());
+          elements[static_cast<std::size_t>(r)] += static_cast<std::int64_t>(mine.size());
+        }
+        CHECK(next_row == parameters[i].value.extent_int(0));
+        CHECK(assembled == expected);
+      }
+      const std::int64_t total = 7 * 5 + 5 + 3 * 11 + 11;
+      for (const std::int64_t mine : elements) CHECK(std::abs(mine * count - total) <= 11 * count);
+      // The state follows the rows: each replica's, put together, is the whole optimizer's.
+      const auto whole_state = whole.state();
+      for (std::size_t s = 0; s < whole_state.size(); ++s) {
+        std::vector<float> assembled;
+        for (const auto& shard : shards) {
+          const auto state = shard->state().at(s);
+          CHECK(state.rows.end - state.rows.begin == state.value.extent_int(0));
+          const auto mine = tensor::to_host<float>(state.value);
+          assembled.insert(assembled.end(), mine.begin(), mine.end());
+        }
+        CHECK(assembled == tensor::to_host<float>(whole_state[s].value));
+      }
+    }
   }
 }
