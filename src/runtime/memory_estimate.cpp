@@ -171,6 +171,11 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   const std::int64_t window = (peak + 1) * stored + (stored < scalar ? (peak + 1) * stored : 0);
   const std::int64_t loss_buffers = training ? 1 + peak + (recompute ? 1 : 0) : 1;
   estimate.buffers = (slots + window) * widest_boundary * (staged ? 2 : 1) + loss_buffers * loss_input * scalar;
+  // d > 1: the replicas' gradient sums. A step's may all be in flight at
+  // once, each all-reduce holding a temporary of its message's size inside
+  // MPI (measured: Open MPI's nonblocking collectives; performance.md), the
+  // small gradients a copy in their buckets besides.
+  if (training && spec.data_parallel > 1) estimate.buffers += estimate.gradients;
   return estimate;
 }
 

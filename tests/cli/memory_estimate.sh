@@ -7,7 +7,8 @@
 # be resident before the estimate takes its baseline. Then the same on models
 # whose activations weigh (an MLP 1,024 wide, a transformer) at p = 2 and 4
 # under 1F1B and the memory levers V-Half and V-Min, the transformer also
-# with selective recomputation.
+# with selective recomputation, and both on d = 2 replicas with and without
+# the distributed optimizer.
 # Usage: memory_estimate.sh MPIEXEC KPIPE
 set -uo pipefail
 mpiexec=$1 kpipe=$2
@@ -66,6 +67,14 @@ for p in 2 4; do
     run "transformer p=$p $schedule" "$p" "${transformer[@]}" "${levers[@]}"
     run "transformer p=$p $schedule selective" "$p" "${transformer[@]}" "${levers[@]}" pipeline.recompute=selective
   done
+done
+# d = 2 replicas (4 ranks): the gradient sums' temporaries in MPI, and the
+# distributed optimizer's half of the state.
+for distributed in false true; do
+  replicas=(pipeline.stages=2 pipeline.schedule=1f1b pipeline.virtual_stages=1 pipeline.data_parallel=2
+    train.optimizer=adamw train.steps=3 "train.distributed_optimizer=$distributed")
+  run "mlp p=2 d=2 distributed optimizer $distributed" 4 "${mlp[@]}" "${replicas[@]}"
+  run "transformer p=2 d=2 distributed optimizer $distributed" 4 "${transformer[@]}" "${replicas[@]}"
 done
 echo "$failures failures"
 [ "$failures" -eq 0 ]
