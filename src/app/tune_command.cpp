@@ -6,13 +6,18 @@
 // Then every training schedule, v, b and recomputation the deck's ranks can
 // run is partitioned by those layer costs, predicted by the calibrated
 // simulator and checked against the memory limit; the best few predictions
-// are measured beside the deck as written, and the fastest measured is
-// printed as deck keys (docs/performance-log.md, "kpipe tune").
+// are measured beside the deck as written and the deck with full
+// recomputation (the naive way to fit), each with its peak resident memory,
+// and the fastest measured under the limit is printed as deck keys
+// (docs/performance-log.md, "kpipe tune"). Sizes and schedules the limit
+// refuses are left out of the calibration.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -38,6 +43,7 @@ namespace kpipe::app {
 namespace {
 
 constexpr double agreement = 0.05;  // the predicted best counts as right within 5% of the measured best
+constexpr double infinity = std::numeric_limits<double>::infinity();  // a candidate that could not be measured
 
 // Per schedule: how much slower (> 1) or faster its compute runs than the deck's schedule's.
 using Factors = std::map<std::string, double>;
@@ -46,7 +52,21 @@ struct Prediction {
   runtime::TuneCandidate candidate;
   runtime::TunePrediction predicted;
   double measured_step_seconds = 0.0;  // 0: not measured
+  double measured_peak_mib = 0.0;      // the largest rank's peak resident memory, where measured
 };
+
+// A measurement, or none where the memory limit (or the schedule) refuses
+// the configuration: every rank alike.
+std::optional<runtime::SizeMeasurement> measured_if_it_fits(const config::RunConfig& config, int steps,
+                                                            const std::string& what) {
+  try {
+    return runtime::measure_size(config, steps);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::input) throw;
+    log::info("{}: not measured ({})", what, e.what());
+    return std::nullopt;
+  }
+}
 
 LoadedDeck deck_of(const LoadedDeck& base, const runtime::TuneCandidate& candidate) {
   config::Deck deck = base.deck;
@@ -77,12 +97,21 @@ std::vector<int> calibration_sizes(const LoadedDeck& base) {
 std::optional<schedule::CostFit> calibrate(const LoadedDeck& base, const std::vector<int>& sizes, int steps,
                                            double& deck_step_seconds) {
   std::vector<schedule::Calibration> runs;
+  bool any = false;
   for (const int b : sizes) {
-    const runtime::SizeMeasurement measured = runtime::measure_size(deck_at_size(base, b).config, steps);
+    const auto measured = measured_if_it_fits(deck_at_size(base, b).config, steps, fmt::format("b = {}", b));
+    if (!measured) continue;
+    any = true;
     if (b == base.config.train.microbatch_size) {
-      deck_step_seconds = base.config.train.global_batch / measured.measured_samples_per_second;
+      deck_step_seconds = base.config.train.global_batch / measured->measured_samples_per_second;
     }
-    if (measured.calibration) runs.push_back(*measured.calibration);
+    if (measured->calibration) runs.push_back(*measured->calibration);
+  }
+  if (!any) {
+    throw input_error(
+        fmt::format("kpipe tune calibrates the deck as written at b = {}, and none fits runtime.memory_limit_mib; set "
+                    "pipeline.recompute = \"full\" in the deck (or raise the limit) so that one does",
+                    runtime::size_list(sizes)));
   }
   if (runs.empty()) return std::nullopt;
   return schedule::fit_costs(runs);
@@ -122,8 +151,9 @@ Factors schedule_factors(const LoadedDeck& base, double deck_compute, int steps)
       if (e.kind() != ErrorKind::input) throw;
       continue;
     }
-    const runtime::SizeMeasurement measured = runtime::measure_size(config, steps);
-    if (measured.calibration) factors[name] = compute_per_microbatch(*measured.calibration) / deck_compute;
+    const auto measured = measured_if_it_fits(config, steps, name);
+    if (measured && measured->calibration)
+      factors[name] = compute_per_microbatch(*measured->calibration) / deck_compute;
   }
   return factors;
 }
@@ -169,8 +199,8 @@ std::vector<int> encode(const std::vector<Prediction>& chosen) {
   for (const Prediction& p : chosen) {
     const auto& c = p.candidate;
     codes.push_back(static_cast<int>(std::find(names.begin(), names.end(), c.schedule) - names.begin()));
-    codes.insert(codes.end(),
-                 {c.v, c.b, static_cast<int>(c.recompute), c.extra_warmup, static_cast<int>(c.partition.size())});
+    codes.insert(codes.end(), {c.v, c.b, static_cast<int>(c.recompute), c.extra_warmup, c.distributed ? 1 : 0,
+                               static_cast<int>(c.partition.size())});
     codes.insert(codes.end(), c.partition.begin(), c.partition.end());
   }
   return codes;
@@ -186,9 +216,10 @@ std::vector<runtime::TuneCandidate> decode(const std::vector<int>& codes) {
                              codes[at + 2],
                              static_cast<config::Recompute>(codes[at + 3]),
                              {},
-                             codes[at + 4]};
-    const int stages = codes[at + 5];
-    at += 6;
+                             codes[at + 4],
+                             codes[at + 5] != 0};
+    const int stages = codes[at + 6];
+    at += 7;
     c.partition.assign(codes.begin() + static_cast<std::ptrdiff_t>(at),
                        codes.begin() + static_cast<std::ptrdiff_t>(at + stages));
     at += static_cast<std::size_t>(stages);
@@ -200,11 +231,12 @@ std::vector<runtime::TuneCandidate> decode(const std::vector<int>& codes) {
 std::string snippet(const runtime::TuneCandidate& c) {
   return fmt::format(
       "pipeline.schedule = \"{}\"\npipeline.virtual_stages = {}\ntrain.microbatch_size = {}\n"
-      "pipeline.recompute = \"{}\"\npipeline.partition = [{}]\n{}",
+      "pipeline.recompute = \"{}\"\npipeline.partition = [{}]\n{}{}",
       c.schedule, c.v, c.b, config::name_of(c.recompute), fmt::join(c.partition, ", "),
       schedule::find_schedule(c.schedule).takes_extra_warmup
           ? fmt::format("pipeline.extra_warmup = {}\n", c.extra_warmup)
-          : "");
+          : "",
+      c.distributed ? "train.distributed_optimizer = true\n" : "");
 }
 
 nlohmann::json row_json(const Prediction& p) {
@@ -217,7 +249,11 @@ nlohmann::json row_json(const Prediction& p) {
                         {"predicted_step_seconds", p.predicted.step_seconds},
                         {"predicted_bubble", p.predicted.bubble.idle_over_useful},
                         {"peak_mib_per_rank", p.predicted.peak_mib}};
-  if (p.measured_step_seconds > 0) row["measured_step_seconds"] = p.measured_step_seconds;
+  if (p.measured_step_seconds > 0) {
+    row["measured_step_seconds"] = p.measured_step_seconds;
+    row["measured_peak_mib"] = p.measured_peak_mib;
+  }
+  row["distributed_optimizer"] = p.candidate.distributed;
   return row;
 }
 
@@ -252,8 +288,9 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
     comm::collectively(comm::world(), watchdog, "reading --costs", [&] {
       if (env.rank() == 0) fit = runtime::read_cost_file(options.costs_path);
     });
-    deck_step_seconds =
-        config.train.global_batch / runtime::measure_size(config, options.steps).measured_samples_per_second;
+    if (const auto deck = measured_if_it_fits(config, options.steps, "the deck as written")) {
+      deck_step_seconds = config.train.global_batch / deck->measured_samples_per_second;
+    }
   }
 
   Factors factors;
@@ -281,30 +318,55 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
   chosen.resize(static_cast<std::size_t>(length[0]));
   comm::broadcast(comm::world(), 0, chosen);
   const auto candidates = decode(chosen);
-  std::vector<double> measured;
+  // Each chosen candidate, and the deck with full recomputation (the naive
+  // way to fit a limit), with the largest rank's peak resident memory.
+  std::vector<double> measured, peaks;
   for (const auto& candidate : candidates) {
-    const auto result = runtime::measure_size(deck_of(base, candidate).config, options.steps);
-    measured.push_back(config.train.global_batch / result.measured_samples_per_second);
-    log::info("measured {}: {:.3f} ms per step", candidate.describe(), 1e3 * measured.back());
+    const auto result = measured_if_it_fits(deck_of(base, candidate).config, options.steps, candidate.describe());
+    measured.push_back(result ? config.train.global_batch / result->measured_samples_per_second : infinity);
+    peaks.push_back(result ? result->peak_resident_mib : 0.0);
+    if (result) {
+      log::info("measured {}: {:.3f} ms per step, peak resident {:.1f} MiB (largest rank)", candidate.describe(),
+                1e3 * measured.back(), peaks.back());
+    }
+  }
+  std::optional<runtime::SizeMeasurement> full;
+  if (config.pipeline.recompute != config::Recompute::full) {
+    full = measured_if_it_fits(config::run_config(config::with_override(base.deck, "pipeline.recompute=full")),
+                               options.steps, "the deck with pipeline.recompute = \"full\"");
   }
   if (env.rank() != 0) return 0;
-  for (std::size_t k = 0; k < measured.size(); ++k) predictions[k].measured_step_seconds = measured[k];
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    predictions[k].measured_step_seconds = std::isfinite(measured[k]) ? measured[k] : 0.0;
+    predictions[k].measured_peak_mib = peaks[k];
+  }
 
-  log::info("{:>4} {:<44} {:>13} {:>13} {:>16} {:>13}", "rank", "candidate", "predicted ms", "measured ms",
-            "pred. bubble", "peak MiB (max)");
+  log::info("{:>4} {:<44} {:>13} {:>13} {:>13} {:>16} {:>13}", "rank", "candidate", "predicted ms", "measured ms",
+            "pred. bubble", "pred. peak MiB", "meas. peak");
   const std::size_t shown = std::min<std::size_t>(predictions.size(), std::max<std::size_t>(top, 10));
   for (std::size_t k = 0; k < shown; ++k) {
     const Prediction& p = predictions[k];
-    log::info("{:>4} {:<44} {:>13.3f} {:>13} {:>16.3f} {:>13.1f}", k + 1, p.candidate.describe(),
+    const bool measured_here = p.measured_step_seconds > 0;
+    log::info("{:>4} {:<44} {:>13.3f} {:>13} {:>13.3f} {:>16.1f} {:>13}", k + 1, p.candidate.describe(),
               1e3 * p.predicted.step_seconds,
-              p.measured_step_seconds > 0 ? fmt::format("{:.3f}", 1e3 * p.measured_step_seconds) : "-",
-              p.predicted.bubble.idle_over_useful, p.predicted.largest_peak_mib());
+              measured_here ? fmt::format("{:.3f}", 1e3 * p.measured_step_seconds) : "-",
+              p.predicted.bubble.idle_over_useful, p.predicted.largest_peak_mib(),
+              measured_here ? fmt::format("{:.1f}", p.measured_peak_mib) : "-");
   }
   if (predictions.size() > shown)
     log::info("... and {} candidates more (--json has them all)", predictions.size() - shown);
-  log::info("the deck as written ({} {} v={} b={}): {:.3f} ms per step measured", options.deck.path,
-            config.pipeline.schedule, config.pipeline.virtual_stages, config.train.microbatch_size,
-            1e3 * deck_step_seconds);
+  const std::string deck_shape = fmt::format("{} {} v={} b={} recompute={}", options.deck.path,
+                                             config.pipeline.schedule, config.pipeline.virtual_stages,
+                                             config.train.microbatch_size, config::name_of(config.pipeline.recompute));
+  if (deck_step_seconds > 0) {
+    log::info("the deck as written ({}): {:.3f} ms per step measured", deck_shape, 1e3 * deck_step_seconds);
+  } else {
+    log::info("the deck as written ({}): does not fit {:.1f} MiB per rank, not measured", deck_shape, limit_mib);
+  }
+  if (full) {
+    log::info("the deck with pipeline.recompute = \"full\": {:.3f} ms per step, peak resident {:.1f} MiB",
+              1e3 * config.train.global_batch / full->measured_samples_per_second, full->peak_resident_mib);
+  }
 
   std::size_t fastest = 0;
   for (std::size_t k = 1; k < measured.size(); ++k) {
@@ -316,15 +378,31 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
             fastest == 0                              ? "the same candidate"
             : predicted_best_ratio >= 1.0 - agreement ? "within 5%, they agree"
                                                       : "more than 5% apart");
-  const bool deck_wins = deck_step_seconds < measured[fastest];
+  // The winner: the fastest measured whose peak stayed within the limit.
+  std::optional<std::size_t> winner;
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    if (!std::isfinite(measured[k]) || peaks[k] > limit_mib) continue;
+    if (!winner || measured[k] < measured[*winner]) winner = k;
+  }
+  if (!winner) {
+    throw input_error(fmt::format(
+        "kpipe tune: no measured candidate stayed within {:.1f} MiB per rank; raise runtime.memory_limit_mib or "
+        "measure more with --top",
+        limit_mib));
+  }
+  const Prediction& best = predictions[*winner];
+  const bool deck_wins = deck_step_seconds > 0 && deck_step_seconds < measured[*winner];
   if (deck_wins) {
     log::info("winner: the deck as written ({:.3f} ms per step) is faster than every measured candidate; keep it",
               1e3 * deck_step_seconds);
   } else {
-    log::info("winner ({:.1f}% faster than the deck as written), as deck keys:\n{}",
-              100.0 * (deck_step_seconds / measured[fastest] - 1.0), snippet(predictions[fastest].candidate));
+    const std::string faster = deck_step_seconds > 0
+                                   ? fmt::format("{:.1f}% faster than the deck as written",
+                                                 100.0 * (deck_step_seconds / measured[*winner] - 1.0))
+                                   : "the deck as written does not fit";
+    log::info("winner ({}; peak resident {:.1f} MiB measured, predicted per rank {:.1f} MiB), as deck keys:\n{}",
+              faster, best.measured_peak_mib, fmt::join(best.predicted.peak_mib, ", "), snippet(best.candidate));
   }
-
   write_output(options.json_path, "--json", [&](std::ostream& out) {
     nlohmann::json rows = nlohmann::json::array();
     for (const Prediction& p : predictions) rows.push_back(row_json(p));
@@ -332,11 +410,14 @@ int tune_command(const runtime::Environment& env, const TuneOptions& options) {
                            {"deck", options.deck.path},
                            {"steps", options.steps},
                            {"deck_measured_step_seconds", deck_step_seconds},
+                           {"full_recompute_measured_step_seconds",
+                            full ? config.train.global_batch / full->measured_samples_per_second : 0.0},
+                           {"full_recompute_peak_mib", full ? full->peak_resident_mib : 0.0},
                            {"memory_limit_mib", limit_mib},
                            {"candidates", rows},
                            {"predicted_best_measured_ratio", predicted_best_ratio},
                            {"agree_within_5_percent", predicted_best_ratio >= 1.0 - agreement},
-                           {"winner", deck_wins ? nlohmann::json("deck") : row_json(predictions[fastest])},
+                           {"winner", deck_wins ? nlohmann::json("deck") : row_json(best)},
                            {"cost_fit", nlohmann::json::parse(schedule::cost_fit_json(*fit))}};
     out << json.dump(2) << '\n';
   });

@@ -1,6 +1,7 @@
 #include "kpipe/runtime/memory_estimate.hpp"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -181,6 +182,15 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
 
 std::int64_t resident_bytes() { return proc_kib("/proc/self/status", "VmRSS"); }
 std::int64_t peak_resident_bytes() { return proc_kib("/proc/self/status", "VmHWM"); }
+
+void release_free_memory() { ::malloc_trim(0); }
+
+bool reset_peak_resident() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
 namespace {
 // The smallest positive limit in `file` from `group` (a path in the
 // hierarchy mounted at `root`) up to the root. cgroup v2 writes "max" for

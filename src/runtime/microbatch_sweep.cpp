@@ -57,6 +57,9 @@ std::vector<int> sizes_to_measure(const config::RunConfig& config, const std::ve
 }
 
 SizeMeasurement measure_size(const config::RunConfig& config, int steps) {
+  // What earlier measurements of this process freed is not this one's.
+  release_free_memory();
+  reset_peak_resident();
   const auto pipeline = build_pipeline(config, Mode::train);
   CalibrationRecorder recorder(*pipeline);
   comm::barrier(comm::world());
@@ -79,6 +82,7 @@ SizeMeasurement measure_size(const config::RunConfig& config, int steps) {
   size.measured_samples_per_second = config.train.global_batch * steps / measured_seconds;
   size.peak_activation_mib =
       comm::max(comm::world(), static_cast<double>(peak_stashed_bytes(*pipeline))) / double(1 << 20);
+  size.peak_resident_mib = comm::max(comm::world(), static_cast<double>(peak_resident_bytes())) / double(1 << 20);
   size.calibration = recorder.finish(disturbed_steps(step_seconds).steps);  // as kpipe run's
   std::vector<double> rate = {size.measured_samples_per_second};
   comm::broadcast(comm::world(), 0, rate);

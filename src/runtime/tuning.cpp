@@ -70,8 +70,17 @@ std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::Mo
 }
 
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::RunConfig& config) {
-  return layer_costs(fit, model::ModelSpec::from_config(config.model), model::partition_layers(config),
-                     model::kernel_choice(config.compute).attention);
+  std::vector<LayerCost> layers = layer_costs(fit, model::ModelSpec::from_config(config.model),
+                                              model::partition_layers(config),
+                                              model::kernel_choice(config.compute).attention);
+  // A deck calibrated with recomputation measured it inside B: the layers' own B is the rest.
+  const int rebuilt = config.pipeline.recompute == config::Recompute::full ? 0 : 3;
+  if (config.pipeline.recompute != config::Recompute::none) {
+    for (LayerCost& layer : layers) {
+      layer[1] = {layer[1].fixed - layer[rebuilt].fixed, layer[1].per_sample - layer[rebuilt].per_sample};
+    }
+  }
+  return layers;
 }
 
 std::vector<std::string> TuneCandidate::overrides() const {
@@ -80,13 +89,14 @@ std::vector<std::string> TuneCandidate::overrides() const {
           fmt::format("train.microbatch_size={}", b),
           fmt::format("pipeline.recompute={}", config::name_of(recompute)),
           fmt::format("pipeline.extra_warmup={}", extra_warmup),
-          fmt::format("pipeline.partition=[{}]", fmt::join(partition, ", "))};
+          fmt::format("pipeline.partition=[{}]", fmt::join(partition, ", ")),
+          fmt::format("train.distributed_optimizer={}", distributed)};
 }
 
 std::string TuneCandidate::describe() const {
-  return fmt::format("{}{} v={} b={} recompute={} [{}]", schedule,
+  return fmt::format("{}{} v={} b={} recompute={} [{}]{}", schedule,
                      extra_warmup > 0 ? fmt::format("+{}", extra_warmup) : "", v, b, config::name_of(recompute),
-                     fmt::join(partition, ","));
+                     fmt::join(partition, ","), distributed ? " zero-1" : "");
 }
 
 std::vector<int> cost_balanced_partition(const std::vector<LayerCost>& layers, int b, config::Recompute recompute,
@@ -203,7 +213,10 @@ std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config) {
           // One extra warm-up forward costs a stashed microbatch and, where
           // actions jitter, buys back stalls: the calibrated draws judge it.
           for (int extra = 0; extra <= (info.takes_extra_warmup ? 1 : 0); ++extra) {
-            shapes.push_back({name, v, b, recompute, {}, extra});
+            for (const bool distributed : {false, true}) {
+              if (distributed && pipeline.data_parallel == 1) continue;
+              shapes.push_back({name, v, b, recompute, {}, extra, distributed});
+            }
           }
         }
       }

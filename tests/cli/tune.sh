@@ -3,8 +3,9 @@
 # is a shape the deck's ranks can run, partitioned into p·v stages that cover
 # the model's layers, ranked by predicted step; the best --top were measured;
 # the winner is the fastest measured (or the deck as written) and its keys
-# are printed. An inference deck, and --costs of another shape or missing,
-# are refused in one line, exit code 2.
+# are printed; and under a memory limit the deck exceeds (below). An
+# inference deck, and --costs of another shape or missing, are refused in one
+# line, exit code 2.
 #   tune.sh MPIEXEC KPIPE (from the repository root)
 set -uo pipefail
 shopt -s extglob
@@ -46,6 +47,30 @@ checks = {
 failed = [name for name, ok in checks.items() if not ok]
 print("\n".join(f"{'ok' if ok else 'FAILED'}: {name}" for name, ok in checks.items()))
 sys.exit(1 if failed else 0)
+EOF
+# Under a memory limit the deck as written exceeds (kjv-char at T = 256, 1F1B
+# without recomputation): the sizes that do not fit are left out of the
+# calibration, every candidate's estimate fits, and the winner's measured peak
+# stays under the limit on every rank while its step beats the deck with full
+# recomputation, measured in the same run.
+"$mpiexec" -n 2 "$kpipe" tune inputs/kjv-char.toml data.source=synthetic model.context=256 \
+  runtime.memory_limit_mib=180 --steps 2 --top 2 --json "$work/capped.json" >"$work/capped.log" 2>&1 ||
+  { echo "kpipe tune under a limit failed"; tail -n 5 "$work/capped.log"; exit 1; }
+/usr/bin/python3 - "$work/capped.json" <<'EOF' || exit 1
+import json, sys
+tune = json.load(open(sys.argv[1]))
+rows, limit, winner = tune["candidates"], tune["memory_limit_mib"], tune["winner"]
+checks = {
+    "the limit is the deck's": limit == 180,
+    "the deck as written does not fit, so is not measured": tune["deck_measured_step_seconds"] == 0,
+    "every candidate's estimate fits": all(max(r["peak_mib_per_rank"]) <= limit for r in rows),
+    "none, selective and full recomputation searched": {r["recompute"] for r in rows} == {"none", "selective", "full"},
+    "the winner's measured peak within the limit": winner != "deck" and 0 < winner["measured_peak_mib"] <= limit,
+    "the winner beats full recomputation, measured beside it": 0 < winner["measured_step_seconds"]
+        < tune["full_recompute_measured_step_seconds"],
+}
+print("\n".join(f"{'ok' if ok else 'FAILED'}: {name}" for name, ok in checks.items()))
+sys.exit(0 if all(checks.values()) else 1)
 EOF
 out=$("$kpipe" tune inputs/forward.toml 2>&1)
 code=$?

@@ -48,6 +48,13 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
 // Resident and peak resident memory of this process (Linux /proc; 0 elsewhere).
 std::int64_t resident_bytes();
 std::int64_t peak_resident_bytes();
+// For a process that measures one run after another (kpipe tune, sweep):
+// hands what the allocator holds free back to the system (malloc_trim), and
+// starts the peak resident memory afresh from the resident memory
+// (/proc/self/clear_refs "5"; false where the kernel refuses), so that each
+// run's estimate and peak start from what the process holds.
+void release_free_memory();
+bool reset_peak_resident();
 // What one of `ranks_on_node` ranks may use, and what says so: the smallest
 // of the node's available memory (MemAvailable) and its cgroup's memory limit,
 // each shared by the node's ranks, and the address space `ulimit -v` leaves

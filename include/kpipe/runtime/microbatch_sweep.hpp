@@ -17,6 +17,9 @@ struct SizeMeasurement {
   int b = 0, m = 0;
   double measured_samples_per_second = 0.0;  // rank 0's step times, as kpipe run reports; the same on every rank
   double peak_activation_mib = 0.0;          // the largest rank's peak stashed activations
+  // The largest rank's peak resident memory during the measurement (from
+  // its start: reset_peak_resident).
+  double peak_resident_mib = 0.0;
   schedule::Schedule schedule;
   std::optional<schedule::Calibration> calibration;  // rank 0 only
 };

@@ -35,7 +35,8 @@ std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::Mo
                                    const std::vector<model::LayerRange>& measured,
                                    kernels::AttentionPath attention = kernels::AttentionPath::gemm);
 
-// The same for the deck `config` (its model and its partition).
+// The same for the deck `config` (its model, its partition and its
+// attention), the B of each layer without the deck's recomputation.
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::RunConfig& config);
 
 // One configuration of the search: the deck with these keys changed.
@@ -46,10 +47,12 @@ struct TuneCandidate {
   config::Recompute recompute = config::Recompute::none;
   std::vector<int> partition;  // layers per model stage, balanced by the layer costs
   int extra_warmup = 0;        // pipeline.extra_warmup, for schedules that take it
+  bool distributed = false;    // train.distributed_optimizer, where d > 1
 
   // "pipeline.schedule=zb-v", ... : the overrides that make the deck this candidate.
   std::vector<std::string> overrides() const;
-  // "zb-v v=2 b=16 recompute=none [3, 2, 2, 3]"; "1f1b+1 ..." with one extra warm-up forward
+  // "zb-v v=2 b=16 recompute=none [3, 2, 2, 3]"; "1f1b+1 ..." with one extra
+  // warm-up forward; " zero-1" ends it with the distributed optimizer
   std::string describe() const;
 };
 
@@ -88,7 +91,7 @@ TunePrediction predict_candidate(config::RunConfig config, const schedule::CostF
 
 // Every candidate shape of the deck's p, d and B: the registry's training
 // schedules, v in {1, 2, 4}, each b dividing B/d, recomputation none,
-// selective and full,
+// selective and full, with d > 1 the optimizer distributed or not,
 // where the schedule's check accepts (p, v, m) and p·v model stages fit the
 // model's layers (selective recomputation where it keeps less than none,
 // model::keeps_less_selectively); partitions are left empty for the caller.

@@ -96,7 +96,8 @@ TEST_CASE("a candidate's stages cost the sum of their layers, recomputation addi
   CHECK(costs.p == 2);
   CHECK(costs.microbatch_size == 4);
   CHECK(candidate.describe() == "1f1b v=1 b=4 recompute=full [3,1]");
-  CHECK(candidate.overrides().back() == "pipeline.partition=[3, 1]");
+  CHECK(candidate.overrides().at(5) == "pipeline.partition=[3, 1]");
+  CHECK(candidate.overrides().back() == "train.distributed_optimizer=false");
 }
 
 TEST_CASE("tune tries what the registry accepts for the deck's p and B", "[tune]") {
@@ -107,6 +108,12 @@ TEST_CASE("tune tries what the registry accepts for the deck's p and B", "[tune]
                        [&](const runtime::TuneCandidate& c) { return c.schedule == schedule && c.v == v && c.b == b; });
   };
   CHECK(tried("1f1b", 1, 8));
+  // The distributed optimizer only where there are replicas to shard over, and then beside every shape.
+  const auto distributed = [](const runtime::TuneCandidate& c) { return c.distributed; };
+  CHECK(std::none_of(shapes.begin(), shapes.end(), distributed));
+  const auto replicated = runtime::tune_shapes(mlp(2, 16, "pipeline.data_parallel = 2\n"));
+  CHECK(std::count_if(replicated.begin(), replicated.end(), distributed) * 2 ==
+        static_cast<std::ptrdiff_t>(replicated.size()));
   CHECK(tried("zb-v", 2, 8));
   CHECK(tried("v-half", 2, 8));  // the memory levers of Qi et al.
   CHECK(tried("v-min", 2, 8));
