@@ -69,6 +69,12 @@ TEST_CASE("a stage's measured costs are shared among its layers by forward FLOPs
       CHECK(per_sample == Approx(fit.stages[s][k].per_sample));
     }
   }
+  // A deck calibrated with full recomputation measured each layer's F again inside B: its own B is the rest.
+  const auto recomputed = runtime::layer_costs(fit, mlp(2, 32, "pipeline.recompute = \"full\"\n"));
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    CHECK(recomputed[l][1].per_sample == Approx(layers[l][1].per_sample - layers[l][0].per_sample));
+    CHECK(recomputed[l][0].per_sample == Approx(layers[l][0].per_sample));
+  }
   fit.stages.pop_back();
   CHECK_THROWS_WITH(runtime::layer_costs(fit, model, ranges), Catch::Contains("measured on 1 model stages"));
 }
