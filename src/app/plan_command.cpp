@@ -25,6 +25,7 @@
 #include "kpipe/runtime/cost_file.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
 #include "kpipe/runtime/run_prediction.hpp"
+#include "kpipe/runtime/throughput.hpp"
 #include "kpipe/runtime/traffic_report.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/registry.hpp"
@@ -156,6 +157,14 @@ void print_calibrated(const std::string& path, const schedule::CostFit& fit, con
   log::info("{}", bubble_line(fmt::format("bubble, calibrated ({} draws):", step.simulations).c_str(), step.bubble));
 }
 
+// The calibrated step's model FLOP/s (runtime/throughput.hpp), on all the deck's ranks.
+runtime::Throughput predicted_throughput(const config::RunConfig& config, double step_seconds) {
+  const config::PipelineConfig& shape = config.pipeline;
+  return runtime::throughput(model::ModelSpec::from_config(config.model), config.train.global_batch,
+                             shape.stages * shape.tensor_parallel * shape.data_parallel, step_seconds,
+                             config.runtime.peak_gflops);
+}
+
 }  // namespace
 
 int plan_command(const runtime::Environment& env, PlanOptions options) {
@@ -207,8 +216,12 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
   const std::vector<LeverMemory> levers =
       schedule.training() && schedule.p <= limits::listed_ranks ? memory_levers(loaded) : std::vector<LeverMemory>();
   print_plan(loaded, prediction, schedule, result, post_validated, levers);
-  if (calibrated)
+  if (calibrated) {
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
+    log::info(
+        "predicted throughput: {}",
+        predicted_throughput(loaded.config, calibrated->step_seconds).describe(loaded.config.runtime.peak_gflops));
+  }
   if (options.ascii) {
     const auto timeline = ascii ? schedule::ascii_timeline(schedule, result, columns) : std::nullopt;
     if (timeline) {
@@ -236,6 +249,7 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
                           {"makespan_seconds", calibrated->makespan},
                           {"simulations", calibrated->simulations},
                           {"samples_per_second", loaded.config.train.global_batch / calibrated->step_seconds},
+                          {"throughput", predicted_throughput(loaded.config, calibrated->step_seconds).to_json()},
                           {"bubble",
                            {{"idle_over_useful", calibrated->bubble.idle_over_useful},
                             {"idle_over_total", calibrated->bubble.idle_over_total}}}};

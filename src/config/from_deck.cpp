@@ -511,6 +511,7 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.inference = inference_config(deck);
   config.runtime.watchdog_seconds = deck.real("runtime.watchdog_seconds");
   config.runtime.memory_limit_mib = deck.real("runtime.memory_limit_mib");
+  config.runtime.peak_gflops = deck.real("runtime.peak_gflops");
   config.runtime.preempt_signals = signal_numbers(deck);
   config.debug.dump_steps = ints(deck.integers("debug.dump_steps"));
   config.debug.dump_microbatches = ints(deck.integers("debug.dump_microbatches"));

@@ -98,6 +98,12 @@ ModelSpec ModelSpec::from_config(const config::ModelConfig& config) {
   return spec;
 }
 
+std::int64_t training_flops_per_sample(const ModelSpec& model) {
+  std::int64_t forward = 0;
+  for (const LayerSpec& layer : model.layers()) forward += forward_flops(layer);
+  return 3 * forward;
+}
+
 std::vector<LayerSpec> ModelSpec::layers() const {
   if (kind == ModelKind::transformer) {
     check_transformer(*this);

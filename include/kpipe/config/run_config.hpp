@@ -244,6 +244,8 @@ struct InferenceConfig {
 struct RuntimeConfig {
   double watchdog_seconds = 120.0;
   double memory_limit_mib = 0.0;  // 0: the node's available memory shared by its ranks
+  // One rank's reference rate in GFLOP/s, that throughput is reported as a share of; 0: none.
+  double peak_gflops = 0.0;
   // runtime.preempt_signals: signal numbers that make kpipe run checkpoint at
   // the next step boundary and exit (runtime/preemption.hpp); empty: none.
   std::vector<int> preempt_signals = {SIGTERM, SIGUSR1};

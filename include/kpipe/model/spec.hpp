@@ -85,4 +85,9 @@ struct ModelSpec {
 // (LayerFootprint::forward_flops).
 inline std::int64_t forward_flops(const LayerSpec& layer) { return layer.flops; }
 
+// The model FLOPs of one sample's training step: its forward, and the input
+// and weight gradients at twice that (3 x forward, as Megatron-LM and MFU
+// figures count them; recomputation's repeated work is not model FLOPs).
+std::int64_t training_flops_per_sample(const ModelSpec& model);
+
 }  // namespace kpipe::model

@@ -14,6 +14,7 @@
 #include "kpipe/runtime/disturbed_steps.hpp"
 #include "kpipe/runtime/pipeline.hpp"
 #include "kpipe/runtime/step_ledger.hpp"
+#include "kpipe/runtime/throughput.hpp"
 #include "kpipe/runtime/timeline.hpp"
 #include "kpipe/schedule/simulate.hpp"
 
@@ -63,8 +64,11 @@ class RunReport {
   // fp16: {"history": each step's loss scale, "skipped_steps": [...]}; null otherwise.
   nlohmann::json loss_scale_json() const;
   nlohmann::json json() const;
+  // Model FLOP/s over the mean steady step.
+  Throughput measured_throughput() const;
 
   const runtime::Pipeline<float>& pipeline_;
+  double peak_gflops_;  // runtime.peak_gflops
   // The simulator's prediction; none for a schedule run unchecked
   // (pipeline.validate_schedule = false), which the simulator may reject.
   std::optional<schedule::SimulationResult> predicted_;
