@@ -70,9 +70,9 @@ std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const model::Mo
 }
 
 std::vector<LayerCost> layer_costs(const schedule::CostFit& fit, const config::RunConfig& config) {
-  std::vector<LayerCost> layers = layer_costs(fit, model::ModelSpec::from_config(config.model),
-                                              model::partition_layers(config),
-                                              model::kernel_choice(config.compute).attention);
+  std::vector<LayerCost> layers =
+      layer_costs(fit, model::ModelSpec::from_config(config.model), model::partition_layers(config),
+                  model::kernel_choice(config.compute).attention);
   // A deck calibrated with recomputation measured it inside B: the layers' own B is the rest.
   const int rebuilt = config.pipeline.recompute == config::Recompute::full ? 0 : 3;
   if (config.pipeline.recompute != config::Recompute::none) {

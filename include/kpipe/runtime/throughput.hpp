@@ -20,7 +20,7 @@ struct Throughput {
   double gflops_per_rank = 0.0;       // the average rank's
   std::optional<double> utilisation;  // gflops_per_rank over runtime.peak_gflops, where set
 
-  // "12.3 GFLOP/s in all, 3.08 per rank (model FLOPs, 3 x forward, 4.5 GFLOP a step); 41.2% of ..."
+  // The summary's line: the rates in all and per rank, the FLOPs a step, and the utilisation where known.
   std::string describe(double peak_gflops) const;
   nlohmann::json to_json() const;
 };
