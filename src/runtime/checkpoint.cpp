@@ -18,7 +18,7 @@ namespace {
 
 // A tensor this rank holds: its global name, its value, and which shard of
 // the global tensor it is (tensor parallelism; whole otherwise), and of that
-// shard the rows `rows` of `shard_rows` (train.distributed_optimizer's
+// shard the rows `rows` of `shard_row_count` (train.distributed_optimizer's
 // state; all of them otherwise). A tied copy's tensors are read by their
 // owner's name but never written.
 template <class Scalar>
@@ -28,9 +28,9 @@ struct Held {
   model::Shard shard;
   bool tied_copy = false;
   model::RowRange rows{0, value.extent_int(0)};
-  int shard_rows = value.extent_int(0);
+  int shard_row_count = value.extent_int(0);
 
-  bool all_rows() const { return rows.begin == 0 && rows.end == shard_rows; }
+  bool all_rows() const { return rows.begin == 0 && rows.end == shard_row_count; }
 };
 
 template <class Scalar>
@@ -86,7 +86,7 @@ bool stored_as_held(const Held<Scalar>& held) {
 // The extent along `axis` of the global tensor of `held`, padding included.
 template <class Scalar>
 int global_extent(const Held<Scalar>& held, int axis) {
-  const int extent = axis == 0 ? held.shard_rows : held.value.extent_int(1);
+  const int extent = axis == 0 ? held.shard_row_count : held.value.extent_int(1);
   return extent * (held.shard.axis == axis ? held.shard.count : 1);
 }
 
@@ -136,8 +136,8 @@ void keep_shards(const std::vector<Held<Scalar>>& held, const std::vector<io::Na
     }
     auto shard = buffers[i].value;
     if (!h.shard.full() || h.shard.padded()) {
-      shard =
-          tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_shard", h.shard_rows, h.value.extent_int(1));
+      shard = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::checkpoint_shard", h.shard_row_count,
+                                                   h.value.extent_int(1));
       model::copy_real_shard<Scalar>(space, buffers[i].value, h.shard, shard);
     }
     Kokkos::deep_copy(space, h.value, h.rows.of(shard));
