@@ -33,8 +33,9 @@ std::vector<TensorDecl> CausalSelfAttention<Scalar>::saved(int rows) const {
   const std::int64_t stacked = static_cast<std::int64_t>(s.batch_heads) * s.tokens;
   const tensor::DType stored = kernels::stored_dtype<Scalar>(env_.precision);
   if (kernels_.attention == AttentionPath::gemm) {
-    std::vector<TensorDecl> out{{"qkv", TensorSpec({rows, 3 * dim_}, stored)}};
-    if (!env_.selective_recompute) out.push_back({"p", TensorSpec({stacked, s.tokens}, stored)});
+    const TensorSpec projection({rows, 3 * dim_}, stored), probabilities({stacked, s.tokens}, stored);
+    std::vector<TensorDecl> out{TensorDecl{"qkv", projection}};
+    if (!env_.selective_recompute) out.push_back(TensorDecl{"p", probabilities});
     return out;
   }
   std::vector<TensorDecl> out;
