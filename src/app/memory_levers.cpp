@@ -35,7 +35,7 @@ int chunks_for(const schedule::ScheduleInfo& info, const config::RunConfig& conf
 
 double LeverMemory::largest_mib() const { return *std::max_element(mib.begin(), mib.end()); }
 
-std::vector<LeverMemory> memory_levers(const LoadedDeck& loaded) {
+std::vector<LeverMemory> memory_levers(const LoadedDeck& loaded, std::int64_t baseline_bytes) {
   std::vector<LeverMemory> levers;
   if (!loaded.config.pipeline.schedule_file.empty()) return levers;  // a schedule file runs as written
   for (const std::string& name : schedule::schedule_names()) {
@@ -54,7 +54,7 @@ std::vector<LeverMemory> memory_levers(const LoadedDeck& loaded) {
         const model::TrainerSpec spec = model::TrainerSpec::from_config(config);
         const schedule::Schedule schedule = schedule::make_schedule(schedule::run_plan(config));
         LeverMemory lever{name, v, recompute, {}};
-        for (const auto& estimate : runtime::memory_estimates(config, spec, schedule)) {
+        for (const auto& estimate : runtime::memory_estimates(config, spec, schedule, baseline_bytes)) {
           lever.mib.push_back(static_cast<double>(estimate.total()) / (1 << 20));
         }
         levers.push_back(std::move(lever));

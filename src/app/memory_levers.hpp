@@ -24,8 +24,8 @@ struct LeverMemory {
 // Every training schedule, at the deck's v where it takes that and else at
 // the fewest chunks it takes, times none, selective (where it keeps less
 // than none) and full recomputation; shapes the deck's other keys refuse are
-// left out.
-std::vector<LeverMemory> memory_levers(const LoadedDeck& loaded);
+// left out. Every estimate takes `baseline_bytes` as the process's own.
+std::vector<LeverMemory> memory_levers(const LoadedDeck& loaded, std::int64_t baseline_bytes);
 
 // The table kpipe plan prints: one row per schedule, one column per
 // recomputation, each cell the largest rank's MiB, marked where it exceeds

@@ -89,7 +89,7 @@ std::string held_line(const schedule::Schedule& schedule, const schedule::Simula
 
 void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& prediction, const schedule::Schedule& schedule,
                 const schedule::SimulationResult& result, const std::optional<schedule::Bubble>& post_validated,
-                const std::vector<LeverMemory>& levers) {
+                const std::vector<LeverMemory>& levers, std::int64_t baseline_bytes) {
   const schedule::RunPlan& plan = prediction.plan;
   const auto& s = loaded.config.pipeline;
   const std::string source = plan.schedule_file.empty() ? "generated" : "read from " + printable(plan.schedule_file);
@@ -116,7 +116,7 @@ void print_plan(const LoadedDeck& loaded, const runtime::RunPrediction& predicti
             static_cast<double>(result.bytes_moved) / (1 << 20));
   log::info("\n{}", schedule::summary_table(schedule, result));
   if (schedule.training()) log::info("{}", held_line(schedule, result));
-  runtime::log_memory_estimates(loaded.config, prediction.spec, schedule);
+  runtime::log_memory_estimates(runtime::memory_estimates(loaded.config, prediction.spec, schedule, baseline_bytes));
   if (!levers.empty()) {
     log::info("memory by schedule and recomputation, the largest rank's estimate in MiB (b = {}, d = {}, t = {}):\n{}",
               loaded.config.train.microbatch_size, loaded.config.pipeline.data_parallel,
@@ -212,10 +212,13 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
 
   std::optional<schedule::CalibratedStep> calibrated;
   if (calibration) calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
-  // The memory levers side by side, where the ranks are few enough to list.
-  const std::vector<LeverMemory> levers =
-      schedule.training() && schedule.p <= limits::listed_ranks ? memory_levers(loaded) : std::vector<LeverMemory>();
-  print_plan(loaded, prediction, schedule, result, post_validated, levers);
+  // The memory levers side by side, where the ranks are few enough to list,
+  // each estimate from the same baseline as the deck's own.
+  const std::int64_t baseline = runtime::resident_bytes();
+  const std::vector<LeverMemory> levers = schedule.training() && schedule.p <= limits::listed_ranks
+                                              ? memory_levers(loaded, baseline)
+                                              : std::vector<LeverMemory>();
+  print_plan(loaded, prediction, schedule, result, post_validated, levers, baseline);
   if (calibrated) {
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
     log::info(

@@ -271,27 +271,25 @@ void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, cons
 }
 
 std::vector<MemoryEstimate> memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
-                                             const schedule::Schedule& schedule) {
-  const std::int64_t baseline = resident_bytes();
+                                             const schedule::Schedule& schedule, std::int64_t baseline_bytes) {
   std::vector<MemoryEstimate> estimates;
   const std::int64_t corpus = text_corpus_peak_bytes(config.data, schedule.training() && config.train.eval_every > 0);
   for (int rank = 0; rank < schedule.p; ++rank) {
     estimates.push_back(estimate_memory(spec, schedule, rank, config.pipeline.tensor_parallel,
-                                        !comm::mpi_reaches_device_memory(), baseline));
+                                        !comm::mpi_reaches_device_memory(), baseline_bytes));
     estimates.back().data = corpus;
   }
   return estimates;
 }
 
-void log_memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
-                          const schedule::Schedule& schedule) {
-  const std::vector<MemoryEstimate> estimates = memory_estimates(config, spec, schedule);
+void log_memory_estimates(const std::vector<MemoryEstimate>& estimates) {
+  const int ranks = static_cast<int>(estimates.size());
   int largest = 0;
-  for (int rank = 1; rank < schedule.p; ++rank) {
+  for (int rank = 1; rank < ranks; ++rank) {
     if (estimates[rank].total() > estimates[largest].total()) largest = rank;
   }
-  if (schedule.p <= limits::listed_ranks) {
-    for (int rank = 0; rank < schedule.p; ++rank) log::info("memory, rank {}: {}", rank, estimates[rank].describe());
+  if (ranks <= limits::listed_ranks) {
+    for (int rank = 0; rank < ranks; ++rank) log::info("memory, rank {}: {}", rank, estimates[rank].describe());
   } else {
     log::info("memory, largest (rank {}): {}", largest, estimates[largest].describe());
   }

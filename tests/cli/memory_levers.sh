@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kpipe plan's memory levers: each schedule x recomputation's estimate per
 # rank (--json "memory_levers") is what `kpipe plan` prints for that deck run
-# as such (the deck's own, and V-Half's); selective keeps less than none and
+# as such (the deck's own, and V-Half's, from the same baseline of process
+# memory, or rank to rank across two plans); selective keeps less than none and
 # full less again where the stash dominates (1F1B, kjv-char's GEMM attention);
 # an MLP has no selective column; a cap marks the levers above it.
 #   memory_levers.sh KPIPE (from the repository root)
@@ -31,13 +32,20 @@ def levers(name):
     return {(l["schedule"], l["v"], l["recompute"]): l["estimated_mib_per_rank"]
             for l in json.load(open(f"{work}/{name}.json"))["memory_levers"]}
 deck, mlp = levers("deck"), levers("mlp")
-# The process's own resident memory is each estimate's baseline and grows a little as the plan runs.
+# One baseline (the process's own memory) serves every estimate of a plan;
+# the printed ones are rounded to 0.1 MiB. Across two plans the baselines
+# differ, so there the ranks' differences from rank 0 are compared.
 def agree(lever, plan):
-    return len(lever) == len(plan) and all(abs(a - b) <= 1.0 for a, b in zip(lever, plan))
+    return len(lever) == len(plan) and all(abs(a - b) <= 0.051 for a, b in zip(lever, plan))
+def agree_across(lever, plan):
+    return len(lever) == len(plan) and all(abs((a - lever[0]) - (b - plan[0])) <= 0.11 for a, b in zip(lever, plan))
 none, selective, full = (deck[("1f1b", 1, r)] for r in ("none", "selective", "full"))
 checks = {
     "the deck's own lever is its plan's estimate": agree(none, printed("deck")),
-    "v-half's lever is the v-half deck's estimate": agree(deck[("v-half", 2, "none")], printed("v-half")),
+    "v-half's lever is the v-half deck's estimate, rank to rank": agree_across(deck[("v-half", 2, "none")],
+                                                                              printed("v-half")),
+    "the v-half deck's own lever is its plan's estimate": agree(levers("v-half")[("v-half", 2, "none")],
+                                                                printed("v-half")),
     "1f1b rank 0: full < selective < none": full[0] < selective[0] < none[0],
     "every training schedule of the registry": {s for s, _, _ in deck} >=
         {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "v-half", "v-min", "dualpipe-v"},

@@ -81,13 +81,13 @@ std::int64_t cgroup_memory_limit(const std::string& proc_self_cgroup, const std:
 void require_fits(const MemoryEstimate& estimate, std::int64_t limit_bytes, const std::string& limit_source);
 
 // The estimate `kpipe run` checks before allocating, per pipeline rank, with
-// what this process holds before any model as the baseline (a stand-in for a
-// run's ranks) and the text corpus where the deck reads one.
+// `baseline_bytes` as what the process holds before any model (kpipe plan:
+// its own resident memory, a stand-in for a run's ranks, taken once for all
+// the estimates it compares) and the text corpus where the deck reads one.
 std::vector<MemoryEstimate> memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
-                                             const schedule::Schedule& schedule);
-// `kpipe plan`'s memory lines: memory_estimates, per pipeline rank (the
-// largest alone when there are many).
-void log_memory_estimates(const config::RunConfig& config, const model::TrainerSpec& spec,
-                          const schedule::Schedule& schedule);
+                                             const schedule::Schedule& schedule, std::int64_t baseline_bytes);
+// `kpipe plan`'s memory lines: the estimates per pipeline rank (the largest
+// alone when there are many).
+void log_memory_estimates(const std::vector<MemoryEstimate>& estimates);
 
 }  // namespace kpipe::runtime
