@@ -5,7 +5,6 @@
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
-#include "kpipe/runtime/microbatch_sweep.hpp"
 
 namespace kpipe::app {
 
@@ -28,6 +27,17 @@ LoadedDeck deck_at_size(const LoadedDeck& loaded, int b) {
   }
 }
 
+std::optional<runtime::SizeMeasurement> measured_if_it_fits(const config::RunConfig& config, int steps,
+                                                            const std::string& what) {
+  try {
+    return runtime::measure_size(config, steps);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::input) throw;
+    log::info("{}: skipped ({})", what, e.what());
+    return std::nullopt;
+  }
+}
+
 LoadedDeck with_measured_microbatch_size(LoadedDeck loaded) {
   const config::RunConfig& config = loaded.config;
   if (!config.train.microbatch_size_auto) return loaded;
@@ -42,15 +52,9 @@ LoadedDeck with_measured_microbatch_size(LoadedDeck loaded) {
   int best = 0;
   double best_rate = 0.0;
   for (int b : sizes) {
-    double rate = 0.0;
-    try {
-      rate = runtime::measure_size(deck_at_size(loaded, b).config, auto_steps).measured_samples_per_second;
-    } catch (const Error& e) {
-      // A size the schedule or the memory cannot take fails alike on every rank.
-      if (e.kind() != ErrorKind::input) throw;
-      log::info("b = {:>4}: skipped ({})", b, e.what());
-      continue;
-    }
+    const auto measured = measured_if_it_fits(deck_at_size(loaded, b).config, auto_steps, fmt::format("b = {:>4}", b));
+    if (!measured) continue;
+    const double rate = measured->measured_samples_per_second;
     log::info("b = {:>4} (m = {:>4}): {:>10.0f} samples/s", b, per_replica / b, rate);
     if (rate > best_rate) {
       best = b;

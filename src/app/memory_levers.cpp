@@ -8,6 +8,7 @@
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/runtime/tuning.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
@@ -17,19 +18,6 @@ namespace {
 
 constexpr config::Recompute recomputations[] = {config::Recompute::none, config::Recompute::selective,
                                                 config::Recompute::full};
-
-// The chunks per rank a schedule runs the deck's shape with: the deck's v
-// where it takes that, else the fewest it takes (0: none).
-int chunks_for(const schedule::ScheduleInfo& info, const config::RunConfig& config) {
-  const config::PipelineConfig& shape = config.pipeline;
-  const auto takes = [&](int v) {
-    return !info.check({shape.stages, v, shape.microbatches, config.train.microbatch_size, shape.data_parallel, {}});
-  };
-  for (const int v : {shape.virtual_stages, 1, 2}) {
-    if (takes(v)) return v;
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -41,7 +29,8 @@ std::vector<LeverMemory> memory_levers(const LoadedDeck& loaded, std::int64_t ba
   for (const std::string& name : schedule::schedule_names()) {
     const schedule::ScheduleInfo& info = schedule::find_schedule(name);
     if (!info.trains) continue;
-    const int v = chunks_for(info, loaded.config);
+    // The deck's v where the schedule takes that, else the fewest it takes.
+    const int v = runtime::chunks_taken(info, loaded.config, {loaded.config.pipeline.virtual_stages, 1, 2});
     if (v == 0) continue;
     for (const config::Recompute recompute : recomputations) {
       try {

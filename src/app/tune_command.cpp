@@ -55,19 +55,6 @@ struct Prediction {
   double measured_peak_mib = 0.0;      // the largest rank's peak resident memory, where measured
 };
 
-// A measurement, or none where the memory limit (or the schedule) refuses
-// the configuration: every rank alike.
-std::optional<runtime::SizeMeasurement> measured_if_it_fits(const config::RunConfig& config, int steps,
-                                                            const std::string& what) {
-  try {
-    return runtime::measure_size(config, steps);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::input) throw;
-    log::info("{}: not measured ({})", what, e.what());
-    return std::nullopt;
-  }
-}
-
 LoadedDeck deck_of(const LoadedDeck& base, const runtime::TuneCandidate& candidate) {
   config::Deck deck = base.deck;
   for (const std::string& assignment : candidate.overrides()) deck = config::with_override(deck, assignment);
@@ -132,15 +119,10 @@ double compute_per_microbatch(const schedule::Calibration& calibration) {
 // shape has none.
 Factors schedule_factors(const LoadedDeck& base, double deck_compute, int steps) {
   Factors factors;
-  const config::PipelineConfig& shape = base.config.pipeline;
   for (const std::string& name : schedule::schedule_names()) {
     const schedule::ScheduleInfo& info = schedule::find_schedule(name);
     if (!info.trains) continue;
-    const auto takes = [&](int v) {
-      return !info.check(
-          {shape.stages, v, shape.microbatches, base.config.train.microbatch_size, shape.data_parallel, {}});
-    };
-    const int v = takes(1) ? 1 : takes(2) ? 2 : 0;  // the fewest chunks the schedule takes
+    const int v = runtime::chunks_taken(info, base.config, {1, 2});  // the fewest chunks the schedule takes
     if (v == 0) continue;
     config::RunConfig config;
     try {

@@ -192,6 +192,17 @@ TunePrediction predict_candidate(config::RunConfig config, const schedule::CostF
 
 double TunePrediction::largest_peak_mib() const { return *std::max_element(peak_mib.begin(), peak_mib.end()); }
 
+int chunks_taken(const schedule::ScheduleInfo& info, const config::RunConfig& config,
+                 std::initializer_list<int> chunks) {
+  const config::PipelineConfig& shape = config.pipeline;
+  for (const int v : chunks) {
+    if (!info.check({shape.stages, v, shape.microbatches, config.train.microbatch_size, shape.data_parallel, {}})) {
+      return v;
+    }
+  }
+  return 0;
+}
+
 std::vector<TuneCandidate> tune_shapes(const config::RunConfig& config) {
   const model::ModelSpec model = model::ModelSpec::from_config(config.model);
   const int layers = model.layer_count();

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
 #include "kpipe/schedule/calibration.hpp"
+#include "kpipe/schedule/registry.hpp"
 
 namespace kpipe::runtime {
 
@@ -88,6 +90,11 @@ struct TunePrediction {
 TunePrediction predict_candidate(config::RunConfig config, const schedule::CostFit& fit,
                                  const std::vector<LayerCost>& layers, const TuneCandidate& candidate,
                                  double compute_factor, std::int64_t baseline);
+
+// The first of `chunks` (v, per rank) that `info` takes for the deck's p, m,
+// b and d (schedule::ScheduleInfo::check); 0 where it takes none of them.
+int chunks_taken(const schedule::ScheduleInfo& info, const config::RunConfig& config,
+                 std::initializer_list<int> chunks);
 
 // Every candidate shape of the deck's p, d and B: the registry's training
 // schedules, v in {1, 2, 4}, each b dividing B/d, recomputation none,
