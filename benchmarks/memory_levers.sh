@@ -4,7 +4,8 @@
 # see the same machine: `kpipe run DECK` on RANKS ranks, one thread each, for
 # STEPS steps, ROUNDS times. One JSON object per run on stdout: the median
 # step after the first two, every rank's peak resident MiB and the final loss
-# (the same bits under every recomputation; docs/performance.md, "Memory").
+# (the same bits under every recomputation; docs/performance.md, the
+# selective recomputation rows).
 #
 #   benchmarks/memory_levers.sh [ROUNDS] [STEPS] [RANKS] [DECK] [OVERRIDES...]
 #

@@ -2,7 +2,7 @@
 // `kpipe plan`'s memory levers: what each rank would need under every
 // training schedule and recomputation the deck's ranks can run (the deck's
 // b, d and t), side by side, so a user sees what fits before running
-// (docs/performance-log.md, "Memory as a budget").
+// (docs/runtime.md, the Memory bullet).
 
 #include <nlohmann/json.hpp>
 #include <string>

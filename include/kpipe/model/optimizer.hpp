@@ -74,8 +74,6 @@ class Optimizer {
     RowRange rows;
     int parameter_rows = 0;
     std::size_t parameter = 0;  // its index in the optimizer's parameters
-
-    bool all_rows() const { return rows.begin == 0 && rows.end == parameter_rows; }
   };
   std::vector<State> state() const;
 
