@@ -27,9 +27,11 @@ void ShardGather<Scalar>::gather_rows(const tensor::Matrix<Scalar>& matrix, std:
     return;
   }
   const auto host = Kokkos::create_mirror_view(matrix);
-  Kokkos::deep_copy(host, matrix);
+  Kokkos::deep_copy(exec_.space(), host, matrix);
+  exec_.space().fence();  // MPI reads the host copy
   comm::all_gather_rows(replicas_, host.data(), columns, first_[parameter]);
-  Kokkos::deep_copy(matrix, host);
+  Kokkos::deep_copy(exec_.space(), matrix, host);
+  exec_.space().fence();  // the host copy goes out of scope
 }
 
 template <class Scalar>
