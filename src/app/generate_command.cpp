@@ -67,9 +67,10 @@ GenerateOptions split_generate_arguments(DeckArguments arguments) {
 int generate_command(const runtime::Environment&, const GenerateOptions& options) {
   const LoadedDeck loaded = load_deck(options.deck);
   const config::RunConfig& config = loaded.config;
-  if (config.model.kind != config::ModelKind::transformer) {
-    throw input_error(fmt::format("{} has model.kind = \"{}\"; kpipe generate samples text from a transformer deck",
-                                  options.deck.path, loaded.deck.string("model.kind")));
+  if (!config.model.token_sequences()) {
+    throw input_error(
+        fmt::format("{} has model.kind = \"{}\"; kpipe generate samples text from a language model: model.kind = {}",
+                    options.deck.path, config.model.kind, config::token_family_choices()));
   }
   runtime::require_servable(config.pipeline);
   const auto tokenizer = runtime::load_tokenizer(config.data, config.model.vocab);

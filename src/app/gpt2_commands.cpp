@@ -36,7 +36,7 @@ std::string imported_deck(const config::ModelConfig& m, const std::string& sourc
       "model.vocab = {}\nmodel.context = {}\nmodel.dim = {}\nmodel.heads = {}\nmodel.layers = {}\n"
       "model.mlp_ratio = {}\nmodel.activation = \"{}\"\nmodel.head_bias = false\nmodel.tie_embeddings = {}\n"
       "checkpoint.restart = \"{}\"\n",
-      source, m.vocab, m.context, m.dim, m.heads, m.layers, m.mlp_ratio, config::name_of(m.activation),
+      source, m.vocab, m.context, m.dim, m.heads, m.blocks, m.mlp_ratio, config::name_of(m.activation),
       m.tie_embeddings, checkpoint);
 }
 
@@ -53,7 +53,7 @@ int export_command(const runtime::Environment&, const ExportOptions& options) {
   log::info(
       "export: step {} of {} as GPT-2 ({} layers, width {}, {} heads, vocabulary {}, context {}, {}{}): "
       "model.safetensors ({:.3g} MiB) and config.json in {}",
-      exported.step, file, model.layers, model.dim, model.heads, model.vocab, model.context,
+      exported.step, file, model.blocks, model.dim, model.heads, model.vocab, model.context,
       config::name_of(model.activation), model.tie_embeddings ? ", tied head" : "", mib(exported.floats),
       options.directory);
   return 0;
@@ -74,7 +74,7 @@ int import_command(const runtime::Environment&, const ImportOptions& options) {
   log::info(
       "import: GPT-2 of {} ({} layers, width {}, {} heads, vocabulary {}, context {}, {}{}) as {} ({:.3g} MiB of "
       "weights); its model keys are in {}",
-      options.directory, m.layers, m.dim, m.heads, m.vocab, m.context, config::name_of(m.activation),
+      options.directory, m.blocks, m.dim, m.heads, m.vocab, m.context, config::name_of(m.activation),
       m.tie_embeddings ? ", head tied to the embedding" : "", checkpoint, mib(floats), deck_path);
   return 0;
 }

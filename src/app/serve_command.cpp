@@ -84,9 +84,10 @@ int serve_command(const runtime::Environment&, const ServeOptions& options) {
   require_writable(options.svg_path, "--svg");
   const LoadedDeck loaded = load_deck(options.deck);
   const config::RunConfig& config = loaded.config;
-  if (config.model.kind != config::ModelKind::transformer) {
-    throw input_error(fmt::format("{} has model.kind = \"{}\"; kpipe serve generates text with a transformer deck",
-                                  options.deck.path, loaded.deck.string("model.kind")));
+  if (!config.model.token_sequences()) {
+    throw input_error(
+        fmt::format("{} has model.kind = \"{}\"; kpipe serve generates text with a language model: model.kind = {}",
+                    options.deck.path, config.model.kind, config::token_family_choices()));
   }
   runtime::require_servable(config.pipeline);
   const auto tokenizer = runtime::load_tokenizer(config.data, config.model.vocab);

@@ -18,9 +18,10 @@ namespace kpipe::app {
 
 int serve_plan_command(const LoadedDeck& loaded, const PlanOptions& options) {
   const config::RunConfig& config = loaded.config;
-  if (config.model.kind != config::ModelKind::transformer) {
-    throw input_error(fmt::format("{} has model.kind = \"{}\"; a serving plan (requests=FILE) needs a transformer deck",
-                                  options.deck.path, loaded.deck.string("model.kind")));
+  if (!config.model.token_sequences()) {
+    throw input_error(fmt::format(
+        "{} has model.kind = \"{}\"; a serving plan (requests=FILE) needs a language model: model.kind = {}",
+        options.deck.path, config.model.kind, config::token_family_choices()));
   }
   if (!options.trace_path.empty()) {
     throw input_error("--trace draws a training step; a serving plan (requests=FILE) writes --svg and --json");

@@ -67,7 +67,7 @@ int inference_batches(const Pipeline& pipeline, const config::RunConfig& config)
                     config.data.path, samples, B, samples));
   }
   // A language model's held-out samples are windows of T tokens of its validation split.
-  const char* what = config.model.kind == config::ModelKind::transformer ? "validation sequences" : "test samples";
+  const char* what = config.model.token_sequences() ? "validation sequences" : "test samples";
   log::info(
       "data: the {} {} of {} in {} batches of {} (train.steps is not used){}", samples, what,
       runtime::data_source_kind(config.data.source).path_holds.empty() ? "the synthetic stream" : config.data.path,
@@ -79,14 +79,14 @@ int inference_batches(const Pipeline& pipeline, const config::RunConfig& config)
 // Characters per token of a language model's validation text (1 for
 // characters), for its loss in bits per character.
 double validation_characters_per_token(const Pipeline& pipeline, const config::RunConfig& config) {
-  if (pipeline.spec().model.kind != model::ModelKind::transformer) return 1.0;
+  if (!pipeline.spec().model.token_sequences()) return 1.0;
   return runtime::characters_per_token(config.data, pipeline.spec());
 }
 
 // "loss 1.234567 (1.781 bits per token)" for a language model, with bits per
 // character for subword tokens, "loss 1.234567" otherwise.
 std::string loss_text(const Pipeline& pipeline, double loss, double characters_per_token) {
-  if (pipeline.spec().model.kind != model::ModelKind::transformer) return fmt::format("loss {:.6f}", loss);
+  if (!pipeline.spec().model.token_sequences()) return fmt::format("loss {:.6f}", loss);
   const double bits = loss / std::log(2.0);
   if (characters_per_token == 1.0) return fmt::format("loss {:.6f} ({:.4f} bits per token)", loss, bits);
   return fmt::format("loss {:.6f} ({:.4f} bits per token, {:.4f} bits per character at {:.3f} characters a token)",
@@ -115,7 +115,7 @@ void log_training_data(const Pipeline& pipeline, const config::RunConfig& config
   const int steps = config.train.steps;
   const double samples_per_step = pipeline.spec().global_batch;
   const model::ModelSpec& model = pipeline.spec().model;
-  if (const std::int64_t samples = pipeline.data_samples(); model.kind == model::ModelKind::transformer) {
+  if (const std::int64_t samples = pipeline.data_samples(); model.token_sequences()) {
     // Token streams hand out windows at random offsets: "epochs" are in tokens.
     const std::int64_t tokens = samples * model.context;
     log::info(
@@ -230,7 +230,7 @@ int infer_command(const runtime::Environment& env, const RunOptions& options) {
   // Each batch's scaled losses add up to its mean loss; report the mean over batches.
   const double mean_loss = batches > 0 ? total.loss / batches : 0.0;
   // A language model predicts every position: its samples are tokens.
-  const char* unit = pipeline.spec().model.kind == model::ModelKind::transformer ? "tokens" : "samples";
+  const char* unit = pipeline.spec().model.token_sequences() ? "tokens" : "samples";
   log::info("inference: {} {} in {} batches, mean {}{}, {:.0f} {}/s", total.samples, unit, batches,
             loss_text(pipeline, mean_loss, validation_characters_per_token(pipeline, loaded.config)),
             classification

@@ -297,6 +297,12 @@ bool Deck::boolean(std::string_view key) const { return std::get<bool>(entry(key
 const std::string& Deck::string(std::string_view key) const {
   return std::get<std::string>(entry(key, ValueType::string).value);
 }
+const Value& Deck::value(std::string_view key) const {
+  const KeySpec* spec = find_key(key);
+  if (spec == nullptr) throw runtime_error(fmt::format("internal: deck key '{}' is not in the schema", key));
+  return entry(key, spec->type).value;
+}
+
 const IntegerList& Deck::integers(std::string_view key) const {
   return std::get<IntegerList>(entry(key, ValueType::integer_list).value);
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "divisors.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/signals.hpp"
 #include "kpipe/core/strings.hpp"
@@ -20,6 +21,8 @@
 namespace kpipe::config {
 
 namespace {
+
+using detail::nearest_divisor;
 
 // A choice key as its enum. The schema already restricts the text to these
 // names; a name missing here is a schema/table mismatch, reported, never
@@ -34,20 +37,6 @@ Enum choice(const Deck& deck, const char* key) {
   }
   throw input_error(
       fmt::format("{}: unknown value; choose {}", deck.describe(key), join_choices(choice_names<Enum>())));
-}
-
-// The divisor of n closest to b (ties go to the smaller one).
-std::int64_t nearest_divisor(std::int64_t n, std::int64_t b) {
-  std::int64_t best = 1;
-  for (std::int64_t k = 1; k * k <= n; ++k) {
-    if (n % k != 0) continue;
-    for (const std::int64_t candidate : {k, n / k}) {
-      const auto better = std::llabs(candidate - b) < std::llabs(best - b) ||
-                          (std::llabs(candidate - b) == std::llabs(best - b) && candidate < best);
-      if (better) best = candidate;
-    }
-  }
-  return best;
 }
 
 // train.microbatch_size; for "auto", until kpipe run has measured the sizes,
@@ -82,26 +71,6 @@ int microbatch_count(const Deck& deck) {
   return static_cast<int>(B / (b * d));
 }
 
-int model_layer_count(const Deck& deck) {
-  // A transformer partitions into the embedding, its blocks and the head.
-  if (deck.string("model.kind") == "transformer") return static_cast<int>(deck.integer("model.layers")) + 2;
-  const auto& hidden = deck.integers("model.hidden");
-  const int blocks = static_cast<int>(hidden.size());
-  if (deck.string("model.kind") == "mlp") return blocks + 1;
-  if (hidden.empty()) {
-    throw input_error(fmt::format("{}: a residual_mlp needs at least one hidden width", deck.describe("model.hidden")));
-  }
-  for (const auto width : hidden) {
-    if (width != hidden.front()) {
-      throw input_error(
-          fmt::format("{}: residual_mlp blocks add their input to their output, so every hidden width "
-                      "must be the same (e.g. [{}, {}])",
-                      deck.describe("model.hidden"), hidden.front(), hidden.front()));
-    }
-  }
-  return blocks + 2;
-}
-
 std::vector<int> ints(const IntegerList& list) { return {list.begin(), list.end()}; }
 
 // runtime.preempt_signals: "TERM,USR1" as signal numbers.
@@ -128,32 +97,26 @@ std::vector<int> signal_numbers(const Deck& deck) {
   return numbers;
 }
 
+// The model section: the keys every family reads, then its family's.
 ModelConfig model_config(const Deck& deck) {
   ModelConfig model;
-  model.kind = choice<ModelKind>(deck, "model.kind");
-  model.input_dim = static_cast<int>(deck.integer("model.input_dim"));
-  model.hidden = ints(deck.integers("model.hidden"));
-  model.output_dim = static_cast<int>(deck.integer("model.output_dim"));
+  model.kind = deck.string("model.kind");
+  const ModelFamily& family = model_family(model.kind, deck.describe("model.kind"));
   model.activation = choice<ActivationKind>(deck, "model.activation");
   model.loss = choice<LossKind>(deck, "model.loss");
   model.seed = static_cast<std::uint64_t>(deck.integer("model.seed"));
   model.init = choice<InitKind>(deck, "model.init");
-  model.vocab = static_cast<int>(deck.integer("model.vocab"));
-  model.vocab_divisible_by = static_cast<int>(deck.integer("model.vocab_divisible_by"));
-  model.head_bias = deck.boolean("model.head_bias");
-  model.tie_embeddings = deck.boolean("model.tie_embeddings");
-  model.context = static_cast<int>(deck.integer("model.context"));
-  model.dim = static_cast<int>(deck.integer("model.dim"));
-  model.heads = static_cast<int>(deck.integer("model.heads"));
-  model.layers = static_cast<int>(deck.integer("model.layers"));
-  model.mlp_ratio = static_cast<int>(deck.integer("model.mlp_ratio"));
   model.block = deck.string("model.block");
-  if (!model.block.empty() && model.kind == ModelKind::mlp) {
-    throw input_error(
-        fmt::format("{}: an mlp has no repeated block; use model.kind = \"residual_mlp\" or "
-                    "\"transformer\", or remove model.block",
-                    deck.describe("model.block")));
+  if (!model.block.empty() && family.block.empty()) {
+    std::vector<std::string> with_blocks;
+    for (const std::string& name : model_family_names()) {
+      if (!model_family(name).block.empty()) with_blocks.push_back(fmt::format("\"{}\"", name));
+    }
+    throw input_error(fmt::format("{}: the {} family has no repeated block; use model.kind = {}, or remove model.block",
+                                  deck.describe("model.block"), family.name, join_choices(with_blocks, " or ")));
   }
+  for (const KeySpec& key : family.keys) model.values.emplace(key.name, deck.value(key.name));
+  if (family.read) family.read(deck, model);
   return model;
 }
 
@@ -260,56 +223,23 @@ void check_partition(const Deck& deck, const RunConfig& config) {
   }
 }
 
-// A transformer's shape, and the data only it can read.
-void check_transformer(const Deck& deck, const RunConfig& config) {
+// A token family predicts the next token of its sequences.
+void check_token_model(const Deck& deck, const RunConfig& config) {
   const ModelConfig& model = config.model;
-  if (model.kind != ModelKind::transformer) return;
-  if (model.dim % model.heads != 0) {
-    throw input_error(fmt::format(
-        "{} does not divide {}: each head takes dim / heads features; choose heads from "
-        "the divisors of {} (e.g. {})",
-        deck.describe("model.heads"), deck.describe("model.dim"), model.dim, nearest_divisor(model.dim, model.heads)));
-  }
-  if (model.vocab < 1) {
-    throw input_error(
-        fmt::format("{}: a transformer needs its vocabulary size; set it to the number of symbols in "
-                    "the data (a wrong value is reported with the right one)",
-                    deck.describe("model.vocab")));
-  }
-  if (model.tie_embeddings && model.head_bias) {
-    throw input_error(
-        fmt::format("{} makes the LM head the token embedding's transpose, which has no bias; set "
-                    "model.head_bias = false",
-                    deck.describe("model.tie_embeddings")));
-  }
+  if (!model.token_sequences()) return;
   if (config.data.task != Task::classification || model.loss != LossKind::cross_entropy) {
     throw input_error(
-        fmt::format("a transformer predicts the next token with cross-entropy; set data.task = "
+        fmt::format("a {} predicts the next token with cross-entropy; set data.task = "
                     "\"classification\" and model.loss = \"cross_entropy\" (now {} and {})",
-                    deck.string("data.task"), deck.string("model.loss")));
+                    model.kind, deck.string("data.task"), deck.string("model.loss")));
   }
-}
-
-// The widths tensor parallelism splits across the t ranks of a stage: an
-// MLP's hidden widths (column-parallel outputs, row-parallel inputs); a
-// transformer's heads, width and MLP width (its vocabulary is padded to a
-// multiple of t).
-std::vector<std::pair<std::string, int>> split_widths(const ModelConfig& model) {
-  if (model.kind != ModelKind::transformer) {
-    std::vector<std::pair<std::string, int>> widths;
-    for (const int width : model.hidden) widths.emplace_back("the hidden width of model.hidden", width);
-    return widths;
-  }
-  return {{"model.heads", model.heads},
-          {"model.dim", model.dim},
-          {"the MLP width model.mlp_ratio * model.dim", model.mlp_ratio * model.dim}};
 }
 
 // Each tensor rank holds 1/t of every split width, so t must divide each.
 void check_tensor_parallel(const Deck& deck, const RunConfig& config) {
   const int t = config.pipeline.tensor_parallel;
   if (t == 1) return;
-  for (const auto& [what, width] : split_widths(config.model)) {
+  for (const auto& [what, width] : config.model.family().split_widths(config.model)) {
     if (width % t != 0) {
       throw input_error(
           fmt::format("{} does not divide {} = {}: each tensor rank holds 1/t of it; choose t from its divisors "
@@ -414,11 +344,11 @@ void check_tokenizer(const Deck& deck, const RunConfig& config) {
     }
     return;
   }
-  if (config.model.kind != ModelKind::transformer || data.source != "text") {
+  if (!config.model.token_sequences() || data.source != "text") {
     throw input_error(fmt::format(
-        "{} tokenizes a transformer's text, but {} and {}; set model.kind = \"transformer\" and data.source = "
-        "\"text\"",
-        deck.describe("data.tokenizer"), deck.describe("model.kind"), deck.describe("data.source")));
+        "{} tokenizes a language model's text, but {} and {}; set model.kind = {} and data.source = \"text\"",
+        deck.describe("data.tokenizer"), deck.describe("model.kind"), deck.describe("data.source"),
+        token_family_choices()));
   }
   if (data.tokenizer_model.empty()) {
     throw input_error(
@@ -451,7 +381,7 @@ std::optional<std::string> unused_extra_warmup(const Deck& deck, const RunConfig
 
 // Every rule that involves more than one key.
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
-  check_transformer(deck, config);
+  check_token_model(deck, config);
   check_tokenizer(deck, config);
   check_tensor_parallel(deck, config);
   check_sequence_parallel(deck, config);
@@ -494,9 +424,9 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.train.steps = static_cast<int>(deck.integer("train.steps"));
   config.train.eval_every = static_cast<int>(deck.integer("train.eval_every"));
   config.train.eval_batches = static_cast<int>(deck.integer("train.eval_batches"));
-  config.layers = model_layer_count(deck);
-  config.pipeline = pipeline_config(deck);
   config.model = model_config(deck);
+  config.layers = static_cast<int>(config.model.family().layers(config.model).size());
+  config.pipeline = pipeline_config(deck);
   config.optimizer = optimizer_config(deck);
   config.data.task = choice<Task>(deck, "data.task");
   config.data.seed = static_cast<std::uint64_t>(deck.integer("data.seed"));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kpipe/config/keys.hpp"
 #include "kpipe/config/run_config.hpp"
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/signals.hpp"
@@ -14,33 +15,7 @@ namespace kpipe::config {
 
 namespace {
 
-using T = ValueType;
-constexpr double int_max = 2147483647.0;
-
-KeySpec integer(std::string name, std::int64_t value, double min, double max, std::string doc) {
-  return {std::move(name), T::integer, value, min, max, false, {}, std::move(doc)};
-}
-// An integer, or one of `words` (a string in the deck).
-KeySpec integer_or(std::string name, std::int64_t value, double min, double max, std::vector<std::string> words,
-                   std::string doc) {
-  return {std::move(name), T::integer, value, min, max, false, std::move(words), std::move(doc)};
-}
-KeySpec real(std::string name, double value, double min, std::optional<double> max, bool exclusive, std::string doc) {
-  return {std::move(name), T::real, value, min, max, exclusive, {}, std::move(doc)};
-}
-KeySpec choice(std::string name, std::string value, std::vector<std::string> choices, std::string doc) {
-  return {std::move(name), T::string, std::move(value), {}, {}, false, std::move(choices), std::move(doc)};
-}
-KeySpec text(std::string name, std::string value, std::string doc) {
-  return {std::move(name), T::string, std::move(value), {}, {}, false, {}, std::move(doc)};
-}
-KeySpec boolean(std::string name, bool value, std::string doc) {
-  return {std::move(name), T::boolean, value, {}, {}, false, {}, std::move(doc)};
-}
-KeySpec integers(std::string name, const std::vector<int>& value, double min, std::string doc) {
-  return {std::move(name), T::integer_list, IntegerList(value.begin(), value.end()), min, int_max, false, {},
-          std::move(doc)};
-}
+using namespace keys;
 
 template <class Enum>
 std::string name(Enum value) {
@@ -57,22 +32,15 @@ std::string signal_names(const std::vector<int>& numbers) {
   return names;
 }
 
-std::vector<KeySpec> build_schema() {
-  const RunConfig d;  // every key's default
+std::string family_doc();
+
+std::vector<KeySpec> shared_model_keys(const RunConfig& d) {
   return {
-      // model
-      choice("model.kind", name(d.model.kind), choice_names<ModelKind>(),
-             "Model family: a plain MLP, residual MLP blocks (LN -> Linear -> GELU -> Linear -> +x), or a GPT-style "
-             "decoder-only transformer over token sequences (docs/model.md)"),
+      choice("model.kind", d.model.kind, model_family_names(), family_doc()),
       text("model.block", d.model.block,
            "Layer kind of the repeated block (residual_mlp: one per hidden width; transformer: one per "
            "model.layers), any registered kind that keeps the width, e.g. a project's (docs/architecture.md); "
-           "empty: residual_block or decoder_block"),
-      integer("model.input_dim", d.model.input_dim, 1, limits::layer_width, "Features per sample"),
-      integers("model.hidden", d.model.hidden, 1,
-               "Hidden widths; mlp: one Linear layer each, residual_mlp: one block each (all equal)"),
-      integer("model.output_dim", d.model.output_dim, 1, limits::layer_width,
-              "Classes (classification) or targets (regression)"),
+           "empty: the family's own (residual_block, decoder_block)"),
       choice("model.activation", name(d.model.activation), choice_names<ActivationKind>(),
              "Activation after each hidden Linear; transformer: in each block's MLP (gelu: the exact erf form, "
              "gelu_tanh: GPT-2's tanh approximation, Hugging Face's gelu_new)"),
@@ -84,24 +52,33 @@ std::vector<KeySpec> build_schema() {
              "Weight initialisation: uniform +-1/sqrt(fan_in), he normal(0, sqrt(2/fan_in)), xavier uniform "
              "+-sqrt(6/(fan_in+fan_out)), gpt2 normal(0, 0.02) with residual projections scaled by 1/sqrt(2 layers); "
              "auto: gpt2 for a transformer, uniform otherwise"),
-      integer("model.vocab", d.model.vocab, 0, 1 << 24,
-              "transformer: token vocabulary size; must equal the data's (the error names the right value)"),
-      integer("model.vocab_divisible_by", d.model.vocab_divisible_by, 1, 1 << 16,
-              "transformer: the embedding and LM head hold model.vocab rounded up to a multiple of this times "
-              "pipeline.tensor_parallel (Megatron-LM's make-vocab-size-divisible-by); the padded logits are masked, "
-              "checkpoints hold the true vocabulary"),
-      boolean("model.head_bias", d.model.head_bias,
-              "transformer: the LM head adds a learned bias to the logits; false as GPT-2 (needed by kpipe export)"),
-      boolean("model.tie_embeddings", d.model.tie_embeddings,
-              "transformer: the LM head is the token embedding's transpose, one parameter (GPT-2, Megatron-LM): "
-              "with p > 1 the first and last stage sum its gradient each step; needs model.head_bias = false"),
-      integer("model.context", d.model.context, 1, 1 << 16, "transformer: tokens per sequence (T)"),
-      integer("model.dim", d.model.dim, 1, 1 << 16, "transformer: model width; a multiple of model.heads"),
-      integer("model.heads", d.model.heads, 1, 1024, "transformer: attention heads per block"),
-      integer("model.layers", d.model.layers, 1, 4096,
-              "transformer: decoder blocks (the partition adds embedding and head)"),
-      integer("model.mlp_ratio", d.model.mlp_ratio, 1, 64,
-              "MLP hidden width / width: a transformer's blocks, and model.block kinds that widen (e.g. SwiGLU)"),
+  };
+}
+
+// model.kind's doc: each registered family and what it is.
+std::string family_doc() {
+  std::string doc = "Model family, a registered one (docs/model.md, docs/architecture.md):";
+  const std::vector<std::string> names = model_family_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    doc += fmt::format("{} {}, {}", i == 0 ? "" : ";", names[i], model_family(names[i]).doc);
+  }
+  return doc;
+}
+
+// The keys every family reads, then each family's own.
+std::vector<KeySpec> model_keys() {
+  const RunConfig d;
+  std::vector<KeySpec> keys = shared_model_keys(d);
+  for (KeySpec& key : model_family_keys()) {
+    const bool shared = std::any_of(keys.begin(), keys.end(), [&](const KeySpec& k) { return k.name == key.name; });
+    if (!shared) keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+std::vector<KeySpec> run_keys() {
+  const RunConfig d;  // every key's default
+  return {
       // training
       integer("train.global_batch", d.train.global_batch, 1, 1 << 30,
               "Samples per optimizer step over all data-parallel replicas (B)"),
@@ -337,8 +314,17 @@ std::vector<KeySpec> build_schema() {
 
 }  // namespace
 
+// Rebuilt when a family registers (at start-up, before any deck is read), so
+// a project's family keys are keys like kpipe's own.
 const std::vector<KeySpec>& schema() {
-  static const std::vector<KeySpec> keys = build_schema();
+  static std::vector<KeySpec> keys;
+  static std::size_t families = 0;
+  if (const std::size_t now = model_family_names().size(); now != families) {
+    keys = model_keys();
+    std::vector<KeySpec> rest = run_keys();
+    keys.insert(keys.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+    families = now;
+  }
   return keys;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kernel_choices.hpp"
 #include "kinds/builtin_layer_kinds.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/registry.hpp"
@@ -36,6 +37,8 @@ WeightInit LayerBuild::init(int fan_in, int fan_out) const {
   return WeightInit::of(model.init == config::InitKind::automatic ? config::InitKind::uniform : model.init, fan_in,
                         fan_out);
 }
+
+kernels::Activation LayerBuild::activation() const { return detail::activation(model.activation); }
 
 const LayerKind& register_layer_kind(LayerKind kind) { return registry().add(std::move(kind)); }
 

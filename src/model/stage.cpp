@@ -46,7 +46,7 @@ std::unique_ptr<Sequential<Scalar>> build_body(const ModelSpec& model, LayerRang
   // A sequence-parallel MLP enters the sharded rows at its first layer and
   // leaves them at its last, inside those layers, so a stage's children stay
   // its layers (the embedding and the LM head of a transformer do it themselves).
-  if (env.sequence_parallel && model.kind != ModelKind::transformer) {
+  if (env.sequence_parallel && !model.token_sequences()) {
     if (layers.first == 0) body.front() = with_edge(std::move(body.front()), SequenceEdge::enter, env);
     if (layers.end() == total) body.back() = with_edge(std::move(body.back()), SequenceEdge::leave, env);
   }
@@ -69,7 +69,7 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
       last_(layers.end() == model.layer_count()),
       positions_(model.positions()),
-      dim_(model.kind == ModelKind::transformer ? model.dim : 0),
+      dim_(model.token_sequences() ? model.dim : 0),
       attention_layers_(decoder_blocks(model, layers)) {}
 
 template <class Scalar>
@@ -84,7 +84,7 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       last_(layers.end() == model.layer_count()),
       positions_(model.positions()),
       // A tensor rank's attention holds heads/t heads: its KV cache dim/t of each token's K and V.
-      dim_(model.kind == ModelKind::transformer ? model.dim / collectives.size(Group::tensor) : 0),
+      dim_(model.token_sequences() ? model.dim / collectives.size(Group::tensor) : 0),
       attention_layers_(decoder_blocks(model, layers)) {}
 
 template <class Scalar>

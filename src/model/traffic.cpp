@@ -22,7 +22,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
   const std::int64_t rows = config.train.microbatch_size;
   const bool recompute = config.pipeline.recompute == config::Recompute::full;
   const bool sequence_parallel = t > 1 && config.pipeline.sequence_parallel;
-  const bool vocab_parallel_loss = t > 1 && model.kind == ModelKind::transformer;
+  const bool vocab_parallel_loss = t > 1 && model.token_sequences();
   // Boundaries travel in the type stages keep them in (model::Stage::boundary_dtype).
   const auto boundary_bytes =
       static_cast<std::int64_t>(tensor::size_of(kernels::stored_dtype<float>(kernel_choice(config.compute).precision)));
@@ -51,7 +51,7 @@ std::vector<StageTraffic> stage_traffic(const config::RunConfig& config, const s
     stage.tensor_backward = bytes_of(backward);
     stage.tensor_step = bytes_of(layers.row_partial);
     // A sequence-parallel MLP gathers its output rows for the loss (again when recomputing).
-    if (sequence_parallel && last && model.kind != ModelKind::transformer) {
+    if (sequence_parallel && last && !model.token_sequences()) {
       const LinkVolume gather{rows / t * specs[range.end() - 1].output_dim * scalar_bytes, 1};
       stage.tensor_forward += gather;
       if (recompute) stage.tensor_backward += gather;

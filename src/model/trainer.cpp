@@ -99,7 +99,7 @@ namespace {
 // gives a pipeline).
 template <class Scalar>
 std::unique_ptr<DataSource<Scalar>> synthetic_source(const TrainerSpec& spec, tensor::ExecContext& exec) {
-  if (spec.model.kind != ModelKind::transformer) return std::make_unique<SyntheticData<Scalar>>(spec.data, exec);
+  if (!spec.model.token_sequences()) return std::make_unique<SyntheticData<Scalar>>(spec.data, exec);
   const TokenStreamSpec stream{TokenSampling::random_windows, spec.data.seed, spec.model.context, spec.global_batch};
   return std::make_unique<TokenStreamSource<Scalar>>(std::make_shared<const std::vector<std::int32_t>>(markov_split(
                                                          spec.model.vocab, spec.model.context, spec.data.seed, true)),

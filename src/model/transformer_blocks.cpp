@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "kernel_choices.hpp"
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/activation_layer.hpp"
 #include "kpipe/model/layer_norm_layer.hpp"
@@ -100,7 +101,7 @@ std::unique_ptr<Layer<Scalar>> make_decoder_block(const ModelSpec& model, int in
   std::vector<std::unique_ptr<Layer<Scalar>>> mlp;
   mlp.push_back(std::make_unique<LayerNorm<Scalar>>(d, linear.name("mlp_norm"), env));
   mlp.push_back(linear.column(d, hidden, "mlp.fc"));
-  mlp.push_back(std::make_unique<ActivationLayer<Scalar>>(model.activation, hidden / t, env));
+  mlp.push_back(std::make_unique<ActivationLayer<Scalar>>(detail::activation(model.activation), hidden / t, env));
   mlp.push_back(linear.row(hidden, d, "mlp.proj"));
   std::vector<std::unique_ptr<Layer<Scalar>>> block;
   block.push_back(std::make_unique<Residual<Scalar>>(chain(std::move(attention), env), env));

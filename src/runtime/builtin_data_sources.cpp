@@ -13,7 +13,7 @@ namespace {
 
 // A transformer reads sequences of a token stream (token_source.hpp) from
 // any built-in source; the other models read rows.
-bool reads_tokens(const model::TrainerSpec& spec) { return spec.model.kind == config::ModelKind::transformer; }
+bool reads_tokens(const model::TrainerSpec& spec) { return spec.model.token_sequences(); }
 
 DataSourceKind synthetic() {
   DataSourceKind kind{"synthetic", {}, {}, {}, {}};
@@ -40,8 +40,9 @@ DataSourceKind text() {
   kind.check = [](const config::DataConfig&, const model::TrainerSpec& spec) {
     if (reads_tokens(spec)) return;
     throw input_error(
-        "data.source = \"text\" holds token sequences, which only a transformer reads; set model.kind = "
-        "\"transformer\" or choose data.source = \"synthetic\" or \"hdf5\"");
+        fmt::format("data.source = \"text\" holds token sequences, which only a language model reads; set "
+                    "model.kind = {} or choose data.source = \"synthetic\" or \"hdf5\"",
+                    config::token_family_choices()));
   };
   set_factories(kind, [](auto scalar, const DataBuild& build) {
     return make_token_source<decltype(scalar)>(build.data, build.spec, build.split, build.exec);

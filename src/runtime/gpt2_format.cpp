@@ -55,7 +55,7 @@ std::vector<Pair> pairs(const config::ModelConfig& m) {
     out.push_back({kpipe + ".weight", hf + ".weight", in, outputs});
     out.push_back({kpipe + ".bias", hf + ".bias", 1, outputs, L::vector});
   };
-  for (int i = 0; i < m.layers; ++i) {
+  for (int i = 0; i < m.blocks; ++i) {
     const std::string k = "layer" + std::to_string(i + 1) + ".", h = "h." + std::to_string(i) + ".";
     norm(k + "attn_norm", h + "ln_1");
     linear(k + "attn.qkv", h + "attn.c_attn", d, 3 * d);
@@ -64,7 +64,7 @@ std::vector<Pair> pairs(const config::ModelConfig& m) {
     linear(k + "mlp.fc", h + "mlp.c_fc", d, hidden);
     linear(k + "mlp.proj", h + "mlp.c_proj", hidden, d);
   }
-  const std::string head = "layer" + std::to_string(m.layers + 1) + ".";
+  const std::string head = "layer" + std::to_string(m.blocks + 1) + ".";
   norm(head + "norm", "ln_f");
   // Tied, the head is the token table (wte) itself.
   if (!m.tie_embeddings) out.push_back({head + "lm_head.weight", "lm_head.weight", d, m.vocab, L::transposed});
@@ -140,11 +140,11 @@ config::ModelConfig model_of(const json& config, const std::string& where) {
                             read.has("model_type") ? read.at("model_type").dump() : "missing"));
   }
   config::ModelConfig m;
-  m.kind = config::ModelKind::transformer;
+  m.kind = "transformer";
   m.vocab = read.positive("vocab_size", 1 << 24);
   m.context = read.positive("n_positions", 1 << 16);
   m.dim = read.positive("n_embd", 1 << 16);
-  m.layers = read.positive("n_layer", 4096);
+  m.blocks = read.positive("n_layer", 4096);
   m.heads = read.positive("n_head", 1024);
   m.head_bias = false;
   m.tie_embeddings = tied(config);
@@ -186,7 +186,7 @@ config::ModelConfig model_of(const json& config, const std::string& where) {
 }
 
 json config_of(const config::ModelConfig& m) {
-  if (m.kind != config::ModelKind::transformer) {
+  if (m.kind != "transformer") {
     throw input_error(
         "kpipe export writes GPT-2 models: the checkpoint's deck has model.kind other than "
         "\"transformer\"");
@@ -208,7 +208,7 @@ json config_of(const config::ModelConfig& m) {
           {"n_positions", m.context},
           {"n_ctx", m.context},
           {"n_embd", m.dim},
-          {"n_layer", m.layers},
+          {"n_layer", m.blocks},
           {"n_head", m.heads},
           {"n_inner", m.dim * m.mlp_ratio},
           {"activation_function", hf_activation(m.activation)},

@@ -17,10 +17,9 @@ LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed
       feed_(feed),
       collectives_(collectives),
       vocab_(spec.model.vocab),
-      vocab_shard_(
-          spec.model.kind == model::ModelKind::transformer
-              ? model::Shard::along(1, collectives.rank(model::Group::tensor), collectives.size(model::Group::tensor))
-              : model::Shard::whole()),
+      vocab_shard_(spec.model.token_sequences() ? model::Shard::along(1, collectives.rank(model::Group::tensor),
+                                                                      collectives.size(model::Group::tensor))
+                                                : model::Shard::whole()),
       exec_(exec) {}
 
 template <class Scalar>

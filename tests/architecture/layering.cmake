@@ -14,7 +14,12 @@
 #  * a layer kind owns what is particular to it (layer_kind.hpp): nothing
 #    outside its registry (src/model/kinds, src/model/layer_kind.cpp) and the
 #    model builders that choose kinds (src/model/spec.cpp) tests a layer's
-#    kind by name or looks one up, so adding a kind touches no switch.
+#    kind by name or looks one up, so adding a kind touches no switch;
+#  * a model family owns what is particular to it (model_family.hpp): nothing
+#    outside its registry (src/config/model_family.cpp, src/config/families)
+#    and the GPT-2 interop (src/runtime/gpt2_format.cpp) compares model.kind
+#    with a family's name or looks one up by name; the rest asks the family
+#    (token_sequences, layers, split_widths).
 # Usage: cmake -DROOT=<tree with src/ and include/> -P layering.cmake
 # Fails (non-zero exit) listing every offending file:line.
 cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
@@ -111,9 +116,14 @@ list(FILTER sources EXCLUDE REGEX "^${ROOT}/src/model/(kinds/|layer_kind\\.cpp$|
 scan("${sources}" "kind(->|\\.)name *[!=]=|layer_kind\\(\"|LayerKind::[a-z]"
      "a per-kind test belongs in the layer kind's own file (layer_kind.hpp)")
 
+file(GLOB_RECURSE sources "${ROOT}/src/*.hpp" "${ROOT}/src/*.cpp" "${ROOT}/include/*.hpp")
+list(FILTER sources EXCLUDE REGEX "^${ROOT}/src/config/(families/|model_family\\.cpp$)|^${ROOT}/src/runtime/gpt2_format\\.cpp$")
+scan("${sources}" "kind *[!=]= *\"|family(\\(\\))?(->|\\.)name *[!=]=|model_family\\(\""
+     "a per-family test belongs in the model family's own file (model_family.hpp)")
+
 if(count GREATER 0)
   message(FATAL_ERROR "${count} layering violation(s):${violations}")
 endif()
 message(STATUS "layering: every module uses only the modules the table allows; model, schedule, kernels and "
                "runtime never see the deck; MPI stays in comm and io (a communicator only), HDF5 in io; "
-               "no per-kind test of layers outside their registry")
+               "no per-kind test of layers or model families outside their registries")

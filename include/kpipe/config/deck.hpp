@@ -22,6 +22,8 @@ class Deck {
   bool boolean(std::string_view key) const;
   const std::string& string(std::string_view key) const;
   const IntegerList& integers(std::string_view key) const;
+  // Any key's value, as its schema type holds it.
+  const Value& value(std::string_view key) const;
 
   // "quickstart.toml:7", "command line" or "default": for messages.
   std::string origin(std::string_view key) const;

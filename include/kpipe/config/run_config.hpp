@@ -3,16 +3,20 @@
 // config::run_config() and validated once there, every cross-key rule
 // included. Model, schedule and runtime take these plain structs and never see
 // a Deck, so they can be built and tested without one. Every choice is an
-// enum converted in one place; the schedule is its name and its registry
-// entry, looked up once (the schedule registry, not this header, knows which
-// schedules exist). The structs' defaults are the deck's: the schema reads
+// enum converted in one place; the schedule and the model family are named
+// entries of their registries (the registries, not this header, know which
+// exist). The structs' defaults are the deck's: the schema reads
 // them from a default RunConfig, so a default is written once.
 
 #include <csignal>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "kpipe/config/model_family.hpp"
+#include "kpipe/config/value.hpp"
 
 namespace kpipe::schedule {
 struct ScheduleInfo;
@@ -20,7 +24,6 @@ struct ScheduleInfo;
 
 namespace kpipe::config {
 
-enum class ModelKind { mlp, residual_mlp, transformer };
 enum class InitKind { automatic, uniform, he, xavier, gpt2 };
 enum class ActivationKind { gelu, gelu_tanh, relu, tanh };
 enum class LossKind { cross_entropy, mse };
@@ -54,8 +57,6 @@ struct Choices;  // static constexpr std::array<Spelling<Enum>, N> table
     static constexpr Spelling<Enum> entries[] = {__VA_ARGS__};                    \
     static constexpr std::size_t size = sizeof(entries) / sizeof(Spelling<Enum>); \
   };
-KPIPE_CHOICES(ModelKind, {"mlp", ModelKind::mlp}, {"residual_mlp", ModelKind::residual_mlp},
-              {"transformer", ModelKind::transformer})
 KPIPE_CHOICES(InitKind, {"auto", InitKind::automatic}, {"uniform", InitKind::uniform}, {"he", InitKind::he},
               {"xavier", InitKind::xavier}, {"gpt2", InitKind::gpt2})
 KPIPE_CHOICES(ActivationKind, {"gelu", ActivationKind::gelu}, {"gelu_tanh", ActivationKind::gelu_tanh},
@@ -76,7 +77,7 @@ KPIPE_CHOICES(LaneSplit, {"auto", LaneSplit::automatic}, {"microbatches", LaneSp
               {"layers", LaneSplit::layers})
 #undef KPIPE_CHOICES
 
-// "transformer" for ModelKind::transformer.
+// "adamw" for OptimizerKind::adamw.
 template <class Enum>
 constexpr std::string_view name_of(Enum value) {
   for (const Spelling<Enum>& entry : Choices<Enum>::entries) {
@@ -93,9 +94,12 @@ std::vector<std::string> choice_names() {
   return names;
 }
 
-// model.*
+// model.*: the family (model.kind) and the keys it reads. The widths are
+// per sample; a token family's samples are model.context token ids with a
+// next-token prediction at each position (input_dim = T, output_dim =
+// T·padded_vocab(1), set by the family).
 struct ModelConfig {
-  ModelKind kind = ModelKind::mlp;
+  std::string kind = "mlp";  // model.kind: a registered family's name
   int input_dim = 64;
   std::vector<int> hidden = {256, 256, 256, 256};
   int output_dim = 10;
@@ -113,9 +117,32 @@ struct ModelConfig {
   int context = 64;             // T: tokens per sequence
   int dim = 128;                // model width
   int heads = 4;
-  int layers = 4;  // transformer blocks
+  int blocks = 4;  // model.layers: transformer blocks
   int mlp_ratio = 4;
   std::string block;  // model.block: the registered layer kind of the repeated block; empty: the family's
+  // Every key the family declares, as the deck set it: what a project's
+  // family and its layer kinds read (integer("model.swiglu_hidden")).
+  std::map<std::string, Value, std::less<>> values;
+
+  const ModelFamily& family() const { return model_family(kind); }
+  bool token_sequences() const { return family().token_sequences; }
+  // Predictions per sample: T for a token family (one per position), else 1.
+  // The loss treats each as a sample of its own (targets hold rows·positions
+  // labels), so the mean loss is over all B·T positions.
+  int positions() const { return token_sequences() ? context : 1; }
+  // The vocabulary rounded up to a multiple of vocab_divisible_by · t, so each
+  // of t tensor ranks holds an equal share (Megatron-LM). Tokens at or past
+  // vocab are padding: never an input, their logits masked.
+  int padded_vocab(int tensor_ranks) const {
+    const int multiple = vocab_divisible_by * tensor_ranks;
+    return (vocab + multiple - 1) / multiple * multiple;
+  }
+  // A key of `values`; an input error naming the family when it declares no
+  // such key (a layer kind used under a family that lacks its key).
+  std::int64_t integer(std::string_view key) const;
+  double real(std::string_view key) const;
+  bool boolean(std::string_view key) const;
+  const std::string& string(std::string_view key) const;
 };
 
 // compute.precision = fp16: loss scaling (train.loss_scale and the
@@ -278,7 +305,7 @@ struct RunConfig {
   RuntimeConfig runtime;
   CheckpointConfig checkpoint;
   DebugConfig debug;
-  int layers = 1;  // partitionable layers of the model (model_layer_count)
+  int layers = 1;  // partitionable layers of the model (its family's plan)
 };
 
 }  // namespace kpipe::config

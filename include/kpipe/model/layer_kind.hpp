@@ -42,6 +42,8 @@ struct LayerBuild {
   std::uint64_t weight_stream(int position) const;
   // model.init for a fan_in x fan_out weight, `automatic` read as uniform.
   WeightInit init(int fan_in, int fan_out) const;
+  // model.activation as the kernels name it.
+  kernels::Activation activation() const;
 };
 
 template <class Scalar>

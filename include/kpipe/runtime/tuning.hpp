@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
+#include "kpipe/kernels/choices.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
 #include "kpipe/schedule/calibration.hpp"

@@ -24,7 +24,7 @@ LayerKind linear_activation_layer_kind() {
     const int width = linear->output_dim();  // the rank's columns when column-parallel
     std::vector<std::unique_ptr<Layer<Scalar>>> parts;
     parts.push_back(std::move(linear));
-    parts.push_back(std::make_unique<ActivationLayer<Scalar>>(build.model.activation, width, build.env));
+    parts.push_back(std::make_unique<ActivationLayer<Scalar>>(build.activation(), width, build.env));
     return std::make_unique<Sequential<Scalar>>(std::move(parts), build.env);
   });
   return kind;

@@ -31,7 +31,7 @@ LayerKind residual_block_layer_kind() {
                                                 build.kernels, build.env, TensorSplit::column);
     const int width = fc1->output_dim();
     parts.push_back(std::move(fc1));
-    parts.push_back(std::make_unique<ActivationLayer<Scalar>>(build.model.activation, width, build.env));
+    parts.push_back(std::make_unique<ActivationLayer<Scalar>>(build.activation(), width, build.env));
     parts.push_back(std::make_unique<Linear<Scalar>>(out, out, name + ".fc2", build.weight_stream(1),
                                                      build.init(out, out), build.kernels, build.env, TensorSplit::row));
     return std::make_unique<Residual<Scalar>>(std::make_unique<Sequential<Scalar>>(std::move(parts), build.env),

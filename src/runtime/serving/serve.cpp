@@ -432,8 +432,9 @@ ServeResult serve(Pipeline<Scalar>& pipeline, const std::vector<Request>& reques
   // every rank agrees, and the job ends with one line.
   const auto server = comm::collectively(pipeline.grid().world(), pipeline.watchdog(), "kpipe serve's set-up", [&] {
     const model::ModelSpec& model = pipeline.spec().model;
-    if (model.kind != model::ModelKind::transformer) {
-      throw input_error("kpipe serve generates text with a transformer; set model.kind = \"transformer\"");
+    if (!model.token_sequences()) {
+      throw input_error(fmt::format("kpipe serve generates text with a language model; set model.kind = {}",
+                                    config::token_family_choices()));
     }
     if (pipeline.grid().replicas() != 1) {
       throw input_error(fmt::format("kpipe serve runs one pipeline; set pipeline.data_parallel = 1 (it is {})",

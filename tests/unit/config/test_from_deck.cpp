@@ -110,7 +110,7 @@ TEST_CASE("every deck value arrives typed in the run configuration", "[config]")
       "data.task = \"regression\"\ndata.seed = 7\ntrain.optimizer = \"sgd\"\ntrain.lr = 0.25\ntrain.grad_clip = 2.0\n"
       "train.steps = 3\npipeline.recompute = \"full\"\npipeline.partition = [2, 2]\ncompute.gemm = \"portable\"\n"
       "sim.cost_forward = 2.5\nsim.max_in_flight = 4\nruntime.watchdog_seconds = 9\n");
-  CHECK(c.model.kind == config::ModelKind::residual_mlp);
+  CHECK(c.model.kind == "residual_mlp");
   CHECK(c.model.hidden == std::vector<int>{8, 8});
   CHECK(c.model.activation == config::ActivationKind::tanh);
   CHECK(c.model.loss == config::LossKind::mse);

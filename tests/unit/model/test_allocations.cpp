@@ -105,7 +105,7 @@ TEST_CASE("a stage allocates nothing after its first step", "[model][allocations
 }
 
 TEST_CASE("the sequential trainer allocates nothing after its first step", "[model][allocations]") {
-  const auto kind = GENERATE(ModelKind::mlp, ModelKind::residual_mlp);
+  const std::string kind = GENERATE("mlp", "residual_mlp");
   const auto loss = GENERATE(LossKind::cross_entropy, LossKind::mse);
   TrainerSpec spec;
   spec.model.kind = kind;

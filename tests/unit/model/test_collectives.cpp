@@ -35,7 +35,7 @@ TEST_CASE("serial collectives: one rank, the sum is the buffer, the gather and t
 
 TEST_CASE("a stage with injected collectives computes bitwise what a stage with its own does", "[model][collectives]") {
   ModelSpec spec;
-  spec.kind = ModelKind::residual_mlp;
+  spec.kind = "residual_mlp";
   spec.input_dim = 6;
   spec.hidden = {8, 8};
   spec.output_dim = 5;

@@ -43,7 +43,7 @@ ModelSpec model_of(const std::string& kind) {
     spec.heads = 4;
     if (kind == "gpt2") {  // GPT-2's LM head has no bias
       spec.head_bias = false;
-      spec.activation = kernels::Activation::gelu_tanh;
+      spec.activation = config::ActivationKind::gelu_tanh;
     }
     return spec;
   }
@@ -51,7 +51,7 @@ ModelSpec model_of(const std::string& kind) {
   spec.input_dim = 8;
   spec.output_dim = 4;
   if (kind == "mlp") {
-    spec.kind = ModelKind::mlp;
+    spec.kind = "mlp";
     spec.hidden = {16, 24, 8, 12};
   } else {
     spec.hidden = {16, 16, 16};
@@ -62,7 +62,7 @@ ModelSpec model_of(const std::string& kind) {
 // rows x input width of a stage's first input: token ids in [0, vocab) for a transformer's first stage.
 tensor::Matrix<double> input_of(const ModelSpec& model, const Stage<double>& stage, int rows) {
   const auto X = test::random_matrix<double>(rows, stage.input_dim(), 3);
-  if (model.kind == ModelKind::transformer && stage.layers().first == 0) Kokkos::deep_copy(X, 1.0);
+  if (model.token_sequences() && stage.layers().first == 0) Kokkos::deep_copy(X, 1.0);
   return X;
 }
 

@@ -51,11 +51,11 @@ void check_layer(Layer<double>& layer, int rows) {
   }
 }
 
-ModelSpec small_model(ModelKind kind) {
+ModelSpec small_model(const std::string& kind) {
   ModelSpec spec;
   spec.kind = kind;
   spec.input_dim = 4;
-  spec.hidden = kind == ModelKind::mlp ? std::vector<int>{5, 6, 5, 4, 5} : std::vector<int>{5, 5, 5, 5};
+  spec.hidden = kind == "mlp" ? std::vector<int>{5, 6, 5, 4, 5} : std::vector<int>{5, 5, 5, 5};
   spec.output_dim = 3;
   spec.seed = 7;
   return spec;
@@ -93,7 +93,7 @@ TEST_CASE("LayerNorm gradients match finite differences", "[model][gradients]") 
 
 TEST_CASE("every layer kind of both model families matches finite differences", "[model][gradients]") {
   tensor::ExecContext exec;
-  const auto kind = GENERATE(ModelKind::mlp, ModelKind::residual_mlp);
+  const std::string kind = GENERATE("mlp", "residual_mlp");
   const auto spec = small_model(kind);
   SerialCollectives collectives(exec);
   for (int index = 0; index < spec.layer_count(); ++index) {
@@ -105,9 +105,9 @@ TEST_CASE("every layer kind of both model families matches finite differences", 
 
 TEST_CASE("a whole 6-layer model with its loss matches finite differences", "[model][gradients]") {
   tensor::ExecContext exec;
-  auto spec = small_model(GENERATE(ModelKind::mlp, ModelKind::residual_mlp));
+  auto spec = small_model(GENERATE(std::string("mlp"), std::string("residual_mlp")));
   spec.loss = GENERATE(LossKind::cross_entropy, LossKind::mse);
-  spec.activation = GENERATE(kernels::Activation::gelu, kernels::Activation::tanh);
+  spec.activation = GENERATE(config::ActivationKind::gelu, config::ActivationKind::tanh);
   REQUIRE(spec.layer_count() == 6);
   const int rows = 5;
   Stage<double> stage(spec, {0, 6}, {}, exec);

@@ -11,7 +11,7 @@ namespace kpipe::test {
 // 5 layers: input projection, three residual blocks of width 8, output layer.
 inline model::ModelSpec residual_model(std::uint64_t seed = 3) {
   model::ModelSpec spec;
-  spec.kind = model::ModelKind::residual_mlp;
+  spec.kind = "residual_mlp";
   spec.input_dim = 6;
   spec.hidden = {8, 8, 8};
   spec.output_dim = 5;
@@ -23,8 +23,9 @@ inline model::ModelSpec residual_model(std::uint64_t seed = 3) {
 // blocks, head) of width 8 and 2 heads, MLP ratio 2.
 inline model::ModelSpec small_transformer(int vocab, int context, config::InitKind init, std::uint64_t seed) {
   model::ModelSpec spec;
-  spec.kind = model::ModelKind::transformer;
+  spec.kind = "transformer";
   spec.vocab = vocab;
+  spec.vocab_divisible_by = 1;
   spec.context = context;
   spec.dim = 8;
   spec.heads = 2;

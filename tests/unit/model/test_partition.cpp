@@ -41,7 +41,7 @@ TEST_CASE("the model's layers are the ones config counts", "[model][spec]") {
 
 TEST_CASE("a residual_mlp needs equal hidden widths", "[model][spec]") {
   ModelSpec spec;
-  spec.kind = ModelKind::residual_mlp;
+  spec.kind = "residual_mlp";
   spec.input_dim = 4;
   spec.output_dim = 2;
   spec.hidden = {8, 6};

@@ -33,7 +33,7 @@ std::unique_ptr<Layer<Scalar>> pre_norm_block(const LayerBuild& build) {
                                              build.init(width, width), build.kernels, build.env, TensorSplit::column);
   const int columns = up->output_dim();
   branch.push_back(std::move(up));
-  branch.push_back(std::make_unique<ActivationLayer<Scalar>>(build.model.activation, columns, build.env));
+  branch.push_back(std::make_unique<ActivationLayer<Scalar>>(build.activation(), columns, build.env));
   branch.push_back(std::make_unique<Linear<Scalar>>(width, width, build.name() + ".fc2", build.weight_stream(1),
                                                     build.init(width, width), build.kernels, build.env,
                                                     TensorSplit::row));

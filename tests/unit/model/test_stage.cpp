@@ -107,7 +107,7 @@ TEST_CASE("B then W and recomputation give bitwise the gradients of BW", "[model
 TEST_CASE("W over the host threads reports each layer in order and equals W layer after layer", "[model][stage]") {
   tensor::ExecContext exec;
   ModelSpec spec;
-  spec.kind = ModelKind::mlp;
+  spec.kind = "mlp";
   spec.input_dim = 6;
   spec.hidden = {16, 16, 8, 16};
   spec.output_dim = 5;

@@ -41,8 +41,9 @@ struct TempDir {
 
 model::TrainerSpec transformer(int vocab, int context, int global_batch = 4) {
   model::TrainerSpec spec;
-  spec.model.kind = config::ModelKind::transformer;
+  spec.model.kind = "transformer";
   spec.model.vocab = vocab;
+  spec.model.vocab_divisible_by = 1;
   spec.model.context = context;
   spec.global_batch = global_batch;
   spec.data.seed = 11;
