@@ -24,7 +24,11 @@ KOKKOS_INLINE_FUNCTION Scalar sigmoid(Scalar a) {
   return Scalar(1) / (Scalar(1) + kpipe::tensor::compat::math::exp(-a));
 }
 
-int hidden_width(const ModelSpec& model, const LayerSpec& spec) { return spec.input_dim * model.mlp_ratio; }
+// model.swiglu_hidden: a key of the swiglu_mlp family (swiglu_family.hpp); a
+// deck of another family that names this block is told so in one line.
+int hidden_width(const ModelSpec& model, const LayerSpec&) {
+  return static_cast<int>(model.integer("model.swiglu_hidden"));
+}
 
 }  // namespace
 

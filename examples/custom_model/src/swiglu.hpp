@@ -1,6 +1,6 @@
 #pragma once
 // A SwiGLU MLP block (Shazeer, "GLU Variants Improve Transformer", 2020; the
-// MLP of LLaMA) as a kpipe layer kind that decks name with model.block:
+// MLP of LLaMA) as a kpipe layer kind, the block of the swiglu_mlp family:
 //
 //   y = x + W2 (silu(W1 LN(x)) ⊙ W3 LN(x))
 //
@@ -34,7 +34,7 @@ class SwiGLU final : public kpipe::model::Layer<Scalar> {
   int width_;  // n: this rank's hidden columns
 };
 
-// The kind "swiglu_block": width w -> w, hidden width model.mlp_ratio · w.
+// The kind "swiglu_block": width w -> w, intermediate width model.swiglu_hidden.
 kpipe::model::LayerKind swiglu_block_kind();
 
 }  // namespace custom

@@ -23,3 +23,13 @@ function(compare_weights a b what)
   endif()
   message(STATUS "${what}: ${out}")
 endfunction()
+
+# Runs ARGN and fails unless it exits with 2 printing `expected`.
+function(expect_input_error expected)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+  string(FIND "${out}${err}" "${expected}" at)
+  if(NOT code EQUAL 2 OR at EQUAL -1)
+    string(REPLACE ";" " " command "${ARGN}")
+    message(FATAL_ERROR "${command}: exit ${code}, expected 2 and '${expected}':\n${out}${err}")
+  endif()
+endfunction()

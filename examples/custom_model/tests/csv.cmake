@@ -9,15 +9,6 @@ foreach(schedule 1f1b zb-h1)
   compare_weights(${WORK_DIR}/one-stage/step-6.h5 ${WORK_DIR}/${schedule}/step-6.h5 "${schedule} on 2 ranks")
 endforeach()
 
-# Runs EXE with ARGN and fails unless it exits with 2 printing `expected`.
-function(expect_input_error expected)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
-  string(FIND "${out}${err}" "${expected}" at)
-  if(NOT code EQUAL 2 OR at EQUAL -1)
-    string(REPLACE ";" " " command "${ARGN}")
-    message(FATAL_ERROR "${command}: exit ${code}, expected 2 and '${expected}':\n${out}${err}")
-  endif()
-endfunction()
 expect_input_error("did you mean \"csv\"" ${EXE} deck ${DECK} data.source=cvs)
 expect_input_error("reads its samples from data.path, which is empty; set data.path to the CSV file"
                    ${EXE} deck ${DECK} data.path=)
