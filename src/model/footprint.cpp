@@ -27,14 +27,19 @@ FootprintBuilder::FootprintBuilder(const FootprintQuery& query, std::int64_t row
       sequence_parallel_(query.sequence_parallel && query.tensor_ranks > 1),
       selective_recompute_(query.selective_recompute) {}
 
-FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) {
+FootprintBuilder& FootprintBuilder::layer_norm(std::int64_t width) { return normalisation(width, 2); }
+
+FootprintBuilder& FootprintBuilder::rms_norm(std::int64_t width) { return normalisation(width, 1); }
+
+// gamma, and beta for LayerNorm: `vectors` of `width`.
+FootprintBuilder& FootprintBuilder::normalisation(std::int64_t width, int vectors) {
   const std::int64_t rows = region_rows();
-  footprint_.parameters += 2 * width;
+  footprint_.parameters += vectors * width;
   footprint_.saved += rows * (width + 1);
   footprint_.saved_in_scalar += rows;
   footprint_.intermediates += rows * width;
   footprint_.kept_for_weight_gradient += 2 * rows * width;
-  if (sequence_parallel_) footprint_.row_partial += {2 * width, 2};
+  if (sequence_parallel_) footprint_.row_partial += {vectors * width, vectors};
   return *this;
 }
 

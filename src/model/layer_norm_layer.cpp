@@ -7,20 +7,23 @@ namespace kpipe::model {
 
 using tensor::TensorSpec;
 
-namespace {
-constexpr double epsilon = 1e-5;
-}  // namespace
-
 template <class Scalar>
-LayerNorm<Scalar>::LayerNorm(int dim, const std::string& name, LayerEnvironment env)
+LayerNorm<Scalar>::LayerNorm(int dim, const std::string& name, LayerEnvironment env, NormSpec spec)
     : env_(env),
+      spec_(spec),
       gamma_{name + ".gamma", tensor::uninitialized_matrix<Scalar>("kpipe::model::" + name + ".gamma", 1, dim),
              tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".gamma.grad", 1, dim)},
-      beta_{name + ".beta", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta", 1, dim),
-            tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta.grad", 1, dim)} {
+      beta_{name + ".beta", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta", 1, centred() ? dim : 0),
+            tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".beta.grad", 1, centred() ? dim : 0)} {
   Kokkos::deep_copy(env_.exec.space(), gamma_.value, Scalar(1));
   // Sequence parallelism: a LayerNorm sees this rank's rows only (Megatron sums these gradients over the group).
   gamma_.row_partial = beta_.row_partial = env.sequence_parallel;
+}
+
+template <class Scalar>
+std::vector<Parameter<Scalar>> LayerNorm<Scalar>::parameters() const {
+  if (!centred()) return {gamma_};
+  return {gamma_, beta_};
 }
 
 template <class Scalar>
@@ -38,9 +41,15 @@ void LayerNorm<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList ou
   // x̂ is written in the type it is kept in.
   const tensor::Tensor xhat = pool.take("kpipe::model::layer_norm_xhat", stored(), rows, input_dim());
   const auto rstd = pool.take<Scalar>("kpipe::model::layer_norm_rstd", rows, 1);
+  const auto Y = outputs.at(0).matrix<Scalar>();
+  const auto epsilon = static_cast<Scalar>(spec_.epsilon);
   kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
-    kernels::layer_norm_forward(env_.exec.space(), X, gamma_.value, beta_.value, Scalar(epsilon),
-                                outputs.at(0).matrix<Scalar>(), xhat.matrix<decltype(type)>(), rstd);
+    const auto normalised = xhat.matrix<decltype(type)>();
+    if (centred()) {
+      kernels::layer_norm_forward(env_.exec.space(), X, gamma_.value, beta_.value, epsilon, Y, normalised, rstd);
+    } else {
+      kernels::rms_norm_forward(env_.exec.space(), X, gamma_.value, epsilon, Y, normalised, rstd);
+    }
   });
   if (ctx) {
     ctx->save("xhat", xhat);
@@ -56,9 +65,14 @@ void LayerNorm<Scalar>::backward_input(tensor::TensorList output_grads, tensor::
   if (dX.size() != 0) {
     kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
       using Stored = decltype(type);
-      kernels::layer_norm_backward_input<Scalar, Stored>(env_.exec.space(), output_grads.at(0).matrix<Scalar>(),
-                                                         ctx.saved("xhat").matrix<Stored>(),
-                                                         ctx.saved("rstd").matrix<Scalar>(), gamma_.value, dX);
+      const auto dY = output_grads.at(0).matrix<Scalar>();
+      const auto xhat = ctx.saved("xhat").matrix<Stored>();
+      const auto rstd = ctx.saved("rstd").matrix<Scalar>();
+      if (centred()) {
+        kernels::layer_norm_backward_input<Scalar, Stored>(env_.exec.space(), dY, xhat, rstd, gamma_.value, dX);
+      } else {
+        kernels::rms_norm_backward_input<Scalar, Stored>(env_.exec.space(), dY, xhat, rstd, gamma_.value, dX);
+      }
     });
   }
   ctx.drop("rstd");
@@ -70,8 +84,13 @@ void LayerNorm<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::layer_norm::backward_weight");
   kernels::with_stored_type<Scalar>(env_.precision, [&](auto type) {
     using Stored = decltype(type);
-    kernels::layer_norm_backward_weight<Scalar, Stored>(env_.exec.space(), ctx.saved("dy").matrix<Stored>(),
-                                                        ctx.saved("xhat").matrix<Stored>(), gamma_.grad, beta_.grad);
+    const auto dY = ctx.saved("dy").matrix<Stored>();
+    const auto xhat = ctx.saved("xhat").matrix<Stored>();
+    if (centred()) {
+      kernels::layer_norm_backward_weight<Scalar, Stored>(env_.exec.space(), dY, xhat, gamma_.grad, beta_.grad);
+    } else {
+      kernels::rms_norm_backward_weight<Scalar, Stored>(env_.exec.space(), dY, xhat, gamma_.grad);
+    }
   });
   ctx.clear();
 }

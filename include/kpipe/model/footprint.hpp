@@ -99,6 +99,8 @@ class FootprintBuilder {
 
   // LayerNorm over `width` features: x̂ and 1/std saved, x̂ and dy kept.
   FootprintBuilder& layer_norm(std::int64_t width);
+  // RMSNorm: the same but for beta.
+  FootprintBuilder& rms_norm(std::int64_t width);
   // A Linear `in` x `out` (+ bias) split `split`; `input_gradient` false for
   // a model's first layer outside sequence parallelism (no sum in B).
   FootprintBuilder& linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient = true,
@@ -113,6 +115,8 @@ class FootprintBuilder {
   const LayerFootprint& footprint() const { return footprint_; }
 
  private:
+  FootprintBuilder& normalisation(std::int64_t width, int vectors);
+
   std::int64_t rows_;
   int ranks_;
   bool sequence_parallel_;

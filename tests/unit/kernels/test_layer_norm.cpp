@@ -1,4 +1,5 @@
-// Layer norm against its formula and its gradients against finite differences.
+// Layer norm and RMSNorm against their formulas and their gradients against
+// finite differences.
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -38,33 +39,37 @@ Matrix<double> device(const std::vector<double>& values, int r, int c) {
   return m;
 }
 
-// The layer norm of the inputs, on the host.
-std::vector<double> forward(const Inputs& in) {
+// The layer norm (or RMSNorm) of the inputs, on the host.
+std::vector<double> forward(const Inputs& in, bool rms = false) {
   auto Y = uninitialized_matrix<double>("test::y", rows, n);
   auto xhat = uninitialized_matrix<double>("test::xhat", rows, n);
   auto rstd = uninitialized_matrix<double>("test::rstd", rows, 1);
-  layer_norm_forward(ExecutionSpace(), device(in.x, rows, n), device(in.gamma, 1, n), device(in.beta, 1, n), epsilon, Y,
-                     xhat, rstd);
+  if (rms) {
+    rms_norm_forward(ExecutionSpace(), device(in.x, rows, n), device(in.gamma, 1, n), epsilon, Y, xhat, rstd);
+  } else {
+    layer_norm_forward(ExecutionSpace(), device(in.x, rows, n), device(in.gamma, 1, n), device(in.beta, 1, n), epsilon,
+                       Y, xhat, rstd);
+  }
   return to_host<double>(Y);
 }
 
-double loss(const Inputs& in) {
-  const auto y = forward(in);
+double loss(const Inputs& in, bool rms = false) {
+  const auto y = forward(in, rms);
   double sum = 0;
   for (std::size_t e = 0; e < y.size(); ++e) sum += y[e] * in.r[e];
   return sum;
 }
 
 // Central differences of loss() with respect to every element of `values`.
-std::vector<double> numeric_gradient(Inputs in, std::vector<double> Inputs::*values) {
+std::vector<double> numeric_gradient(Inputs in, std::vector<double> Inputs::*values, bool rms = false) {
   std::vector<double> gradient;
   const double h = 1e-5;
   for (double& v : in.*values) {
     const double saved = v;
     v = saved + h;
-    const double up = loss(in);
+    const double up = loss(in, rms);
     v = saved - h;
-    const double down = loss(in);
+    const double down = loss(in, rms);
     v = saved;
     gradient.push_back((up - down) / (2 * h));
   }
@@ -110,4 +115,36 @@ TEST_CASE("layer norm gradients match finite differences in double", "[kernels][
   CHECK(relative_error(to_host<double>(dX), numeric_gradient(in, &Inputs::x)) < 1e-6);
   CHECK(relative_error(minus_one(to_host<double>(dgamma)), numeric_gradient(in, &Inputs::gamma)) < 1e-6);
   CHECK(relative_error(minus_one(to_host<double>(dbeta)), numeric_gradient(in, &Inputs::beta)) < 1e-6);
+}
+
+TEST_CASE("RMSNorm scales each row by its root mean square and gamma", "[kernels][layer_norm]") {
+  const auto in = random_inputs();
+  const auto y = forward(in, true);
+  for (int i = 0; i < rows; ++i) {
+    double squares = 0;
+    for (int j = 0; j < n; ++j) squares += in.x[i * n + j] * in.x[i * n + j] / n;
+    for (int j = 0; j < n; ++j) {
+      const double expected = in.x[i * n + j] / std::sqrt(squares + epsilon) * in.gamma[j];
+      CHECK(y[i * n + j] == Approx(expected).epsilon(1e-14).margin(1e-14));
+    }
+  }
+}
+
+TEST_CASE("RMSNorm gradients match finite differences in double", "[kernels][layer_norm]") {
+  const auto in = random_inputs();
+  auto Y = uninitialized_matrix<double>("test::y", rows, n);
+  auto xhat = uninitialized_matrix<double>("test::xhat", rows, n);
+  auto rstd = uninitialized_matrix<double>("test::rstd", rows, 1);
+  const auto gamma = device(in.gamma, 1, n);
+  rms_norm_forward(ExecutionSpace(), device(in.x, rows, n), gamma, epsilon, Y, xhat, rstd);
+  const auto dY = device(in.r, rows, n);
+  auto dX = uninitialized_matrix<double>("test::dx", rows, n);
+  rms_norm_backward_input(ExecutionSpace(), dY, xhat, rstd, gamma, dX);
+  auto dgamma = uninitialized_matrix<double>("test::dgamma", 1, n);
+  Kokkos::deep_copy(dgamma, 1.0);  // accumulates
+  rms_norm_backward_weight(ExecutionSpace(), dY, xhat, dgamma);
+  std::vector<double> dgamma_added = to_host<double>(dgamma);
+  for (double& e : dgamma_added) e -= 1.0;
+  CHECK(relative_error(to_host<double>(dX), numeric_gradient(in, &Inputs::x, true)) < 1e-6);
+  CHECK(relative_error(dgamma_added, numeric_gradient(in, &Inputs::gamma, true)) < 1e-6);
 }

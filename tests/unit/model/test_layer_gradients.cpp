@@ -91,6 +91,16 @@ TEST_CASE("LayerNorm gradients match finite differences", "[model][gradients]") 
   check_layer(layer, 3);
 }
 
+TEST_CASE("RMSNorm gradients match finite differences", "[model][gradients]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  LayerNorm<double> layer(6, "norm", {exec, collectives}, {Normalisation::rms, 1e-6});
+  CHECK(std::string(layer.kind()) == "rms_norm");
+  REQUIRE(layer.parameters().size() == 1);  // gamma: RMSNorm has no beta
+  kernels::fill_uniform(exec.space(), 5, 0.5, 1.5, layer.parameters()[0].value);
+  check_layer(layer, 3);
+}
+
 TEST_CASE("every layer kind of both model families matches finite differences", "[model][gradients]") {
   tensor::ExecContext exec;
   const std::string kind = GENERATE("mlp", "residual_mlp");
