@@ -10,7 +10,9 @@
 #include "kpipe/model/layer_norm_layer.hpp"
 #include "kpipe/model/linear.hpp"
 #include "kpipe/model/loss.hpp"
+#include "kpipe/model/rotary_qkv.hpp"
 #include "kpipe/model/stage.hpp"
+#include "kpipe/model/swiglu_layer.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
@@ -98,6 +100,21 @@ TEST_CASE("RMSNorm gradients match finite differences", "[model][gradients]") {
   CHECK(std::string(layer.kind()) == "rms_norm");
   REQUIRE(layer.parameters().size() == 1);  // gamma: RMSNorm has no beta
   kernels::fill_uniform(exec.space(), 5, 0.5, 1.5, layer.parameters()[0].value);
+  check_layer(layer, 3);
+}
+
+TEST_CASE("rotary QKV (grouped-query) gradients match finite differences", "[model][gradients]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  // Two sequences of T = 3: 2 KV heads of 2 query heads each, hd = 4.
+  RotaryQKV<double> layer({3, 2, 2, 4}, 100.0, {exec, collectives});
+  check_layer(layer, 6);
+}
+
+TEST_CASE("SwiGLU gradients match finite differences", "[model][gradients]") {
+  tensor::ExecContext exec;
+  SerialCollectives collectives(exec);
+  SwiGLU<double> layer(7, {exec, collectives});
   check_layer(layer, 3);
 }
 
