@@ -23,7 +23,7 @@ void check_complete(const ModelFamily& family) {
 Registry<ModelFamily>& registry() {
   static Registry<ModelFamily> families(
       "model family", check_complete,
-      {detail::mlp_family(), detail::residual_mlp_family(), detail::transformer_family()});
+      {detail::mlp_family(), detail::residual_mlp_family(), detail::transformer_family(), detail::llama_family()});
   return families;
 }
 

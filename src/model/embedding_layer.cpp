@@ -27,25 +27,34 @@ Parameter<Scalar> table(const std::string& name, int rows, int cols, Shard shard
 
 template <class Scalar>
 TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int padded_vocab, int context, int dim, const std::string& name,
-                                       std::uint64_t init_key, LayerEnvironment env, bool tied)
+                                       std::uint64_t init_key, LayerEnvironment env, bool tied, bool learned_positions)
     : env_(env),
       token_(table<Scalar>(name + ".token", padded_vocab, dim,
                            Shard::along(0, env.collectives.rank(Group::tensor), env.collectives.size(Group::tensor))
                                .padded_after(0, vocab))),
       position_(table<Scalar>(name + ".position", context, dim)),
-      first_(token_.shard.index * static_cast<int>(token_.value.extent(0))) {
+      first_(token_.shard.index * static_cast<int>(token_.value.extent(0))),
+      learned_positions_(learned_positions) {
   const auto& space = env_.exec.space();
   // The counter-based stream gives the shard's rows as they are in the whole
   // table, whatever the padding; the padding rows are zero and never looked up.
   kernels::fill_normal(space, kernels::stream_key(init_key, 0), first_, 0.0, gpt2_embedding_std, token_.value);
   const int rows = token_.value.extent_int(0), real_rows = std::clamp(vocab - first_, 0, rows);
   Kokkos::deep_copy(space, Kokkos::subview(token_.value, std::make_pair(real_rows, rows), Kokkos::ALL), Scalar(0));
-  kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
+  if (learned_positions) {
+    kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
+  }
   if (tied) token_.tie = Parameter<Scalar>::Tie::owner;
   // Vocabulary-parallel: the shards' lookups are summed, and the position must count once.
-  added_position_ = token_.shard.index == 0
+  added_position_ = token_.shard.index == 0 && learned_positions
                         ? position_.value
                         : tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".no_position", context, dim);
+}
+
+template <class Scalar>
+std::vector<Parameter<Scalar>> TokenEmbedding<Scalar>::parameters() const {
+  if (!learned_positions_) return {token_};
+  return {token_, position_};
 }
 
 template <class Scalar>

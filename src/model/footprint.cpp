@@ -91,6 +91,11 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
   return *this;
 }
 
+FootprintBuilder& FootprintBuilder::unsaved(std::int64_t width) {
+  footprint_.intermediates += rows_ * width;
+  return *this;
+}
+
 FootprintBuilder& FootprintBuilder::elementwise(std::int64_t rows, std::int64_t width) {
   footprint_.saved += rows * width;
   footprint_.intermediates += rows * width;

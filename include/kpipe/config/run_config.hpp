@@ -120,8 +120,9 @@ struct ModelConfig {
   int blocks = 4;  // model.layers: transformer blocks
   int mlp_ratio = 4;
   std::string block;  // model.block: the registered layer kind of the repeated block; empty: the family's
-  // Every key the family declares, as the deck set it: what a project's
-  // family and its layer kinds read (integer("model.swiglu_hidden")).
+  // Every key the family declares, as the deck set it (or as the family
+  // resolved it: model.kv_heads = 0 is model.heads): what a family and its
+  // layer kinds read (integer("model.kv_heads")).
   std::map<std::string, Value, std::less<>> values;
 
   const ModelFamily& family() const { return model_family(kind); }

@@ -107,6 +107,9 @@ class FootprintBuilder {
                            bool bias = true);
   // An elementwise function of `rows` x `width` saving its derivative.
   FootprintBuilder& elementwise(std::int64_t rows, std::int64_t width);
+  // A linear map of the features (rotary QKV's rotations and repeats) to
+  // `width` per row: its output, nothing saved (B needs only dy).
+  FootprintBuilder& unsaved(std::int64_t width);
   // Causal attention over `positions`-long sequences (rows()/positions of
   // them) of `heads` heads of `head_dim` features each, on this rank; under
   // selective recomputation the gemm path's probabilities are rebuilt in B.

@@ -37,8 +37,10 @@ class TokenEmbedding final : public Layer<Scalar> {
   // The token table holds padded_vocab rows (ModelSpec::padded_vocab), those
   // at or past `vocab` zero: no id reaches them. `tied`: the table is the
   // owner of a tied LM head's weight (model.tie_embeddings).
+  // `learned_positions` false (rotary models, whose attention rotates by
+  // position): no position table is learned; the one kernel adds a zero one.
   TokenEmbedding(int vocab, int padded_vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
-                 LayerEnvironment env, bool tied = false);
+                 LayerEnvironment env, bool tied = false, bool learned_positions = true);
 
   const char* kind() const override { return "embedding"; }
   int input_dim() const override { return context(); }
@@ -52,7 +54,7 @@ class TokenEmbedding final : public Layer<Scalar> {
   void backward_weight(Context& ctx) override;
   void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
   int token_output_dim() const override { return dim(); }
-  std::vector<Parameter<Scalar>> parameters() const override { return {token_, position_}; }
+  std::vector<Parameter<Scalar>> parameters() const override;
 
  private:
   int context() const { return static_cast<int>(position_.value.extent(0)); }
@@ -60,10 +62,11 @@ class TokenEmbedding final : public Layer<Scalar> {
   int sequence_shards() const { return env_.sequence_parallel ? env_.collectives.size(Group::tensor) : 1; }
 
   LayerEnvironment env_;
-  Parameter<Scalar> token_;                // padded vocab x dim, or this rank's padded vocab/t rows
-  Parameter<Scalar> position_;             // T x dim
-  int first_;                              // the first token id of token_'s rows
-  tensor::Matrix<Scalar> added_position_;  // position_, or zeros on tensor ranks other than 0
+  Parameter<Scalar> token_;     // padded vocab x dim, or this rank's padded vocab/t rows
+  Parameter<Scalar> position_;  // T x dim
+  int first_;                   // the first token id of token_'s rows
+  bool learned_positions_;
+  tensor::Matrix<Scalar> added_position_;  // position_, or zeros on tensor ranks other than 0 and without one
 };
 
 // Causal multi-head self-attention on positions: (N = sequences·T) x 3·dim
@@ -163,5 +166,18 @@ inline constexpr const char* token_table_parameter = "layer0.token";  // the emb
 template <class Scalar>
 std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, KernelChoice kernels,
                                             LayerEnvironment env);
+
+// A Llama block on rows x (T·dim), no biases: x + Attn(RMSNorm(x)) with the
+// grouped QKV projection (model.kv_heads groups, RotaryQKV), then
+// x + W_down(SwiGLU(W_gate|up RMSNorm(x))) of model.ffn_dim. A tensor rank
+// holds heads/t query heads, kv_heads/t whole groups and ffn_dim/t columns.
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> make_llama_block(const ModelSpec& model, int index, KernelChoice kernels,
+                                                LayerEnvironment env);
+
+// A Llama head: the final RMSNorm and the LM projection, no bias; tied as make_lm_head's.
+template <class Scalar>
+std::unique_ptr<Layer<Scalar>> make_llama_head(const ModelSpec& model, int index, KernelChoice kernels,
+                                               LayerEnvironment env);
 
 }  // namespace kpipe::model

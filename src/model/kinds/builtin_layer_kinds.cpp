@@ -10,6 +10,9 @@ std::vector<LayerKind> builtin_layer_kinds() {
   kinds.push_back(embedding_layer_kind());
   kinds.push_back(decoder_block_layer_kind());
   kinds.push_back(lm_head_layer_kind());
+  kinds.push_back(token_embedding_layer_kind());
+  kinds.push_back(llama_block_layer_kind());
+  kinds.push_back(llama_head_layer_kind());
   return kinds;
 }
 

@@ -15,6 +15,13 @@ LayerKind residual_block_layer_kind();
 LayerKind embedding_layer_kind();
 LayerKind decoder_block_layer_kind();
 LayerKind lm_head_layer_kind();
+LayerKind token_embedding_layer_kind();
+LayerKind llama_block_layer_kind();
+LayerKind llama_head_layer_kind();
+
+// The token embedding's footprint, with or without its learned position table.
+LayerFootprint embedding_footprint(const ModelSpec& model, const LayerSpec& spec, const FootprintQuery& query,
+                                   bool learned_positions);
 
 // The kinds above, in the order the registry lists them.
 std::vector<LayerKind> builtin_layer_kinds();

@@ -389,3 +389,45 @@ TEST_CASE("pipelined transformer training is bitwise the sequential reference", 
     }
   }
 }
+
+TEST_CASE("pipelined llama training is bitwise the sequential reference", "[runtime][llama]") {
+  const int size = comm::size_of(comm::world());
+  for (const int p : {2, 4}) {
+    const int d = size / p;
+    if (p * d != size || d > 2) continue;
+    for (const std::string schedule : {"1f1b", "interleaved", "zb-v", "dualpipe-v"}) {
+      for (const std::string recompute : {"none", "full"}) {
+        // Grouped-query attention (4 query heads over 2 key/value heads) with
+        // rotary positions, RMSNorm and SwiGLU; 8 partition units for p · v <= 8.
+        const std::string text = fmt::format(
+            "model.kind = \"llama\"\nmodel.vocab = 11\nmodel.context = 8\nmodel.dim = 16\nmodel.heads = 4\n"
+            "model.kv_heads = 2\nmodel.ffn_dim = 24\nmodel.layers = 6\nmodel.rope_theta = 500.0\n"
+            "train.global_batch = {}\ntrain.microbatch_size = 2\ntrain.steps = {}\ntrain.grad_clip = 0.5\n"
+            "train.weight_decay = 0.1\ntrain.warmup_steps = 2\ntrain.lr_schedule = \"cosine\"\n"
+            "pipeline.stages = {}\npipeline.data_parallel = {}\npipeline.schedule = \"{}\"\n"
+            "pipeline.virtual_stages = {}\npipeline.recompute = \"{}\"\nruntime.watchdog_seconds = 60\n",
+            16 * d, steps, p, d, schedule, test::chunks_for(schedule), recompute);
+        config::RunConfig config = config::run_config(config::parse_deck(text, "llama.toml"));
+        INFO(fmt::format("llama {} p={} d={} recompute={}", schedule, p, d, recompute));
+        check_against_reference(config);
+        if (recompute != "none") continue;
+        // The fused attention, selective recomputation on the GEMM path, bf16, and a tied head.
+        config.compute.attention = config::AttentionKind::fused;
+        INFO("fused attention");
+        check_against_reference(config);
+        config.compute.attention = config::AttentionKind::gemm;
+        config.pipeline.recompute = config::Recompute::selective;
+        INFO("selective recomputation");
+        check_against_reference(config);
+        config.pipeline.recompute = config::Recompute::none;
+        config.compute.precision = config::Precision::bf16;
+        INFO("bf16");
+        check_against_reference(config);
+        config.compute.precision = config::Precision::fp32;
+        config.model.tie_embeddings = true;
+        INFO("tied embeddings");
+        check_against_reference(config);
+      }
+    }
+  }
+}

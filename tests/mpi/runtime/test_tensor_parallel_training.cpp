@@ -50,10 +50,20 @@ constexpr int t = 2;
 constexpr double tolerance = 5e-5;
 
 // The model keys of a tiny `kind`: every width tensor parallelism splits is
-// even. "tied": the transformer with its LM head tied to the token table.
+// even. "tied": the transformer with its LM head tied to the token table;
+// "llama": the Llama family.
 std::string model_keys(const std::string& kind, const std::string& schedule) {
   if (kind == "tied") {
     return model_keys("transformer", schedule) + "model.head_bias = false\nmodel.tie_embeddings = true\n";
+  }
+  if (kind == "llama") {
+    // Grouped-query attention: each tensor rank holds one of the 2 key/value
+    // groups of 2 query heads, and half the SwiGLU columns.
+    return fmt::format(
+        "model.kind = \"llama\"\nmodel.vocab = 13\nmodel.vocab_divisible_by = 5\nmodel.context = 8\n"
+        "model.dim = 16\nmodel.heads = 4\nmodel.kv_heads = 2\nmodel.ffn_dim = 24\nmodel.layers = 2\n"
+        "compute.attention = \"{}\"\n",
+        schedule == "interleaved" ? "fused" : "gemm");
   }
   if (kind != "transformer") {
     return fmt::format(
@@ -132,7 +142,7 @@ double largest_difference(const std::map<std::string, std::vector<float>>& actua
 
 TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
-  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied"}) {
+  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied", "llama"}) {
     for (const std::string schedule : {"1f1b", "interleaved", "zb-v", "v-half", "v-min"}) {
       // A V puts the first and the last stage on rank 0: the tied sum stays there.
       if (test::chunks_for(schedule) == 2 && schedule != "interleaved" && kind != "tied") continue;

@@ -28,6 +28,8 @@ const std::vector<int> sequence_ids = {3, 8};  // any ids, not rows
 
 // 4 layers: embedding, two blocks, head.
 ModelSpec serving_transformer() { return test::small_transformer(11, 12, config::InitKind::gpt2, 23); }
+// Its rotary, grouped-query twin: each token rotated by its cached position.
+ModelSpec serving_llama() { return test::small_llama(11, 12, 23); }
 
 // A prompt of T token ids per sequence, row s for sequence_ids[s].
 std::vector<std::vector<int>> prompts(const ModelSpec& spec) {
@@ -114,14 +116,15 @@ TEMPLATE_TEST_CASE("a prompt served through the KV cache in chunks gives the who
   using Scalar = TestType;
   const double tolerance = std::is_same_v<Scalar, float> ? 1e-5 : 1e-10;
   tensor::ExecContext exec;
-  const auto spec = serving_transformer();
+  const bool llama = GENERATE(false, true);
+  const auto spec = llama ? serving_llama() : serving_transformer();
   const int layers = spec.layer_count();
   const auto prompt = prompts(spec);
   const Stage<Scalar> reference(spec, {0, layers}, {}, exec);
   const auto expected = whole_window(reference, prompt);
   const auto chunks = GENERATE(std::vector<int>{5, 1}, std::vector<int>{1}, std::vector<int>{3, 4, 100});
   const bool split = GENERATE(false, true);
-  INFO("first chunk " << chunks.front() << ", two stages " << split);
+  INFO(spec.kind << ", first chunk " << chunks.front() << ", two stages " << split);
   std::vector<std::unique_ptr<Stage<Scalar>>> stages;
   for (const LayerRange range :
        split ? std::vector<LayerRange>{{0, 2}, {2, layers - 2}} : std::vector<LayerRange>{{0, layers}}) {

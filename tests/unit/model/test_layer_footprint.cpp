@@ -38,6 +38,14 @@ class ShapeOnlyCollectives final : public Collectives {
 };
 
 ModelSpec model_of(const std::string& kind) {
+  if (kind == "llama") {  // 8 query heads over 4 key/value groups: t = 1, 2, 4 hold whole groups
+    ModelSpec spec = test::small_llama(16, 4, 5);
+    spec.dim = 16;
+    spec.heads = 8;
+    spec.values["model.kv_heads"] = std::int64_t{4};
+    spec.values["model.ffn_dim"] = std::int64_t{16};
+    return spec;
+  }
   if (kind == "transformer" || kind == "gpt2") {
     ModelSpec spec = test::small_transformer(16, 4, config::InitKind::he, 5);
     spec.heads = 4;
@@ -70,14 +78,13 @@ tensor::Matrix<double> input_of(const ModelSpec& model, const Stage<double>& sta
 
 TEST_CASE("each layer kind's footprint is what its layers hold on a tensor-parallel rank",
           "[model][memory][footprint]") {
-  const std::string kind = GENERATE("mlp", "residual_mlp", "transformer", "gpt2");
+  const std::string kind = GENERATE("mlp", "residual_mlp", "transformer", "gpt2", "llama");
   const int t = GENERATE(1, 2, 4);
   const bool sequence_parallel = GENERATE(false, true);
   const auto attention = GENERATE(kernels::AttentionPath::gemm, kernels::AttentionPath::fused);
   const bool selective = GENERATE(false, true);
-  const bool transformer = kind == "transformer" || kind == "gpt2";
-  if (!transformer && attention == kernels::AttentionPath::fused) return;
   const ModelSpec model = model_of(kind);
+  if (!model.token_sequences() && attention == kernels::AttentionPath::fused) return;
   const int layers = model.layer_count();
   constexpr int rows = 8;  // samples; t divides them
   ShapeOnlyCollectives collectives(t);

@@ -38,6 +38,20 @@ inline model::ModelSpec small_transformer(int vocab, int context, config::InitKi
   return spec;
 }
 
+// A Llama of two blocks (4 layers: token embedding, two blocks, head) of
+// width 8: 2 query heads sharing 1 key/value head of 4 features, rotary
+// positions, SwiGLU of 12.
+inline model::ModelSpec small_llama(int vocab, int context, std::uint64_t seed) {
+  model::ModelSpec spec = small_transformer(vocab, context, config::InitKind::automatic, seed);
+  spec.kind = "llama";
+  spec.head_bias = false;
+  spec.values = {{"model.kv_heads", std::int64_t{1}},
+                 {"model.ffn_dim", std::int64_t{12}},
+                 {"model.rope_theta", 100.0},
+                 {"model.norm_eps", 1e-5}};
+  return spec;
+}
+
 // Trainable values a built stage holds: what a footprint's parameters count.
 inline std::int64_t parameter_elements(const model::Stage<double>& stage) {
   std::int64_t total = 0;

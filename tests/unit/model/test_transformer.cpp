@@ -35,6 +35,14 @@ ModelSpec tiny_transformer(config::InitKind init = config::InitKind::he) {
   return test::small_transformer(7, 5, init, 17);
 }
 
+// The same shape of either language-model family.
+ModelSpec tiny_model(const std::string& kind, config::InitKind init = config::InitKind::he) {
+  if (kind == "transformer") return tiny_transformer(init);
+  ModelSpec spec = test::small_llama(7, 5, 17);
+  spec.init = init;
+  return spec;
+}
+
 // rows x T token ids in [0, vocab), as the data feed delivers them.
 template <class Scalar>
 tensor::Matrix<Scalar> token_ids(int rows, const ModelSpec& spec, std::uint64_t seed) {
@@ -137,14 +145,14 @@ class TokenLoss {
 
 }  // namespace
 
-TEST_CASE("transformer layers match finite differences", "[model][transformer][gradients]") {
+TEST_CASE("transformer and llama layers match finite differences", "[model][transformer][gradients]") {
   tensor::ExecContext exec;
   SerialCollectives collectives(exec);
-  const auto spec = tiny_transformer();
+  const auto spec = tiny_model(GENERATE(std::string("transformer"), std::string("llama")));
   const auto attention = GENERATE(AttentionPath::gemm, AttentionPath::fused);
   const KernelChoice kernels{kernels::GemmPath::vendor, attention};
   const int rows = 3;
-  INFO("attention " << (attention == AttentionPath::gemm ? "gemm" : "fused"));
+  INFO(spec.kind << ", attention " << (attention == AttentionPath::gemm ? "gemm" : "fused"));
   SECTION("embedding") {
     const auto layer = make_layer<double>(spec, 0, kernels, {exec, collectives});
     check_layer(*layer, token_ids<double>(rows, spec, 5), false);
@@ -159,16 +167,18 @@ TEST_CASE("transformer layers match finite differences", "[model][transformer][g
   }
 }
 
-TEST_CASE("a whole transformer with its loss matches finite differences", "[model][transformer][gradients]") {
+TEST_CASE("a whole transformer or llama with its loss matches finite differences", "[model][transformer][gradients]") {
   tensor::ExecContext exec;
-  const auto spec = tiny_transformer();
+  const auto spec = tiny_model(GENERATE(std::string("transformer"), std::string("llama")));
   const auto attention = GENERATE(AttentionPath::gemm, AttentionPath::fused);
+  INFO(spec.kind);
   const int rows = 2;
   Stage<double> stage(spec, {0, spec.layer_count()}, {{kernels::GemmPath::vendor, attention}, false}, exec);
-  // Embeddings of order one: GPT-2's 0.02 puts the first LayerNorm where its
+  // Embeddings of order one: GPT-2's 0.02 puts the first norm where its
   // curvature (1/std) makes central differences too coarse.
-  for (int table = 0; table < 2; ++table) {
-    kernels::fill_uniform(exec.space(), 40 + table, -1, 1, stage.parameters()[table].value);
+  std::uint64_t table = 40;
+  for (const auto& p : stage.parameters()) {
+    if (p.name.rfind("layer0.", 0) == 0) kernels::fill_uniform(exec.space(), table++, -1, 1, p.value);
   }
   TokenLoss loss(exec, stage, spec, rows);
   loss.gradients();
@@ -225,9 +235,9 @@ TEST_CASE("a tied LM head shares the token table: one matrix, the sum of both gr
   CHECK(relative_error(analytic, numeric) < tolerance);
 }
 
-TEST_CASE("position t of a transformer never depends on later tokens", "[model][transformer]") {
+TEST_CASE("position t of a transformer or llama never depends on later tokens", "[model][transformer]") {
   tensor::ExecContext exec;
-  const auto spec = tiny_transformer(config::InitKind::gpt2);
+  const auto spec = tiny_model(GENERATE(std::string("transformer"), std::string("llama")), config::InitKind::gpt2);
   const auto attention = GENERATE(AttentionPath::gemm, AttentionPath::fused);
   Stage<double> stage(spec, {0, spec.layer_count()}, {{kernels::GemmPath::vendor, attention}, false}, exec);
   const int rows = 2;
