@@ -1,59 +1,43 @@
-#include "kpipe/runtime/gpt2_format.hpp"
-
+// kpipe's transformer as Hugging Face's GPT-2 (transformers'
+// GPT2LMHeadModel). The two compute the same function: pre-LayerNorm blocks
+// with epsilon 1e-5, a fused Q|K|V projection whose heads sit side by side in
+// each third, attention scaled by 1/sqrt(head width), learned positions, a
+// final LayerNorm. GPT-2's Conv1D weights are input x output like kpipe's
+// Linear; only the LM head (nn.Linear, output x input) is transposed. GPT-2
+// has no LM head bias (kpipe: model.head_bias = false) and ties that head to
+// the token embedding (tie_word_embeddings, kpipe's model.tie_embeddings);
+// untied, the head is a tensor of its own.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <cmath>
-#include <set>
 
+#include "hf_config.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/runtime/hf_format.hpp"
 
-namespace kpipe::runtime::gpt2 {
+namespace kpipe::runtime::hf {
 
 using nlohmann::json;
 
 namespace {
 
-// One parameter on both sides: kpipe's rows x cols matrix and GPT-2's tensor,
-// a vector (LayerNorms, biases: shape [cols]) or the transpose (the LM head).
-struct Pair {
-  std::string kpipe;
-  std::string hf;  // without the "transformer." prefix of GPT2LMHeadModel's body
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
-  enum class Layout { matrix, vector, transposed } layout = Layout::matrix;
-
-  std::vector<std::int64_t> hf_shape() const {
-    switch (layout) {
-      case Layout::vector:
-        return {cols};
-      case Layout::transposed:
-        return {cols, rows};
-      case Layout::matrix:
-        break;
-    }
-    return {rows, cols};
-  }
-};
-
-constexpr const char* body_prefix = "transformer.";
 constexpr double layer_norm_epsilon = 1e-5;  // kpipe's LayerNorm
 
 // The kpipe parameters of the transformer in checkpoint order, each with its GPT-2 twin.
-std::vector<Pair> pairs(const config::ModelConfig& m) {
+std::vector<TensorMap> tensors(const config::ModelConfig& m) {
   const std::int64_t d = m.dim, hidden = std::int64_t{m.dim} * m.mlp_ratio;
-  using L = Pair::Layout;
+  using L = TensorMap::Layout;
   // The embedding is layer 0: its token table (model::token_table_parameter) and positions.
-  std::vector<Pair> out = {{model::token_table_parameter, "wte.weight", m.vocab, d},
-                           {"layer0.position", "wpe.weight", m.context, d}};
+  std::vector<TensorMap> out = {{model::token_table_parameter, m.vocab, d, L::matrix, {{"wte.weight"}}},
+                                {"layer0.position", m.context, d, L::matrix, {{"wpe.weight"}}}};
   const auto norm = [&](const std::string& kpipe, const std::string& hf) {
-    out.push_back({kpipe + ".gamma", hf + ".weight", 1, d, L::vector});
-    out.push_back({kpipe + ".beta", hf + ".bias", 1, d, L::vector});
+    out.push_back({kpipe + ".gamma", 1, d, L::vector, {{hf + ".weight"}}});
+    out.push_back({kpipe + ".beta", 1, d, L::vector, {{hf + ".bias"}}});
   };
   const auto linear = [&](const std::string& kpipe, const std::string& hf, std::int64_t in, std::int64_t outputs) {
-    out.push_back({kpipe + ".weight", hf + ".weight", in, outputs});
-    out.push_back({kpipe + ".bias", hf + ".bias", 1, outputs, L::vector});
+    out.push_back({kpipe + ".weight", in, outputs, L::matrix, {{hf + ".weight"}}});
+    out.push_back({kpipe + ".bias", 1, outputs, L::vector, {{hf + ".bias"}}});
   };
   for (int i = 0; i < m.blocks; ++i) {
     const std::string k = "layer" + std::to_string(i + 1) + ".", h = "h." + std::to_string(i) + ".";
@@ -67,11 +51,10 @@ std::vector<Pair> pairs(const config::ModelConfig& m) {
   const std::string head = "layer" + std::to_string(m.blocks + 1) + ".";
   norm(head + "norm", "ln_f");
   // Tied, the head is the token table (wte) itself.
-  if (!m.tie_embeddings) out.push_back({head + "lm_head.weight", "lm_head.weight", d, m.vocab, L::transposed});
+  if (!m.tie_embeddings)
+    out.push_back({head + "lm_head.weight", d, m.vocab, L::transposed, {{"lm_head.weight", 0, m.vocab}}});
   return out;
 }
-
-bool is_head(const Pair& pair) { return pair.hf == "lm_head.weight"; }
 
 // GPT-2's activation_function names and kpipe's.
 const std::map<std::string, config::ActivationKind> activations = {
@@ -95,50 +78,8 @@ const char* hf_activation(config::ActivationKind kind) {
   return "tanh";
 }
 
-class ConfigReader {
- public:
-  ConfigReader(const json& config, std::string where) : config_(config), where_(std::move(where)) {}
-
-  [[noreturn]] void refuse(const std::string& why) const { throw input_error(fmt::format("{}: {}", where_, why)); }
-
-  int positive(const char* key, int most) const {
-    if (!config_.contains(key)) refuse(fmt::format("has no \"{}\"; a GPT-2 config.json names it", key));
-    const json& value = config_[key];
-    if (!value.is_number_integer() || value.get<std::int64_t>() < 1 || value.get<std::int64_t>() > most) {
-      refuse(fmt::format("\"{}\" is {}, not an integer from 1 to {}", key, value.dump(), most));
-    }
-    return value.get<int>();
-  }
-
-  // A key that must hold `expected` (or be absent, when that is GPT-2's default).
-  void require(const char* key, const json& expected, const char* why) const {
-    if (config_.contains(key) && !config_[key].is_null() && config_[key] != expected) {
-      refuse(fmt::format("\"{}\" is {}; kpipe needs {} ({})", key, config_[key].dump(), expected.dump(), why));
-    }
-  }
-
-  const json& at(const char* key) const { return config_[key]; }
-  bool has(const char* key) const { return config_.contains(key) && !config_[key].is_null(); }
-
- private:
-  const json& config_;
-  std::string where_;
-};
-
-// Whether config.json ties the LM head to the token embedding (GPT-2's default).
-bool tied(const json& config) {
-  return !config.contains("tie_word_embeddings") || config["tie_word_embeddings"] != false;
-}
-
-}  // namespace
-
 config::ModelConfig model_of(const json& config, const std::string& where) {
-  const ConfigReader read(config, where);
-  if (!config.is_object()) read.refuse("is not a JSON object");
-  if (!read.has("model_type") || read.at("model_type") != "gpt2") {
-    read.refuse(fmt::format("model_type is {}; kpipe import reads GPT-2 (\"gpt2\") models",
-                            read.has("model_type") ? read.at("model_type").dump() : "missing"));
-  }
+  const ConfigReader read(config, where, "a GPT-2 config.json");
   config::ModelConfig m;
   m.kind = "transformer";
   m.vocab = read.positive("vocab_size", 1 << 24);
@@ -147,7 +88,7 @@ config::ModelConfig model_of(const json& config, const std::string& where) {
   m.blocks = read.positive("n_layer", 4096);
   m.heads = read.positive("n_head", 1024);
   m.head_bias = false;
-  m.tie_embeddings = tied(config);
+  m.tie_embeddings = read.tied(true);
   if (m.dim % m.heads != 0) read.refuse(fmt::format("n_embd = {} is not a multiple of n_head = {}", m.dim, m.heads));
   m.mlp_ratio = 4;
   if (read.has("n_inner")) {
@@ -186,11 +127,6 @@ config::ModelConfig model_of(const json& config, const std::string& where) {
 }
 
 json config_of(const config::ModelConfig& m) {
-  if (m.kind != "transformer") {
-    throw input_error(
-        "kpipe export writes GPT-2 models: the checkpoint's deck has model.kind other than "
-        "\"transformer\"");
-  }
   if (!m.block.empty() && m.block != "decoder_block") {
     throw input_error(
         fmt::format("kpipe export writes GPT-2 models: the checkpoint's blocks are model.block = \"{}\", "
@@ -223,82 +159,26 @@ json config_of(const config::ModelConfig& m) {
           {"torch_dtype", "float32"}};
 }
 
-std::vector<io::ModelShape> parameter_shapes(const config::ModelConfig& model) {
-  std::vector<io::ModelShape> shapes;
-  for (const Pair& pair : pairs(model)) shapes.push_back({pair.kpipe, pair.rows, pair.cols});
-  return shapes;
+std::string deck_keys(const config::ModelConfig& m) {
+  return fmt::format(
+      "model.kind = \"transformer\"\n"
+      "model.vocab = {}\nmodel.context = {}\nmodel.dim = {}\nmodel.heads = {}\nmodel.layers = {}\n"
+      "model.mlp_ratio = {}\nmodel.activation = \"{}\"\nmodel.head_bias = false\nmodel.tie_embeddings = {}\n",
+      m.vocab, m.context, m.dim, m.heads, m.blocks, m.mlp_ratio, config::name_of(m.activation), m.tie_embeddings);
 }
 
-namespace {
-
-io::HostTensor transposed(const io::HostTensor& in, std::int64_t rows, std::int64_t cols) {
-  io::HostTensor out{{cols, rows}, std::vector<float>(in.values.size())};
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) out.values[c * rows + r] = in.values[r * cols + c];
-  }
-  return out;
+// GPT2Model's causal-mask buffers, which older transformers saved, are not weights.
+bool ignored(const std::string& name) {
+  const auto ends_with = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return ends_with(".attn.bias") || ends_with(".attn.masked_bias");
 }
-
-std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 }  // namespace
 
-std::map<std::string, io::HostTensor> to_gpt2(const config::ModelConfig& model,
-                                              const std::map<std::string, io::HostTensor>& parameters) {
-  std::map<std::string, io::HostTensor> out;
-  for (const Pair& pair : pairs(model)) {
-    const io::HostTensor& tensor = parameters.at(pair.kpipe);
-    io::HostTensor hf = pair.layout == Pair::Layout::transposed ? transposed(tensor, pair.rows, pair.cols) : tensor;
-    hf.shape = pair.hf_shape();
-    out[is_head(pair) ? pair.hf : body_prefix + pair.hf] = std::move(hf);
-  }
-  return out;
+HfFormat gpt2_format() {
+  return {"transformer", "gpt2", "GPT-2", "transformer.", model_of, config_of, tensors, ignored, deck_keys};
 }
 
-std::map<std::string, io::HostTensor> from_gpt2(const config::ModelConfig& model,
-                                                const std::map<std::string, io::HostTensor>& tensors,
-                                                const std::string& where) {
-  // GPT2Model's names, whichever prefix the file uses; the causal-mask
-  // buffers older transformers saved are not weights.
-  std::map<std::string, const io::HostTensor*> by_name;
-  for (const auto& [name, tensor] : tensors) {
-    const bool prefixed = name.rfind(body_prefix, 0) == 0;
-    const std::string bare = prefixed ? name.substr(std::char_traits<char>::length(body_prefix)) : name;
-    const auto ends_with = [&](const std::string& tail) {
-      return bare.size() >= tail.size() && bare.compare(bare.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    if (ends_with(".attn.bias") || ends_with(".attn.masked_bias")) continue;
-    by_name[bare] = &tensor;
-  }
-  std::map<std::string, io::HostTensor> out;
-  std::set<std::string> used;
-  for (const Pair& pair : pairs(model)) {
-    const auto found = by_name.find(pair.hf);
-    if (found == by_name.end()) {
-      throw input_error(
-          fmt::format("{}: no tensor '{}' (or '{}{}'), which config.json's model needs{}", where, pair.hf, body_prefix,
-                      pair.hf, is_head(pair) ? "; with tie_word_embeddings = false the file must hold the head" : ""));
-    }
-    used.insert(pair.hf);
-    const io::HostTensor& tensor = *found->second;
-    if (tensor.shape != pair.hf_shape()) {
-      throw input_error(fmt::format("{}: tensor '{}' is {} but config.json's model needs {}", where, pair.hf,
-                                    shape_text(tensor.shape), shape_text(pair.hf_shape())));
-    }
-    io::HostTensor mine = pair.layout == Pair::Layout::transposed ? transposed(tensor, pair.cols, pair.rows) : tensor;
-    mine.shape = {pair.rows, pair.cols};
-    out[pair.kpipe] = std::move(mine);
-  }
-  for (const auto& [name, tensor] : by_name) {
-    // A tied model's file may hold the head as a second name of wte.
-    if (!used.count(name) && !(model.tie_embeddings && name == "lm_head.weight")) {
-      throw input_error(
-          fmt::format("{}: tensor '{}' has no place in a GPT-2 model of config.json's shape; kpipe "
-                      "import reads GPT2LMHeadModel weights",
-                      where, name));
-    }
-  }
-  return out;
-}
-
-}  // namespace kpipe::runtime::gpt2
+}  // namespace kpipe::runtime::hf

@@ -1,0 +1,76 @@
+"""Writes the malformed Llama directories of tests/cli/bad_inputs.txt:
+python3 tests/data/llama/make.py
+
+Each holds the config.json of a tiny Llama (vocabulary 4, context 2, width
+4, one layer, 2 query heads over 1 key/value head, intermediate size 3) and
+its weights, broken in one way: a misshapen or missing tensor, a sharded
+index naming a file outside the directory or one that is not there, or a
+config kpipe cannot compute the same.
+"""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG = {"model_type": "llama", "vocab_size": 4, "max_position_embeddings": 2, "hidden_size": 4,
+          "intermediate_size": 3, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+          "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+def shapes():
+    d, kv, ffn = 4, 2, 3
+    out = {"model.embed_tokens.weight": [4, d], "model.norm.weight": [d], "lm_head.weight": [4, d]}
+    for name, shape in {"input_layernorm.weight": [d], "self_attn.q_proj.weight": [d, d],
+                        "self_attn.k_proj.weight": [kv, d], "self_attn.v_proj.weight": [kv, d],
+                        "self_attn.o_proj.weight": [d, d], "post_attention_layernorm.weight": [d],
+                        "mlp.gate_proj.weight": [ffn, d], "mlp.up_proj.weight": [ffn, d],
+                        "mlp.down_proj.weight": [d, ffn]}.items():
+        out["model.layers.0." + name] = shape
+    return out
+
+
+def safetensors(tensors):
+    header, data = {}, b""
+    for name, shape in tensors.items():
+        count = 1
+        for extent in shape:
+            count *= extent
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + 4 * count]}
+        data += struct.pack(f"<{count}f", *([0.5] * count))
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def write(case, files, config=CONFIG):
+    os.makedirs(os.path.join(HERE, case), exist_ok=True)
+    with open(os.path.join(HERE, case, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    for name, content in files.items():
+        with open(os.path.join(HERE, case, name), "wb") as f:
+            f.write(content)
+
+
+def index(weight_map):
+    return json.dumps({"metadata": {}, "weight_map": weight_map}, indent=1).encode()
+
+
+def main():
+    good = safetensors(shapes())
+    wrong = shapes()
+    wrong["model.layers.0.self_attn.k_proj.weight"] = [4, 4]  # as if every head had its own key
+    write("wrong-shape", {"model.safetensors": safetensors(wrong)})
+    missing = shapes()
+    del missing["model.layers.0.mlp.up_proj.weight"]
+    write("missing-tensor", {"model.safetensors": safetensors(missing)})
+    names = {name: "model-00001-of-00001.safetensors" for name in shapes()}
+    write("index-outside", {"model.safetensors.index.json": index(dict(names, **{"lm_head.weight": "../../gpt2/epsilon/model.safetensors"})),
+                            "model-00001-of-00001.safetensors": good})
+    write("index-missing-file", {"model.safetensors.index.json": index(dict(names, **{"lm_head.weight": "model-00002-of-00002.safetensors"})),
+                                 "model-00001-of-00001.safetensors": good})
+    write("rope-scaling", {"model.safetensors": good}, dict(CONFIG, rope_scaling={"type": "linear", "factor": 2.0}))
+    write("attention-bias", {"model.safetensors": good}, dict(CONFIG, attention_bias=True))
+    write("activation", {"model.safetensors": good}, dict(CONFIG, hidden_act="gelu"))
+
+
+if __name__ == "__main__":
+    main()
