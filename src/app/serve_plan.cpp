@@ -35,9 +35,9 @@ int serve_plan_command(const LoadedDeck& loaded, const PlanOptions& options) {
   const std::string deck_batching = loaded.deck.string("inference.batching");
   log::info(
       "serve plan: {} requests from {} on {} stages, token budget {}, at most {} running, {} KV blocks of {} "
-      "tokens per stage",
+      "tokens per stage, {} bytes of K and V per token and attention layer",
       serving.requests, options.requests_path, serving.stages, limits.token_budget, limits.max_sequences,
-      serving.kv_blocks, limits.block_tokens);
+      serving.kv_blocks, limits.block_tokens, serving.kv_token_bytes);
   log::info("costs: {}", serving.costs);
   log::info("  {:<10} {:>12} {:>10} {:>8} {:>10} {:>12}", "batching", "microbatches", "makespan s", "bubble",
             "tokens/s", "TTFT p50 ms");

@@ -31,15 +31,16 @@ template <class Scalar, class Stored>
 void check_operands(int heads, const PagedTokens& tokens, const tensor::ConstMatrix<Scalar>& QKV,
                     const tensor::Matrix<Stored>& K, const tensor::Matrix<Stored>& V, const tensor::Matrix<Scalar>& O) {
   const std::size_t n = tokens.slot.extent(0);
-  const std::size_t dim = K.extent(1);
-  if (heads < 1 || dim % static_cast<std::size_t>(heads) != 0 || tokens.block_tokens < 1 ||
+  const std::size_t dim = QKV.extent(1) / 3, pool = K.extent(1);
+  if (heads < 1 || dim % static_cast<std::size_t>(heads) != 0 || pool == 0 || dim % pool != 0 ||
+      pool % (dim / static_cast<std::size_t>(heads)) != 0 || tokens.block_tokens < 1 ||
       tokens.position.extent(0) != n || tokens.sequence.extent(0) != n) {
-    throw input_error(
-        fmt::format("cached attention: {} heads over pools of {} features, {} tokens with {} positions and {} sequence "
-                    "indices, blocks of {} tokens do not fit",
-                    heads, dim, n, tokens.position.extent(0), tokens.sequence.extent(0), tokens.block_tokens));
+    throw input_error(fmt::format(
+        "cached attention: {} heads of {} features over pools of {} features, {} tokens with {} "
+        "positions and {} sequence indices, blocks of {} tokens do not fit",
+        heads, 3 * dim, pool, n, tokens.position.extent(0), tokens.sequence.extent(0), tokens.block_tokens));
   }
-  tensor::require_shape("cached attention values", V, K.extent(0), dim);
+  tensor::require_shape("cached attention values", V, K.extent(0), pool);
   tensor::require_shape("cached attention QKV projection", QKV, n, 3 * dim);
   tensor::require_shape("cached attention output", O, n, dim);
 }
@@ -69,20 +70,24 @@ KOKKOS_INLINE_FUNCTION void accumulate(const RowMember& team, int keys, Scalar c
   }
 }
 
+// Grouped-query attention: the projection repeats each cached key and value
+// head for the `group` query heads that share it; the pools keep it once.
 template <class Scalar, class Stored>
 void write_cache(const tensor::ExecutionSpace& space, const PagedTokens& tokens, const tensor::ConstMatrix<Scalar>& QKV,
-                 const tensor::Matrix<Stored>& K, const tensor::Matrix<Stored>& V) {
+                 int head_dim, const tensor::Matrix<Stored>& K, const tensor::Matrix<Stored>& V) {
   const auto slot = tokens.slot;
-  const int dim = static_cast<int>(K.extent(1));
+  const int dim = static_cast<int>(QKV.extent(1)) / 3, pool = static_cast<int>(K.extent(1));
+  const int group = dim / pool;
   Kokkos::parallel_for(
       tensor::compat::kernel_label("kpipe::kernels::attention_cached_write"),
       Kokkos::TeamPolicy<tensor::ExecutionSpace>(space, tokens.tokens(), Kokkos::AUTO),
       KOKKOS_LAMBDA(const RowMember& team) {
         const int i = team.league_rank();
         const int row = slot(i);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int d) {
-          detail::store(QKV(i, dim + d), K(row, d));
-          detail::store(QKV(i, 2 * dim + d), V(row, d));
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, pool), [&](int d) {
+          const int column = d / head_dim * group * head_dim + d % head_dim;  // the group's first repeat
+          detail::store(QKV(i, dim + column), K(row, d));
+          detail::store(QKV(i, 2 * dim + column), V(row, d));
         });
       });
 }
@@ -95,14 +100,15 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
                       const tensor::Matrix<Stored>& V, const tensor::Matrix<Scalar>& O) {
   check_operands<Scalar, Stored>(heads, tokens, QKV, K, V, O);
   if (tokens.tokens() == 0) return;
-  write_cache<Scalar, Stored>(space, tokens, QKV, K, V);
+  const int hd = static_cast<int>(QKV.extent(1)) / 3 / heads;
+  write_cache<Scalar, Stored>(space, tokens, QKV, hd, K, V);
+  const int group = static_cast<int>(QKV.extent(1)) / 3 / static_cast<int>(K.extent(1));
 
   // Local copies for the lambda below.
   const auto position = tokens.position;
   const auto sequence = tokens.sequence;
   const auto blocks = tokens.blocks;
   const int block_tokens = tokens.block_tokens;
-  const int hd = static_cast<int>(K.extent(1)) / heads;
   const Scalar scale = detail::softmax_scale<Scalar>(AttentionShape{heads, 1, hd});
 
   // q (scaled) and acc of hd, the tile's probabilities and pool rows; each
@@ -116,7 +122,9 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
   Kokkos::parallel_for(
       tensor::compat::kernel_label("kpipe::kernels::attention_cached"), policy, KOKKOS_LAMBDA(const RowMember& team) {
         const int i = team.league_rank() / heads;
-        const int column = team.league_rank() % heads * hd;
+        const int head = team.league_rank() % heads;
+        const int column = head * hd;          // of the query and the output
+        const int cached = head / group * hd;  // of its key and value head in the pools
         const int last = position(i);
         const int seq = sequence(i);
         const Line<Scalar> q(team.team_scratch(level), hd);
@@ -137,7 +145,7 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
             const int row = blocks(seq, t / block_tokens) * block_tokens + t % block_tokens;
             rows(j) = row;
             Scalar s = 0;
-            for (int d = 0; d < hd; ++d) s += q(d) * detail::load(K(row, column + d));
+            for (int d = 0; d < hd; ++d) s += q(d) * detail::load(K(row, cached + d));
             p(j) = s;
           });
           team.team_barrier();
@@ -148,7 +156,7 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
           detail::row_for(team, keys, [&](int j) { p(j) = detail::softmax_exp(p(j) - new_max); });
           team.team_barrier();
           const Scalar tile_sum = detail::row_sum(team, keys, [&](int j) { return p(j); });
-          accumulate(team, keys, correction, p, rows, V, column, acc);
+          accumulate(team, keys, correction, p, rows, V, cached, acc);
           running_sum = running_sum * correction + tile_sum;
           running_max = new_max;
         }

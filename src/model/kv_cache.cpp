@@ -68,9 +68,16 @@ const std::vector<int>& KvBlockTable::blocks_of(int sequence) const {
   return it == sequences_.end() ? none : it->second.blocks;
 }
 
-std::size_t kv_block_bytes(int attention_layers, int dim, int block_tokens, tensor::DType stored) {
+int kv_width(const ModelSpec& model) {
+  for (const LayerSpec& layer : model.layers()) {
+    if (layer.kind->attention_layers > 0) return layer.kind->kv_width(model);
+  }
+  return 0;
+}
+
+std::size_t kv_block_bytes(int attention_layers, int width, int block_tokens, tensor::DType stored) {
   return 2 * static_cast<std::size_t>(attention_layers) * static_cast<std::size_t>(block_tokens) *
-         static_cast<std::size_t>(dim) * tensor::size_of(stored);
+         static_cast<std::size_t>(width) * tensor::size_of(stored);
 }
 
 template <class Scalar>

@@ -20,6 +20,11 @@ void check_complete(const LayerKind& kind) {
                     "(model::set_factories sets both)",
                     kind.name));
   }
+  if (kind.attention_layers > 0 && !kind.kv_width) {
+    throw input_error(fmt::format(
+        "layer kind \"{}\" holds attention layers but no kv_width: the features its KV cache keeps per token",
+        kind.name));
+  }
 }
 
 Registry<LayerKind>& registry() {

@@ -69,7 +69,7 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
       last_(layers.end() == model.layer_count()),
       positions_(model.positions()),
-      dim_(model.token_sequences() ? model.dim : 0),
+      kv_width_(kv_width(model)),
       attention_layers_(decoder_blocks(model, layers)) {}
 
 template <class Scalar>
@@ -83,8 +83,8 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
       last_(layers.end() == model.layer_count()),
       positions_(model.positions()),
-      // A tensor rank's attention holds heads/t heads: its KV cache dim/t of each token's K and V.
-      dim_(model.token_sequences() ? model.dim / collectives.size(Group::tensor) : 0),
+      // A tensor rank's attention holds heads/t heads: its KV cache 1/t of each token's K and V.
+      kv_width_(kv_width(model) / collectives.size(Group::tensor)),
       attention_layers_(decoder_blocks(model, layers)) {}
 
 template <class Scalar>
@@ -354,7 +354,7 @@ void Stage<Scalar>::forward_no_grad(const tensor::ConstMatrix<Scalar>& X, const 
 
 template <class Scalar>
 void Stage<Scalar>::enable_kv_cache(int blocks, int block_tokens) {
-  if (dim_ == 0) {
+  if (kv_width_ == 0) {
     throw input_error(
         fmt::format("{}: a KV cache serves transformers; this model has no attention", stage_name(layers_)));
   }
@@ -362,7 +362,7 @@ void Stage<Scalar>::enable_kv_cache(int blocks, int block_tokens) {
     throw input_error(fmt::format("{}: a KV cache of {} blocks of {} tokens is empty; both must be at least 1",
                                   stage_name(layers_), blocks, block_tokens));
   }
-  cache_ = std::make_unique<KvCache<Scalar>>(attention_layers_, blocks, block_tokens, dim_,
+  cache_ = std::make_unique<KvCache<Scalar>>(attention_layers_, blocks, block_tokens, kv_width_,
                                              kernels::stored_dtype<Scalar>(options_.kernels.precision));
 }
 

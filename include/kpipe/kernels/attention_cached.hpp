@@ -34,6 +34,9 @@ struct PagedTokens {
 // pools K and V; then token i attends to positions 0..position(i) of its own
 // sequence, all read from the pools, so the K and V of those positions must
 // already be there (written by this call or an earlier one). O is n x dim.
+// Grouped-query attention: pools of dim / g features hold each key and value
+// head once, which the projection repeats for the g consecutive query heads
+// that share it (model::RotaryQKV); query head h reads pool head h / g.
 //
 // Each (token, head) is one team that walks the positions in ascending
 // tiles with an online softmax, in an order that depends on the position

@@ -75,9 +75,15 @@ struct TokenBatch {
 // whose K and V a stage holding them caches.
 std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers);
 
-// Bytes of one KV block: 2 · attention_layers · block_tokens · dim elements
-// of `stored`, so callers size the block count from a memory budget.
-std::size_t kv_block_bytes(int attention_layers, int dim, int block_tokens, tensor::DType stored);
+// The features of K (and of V) one token caches per attention layer of
+// `model`, whole (its attention kind's kv_width; a tensor rank holds 1/t); 0 without
+// attention.
+int kv_width(const ModelSpec& model);
+
+// Bytes of one KV block: 2 · attention_layers · block_tokens · width elements
+// of `stored` (width: kv_width / t), so callers size the block count from a
+// memory budget.
+std::size_t kv_block_bytes(int attention_layers, int width, int block_tokens, tensor::DType stored);
 
 // K and V pools ((blocks · block_tokens) x dim, default memory space) for
 // each attention layer of a stage, found by the global index of the layer

@@ -204,7 +204,7 @@ class Stage {
   std::unique_ptr<Sequential<Scalar>> body_;
   bool last_;                          // the model's last stage (its output goes to the loss)
   int positions_;                      // T for a transformer, 1 otherwise
-  int dim_;                            // the transformer's width, 0 otherwise
+  int kv_width_;                       // a token's K (and V) features per attention layer, 0 without
   std::vector<int> attention_layers_;  // global indices of the decoder blocks
   std::unique_ptr<KvCache<Scalar>> cache_;
   Stash stash_;

@@ -10,6 +10,9 @@ LayerKind llama_block_layer_kind() {
   LayerKind kind;
   kind.name = "llama_block";
   kind.attention_layers = 1;
+  kind.kv_width = [](const ModelSpec& model) {
+    return static_cast<int>(model.integer("model.kv_heads")) * (model.dim / model.heads);
+  };
   kind.footprint = [](const ModelSpec& model, const LayerSpec&, const FootprintQuery& query) {
     const std::int64_t T = model.context, d = model.dim, heads = model.heads, head_dim = d / heads;
     const std::int64_t kv_heads = model.integer("model.kv_heads"), ffn = model.integer("model.ffn_dim");

@@ -79,8 +79,8 @@ TEST_CASE("a project's model family reads its own deck key and plans its layers"
       error_of([] { run_config("model.kind = \"stack\"\nmodel.input_dim = 6\npipeline.tensor_parallel = 4\n"); }),
       Catch::Contains("does not divide model.input_dim = 6"));
   CHECK_THAT(error_of([] { run_config("model.kind = \"stack\"\nmodel.block = \"residual_block\"\n"); }),
-             Catch::Contains("the stack family has no repeated block; use model.kind = \"residual_mlp\" or "
-                             "\"transformer\""));
+             Catch::Contains("the stack family has no repeated block; use model.kind = \"residual_mlp\", "
+                             "\"transformer\" or \"llama\""));
   // Another family's deck has no value of the key.
   CHECK_THAT(error_of([] { run_config("model.kind = \"mlp\"\n").model.integer("model.stack_depth"); }),
              Catch::Contains("model.stack_depth is not a key of model.kind = \"mlp\""));
@@ -97,7 +97,13 @@ TEST_CASE("the built-in families plan the layer counts of their decks", "[config
   CHECK(lm.model.token_sequences());
   CHECK(lm.model.input_dim == 64);
   CHECK(lm.model.output_dim == 64 * 128);  // T rows of the vocabulary padded to 128
-  CHECK(config::token_family_choices() == "\"transformer\"");
+  CHECK(config::token_family_choices() == "\"transformer\" or \"llama\"");
+  const auto llama = run_config(
+      "model.kind = \"llama\"\nmodel.vocab = 50\nmodel.layers = 2\nmodel.heads = 4\nmodel.kv_heads = 0\n"
+      "data.source = \"synthetic\"\ntrain.global_batch = 8\ntrain.microbatch_size = 2\n");
+  CHECK(llama.layers == 4);  // token embedding, two blocks, head
+  CHECK(llama.model.token_sequences());
+  CHECK(llama.model.integer("model.kv_heads") == 4);  // 0 reads as model.heads
 }
 
 TEST_CASE("an incomplete or clashing model family is refused at registration", "[config][family]") {
@@ -116,5 +122,5 @@ TEST_CASE("an incomplete or clashing model family is refused at registration", "
   planless.layers = nullptr;
   CHECK_THAT(error_of([&] { config::register_model_family(planless); }),
              Catch::Contains("model family \"planless\" needs its layers and split_widths"));
-  CHECK(config::model_family_names().size() == 4);  // mlp, residual_mlp, transformer, stack
+  CHECK(config::model_family_names().size() == 5);  // mlp, residual_mlp, transformer, llama, stack
 }

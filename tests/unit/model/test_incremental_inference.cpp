@@ -183,6 +183,19 @@ TEST_CASE("a transformer stage reports its per-token widths and KV cache size", 
   CHECK(kv_block_bytes(3, 64, 16, tensor::DType::bfloat16) == 2 * 3 * 16 * 64 * 2);
 }
 
+TEST_CASE("a grouped-query llama caches its key/value heads once: heads / kv_heads fewer bytes", "[model][kv_cache]") {
+  tensor::ExecContext exec;
+  auto spec = test::small_llama(11, 12, 23);  // 2 query heads of 4 features
+  Stage<double> grouped(spec, {0, spec.layer_count()}, {}, exec);
+  spec.values["model.kv_heads"] = std::int64_t{2};
+  Stage<double> multi_head(spec, {0, spec.layer_count()}, {}, exec);
+  grouped.enable_kv_cache(10, block_tokens);
+  multi_head.enable_kv_cache(10, block_tokens);
+  CHECK(grouped.kv_cache_bytes() == 2 * 2 * 10 * block_tokens * 4 * sizeof(double));  // K and V, 2 layers, 1 head
+  CHECK(multi_head.kv_cache_bytes() == 2 * grouped.kv_cache_bytes());
+  CHECK(kv_width(spec) == 8);
+}
+
 TEST_CASE("incremental inference is refused where it cannot work", "[model][kv_cache]") {
   tensor::ExecContext exec;
   const auto spec = serving_transformer();

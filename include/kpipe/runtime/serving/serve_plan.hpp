@@ -27,6 +27,10 @@ struct ServePlan {
   std::string costs;  // where the stage costs come from
   int stages = 0;     // model stages
   int kv_blocks = 0;  // per stage
+  // Bytes of K and V one token takes per attention layer on a tensor rank:
+  // 1/t of the key/value heads (heads / kv_heads fewer with grouped-query
+  // attention).
+  std::size_t kv_token_bytes = 0;
   std::size_t requests = 0;
   BatchLimits limits;
   std::vector<PolicyPlan> policies;  // "request", then "uniform"
