@@ -38,12 +38,12 @@ std::vector<KeySpec> shared_model_keys(const RunConfig& d) {
   return {
       choice("model.kind", d.model.kind, model_family_names(), family_doc()),
       text("model.block", d.model.block,
-           "Layer kind of the repeated block (residual_mlp: one per hidden width; transformer: one per "
+           "Layer kind of the repeated block (residual_mlp: one per hidden width; transformer, llama: one per "
            "model.layers), any registered kind that keeps the width, e.g. a project's (docs/architecture.md); "
-           "empty: the family's own (residual_block, decoder_block)"),
+           "empty: the family's own (residual_block, decoder_block, llama_block)"),
       choice("model.activation", name(d.model.activation), choice_names<ActivationKind>(),
              "Activation after each hidden Linear; transformer: in each block's MLP (gelu: the exact erf form, "
-             "gelu_tanh: GPT-2's tanh approximation, Hugging Face's gelu_new)"),
+             "gelu_tanh: GPT-2's tanh approximation, Hugging Face's gelu_new); llama's MLP is SwiGLU whatever it says"),
       choice("model.loss", name(d.model.loss), choice_names<LossKind>(),
              "Loss: softmax cross-entropy (classification) or mean squared error (regression)"),
       integer("model.seed", d.model.seed, 0, int_max,
@@ -51,7 +51,7 @@ std::vector<KeySpec> shared_model_keys(const RunConfig& d) {
       choice("model.init", name(d.model.init), choice_names<InitKind>(),
              "Weight initialisation: uniform +-1/sqrt(fan_in), he normal(0, sqrt(2/fan_in)), xavier uniform "
              "+-sqrt(6/(fan_in+fan_out)), gpt2 normal(0, 0.02) with residual projections scaled by 1/sqrt(2 layers); "
-             "auto: gpt2 for a transformer, uniform otherwise"),
+             "auto: gpt2 for a language model (transformer, llama), uniform otherwise"),
   };
 }
 

@@ -1,9 +1,5 @@
-"""Hugging Face's side of the GPT-2 interop test (hf_gpt2.sh).
-
-The validation windows are kpipe's (docs/model.md, "Data"): the text's
-characters from int(0.9 N) on, as ids of the sorted distinct characters of the
-whole text, cut into W = (n - 1) // T windows of T + 1 tokens; kpipe infer
-reads the first (W // B) * B of them in batches of B.
+"""Hugging Face's side of the GPT-2 interop test (hf_gpt2.sh), on kpipe's
+validation windows (hf_windows.py).
 
   hf_gpt2.py loss DIR TEXT T B EXPECTED   transformers' loss of the model in DIR
                                            equals EXPECTED within 1e-4
@@ -15,23 +11,7 @@ import sys
 import torch
 import transformers
 
-
-def windows(text_path, context, batch):
-    with open(text_path, encoding="utf-8", newline="") as f:
-        text = f.read()
-    symbols = {c: i for i, c in enumerate(sorted(set(text)))}
-    ids = [symbols[c] for c in text[len(text) * 9 // 10:]]
-    count = (len(ids) - 1) // context
-    used = count // batch * batch
-    rows = [ids[k * context:k * context + context + 1] for k in range(used)]
-    return torch.tensor(rows, dtype=torch.long), len(symbols)
-
-
-def mean_loss(model, rows):
-    model.eval()
-    with torch.no_grad():
-        logits = model(rows[:, :-1]).logits.double()
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1)).item()
+from hf_windows import mean_loss, windows
 
 
 def main():

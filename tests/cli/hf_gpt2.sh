@@ -6,10 +6,8 @@
 # PyTorch (save_pretrained, tied head, gelu_new) imports and `kpipe infer` on
 # 2 ranks reproduces PyTorch's loss within 1e-4.
 #
-# transformers and safetensors come from PyPI into a virtual environment over
-# Debian's python3 (which has python3-torch); transformers is pinned to 4.38,
-# the last line of releases that supports Debian 12's torch 1.13. Skipped (77)
-# with the reason where that cannot be installed.
+# transformers and safetensors come from PyPI into a virtual environment
+# (hf_venv.sh); skipped (77) with the reason where they cannot be installed.
 set -uo pipefail
 mpiexec=$1 kpipe=$2 venv=$3
 work=$(mktemp -d)
@@ -17,15 +15,9 @@ trap 'rm -rf "$work"' EXIT
 here=$(dirname "$0")
 text=tests/data/lm/genesis.txt
 
-/usr/bin/python3 -c "import torch" 2>/dev/null ||
-  { echo "skipped: Debian's python3 has no torch (apt-get install python3-torch)"; exit 77; }
-if ! "$venv/bin/python" -c "import transformers, safetensors" 2>/dev/null; then
-  { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
-    "$venv/bin/pip" install -q --disable-pip-version-check "transformers==4.38.2" "safetensors<1"; } >"$work/pip.log" 2>&1 ||
-    { echo "skipped: transformers cannot be installed from PyPI: $(tail -n 1 "$work/pip.log")"; exit 77; }
-fi
+# shellcheck source=tests/cli/hf_venv.sh
+source "$here/hf_venv.sh"
 hf() { "$venv/bin/python" "$here/hf_gpt2.py" "$@"; }
-mean_loss() { /usr/bin/python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['mean_loss'])" "$1"; }
 
 # kpipe -> transformers: GPT-2's head (no bias) and GELU, tied to the token table (GPT-2) or not.
 for tie in true false; do

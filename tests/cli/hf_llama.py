@@ -1,9 +1,5 @@
-"""Hugging Face's side of the Llama interop test (hf_llama.sh).
-
-The validation windows are kpipe's (docs/model.md, "Data"), as in
-hf_gpt2.py: the text's characters from int(0.9 N) on, as ids of the sorted
-distinct characters of the whole text, in windows of T + 1 tokens, the first
-(W // B) * B of them.
+"""Hugging Face's side of the Llama interop test (hf_llama.sh), on kpipe's
+validation windows (hf_windows.py).
 
   hf_llama.py make DIR TEXT T B TIE   writes a random LlamaForCausalLM (grouped-
                                       query attention, sharded safetensors) and
@@ -19,28 +15,7 @@ import sys
 import torch
 import transformers
 
-
-def vocabulary(text_path):
-    with open(text_path, encoding="utf-8", newline="") as f:
-        text = f.read()
-    return text, sorted(set(text))
-
-
-def windows(text_path, context, batch):
-    text, symbols = vocabulary(text_path)
-    index = {c: i for i, c in enumerate(symbols)}
-    ids = [index[c] for c in text[len(text) * 9 // 10:]]
-    count = (len(ids) - 1) // context
-    used = count // batch * batch
-    rows = [ids[k * context:k * context + context + 1] for k in range(used)]
-    return torch.tensor(rows, dtype=torch.long), len(symbols)
-
-
-def mean_loss(model, rows):
-    model.eval()
-    with torch.no_grad():
-        logits = model(rows[:, :-1]).logits.double()
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1)).item()
+from hf_windows import mean_loss, vocabulary, windows
 
 
 def load(directory):

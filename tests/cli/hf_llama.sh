@@ -7,8 +7,8 @@
 # loss within 1e-4; greedy `kpipe generate` gives transformers' generate
 # tokens for 32 tokens from the same prompt.
 #
-# transformers and safetensors come from PyPI into the virtual environment
-# of hf_gpt2.sh; skipped (77) with the reason where that cannot be installed.
+# transformers and safetensors come from PyPI into a virtual environment
+# (hf_venv.sh); skipped (77) with the reason where they cannot be installed.
 set -uo pipefail
 mpiexec=$1 kpipe=$2 venv=$3
 work=$(mktemp -d)
@@ -17,15 +17,9 @@ here=$(dirname "$0")
 text=tests/data/lm/genesis.txt
 context=64
 
-/usr/bin/python3 -c "import torch" 2>/dev/null ||
-  { echo "skipped: Debian's python3 has no torch (apt-get install python3-torch)"; exit 77; }
-if ! "$venv/bin/python" -c "import transformers, safetensors" 2>/dev/null; then
-  { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
-    "$venv/bin/pip" install -q --disable-pip-version-check "transformers==4.38.2" "safetensors<1"; } >"$work/pip.log" 2>&1 ||
-    { echo "skipped: transformers cannot be installed from PyPI: $(tail -n 1 "$work/pip.log")"; exit 77; }
-fi
+# shellcheck source=tests/cli/hf_venv.sh
+source "$here/hf_venv.sh"
 hf() { "$venv/bin/python" "$here/hf_llama.py" "$@"; }
-mean_loss() { /usr/bin/python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['mean_loss'])" "$1"; }
 same() { /usr/bin/python3 -c "import sys; sys.exit(abs(float(sys.argv[1]) - float(sys.argv[2])) > 1e-4)" "$1" "$2"; }
 data=(data.source=text data.path="$text" train.global_batch=8 train.microbatch_size=2 pipeline.stages=2)
 

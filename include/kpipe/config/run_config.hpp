@@ -106,19 +106,19 @@ struct ModelConfig {
   ActivationKind activation = ActivationKind::gelu;
   LossKind loss = LossKind::cross_entropy;
   std::uint64_t seed = 1234;
-  InitKind init = InitKind::automatic;  // automatic: gpt2 for a transformer, uniform otherwise
-  // transformer
+  InitKind init = InitKind::automatic;  // automatic: gpt2 for a language model, uniform otherwise
+  // Language models (transformer, llama)
   int vocab = 0;  // symbols of the token data
   // The embedding and LM head hold vocab rounded up to a multiple of this
   // times t (Megatron-LM's make-vocab-size-divisible-by); the padding is masked.
   int vocab_divisible_by = 128;
   bool head_bias = true;        // transformer: the LM head adds a bias (GPT-2's has none)
-  bool tie_embeddings = false;  // transformer: the LM head is the token embedding's transpose (GPT-2)
+  bool tie_embeddings = false;  // the LM head is the token embedding's transpose (GPT-2)
   int context = 64;             // T: tokens per sequence
   int dim = 128;                // model width
   int heads = 4;
-  int blocks = 4;  // model.layers: transformer blocks
-  int mlp_ratio = 4;
+  int blocks = 4;     // model.layers: decoder blocks
+  int mlp_ratio = 4;  // transformer: MLP width / width
   std::string block;  // model.block: the registered layer kind of the repeated block; empty: the family's
   // Every key the family declares, as the deck set it (or as the family
   // resolved it: model.kv_heads = 0 is model.heads): what a family and its

@@ -7,11 +7,16 @@ its weights, broken in one way: a misshapen or missing tensor, a sharded
 index naming a file outside the directory or one that is not there, or a
 config kpipe cannot compute the same.
 """
+import importlib.util
 import json
 import os
-import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The safetensors writer of the GPT-2 cases.
+_spec = importlib.util.spec_from_file_location("gpt2_make", os.path.join(HERE, "..", "gpt2", "make.py"))
+_gpt2 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_gpt2)
+safetensors = _gpt2.safetensors
 CONFIG = {"model_type": "llama", "vocab_size": 4, "max_position_embeddings": 2, "hidden_size": 4,
           "intermediate_size": 3, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
           "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": False}
@@ -27,18 +32,6 @@ def shapes():
                         "mlp.down_proj.weight": [d, ffn]}.items():
         out["model.layers.0." + name] = shape
     return out
-
-
-def safetensors(tensors):
-    header, data = {}, b""
-    for name, shape in tensors.items():
-        count = 1
-        for extent in shape:
-            count *= extent
-        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + 4 * count]}
-        data += struct.pack(f"<{count}f", *([0.5] * count))
-    text = json.dumps(header).encode()
-    return struct.pack("<Q", len(text)) + text + data
 
 
 def write(case, files, config=CONFIG):
