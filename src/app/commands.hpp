@@ -100,9 +100,9 @@ struct TraceOptions {
 };
 int trace_command(const runtime::Environment& env, const TraceOptions& options);
 
-// GPT-2 in Hugging Face's format (gpt2_commands.cpp, docs/formats.md).
+// Language models in Hugging Face's format (hf_commands.cpp, docs/formats.md).
 struct ExportOptions {
-  std::string checkpoint;  // a transformer checkpoint of kpipe run
+  std::string checkpoint;  // a language model's checkpoint of kpipe run
   std::string directory;   // gets config.json and model.safetensors
 };
 int export_command(const runtime::Environment& env, const ExportOptions& options);

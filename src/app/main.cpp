@@ -136,15 +136,18 @@ int run_cli(const runtime::Environment& env, std::vector<std::string> args) {
 
   app::ExportOptions export_options;
   auto* export_model = cli.add_subcommand(
-      "export", "Write a transformer checkpoint as Hugging Face GPT-2 (config.json, model.safetensors)");
-  export_model->add_option("CHECKPOINT", export_options.checkpoint, "A transformer checkpoint (step-<N>.h5)")
+      "export",
+      "Write a transformer or llama checkpoint as Hugging Face GPT-2 or Llama (config.json, model.safetensors)");
+  export_model->add_option("CHECKPOINT", export_options.checkpoint, "A transformer or llama checkpoint (step-<N>.h5)")
       ->required();
   export_model->add_option("DIR", export_options.directory, "Directory for config.json and model.safetensors")
       ->required();
   app::ImportOptions import_options;
   auto* import_model = cli.add_subcommand(
-      "import", "Read a Hugging Face GPT-2 directory into a kpipe checkpoint (step-0.h5) and its model keys");
-  import_model->add_option("DIR", import_options.directory, "Directory holding config.json and model.safetensors")
+      "import", "Read a Hugging Face GPT-2 or Llama directory into a kpipe checkpoint (step-0.h5) and its model keys");
+  import_model
+      ->add_option("DIR", import_options.directory,
+                   "Directory holding config.json and model.safetensors (or its shards and their index)")
       ->required();
   import_model
       ->add_option("CHECKPOINT_DIR", import_options.checkpoint_directory, "Directory for step-0.h5 and model.toml")

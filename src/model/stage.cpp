@@ -356,7 +356,7 @@ template <class Scalar>
 void Stage<Scalar>::enable_kv_cache(int blocks, int block_tokens) {
   if (kv_width_ == 0) {
     throw input_error(
-        fmt::format("{}: a KV cache serves transformers; this model has no attention", stage_name(layers_)));
+        fmt::format("{}: a KV cache serves language models; this model has no attention", stage_name(layers_)));
   }
   if (blocks < 1 || block_tokens < 1) {
     throw input_error(fmt::format("{}: a KV cache of {} blocks of {} tokens is empty; both must be at least 1",

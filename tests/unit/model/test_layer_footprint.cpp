@@ -123,5 +123,9 @@ TEST_CASE("a layer kind is registered once, complete, and found by name", "[mode
   LayerKind incomplete;
   incomplete.name = "half_done";
   CHECK_THROWS_WITH(register_layer_kind(incomplete), Catch::Contains("needs a footprint"));
+  LayerKind uncached = layer_kind("decoder_block");
+  uncached.name = "uncached_block";
+  uncached.kv_width = nullptr;
+  CHECK_THROWS_WITH(register_layer_kind(uncached), Catch::Contains("holds attention layers but no kv_width"));
   CHECK_THROWS_WITH(layer_kind("half_done"), Catch::Contains("unknown layer kind"));
 }
