@@ -13,6 +13,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
+#include "kpipe/core/strings.hpp"
 #include "kpipe/runtime/hf_format.hpp"
 
 namespace kpipe::app {
@@ -27,14 +28,16 @@ void require_one_process(const char* command) {
 
 double mib(std::int64_t floats) { return static_cast<double>(floats) * sizeof(float) / (1 << 20); }
 
-// The deck of an imported model: its model keys, the checkpoint to start from.
+// The deck of an imported model: its model keys, the checkpoint to start
+// from (a TOML string, whatever the path holds; the comment's path printable).
 std::string imported_deck(const runtime::hf::Imported& imported, const std::string& source,
                           const std::string& checkpoint) {
   return fmt::format(
       "# {} weights imported by `kpipe import {}`; add the data and training keys\n"
       "# (or pass them as key=value) and run `kpipe infer` or `kpipe run` with it.\n"
-      "{}checkpoint.restart = \"{}\"\n",
-      imported.format->name, source, imported.format->deck_keys(imported.model), checkpoint);
+      "{}checkpoint.restart = {}\n",
+      imported.format->name, printable(source), imported.format->deck_keys(imported.model),
+      config::to_toml(config::Value{checkpoint}));
 }
 
 // "2 layers, width 16, 2 heads, vocabulary 43, context 16"
@@ -61,8 +64,11 @@ int export_command(const runtime::Environment&, const ExportOptions& options) {
 
 int import_command(const runtime::Environment&, const ImportOptions& options) {
   require_one_process("import");
-  const runtime::hf::Imported imported = runtime::hf::read_directory(options.directory);
   const std::string deck_path = (std::filesystem::path(options.checkpoint_directory) / "model.toml").string();
+  // An unwritable model.toml is refused before anything is read or written
+  // (a missing CHECKPOINT_DIR is made below).
+  if (std::filesystem::exists(options.checkpoint_directory)) require_writable(deck_path, "kpipe import's model.toml");
+  const runtime::hf::Imported imported = runtime::hf::read_directory(options.directory);
   const std::string checkpoint = (std::filesystem::path(options.checkpoint_directory) / "step-0.h5").string();
   const std::string deck_text = imported_deck(imported, options.directory, checkpoint);
   const config::Deck deck = config::parse_deck(deck_text, deck_path);

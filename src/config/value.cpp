@@ -31,7 +31,37 @@ struct TomlWriter {
     return text;
   }
   std::string operator()(bool v) const { return v ? "true" : "false"; }
-  std::string operator()(const std::string& v) const { return fmt::format("\"{}\"", v); }
+  // A TOML basic string: quotes, backslashes and control characters escaped,
+  // so any text reads back as itself.
+  std::string operator()(const std::string& v) const {
+    std::string out = "\"";
+    for (const char c : v) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            out += fmt::format("\\u{:04X}", static_cast<unsigned char>(c));
+          } else {
+            out += c;
+          }
+      }
+    }
+    return out + "\"";
+  }
   std::string operator()(const IntegerList& v) const { return fmt::format("[{}]", fmt::join(v, ", ")); }
 };
 }  // namespace

@@ -47,9 +47,16 @@ class ConfigReader {
     }
   }
 
-  // Whether the LM head is tied to the token embedding (tie_word_embeddings, `fallback` where absent).
+  // Whether the LM head is tied to the token embedding: tie_word_embeddings
+  // as transformers reads it (Python's truth: null, false, 0 and "" untie),
+  // `fallback` where absent.
   bool tied(bool fallback) const {
-    return has("tie_word_embeddings") ? config_["tie_word_embeddings"] == true : fallback;
+    if (!config_.contains("tie_word_embeddings")) return fallback;
+    const nlohmann::json& value = config_["tie_word_embeddings"];
+    if (value.is_boolean()) return value.get<bool>();
+    if (value.is_number()) return value.get<double>() != 0;
+    if (value.is_string()) return !value.get<std::string>().empty();
+    return !value.is_null() && !value.empty();
   }
 
   const nlohmann::json& at(const char* key) const { return config_[key]; }

@@ -129,7 +129,11 @@ std::map<std::string, io::HostTensor> from_hf(const HfFormat& format, const conf
   for (const auto& [name, tensor] : tensors) {
     const bool prefixed = name.rfind(format.body_prefix, 0) == 0;
     const std::string bare = prefixed ? name.substr(format.body_prefix.size()) : name;
-    if (!format.ignored || !format.ignored(bare)) by_name[bare] = &tensor;
+    if (format.ignored && format.ignored(bare)) continue;
+    if (!by_name.emplace(bare, &tensor).second) {
+      throw input_error(fmt::format("{}: holds tensor '{}' twice, with and without the '{}' prefix; keep one", where,
+                                    printable(bare), format.body_prefix));
+    }
   }
   const std::vector<TensorMap> maps = format.tensors(model);
   const auto shapes = hf_shapes(maps);

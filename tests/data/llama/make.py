@@ -3,9 +3,10 @@ python3 tests/data/llama/make.py
 
 Each holds the config.json of a tiny Llama (vocabulary 4, context 2, width
 4, one layer, 2 query heads over 1 key/value head, intermediate size 3) and
-its weights, broken in one way: a misshapen or missing tensor, a sharded
-index naming a file outside the directory or one that is not there, or a
-config kpipe cannot compute the same.
+its weights, broken in one way: a misshapen, missing or doubly named
+tensor, a sharded index naming a file outside the directory or one that is
+not there, or a config kpipe cannot compute the same; and one good
+directory ("tiny").
 """
 import importlib.util
 import json
@@ -49,6 +50,14 @@ def index(weight_map):
 
 def main():
     good = safetensors(shapes())
+    write("tiny", {"model.safetensors": good})  # imports: the path tests' source
+    twice = shapes()
+    twice["embed_tokens.weight"] = twice["model.embed_tokens.weight"]
+    write("duplicate-name", {"model.safetensors": safetensors(twice)})
+    headless = shapes()
+    del headless["lm_head.weight"]
+    # transformers reads a null tie_word_embeddings as false: the head must be there.
+    write("tie-null", {"model.safetensors": safetensors(headless)}, dict(CONFIG, tie_word_embeddings=None))
     wrong = shapes()
     wrong["model.layers.0.self_attn.k_proj.weight"] = [4, 4]  # as if every head had its own key
     write("wrong-shape", {"model.safetensors": safetensors(wrong)})

@@ -151,3 +151,11 @@ TEST_CASE("an out-of-range value is shown as written, and overflow is out of ran
         std::string::npos);
   CHECK(parse_deck("sim.cost_forward = 1e9\n", "deck.toml").real("sim.cost_forward") == 1e9);
 }
+
+TEST_CASE("a string written as TOML reads back as itself, whatever it holds", "[config]") {
+  const std::string text = "a\"b\\c\nd\te\x01 f";
+  const std::string written = config::to_toml(config::Value{text});
+  CHECK(written == "\"a\\\"b\\\\c\\nd\\te\\u0001 f\"");
+  const config::Deck deck = config::parse_deck("data.path = " + written + "\n", "deck.toml");
+  CHECK(deck.string("data.path") == text);
+}
