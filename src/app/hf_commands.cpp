@@ -51,6 +51,7 @@ std::string shape_of(const config::ModelConfig& m) {
 int export_command(const runtime::Environment&, const ExportOptions& options) {
   require_one_process("export");
   const std::string& file = options.checkpoint;
+  protect_input(file);  // the outputs never replace it
   const config::ModelConfig model =
       config::run_config(
           config::parse_deck(runtime::hf::checkpoint_deck(file), fmt::format("the deck attribute of {}", file)))

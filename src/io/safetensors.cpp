@@ -14,6 +14,7 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/limits.hpp"
+#include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/tensor/spec.hpp"
 
@@ -221,9 +222,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, Host
   header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned, as safetensors pads it
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  // A fresh temporary renamed into place, never over a device, a directory or an input (core/output_file.hpp).
+  write_output(path, "safetensors", [&](std::ostream& out) {
     unsigned char length[8] = {};
     for (int i = 0; i < 8; ++i)
       length[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(text.size()) >> (8 * i));
@@ -233,16 +233,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, Host
       out.write(reinterpret_cast<const char*>(tensor.values.data()),
                 static_cast<std::streamsize>(tensor.values.size() * sizeof(float)));
     }
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw input_error(fmt::format("cannot write '{}' ({}); check that its directory exists and is writable", path,
-                                    std::strerror(errno)));
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, path, error);
-  if (error) throw input_error(fmt::format("cannot write '{}' ({})", path, error.message()));
+  });
 }
 
 SafetensorsFile read_safetensors(const std::string& path) { return Reader(path).read(); }

@@ -95,6 +95,11 @@ Exported export_checkpoint(const std::string& file, const config::ModelConfig& m
   const HfFormat& format = format_of_family(model.kind);
   const json hf_config = format.config_of(model);
   const auto shapes = parameter_shapes(format, model);
+  // The outputs checked before the checkpoint is read: a refusal costs nothing.
+  const std::string what = format.name + " files";
+  create_writable_directory(directory, "kpipe export's DIR", what.c_str());
+  require_writable(in(directory, weights_name), "safetensors");
+  require_writable(in(directory, config_name), "config.json");
   std::vector<io::NamedMatrix<float>> parameters;
   for (const auto& shape : shapes) {
     parameters.push_back(
@@ -111,8 +116,6 @@ Exported export_checkpoint(const std::string& file, const config::ModelConfig& m
     tensor.values = tensor::to_host<float>(parameter.value);
     exported.floats += tensor.elements();
   }
-  const std::string what = format.name + " files";
-  create_writable_directory(directory, "kpipe export's DIR", what.c_str());
   io::write_safetensors(in(directory, weights_name), to_hf(format, model, host), {{"format", "pt"}});
   write_output(in(directory, config_name), "config.json", [&](std::ostream& out) { out << hf_config.dump(2) << '\n'; });
   return exported;

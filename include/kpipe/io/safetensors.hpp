@@ -34,9 +34,10 @@ struct HostTensor {
 inline constexpr std::uint64_t safetensors_max_header_bytes = 100'000'000;
 
 // Writes `tensors` (in name order) as F32 with `metadata` (kpipe writes
-// {"format": "pt"}, which transformers requires) to a temporary file renamed
-// to `path` once complete. A tensor whose values do not match its shape is a
-// runtime error; an unwritable path is an input error.
+// {"format": "pt"}, which transformers requires) to a fresh temporary file
+// renamed to `path` once complete (core/output_file.hpp: never over a
+// device, a directory or a protected input). A tensor whose values do not
+// match its shape is a runtime error; an unwritable path is an input error.
 void write_safetensors(const std::string& path, const std::map<std::string, HostTensor>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
