@@ -162,7 +162,7 @@ runtime::Throughput predicted_throughput(const config::RunConfig& config, double
   const config::PipelineConfig& shape = config.pipeline;
   return runtime::throughput(model::ModelSpec::from_config(config.model), config.train.global_batch,
                              shape.stages * shape.tensor_parallel * shape.data_parallel, step_seconds,
-                             config.runtime.peak_gflops);
+                             runtime::reference_rate(config));
 }
 
 }  // namespace
@@ -221,9 +221,7 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
   print_plan(loaded, prediction, schedule, result, post_validated, levers, baseline);
   if (calibrated) {
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
-    log::info(
-        "predicted throughput: {}",
-        predicted_throughput(loaded.config, calibrated->step_seconds).describe(loaded.config.runtime.peak_gflops));
+    log::info("predicted throughput: {}", predicted_throughput(loaded.config, calibrated->step_seconds).describe());
   }
   if (options.ascii) {
     const auto timeline = ascii ? schedule::ascii_timeline(schedule, result, columns) : std::nullopt;

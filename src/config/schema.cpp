@@ -285,8 +285,9 @@ std::vector<KeySpec> run_keys() {
            "available memory or its cgroup's memory limit (memory.max, v1's memory.limit_in_bytes), shared by its "
            "ranks, or ulimit -v, whichever is least"),
       real("runtime.peak_gflops", d.runtime.peak_gflops, 0.0, 1e9, false,
-           "One rank's reference rate in GFLOP/s (its cores' sgemm rate, a GPU's or a site's figure): kpipe run "
-           "and kpipe plan --costs report the model FLOP/s as a share of it (utilisation); 0: FLOP/s alone"),
+           "One rank's reference rate in GFLOP/s (a GPU's or a site's figure): kpipe run and kpipe plan --costs "
+           "report the model FLOP/s as a share of it (utilisation); 0: this machine's one-thread 1024^3 sgemm rate "
+           "through compute.gemm, measured at start-up"),
       text("runtime.preempt_signals", signal_names(d.runtime.preempt_signals),
            "Signals (comma-separated: TERM, USR1, USR2, INT, HUP) on which kpipe run writes a checkpoint at the "
            "next step boundary and exits with code 3, to continue with checkpoint.restart = \"latest\"; empty: "

@@ -47,7 +47,7 @@ nlohmann::json to_json(const schedule::Bubble& b) {
 
 RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config)
     : pipeline_(pipeline),
-      peak_gflops_(config.runtime.peak_gflops),
+      reference_(reference_rate(config)),
       predicted_traffic_(predicted_traffic(pipeline.traffic(), pipeline.schedule(), config.pipeline.data_parallel)),
       calibration_(pipeline) {
   if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);
@@ -55,7 +55,7 @@ RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::Run
 
 Throughput RunReport::measured_throughput() const {
   return throughput(pipeline_.spec().model, pipeline_.spec().global_batch, comm::size_of(pipeline_.grid().world()),
-                    steady_mean(step_seconds_, [](double s) { return s; }), peak_gflops_);
+                    steady_mean(step_seconds_, [](double s) { return s; }), reference_);
 }
 
 void RunReport::add_step(const StepOutcome& step, double run_start) {
@@ -152,7 +152,7 @@ void RunReport::print() const {
   const schedule::Bubble spans = steady_bubble(&runtime::MeasuredBubble::span);
   log::info("summary: {} steps in {:.2f} s, final loss {:.6f} (first {:.6f}), {:.4g} samples/s", losses_.size(),
             seconds_, losses_.back(), losses_.front(), samples_per_second);
-  log::info("throughput: {}", measured_throughput().describe(peak_gflops_));
+  log::info("throughput: {}", measured_throughput().describe());
   if (pipeline_.times_lane_split()) {
     log::info(
         "lanes split by layers in {} of {} steps, by microbatches in the rest (pipeline.lane_split = \"auto\": "

@@ -68,7 +68,7 @@ class RunReport {
   Throughput measured_throughput() const;
 
   const runtime::Pipeline<float>& pipeline_;
-  double peak_gflops_;  // runtime.peak_gflops
+  ReferenceRate reference_;  // of the utilisation, set at start-up
   // The simulator's prediction; none for a schedule run unchecked
   // (pipeline.validate_schedule = false), which the simulator may reject.
   std::optional<schedule::SimulationResult> predicted_;

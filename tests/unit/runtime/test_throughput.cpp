@@ -38,13 +38,25 @@ TEST_CASE("throughput is the step's model FLOPs over its seconds, per rank and o
           "[runtime][throughput]") {
   const auto mlp = model_of("model.input_dim = 12\nmodel.hidden = [16, 8]\nmodel.output_dim = 5\n");
   const double flops = 3.0 * 2 * (12 * 16 + 16 * 8 + 8 * 5) * 64;  // B = 64
-  const runtime::Throughput t = runtime::throughput(mlp, 64, 4, 0.5, 2e-4);
+  const runtime::Throughput t = runtime::throughput(mlp, 64, 4, 0.5, {2e-4, "runtime.peak_gflops"});
   CHECK(t.flops_per_step == flops);
   CHECK(t.gflops == Approx(flops / 0.5 / 1e9));
   CHECK(t.gflops_per_rank == Approx(flops / 0.5 / 1e9 / 4));
-  REQUIRE(t.utilisation);
-  CHECK(*t.utilisation == Approx(flops / 0.5 / 1e9 / 4 / 2e-4));
-  CHECK_FALSE(runtime::throughput(mlp, 64, 4, 0.5, 0.0).utilisation);
+  CHECK(t.utilisation == Approx(flops / 0.5 / 1e9 / 4 / 2e-4));
   CHECK(t.to_json()["gflops_per_second"] == t.gflops);
-  CHECK(runtime::throughput(mlp, 64, 4, 0.5, 0.0).to_json()["utilisation"].is_null());
+  CHECK(t.to_json()["reference"] == "runtime.peak_gflops");
+  CHECK(t.describe().find("of runtime.peak_gflops (0.0002 GFLOP/s)") != std::string::npos);
+}
+
+TEST_CASE("the reference rate is the deck's, or this thread's sgemm rate measured", "[runtime][throughput]") {
+  config::RunConfig config = config::run_config(config::parse_deck("train.steps = 1\n", "test.toml"));
+  config.runtime.peak_gflops = 123.0;
+  CHECK(runtime::reference_rate(config).gflops == 123.0);
+  CHECK(runtime::reference_rate(config).source == "runtime.peak_gflops");
+  config.runtime.peak_gflops = 0.0;
+  const runtime::ReferenceRate measured = runtime::reference_rate(config);
+  CHECK(measured.source == "one thread's 1024³ sgemm here");
+  // A 2 GFLOP product: any machine that runs this suite takes well under a minute and more than a nanosecond.
+  CHECK(measured.gflops > 0.03);
+  CHECK(measured.gflops < 2e6);
 }
