@@ -45,9 +45,9 @@ nlohmann::json to_json(const schedule::Bubble& b) {
 
 }  // namespace
 
-RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config)
+RunReport::RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config, ReferenceRate reference)
     : pipeline_(pipeline),
-      reference_(reference_rate(config)),
+      reference_(std::move(reference)),
       predicted_traffic_(predicted_traffic(pipeline.traffic(), pipeline.schedule(), config.pipeline.data_parallel)),
       calibration_(pipeline) {
   if (pipeline.plan().validate) predicted_ = schedule::simulate(pipeline.schedule(), pipeline.plan().costs);

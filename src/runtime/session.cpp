@@ -30,8 +30,9 @@ TrainingSession::TrainingSession(const config::RunConfig& config, std::string re
       resolved_deck_(std::move(resolved_deck)),
       hooks_(std::move(hooks)),
       preemption_(config_.runtime.preempt_signals),
+      reference_(reference_rate(config_)),
       pipeline_(build_pipeline(config_, Mode::train)),
-      report_(std::make_unique<RunReport>(*pipeline_, config_)),
+      report_(std::make_unique<RunReport>(*pipeline_, config_, reference_)),
       // Post-validated steps follow each other without a barrier: their outcomes arrive one step late.
       ledger_(pipeline_->grid(), pipeline_->schedule(), !pipeline_->spec().optimizer.post_validation) {
   if (!config_.checkpoint.restart.empty()) restore(config_.checkpoint.restart);

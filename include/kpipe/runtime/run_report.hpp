@@ -23,7 +23,8 @@ namespace kpipe::runtime {
 class RunReport {
  public:
   // `config` is the run's: its predicted communication volume is printed next to the measured one.
-  RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config);
+  // `reference`: the rate the utilisation is a share of (reference_rate).
+  RunReport(const runtime::Pipeline<float>& pipeline, const config::RunConfig& config, ReferenceRate reference);
 
   // Every rank, for every step, in step order: its outcome as the
   // StepLedger gathered it; `run_start` is when the run's steps began, on

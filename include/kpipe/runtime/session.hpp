@@ -23,6 +23,7 @@
 #include "kpipe/runtime/preemption.hpp"
 #include "kpipe/runtime/run_report.hpp"
 #include "kpipe/runtime/step_ledger.hpp"
+#include "kpipe/runtime/throughput.hpp"
 
 namespace kpipe::runtime {
 
@@ -102,6 +103,9 @@ class TrainingSession {
   // First: a signal during set-up or a restart's read is caught, and stops
   // the run after its first step, with a checkpoint.
   PreemptionSignals preemption_;
+  // Before set-up: the utilisation's reference rate, measured while the
+  // process is small (throughput.hpp).
+  ReferenceRate reference_;
   std::unique_ptr<Pipeline<float>> pipeline_;
   std::unique_ptr<RunReport> report_;
   StepLedger ledger_;

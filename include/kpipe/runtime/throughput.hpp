@@ -25,7 +25,9 @@ struct ReferenceRate {
 
 // runtime.peak_gflops where positive; else the rate of a 1024 x 1024 x 1024
 // float product through the deck's compute.gemm on this thread, the best of
-// three after a warm-up (a few hundredths of a second on a CPU).
+// three after a warm-up (a few hundredths of a second on a CPU), its memory
+// freed and left out of the process's peak. TrainingSession measures it
+// before set-up.
 ReferenceRate reference_rate(const config::RunConfig& config);
 
 struct Throughput {
