@@ -30,13 +30,14 @@ using Flags = Kokkos::View<int*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged
 constexpr int block_rows = 32;
 
 // The shapes every embedding call shares: rows x T ids, output rows x (T·dim),
-// a token table of dim columns and a position table of at least T rows.
+// a token table of dim columns and a position table of at least T rows, or
+// an empty one (none).
 template <class Ids, class Out, class Token, class Position>
 void check_shapes(const Ids& ids, const Out& Y, const Token& token, const Position& position) {
   const std::size_t tokens = ids.extent(1);
   const std::size_t dim = token.extent(1);
-  if (Y.extent(0) != ids.extent(0) || Y.extent(1) != tokens * dim || position.extent(1) != dim ||
-      position.extent(0) < tokens) {
+  if (Y.extent(0) != ids.extent(0) || Y.extent(1) != tokens * dim ||
+      (position.size() != 0 && (position.extent(1) != dim || position.extent(0) < tokens))) {
     throw input_error(fmt::format(
         "embedding shapes do not fit: ids {}, token table {}, position table {} (at least T rows), output {}",
         tensor::shape_string(ids), tensor::shape_string(token), tensor::shape_string(position),
@@ -55,6 +56,7 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
   const int tokens = static_cast<int>(ids.extent(1));
   const int dim = static_cast<int>(token.extent(1));
   const int vocab = static_cast<int>(token.extent(0));
+  const bool positioned = position.size() != 0;
   // One team per position (s, t): a contiguous copy of dim values.
   Kokkos::parallel_for(
       tensor::compat::kernel_label("kpipe::kernels::embedding_forward"),
@@ -63,8 +65,10 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
         const int t = team.league_rank() % tokens;
         const int row = static_cast<int>(ids(s, t)) - first;
         const bool mine = row >= 0 && row < vocab;  // a vocabulary shard holds some ids only
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim),
-                             [&](int j) { Y(s, t * dim + j) = (mine ? token(row, j) : Scalar(0)) + position(t, j); });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int j) {
+          const Scalar looked_up = mine ? token(row, j) : Scalar(0);
+          Y(s, t * dim + j) = positioned ? looked_up + position(t, j) : looked_up;
+        });
       });
 }
 
@@ -78,8 +82,9 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
   const std::size_t n = ids.extent(0);
   const int dim = static_cast<int>(token.extent(1));
   const int vocab = static_cast<int>(token.extent(0));
+  const bool positioned = position.size() != 0;
   if (ids.extent(1) != 1 || positions.extent(0) != n || Y.extent(0) != n || Y.extent(1) != token.extent(1) ||
-      position.extent(1) != token.extent(1)) {
+      (positioned && position.extent(1) != token.extent(1))) {
     throw input_error(fmt::format(
         "embedding of single tokens: ids {} (n x 1), {} positions, token table {}, position table {}, output {} "
         "(n x dim) do not fit",
@@ -93,8 +98,10 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
         const int row = static_cast<int>(ids(i, 0)) - first;
         const bool mine = row >= 0 && row < vocab;  // a vocabulary shard holds some ids only
         const int t = positions(i);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim),
-                             [&](int j) { Y(i, j) = (mine ? token(row, j) : Scalar(0)) + position(t, j); });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int j) {
+          const Scalar looked_up = mine ? token(row, j) : Scalar(0);
+          Y(i, j) = positioned ? looked_up + position(t, j) : looked_up;
+        });
       });
 }
 
@@ -143,6 +150,7 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
       });
 
   // dposition: one thread per element (t, j), summing the rows in ascending order.
+  if (dposition.size() == 0) return;
   Kokkos::parallel_for(
       tensor::compat::kernel_label("kpipe::kernels::embedding_backward_position"),
       Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, tokens * dim), KOKKOS_LAMBDA(int e) {

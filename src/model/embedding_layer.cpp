@@ -32,28 +32,24 @@ TokenEmbedding<Scalar>::TokenEmbedding(int vocab, int padded_vocab, int context,
       token_(table<Scalar>(name + ".token", padded_vocab, dim,
                            Shard::along(0, env.collectives.rank(Group::tensor), env.collectives.size(Group::tensor))
                                .padded_after(0, vocab))),
-      position_(table<Scalar>(name + ".position", context, dim)),
-      first_(token_.shard.index * static_cast<int>(token_.value.extent(0))),
-      learned_positions_(learned_positions) {
+      position_(table<Scalar>(name + ".position", learned_positions ? context : 0, dim)),
+      context_(context),
+      first_(token_.shard.index * static_cast<int>(token_.value.extent(0))) {
   const auto& space = env_.exec.space();
   // The counter-based stream gives the shard's rows as they are in the whole
   // table, whatever the padding; the padding rows are zero and never looked up.
   kernels::fill_normal(space, kernels::stream_key(init_key, 0), first_, 0.0, gpt2_embedding_std, token_.value);
   const int rows = token_.value.extent_int(0), real_rows = std::clamp(vocab - first_, 0, rows);
   Kokkos::deep_copy(space, Kokkos::subview(token_.value, std::make_pair(real_rows, rows), Kokkos::ALL), Scalar(0));
-  if (learned_positions) {
-    kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
-  }
+  kernels::fill_normal(space, kernels::stream_key(init_key, 1), 0, 0.0, gpt2_embedding_std, position_.value);
   if (tied) token_.tie = Parameter<Scalar>::Tie::owner;
   // Vocabulary-parallel: the shards' lookups are summed, and the position must count once.
-  added_position_ = token_.shard.index == 0 && learned_positions
-                        ? position_.value
-                        : tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".no_position", context, dim);
+  if (token_.shard.index == 0) added_position_ = position_.value;
 }
 
 template <class Scalar>
 std::vector<Parameter<Scalar>> TokenEmbedding<Scalar>::parameters() const {
-  if (!learned_positions_) return {token_};
+  if (position_.value.size() == 0) return {token_};
   return {token_, position_};
 }
 

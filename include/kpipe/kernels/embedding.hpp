@@ -12,7 +12,9 @@ namespace kpipe::kernels {
 // outside [0, vocab) is a runtime error naming it (checked on the host copy
 // the caller owns, not here: kernels do not throw). `token` may be the rows
 // [first, first + rows) of a vocabulary-parallel table: ids outside them take
-// a zero token row, so the sum over the shards is the whole lookup.
+// a zero token row, so the sum over the shards is the whole lookup. An empty
+// `position` adds none (a model whose attention rotates by position), and
+// an empty `dposition` in embedding_backward gets no gradient.
 template <class Scalar>
 void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,

@@ -38,7 +38,7 @@ class TokenEmbedding final : public Layer<Scalar> {
   // at or past `vocab` zero: no id reaches them. `tied`: the table is the
   // owner of a tied LM head's weight (model.tie_embeddings).
   // `learned_positions` false (rotary models, whose attention rotates by
-  // position): no position table is learned; the one kernel adds a zero one.
+  // position): no position table.
   TokenEmbedding(int vocab, int padded_vocab, int context, int dim, const std::string& name, std::uint64_t init_key,
                  LayerEnvironment env, bool tied = false, bool learned_positions = true);
 
@@ -57,16 +57,18 @@ class TokenEmbedding final : public Layer<Scalar> {
   std::vector<Parameter<Scalar>> parameters() const override;
 
  private:
-  int context() const { return static_cast<int>(position_.value.extent(0)); }
-  int dim() const { return static_cast<int>(position_.value.extent(1)); }
+  int context() const { return context_; }
+  int dim() const { return static_cast<int>(token_.value.extent(1)); }
   int sequence_shards() const { return env_.sequence_parallel ? env_.collectives.size(Group::tensor) : 1; }
 
   LayerEnvironment env_;
   Parameter<Scalar> token_;     // padded vocab x dim, or this rank's padded vocab/t rows
-  Parameter<Scalar> position_;  // T x dim
+  Parameter<Scalar> position_;  // T x dim, or empty without learned positions
+  int context_;                 // T
   int first_;                   // the first token id of token_'s rows
-  bool learned_positions_;
-  tensor::Matrix<Scalar> added_position_;  // position_, or zeros on tensor ranks other than 0 and without one
+  // What this rank adds: position_, or empty on tensor ranks other than 0
+  // (the position counts once in the group's sum).
+  tensor::Matrix<Scalar> added_position_;
 };
 
 // Causal multi-head self-attention on positions: (N = sequences·T) x 3·dim
