@@ -211,7 +211,11 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
   }
 
   std::optional<schedule::CalibratedStep> calibrated;
-  if (calibration) calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
+  std::optional<runtime::Throughput> throughput;  // once: its reference rate may be measured
+  if (calibration) {
+    calibrated = schedule::predict_step(schedule, *calibration, plan.costs.max_in_flight);
+    throughput = predicted_throughput(loaded.config, calibrated->step_seconds);
+  }
   // The memory levers side by side, where the ranks are few enough to list,
   // each estimate from the same baseline as the deck's own.
   const std::int64_t baseline = runtime::resident_bytes();
@@ -221,7 +225,7 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
   print_plan(loaded, prediction, schedule, result, post_validated, levers, baseline);
   if (calibrated) {
     print_calibrated(options.costs_path, *fit, *calibration, *calibrated, loaded.config.train.global_batch);
-    log::info("predicted throughput: {}", predicted_throughput(loaded.config, calibrated->step_seconds).describe());
+    log::info("predicted throughput: {}", throughput->describe());
   }
   if (options.ascii) {
     const auto timeline = ascii ? schedule::ascii_timeline(schedule, result, columns) : std::nullopt;
@@ -250,7 +254,7 @@ int plan_command(const runtime::Environment& env, PlanOptions options) {
                           {"makespan_seconds", calibrated->makespan},
                           {"simulations", calibrated->simulations},
                           {"samples_per_second", loaded.config.train.global_batch / calibrated->step_seconds},
-                          {"throughput", predicted_throughput(loaded.config, calibrated->step_seconds).to_json()},
+                          {"throughput", throughput->to_json()},
                           {"bubble",
                            {{"idle_over_useful", calibrated->bubble.idle_over_useful},
                             {"idle_over_total", calibrated->bubble.idle_over_total}}}};

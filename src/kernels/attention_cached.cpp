@@ -74,10 +74,9 @@ KOKKOS_INLINE_FUNCTION void accumulate(const RowMember& team, int keys, Scalar c
 // head for the `group` query heads that share it; the pools keep it once.
 template <class Scalar, class Stored>
 void write_cache(const tensor::ExecutionSpace& space, const PagedTokens& tokens, const tensor::ConstMatrix<Scalar>& QKV,
-                 int head_dim, const tensor::Matrix<Stored>& K, const tensor::Matrix<Stored>& V) {
+                 int head_dim, int group, const tensor::Matrix<Stored>& K, const tensor::Matrix<Stored>& V) {
   const auto slot = tokens.slot;
   const int dim = static_cast<int>(QKV.extent(1)) / 3, pool = static_cast<int>(K.extent(1));
-  const int group = dim / pool;
   Kokkos::parallel_for(
       tensor::compat::kernel_label("kpipe::kernels::attention_cached_write"),
       Kokkos::TeamPolicy<tensor::ExecutionSpace>(space, tokens.tokens(), Kokkos::AUTO),
@@ -101,8 +100,8 @@ void attention_cached(const tensor::ExecutionSpace& space, int heads, const Page
   check_operands<Scalar, Stored>(heads, tokens, QKV, K, V, O);
   if (tokens.tokens() == 0) return;
   const int hd = static_cast<int>(QKV.extent(1)) / 3 / heads;
-  write_cache<Scalar, Stored>(space, tokens, QKV, hd, K, V);
   const int group = static_cast<int>(QKV.extent(1)) / 3 / static_cast<int>(K.extent(1));
+  write_cache<Scalar, Stored>(space, tokens, QKV, hd, group, K, V);
 
   // Local copies for the lambda below.
   const auto position = tokens.position;

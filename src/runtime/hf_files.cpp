@@ -48,12 +48,18 @@ json read_json(const std::string& path, const InputFile& kind) {
   return config;
 }
 
+// A directory's weights, and the file that named them (for messages).
+struct Weights {
+  std::map<std::string, io::HostTensor> tensors;
+  std::string source;
+};
+
 // The weights of `directory`: model.safetensors, or else the shards its
 // index's weight_map names, each a file inside the directory holding the
 // tensors the map gives it.
-std::map<std::string, io::HostTensor> read_weights(const std::string& directory) {
+Weights read_weights(const std::string& directory) {
   const std::string single = in(directory, weights_name), index_path = in(directory, index_name);
-  if (fs::exists(single) || !fs::exists(index_path)) return io::read_safetensors(single).tensors;
+  if (fs::exists(single) || !fs::exists(index_path)) return {io::read_safetensors(single).tensors, single};
   const json index = read_json(index_path, index_file);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     throw input_error(fmt::format("{}: has no \"weight_map\" object naming each tensor's file", index_path));
@@ -84,7 +90,7 @@ std::map<std::string, io::HostTensor> read_weights(const std::string& directory)
       tensors[name] = std::move(found->second);
     }
   }
-  return tensors;
+  return {std::move(tensors), index_path};
 }
 
 }  // namespace
@@ -127,10 +133,8 @@ Imported read_directory(const std::string& directory) {
   Imported imported;
   imported.format = &format_of_model_type(config, config_path);
   imported.model = imported.format->model_of(config, config_path);
-  const std::string weights = fs::exists(in(directory, index_name)) && !fs::exists(in(directory, weights_name))
-                                  ? in(directory, index_name)
-                                  : in(directory, weights_name);
-  imported.parameters = from_hf(*imported.format, imported.model, read_weights(directory), weights);
+  const Weights weights = read_weights(directory);
+  imported.parameters = from_hf(*imported.format, imported.model, weights.tensors, weights.source);
   return imported;
 }
 
