@@ -235,17 +235,23 @@ void check_token_model(const Deck& deck, const RunConfig& config) {
   }
 }
 
-// Each tensor rank holds 1/t of every split width, so t must divide each.
+// Each tensor rank holds 1/t of every split width, so t must divide each
+// (or be a multiple of a shareable one).
 void check_tensor_parallel(const Deck& deck, const RunConfig& config) {
   const int t = config.pipeline.tensor_parallel;
   if (t == 1) return;
-  for (const auto& [what, width] : config.model.family().split_widths(config.model)) {
-    if (width % t != 0) {
-      throw input_error(
-          fmt::format("{} does not divide {} = {}: each tensor rank holds 1/t of it; choose t from its divisors "
-                      "(e.g. {}) or change the model",
-                      deck.describe("pipeline.tensor_parallel"), what, width, nearest_divisor(width, t)));
+  for (const auto& [what, width, shareable] : config.model.family().split_widths(config.model)) {
+    if (width % t == 0 || (shareable && t % width == 0)) continue;
+    if (shareable) {
+      throw input_error(fmt::format(
+          "{} neither divides nor is a multiple of {} = {}: each tensor rank holds 1/t of them, or one shared by "
+          "t / {} ranks; choose t from the divisors or multiples of {} (e.g. {}) or change the model",
+          deck.describe("pipeline.tensor_parallel"), what, width, width, width, nearest_divisor(width, t)));
     }
+    throw input_error(
+        fmt::format("{} does not divide {} = {}: each tensor rank holds 1/t of it; choose t from its divisors "
+                    "(e.g. {}) or change the model",
+                    deck.describe("pipeline.tensor_parallel"), what, width, nearest_divisor(width, t)));
   }
 }
 

@@ -17,13 +17,16 @@ namespace {
 
 void check(const RotaryShape& shape, std::size_t rows, std::size_t grouped, std::size_t output, std::size_t angles) {
   if (shape.head_dim < 2 || shape.head_dim % 2 != 0 || shape.groups < 1 || shape.per_group < 1 || shape.tokens < 1 ||
+      shape.first_query < 0 || shape.queries < 0 ||
+      shape.first_query + shape.heads() > shape.groups * shape.per_group ||
       grouped != static_cast<std::size_t>(shape.grouped_width()) ||
       output != static_cast<std::size_t>(shape.output_width()) ||
       angles != static_cast<std::size_t>(shape.head_dim / 2)) {
     throw input_error(fmt::format(
-        "rotary QKV of {} groups of {} query heads of {} features: {} grouped and {} output columns, {} angles "
-        "per position do not fit ({} rows)",
-        shape.groups, shape.per_group, shape.head_dim, grouped, output, angles, rows));
+        "rotary QKV of {} groups of {} query heads of {} features, {} heads from {}: {} grouped and {} output "
+        "columns, {} angles per position do not fit ({} rows)",
+        shape.groups, shape.per_group, shape.head_dim, shape.heads(), shape.first_query, grouped, output, angles,
+        rows));
   }
 }
 
@@ -60,7 +63,7 @@ void rotary_qkv_forward(const tensor::ExecutionSpace& space, const RotaryShape& 
   check(shape, X.extent(0), X.extent(1), Y.extent(1), cos.extent(1));
   tensor::require_shape("rotary QKV output", Y, rows, shape.output_width());
   const int tokens = shape.tokens, groups = shape.groups, per_group = shape.per_group, hd = shape.head_dim;
-  const int half = hd / 2, heads = shape.heads();
+  const int half = hd / 2, heads = shape.heads(), first = shape.first_query;
   const bool given = positions.extent(0) != 0;
   detail::for_each_row(
       space, "kpipe::kernels::rotary_qkv_forward", rows, KOKKOS_LAMBDA(const detail::Row& row, int r) {
@@ -74,16 +77,14 @@ void rotary_qkv_forward(const tensor::ExecutionSpace& space, const RotaryShape& 
             y[i + half] = x[i + half] * c[i] + x[i] * s[i];
           });
         };
-        for (int g = 0; g < groups; ++g) {
+        for (int q = 0; q < heads; ++q) {
+          const int g = (first + q) / per_group, j = (first + q) % per_group;
           const Scalar* const block = &X(r, g * (per_group + 2) * hd);
-          for (int j = 0; j < per_group; ++j) {
-            const int q = g * per_group + j;
-            rotate(block + j * hd, &Y(r, q * hd));
-            rotate(block + per_group * hd, &Y(r, (heads + q) * hd));
-            const Scalar* const v = block + (per_group + 1) * hd;
-            Scalar* const out = &Y(r, (2 * heads + q) * hd);
-            detail::row_for(row, hd, [&](int i) { out[i] = v[i]; });
-          }
+          rotate(block + j * hd, &Y(r, q * hd));
+          rotate(block + per_group * hd, &Y(r, (heads + q) * hd));
+          const Scalar* const v = block + (per_group + 1) * hd;
+          Scalar* const out = &Y(r, (2 * heads + q) * hd);
+          detail::row_for(row, hd, [&](int i) { out[i] = v[i]; });
         }
       });
 }
@@ -97,7 +98,7 @@ void rotary_qkv_backward(const tensor::ExecutionSpace& space, const RotaryShape&
   check(shape, dX.extent(0), dX.extent(1), dY.extent(1), cos.extent(1));
   tensor::require_shape("rotary QKV input gradient", dX, rows, shape.grouped_width());
   const int tokens = shape.tokens, groups = shape.groups, per_group = shape.per_group, hd = shape.head_dim;
-  const int half = hd / 2, heads = shape.heads();
+  const int half = hd / 2, heads = shape.heads(), first = shape.first_query;
   detail::for_each_row(
       space, "kpipe::kernels::rotary_qkv_backward", rows, KOKKOS_LAMBDA(const detail::Row& row, int r) {
         const Scalar* const c = &cos(r % tokens, 0);
@@ -116,11 +117,16 @@ void rotary_qkv_backward(const tensor::ExecutionSpace& space, const RotaryShape&
           Scalar* const dv = block + (per_group + 1) * hd;
           detail::row_for(row, hd, [&](int i) { dk[i] = dv[i] = Scalar(0); });
           for (int j = 0; j < per_group; ++j) {
-            const int q = g * per_group + j;
+            // q: the query head's column in the output, if the output holds it.
+            const int q = g * per_group + j - first;
+            Scalar* const out = block + j * hd;
+            if (q < 0 || q >= heads) {
+              detail::row_for(row, hd, [&](int i) { out[i] = Scalar(0); });
+              continue;
+            }
             const Scalar* const dq = &dY(r, q * hd);
             const Scalar* const dk_q = &dY(r, (heads + q) * hd);
             const Scalar* const dv_q = &dY(r, (2 * heads + q) * hd);
-            Scalar* const out = block + j * hd;
             detail::row_for(row, hd, [&](int i) {
               out[i] = dq[i];
               dk[i] += dk_q[i];

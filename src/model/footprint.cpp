@@ -49,13 +49,23 @@ FootprintBuilder& FootprintBuilder::normalisation(std::int64_t width, int vector
 // again in W (it keeps only its own) and reduce-scatters its input gradient
 // in B; a row-parallel one reduce-scatters its output in F and all-gathers
 // its output gradient in B. A reduce-scatter contributes the whole buffer,
-// an all-gather this rank's rows.
+// an all-gather this rank's rows. A replicated Linear moves what a
+// column-parallel one does and sums its weight gradient once a step.
 FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, TensorSplit split, bool input_gradient,
                                            bool bias) {
   const std::int64_t t = ranks_, rows = rows_, region = region_rows();
   const std::int64_t biases = bias ? out : 0;
   LayerFootprint& f = footprint_;
-  f.forward_flops += 2 * rows * in * out / (split == TensorSplit::none ? 1 : t);
+  const auto column_traffic = [&] {
+    if (sequence_parallel_) {
+      f.tensor_forward += {region * in, 1};
+      f.tensor_backward += {rows * in + region * in, 2};
+    } else if (input_gradient) {
+      f.tensor_backward += {rows * in, 1};
+    }
+  };
+  const bool whole = split == TensorSplit::none || split == TensorSplit::replicated;
+  f.forward_flops += 2 * rows * in * out / (whole ? 1 : t);
   switch (ranks_ == 1 ? TensorSplit::none : split) {
     case TensorSplit::none:
       f.intermediates += region * out;
@@ -71,12 +81,16 @@ FootprintBuilder& FootprintBuilder::linear(std::int64_t in, std::int64_t out, Te
       f.linear_weights += in * out / t;
       f.saved += region * in;
       f.kept_for_weight_gradient += region * in + rows * out / t;
-      if (sequence_parallel_) {
-        f.tensor_forward += {region * in, 1};
-        f.tensor_backward += {rows * in + region * in, 2};
-      } else if (input_gradient) {
-        f.tensor_backward += {rows * in, 1};
-      }
+      column_traffic();
+      break;
+    case TensorSplit::replicated:
+      f.intermediates += rows * out;
+      f.parameters += in * out + biases;
+      f.linear_weights += in * out;
+      f.saved += region * in;
+      f.kept_for_weight_gradient += region * in + rows * out;
+      f.row_partial += {in * out + biases, bias ? 2 : 1};
+      column_traffic();
       break;
     case TensorSplit::row:
       f.intermediates += rows * out;

@@ -68,9 +68,9 @@ const std::vector<int>& KvBlockTable::blocks_of(int sequence) const {
   return it == sequences_.end() ? none : it->second.blocks;
 }
 
-int kv_width(const ModelSpec& model) {
+int kv_width(const ModelSpec& model, int tensor_ranks) {
   for (const LayerSpec& layer : model.layers()) {
-    if (layer.kind->attention_layers > 0) return layer.kind->kv_width(model);
+    if (layer.kind->attention_layers > 0) return layer.kind->kv_width(model, tensor_ranks);
   }
   return 0;
 }

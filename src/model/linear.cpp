@@ -47,9 +47,9 @@ void initialise(const tensor::ExecutionSpace& space, const WeightInit& init, std
 
 namespace {
 
-// This rank's shard of a matrix that `split` cuts along `axis`, or whole when unsplit.
+// This rank's shard of a matrix that `split` cuts along `axis`, or whole when unsplit or replicated.
 Shard shard_of(TensorSplit split, int axis, int blocks, const Collectives& collectives) {
-  if (split == TensorSplit::none) return Shard::whole();
+  if (split == TensorSplit::none || split == TensorSplit::replicated) return Shard::whole();
   return Shard::along(axis, collectives.rank(Group::tensor), collectives.size(Group::tensor), blocks);
 }
 
@@ -126,8 +126,10 @@ Linear<Scalar>::Linear(int input, int output, const std::string& name, std::uint
              tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".weight.grad", rows, columns), weight_shard, true};
   bias_ = {name + ".bias", tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias", 1, bias_columns),
            tensor::zero_matrix<Scalar>("kpipe::model::" + name + ".bias.grad", 1, bias_columns), bias_shard};
-  // Between the pairs a Linear sees only this rank's rows: its gradients are partial.
-  weight_.row_partial = bias_.row_partial = sequence_parallel_ && split_ == TensorSplit::none;
+  // Between the pairs a Linear sees only this rank's rows, a replicated one
+  // only this rank's share of the output gradient: its gradients are partial.
+  weight_.row_partial = bias_.row_partial =
+      (sequence_parallel_ && split_ == TensorSplit::none) || split_ == TensorSplit::replicated;
   initialise_shard(env_.exec.space(), init, init_key, whole_rows, whole_columns, weight_shard, weight_.value);
   if (reduced()) {
     weight_reduced_ = tensor::with_element_type(operand_dtype(), [&](auto type) {
@@ -310,7 +312,7 @@ void Linear<Scalar>::backward_input(tensor::TensorList output_grads, tensor::Ten
     }
     if (row_factor() > 1) {
       env_.collectives.reduce_scatter_sum(Group::tensor, sum, input_grads.at(0));
-    } else if (split_ == TensorSplit::column) {
+    } else if (sums_input_gradient()) {
       env_.collectives.all_reduce_sum(Group::tensor, sum);
     }
   }

@@ -83,8 +83,7 @@ Stage<Scalar>::Stage(const ModelSpec& model, LayerRange layers, StageOptions opt
       body_(build_body<Scalar>(model, layers, options.kernels, env_)),
       last_(layers.end() == model.layer_count()),
       positions_(model.positions()),
-      // A tensor rank's attention holds heads/t heads: its KV cache 1/t of each token's K and V.
-      kv_width_(kv_width(model) / collectives.size(Group::tensor)),
+      kv_width_(kv_width(model, collectives.size(Group::tensor))),
       attention_layers_(decoder_blocks(model, layers)) {}
 
 template <class Scalar>

@@ -34,6 +34,10 @@ class LinearFactory {
   std::unique_ptr<Layer<Scalar>> column(int in, int out, const std::string& part, int blocks = 1) {
     return make(in, out, part, gpt2_std, TensorSplit::column, blocks, -1, biases_);
   }
+  // A projection whole on every rank, each using part of its outputs.
+  std::unique_ptr<Layer<Scalar>> replicated(int in, int out, const std::string& part) {
+    return make(in, out, part, gpt2_std, TensorSplit::replicated, 1, -1, biases_);
+  }
   // The LM projection onto the padded vocabulary, its padding masked.
   std::unique_ptr<Layer<Scalar>> logits(int in, const std::string& part, bool bias) {
     const int padded = model_.padded_vocab(env_.collectives.size(Group::tensor));
@@ -136,9 +140,20 @@ std::unique_ptr<Layer<Scalar>> make_llama_block(const ModelSpec& model, int inde
   LinearFactory<Scalar> linear(model, index, kernels, env, false);
   std::vector<std::unique_ptr<Layer<Scalar>>> attention;
   attention.push_back(std::make_unique<LayerNorm<Scalar>>(d, linear.name("attn_norm"), env, norm));
-  // Whole groups [its query heads | K | V] side by side: a plain column split gives each rank kv_heads/t of them.
-  attention.push_back(linear.column(d, kv_heads * (heads / kv_heads + 2) * head_dim, "attn.qkv"));
-  const kernels::RotaryShape rotary{model.context, kv_heads / t, heads / kv_heads, head_dim};
+  // Whole groups [its query heads | K | V] side by side: a plain column split
+  // gives each rank kv_heads/t of them. With more ranks than groups (t a
+  // multiple of kv_heads) every rank holds the whole projection and attends
+  // with its heads/t query heads, which share one group's K and V.
+  const int grouped = kv_heads * (heads / kv_heads + 2) * head_dim;
+  kernels::RotaryShape rotary{model.context, kv_heads / t, heads / kv_heads, head_dim};
+  if (t > kv_heads) {
+    attention.push_back(linear.replicated(d, grouped, "attn.qkv"));
+    rotary.groups = kv_heads;
+    rotary.first_query = env.collectives.rank(Group::tensor) * (heads / t);
+    rotary.queries = heads / t;
+  } else {
+    attention.push_back(linear.column(d, grouped, "attn.qkv"));
+  }
   attention.push_back(std::make_unique<RotaryQKV<Scalar>>(rotary, model.real("model.rope_theta"), env));
   attention.push_back(
       std::make_unique<CausalSelfAttention<Scalar>>(heads / t, model.context, d / t, index, kernels, env));

@@ -32,10 +32,13 @@ struct PlannedLayer {
 };
 
 // A width tensor parallelism splits across the t ranks of a stage, and what
-// a message calls it ("model.heads").
+// a message calls it ("model.heads"). t divides it, or, where `shareable`,
+// t may be a multiple of it: each of its parts is then shared by t / width
+// ranks (grouped-query attention's key/value heads).
 struct SplitWidth {
   std::string what;
   int width = 0;
+  bool shareable = false;
 };
 
 struct ModelFamily {

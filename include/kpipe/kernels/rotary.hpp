@@ -7,8 +7,10 @@
 // The grouped projection's row holds `groups` blocks, each [the group's
 // per_group query heads | its key head | its value head] of head_dim
 // features: Megatron-LM's GQA layout, which a column-parallel split cuts into
-// whole groups. The output row is [Q | K | V] of groups·per_group heads each,
-// every key and value head repeated for the queries of its group, Q and K
+// whole groups. The output row is [Q | K | V] of the chosen query heads each
+// (all groups·per_group of them, or a contiguous range where t ranks share
+// fewer key/value heads), every key and value head repeated for the queries
+// of its group, Q and K
 // rotated by their position p: features (x_i, x_{i+hd/2}) by the angle
 // p·theta^(-2i/hd), i < hd/2. The position of row r is r % tokens in
 // training (sequences of `tokens` rows) or positions(r) in serving.
@@ -22,8 +24,12 @@ struct RotaryShape {
   int groups = 0;     // key/value heads
   int per_group = 0;  // query heads per key/value head
   int head_dim = 0;   // hd, even
+  // The query heads that the output holds: [first_query, first_query +
+  // queries) of the groups·per_group, in order; queries = 0: all of them.
+  int first_query = 0;
+  int queries = 0;
 
-  int heads() const { return groups * per_group; }
+  int heads() const { return queries == 0 ? groups * per_group : queries; }
   int grouped_width() const { return groups * (per_group + 2) * head_dim; }
   int output_width() const { return 3 * heads() * head_dim; }
 };
@@ -44,7 +50,8 @@ void rotary_qkv_forward(const tensor::ExecutionSpace& space, const RotaryShape& 
                         const tensor::Matrix<Scalar>& Y);
 
 // dX from dY: Q and K rotated back, each key and value head's gradient the
-// sum over its group's repeats in ascending order.
+// sum over its group's repeats in ascending order (zero for the query heads
+// the output leaves out, and for a group none of its heads is in).
 template <class Scalar>
 void rotary_qkv_backward(const tensor::ExecutionSpace& space, const RotaryShape& shape,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,

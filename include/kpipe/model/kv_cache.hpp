@@ -76,12 +76,12 @@ struct TokenBatch {
 std::vector<int> decoder_blocks(const ModelSpec& model, LayerRange layers);
 
 // The features of K (and of V) one token caches per attention layer of
-// `model`, whole (its attention kind's kv_width; a tensor rank holds 1/t); 0 without
-// attention.
-int kv_width(const ModelSpec& model);
+// `model` on one of `tensor_ranks` ranks (its attention kind's kv_width); 0
+// without attention.
+int kv_width(const ModelSpec& model, int tensor_ranks = 1);
 
 // Bytes of one KV block: 2 · attention_layers · block_tokens · width elements
-// of `stored` (width: kv_width / t), so callers size the block count from a
+// of `stored` (width: a rank's kv_width), so callers size the block count from a
 // memory budget.
 std::size_t kv_block_bytes(int attention_layers, int width, int block_tokens, tensor::DType stored);
 

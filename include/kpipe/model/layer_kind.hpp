@@ -56,11 +56,11 @@ struct LayerKind {
   // themselves or stay whole.
   bool pairs = false;
   // Causal attention layers it holds, each with a KV cache when serving, and
-  // the features of K (and of V) one token caches in each, whole (a tensor
-  // rank holds 1/t): model.dim with multi-head attention, kv_heads · head
-  // width with grouped-query attention.
+  // the features of K (and of V) one token caches in each on one of
+  // `tensor_ranks` ranks: model.dim / t with multi-head attention, the
+  // rank's key/value heads · head width with grouped-query attention.
   int attention_layers = 0;
-  std::function<int(const ModelSpec& model)> kv_width;
+  std::function<int(const ModelSpec& model, int tensor_ranks)> kv_width;
   // What the layer of `spec` costs on one rank (footprint.hpp).
   std::function<LayerFootprint(const ModelSpec& model, const LayerSpec& spec, const FootprintQuery& query)> footprint;
   LayerFactory<float> make_float;

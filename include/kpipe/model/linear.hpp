@@ -86,9 +86,12 @@ class Linear final : public Layer<Scalar> {
   }
 
  private:
-  // Sequence parallelism: a column-parallel Linear gathers the group's rows
-  // (t times its input's), a row-parallel one reduce-scatters them (1/t).
-  int row_factor() const { return sequence_parallel_ && split_ == TensorSplit::column ? ranks_ : 1; }
+  // Column-parallel and replicated: the input gradient is partial, summed over the group.
+  bool sums_input_gradient() const { return split_ == TensorSplit::column || split_ == TensorSplit::replicated; }
+  // Sequence parallelism: a column-parallel (or replicated) Linear gathers
+  // the group's rows (t times its input's), a row-parallel one
+  // reduce-scatters them (1/t).
+  int row_factor() const { return sequence_parallel_ && sums_input_gradient() ? ranks_ : 1; }
   int row_divisor() const { return sequence_parallel_ && split_ == TensorSplit::row ? ranks_ : 1; }
   bool bf16() const { return precision_ == kernels::Precision::bf16; }
   // compute.precision = bf16 or fp16: the GEMMs take rounded operands.

@@ -172,7 +172,9 @@ std::unique_ptr<Layer<Scalar>> make_lm_head(const ModelSpec& model, int index, K
 // A Llama block on rows x (T·dim), no biases: x + Attn(RMSNorm(x)) with the
 // grouped QKV projection (model.kv_heads groups, RotaryQKV), then
 // x + W_down(SwiGLU(W_gate|up RMSNorm(x))) of model.ffn_dim. A tensor rank
-// holds heads/t query heads, kv_heads/t whole groups and ffn_dim/t columns.
+// holds heads/t query heads, kv_heads/t whole groups and ffn_dim/t columns;
+// with t a multiple of kv_heads, the whole QKV projection (TensorSplit::
+// replicated), of whose groups it uses the one its query heads share.
 template <class Scalar>
 std::unique_ptr<Layer<Scalar>> make_llama_block(const ModelSpec& model, int index, KernelChoice kernels,
                                                 LayerEnvironment env);

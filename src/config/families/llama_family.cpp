@@ -18,7 +18,9 @@ std::vector<KeySpec> llama_keys() {
   std::vector<KeySpec> keys = language_model_keys();
   keys.push_back(keys::integer("model.kv_heads", 0, 0, 1024,
                                "llama: key/value heads of grouped-query attention, each shared by heads / kv_heads "
-                               "query heads; a divisor of model.heads; 0: model.heads (multi-head attention)"));
+                               "query heads; a divisor of model.heads; 0: model.heads (multi-head attention). "
+                               "pipeline.tensor_parallel divides it, or is a multiple of it: each key/value head is "
+                               "then replicated on t / kv_heads ranks"));
   keys.push_back(keys::integer("model.ffn_dim", 344, 1, 1 << 20,
                                "llama: the SwiGLU MLP's intermediate width (Hugging Face's intermediate_size)"));
   keys.push_back(keys::real("model.rope_theta", 10000.0, 0.0, 1e9, true,
@@ -75,7 +77,7 @@ ModelFamily llama_family() {
   // its vocabulary is padded to a multiple of t.
   family.split_widths = [](const ModelConfig& model) -> std::vector<SplitWidth> {
     return {{"model.heads", model.heads},
-            {"model.kv_heads", kv_heads(model)},
+            {"model.kv_heads", kv_heads(model), true},
             {"model.ffn_dim", static_cast<int>(model.integer("model.ffn_dim"))}};
   };
   return family;

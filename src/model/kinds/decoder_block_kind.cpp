@@ -9,7 +9,7 @@ LayerKind decoder_block_layer_kind() {
   LayerKind kind;
   kind.name = "decoder_block";
   kind.attention_layers = 1;
-  kind.kv_width = [](const ModelSpec& model) { return model.dim; };
+  kind.kv_width = [](const ModelSpec& model, int tensor_ranks) { return model.dim / tensor_ranks; };
   kind.footprint = [](const ModelSpec& model, const LayerSpec&, const FootprintQuery& query) {
     const std::int64_t T = model.context, d = model.dim, hidden = d * model.mlp_ratio;
     FootprintBuilder f(query, query.rows * T);

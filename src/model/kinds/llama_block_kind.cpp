@@ -1,6 +1,9 @@
 // "llama_block": RMSNorm, grouped-query attention with rotary positions and
 // a SwiGLU MLP on rows x (T·dim) (make_llama_block): query heads, key/value
-// groups and MLP columns split over the tensor group.
+// groups and MLP columns split over the tensor group (the grouped projection
+// replicated where t exceeds model.kv_heads).
+#include <algorithm>
+
 #include "builtin_layer_kinds.hpp"
 #include "kpipe/model/transformer_layers.hpp"
 
@@ -10,8 +13,10 @@ LayerKind llama_block_layer_kind() {
   LayerKind kind;
   kind.name = "llama_block";
   kind.attention_layers = 1;
-  kind.kv_width = [](const ModelSpec& model) {
-    return static_cast<int>(model.integer("model.kv_heads")) * (model.dim / model.heads);
+  // A rank holds kv_heads / t key/value heads, or one shared by t / kv_heads ranks.
+  kind.kv_width = [](const ModelSpec& model, int tensor_ranks) {
+    const int kv_heads = static_cast<int>(model.integer("model.kv_heads"));
+    return std::max(kv_heads / tensor_ranks, 1) * (model.dim / model.heads);
   };
   kind.footprint = [](const ModelSpec& model, const LayerSpec&, const FootprintQuery& query) {
     const std::int64_t T = model.context, d = model.dim, heads = model.heads, head_dim = d / heads;
@@ -19,7 +24,8 @@ LayerKind llama_block_layer_kind() {
     FootprintBuilder f(query, query.rows * T);
     const std::int64_t t = f.ranks();
     return f.rms_norm(d)
-        .linear(d, kv_heads * (heads / kv_heads + 2) * head_dim, TensorSplit::column, true, false)
+        .linear(d, kv_heads * (heads / kv_heads + 2) * head_dim,
+                t > kv_heads ? TensorSplit::replicated : TensorSplit::column, true, false)
         .unsaved(3 * d / t)  // the rotated, repeated Q|K|V
         .attention(heads / t, T, head_dim, query.attention)
         .linear(d, d, TensorSplit::row, true, false)

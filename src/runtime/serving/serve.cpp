@@ -72,7 +72,7 @@ int kv_cache_blocks(const model::TrainerSpec& spec, const config::InferenceConfi
   if (most == 0) return 1 << 30;
   // A tensor rank caches the K and V of its 1/t of the heads: inference.kv_cache_mib is per tensor rank.
   const std::size_t per_block =
-      model::kv_block_bytes(most, model::kv_width(spec.model) / tensor_ranks, inference.block_tokens,
+      model::kv_block_bytes(most, model::kv_width(spec.model, tensor_ranks), inference.block_tokens,
                             kernels::stored_dtype<Scalar>(spec.stage.kernels.precision));
   const double budget = inference.kv_cache_mib * 1024.0 * 1024.0;
   const int blocks = static_cast<int>(budget / static_cast<double>(per_block));

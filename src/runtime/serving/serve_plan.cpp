@@ -124,7 +124,7 @@ ServePlan plan_serving(const config::RunConfig& config, const std::string& reque
   serving.costs = costs.description;
   serving.requests = trace.requests.size();
   serving.kv_blocks = kv_cache_blocks<float>(spec, config.inference, config.pipeline.tensor_parallel);
-  serving.kv_token_bytes = model::kv_block_bytes(1, model::kv_width(spec.model) / config.pipeline.tensor_parallel, 1,
+  serving.kv_token_bytes = model::kv_block_bytes(1, model::kv_width(spec.model, config.pipeline.tensor_parallel), 1,
                                                  kernels::stored_dtype<float>(spec.stage.kernels.precision));
   serving.limits = batch_limits(config.inference, serving.kv_blocks, spec.model.context, plan.spec.p);
   for (const std::string batching : {"request", "uniform"}) {

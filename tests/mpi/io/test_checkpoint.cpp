@@ -40,11 +40,14 @@ constexpr int steps_before_restart = 3;  // N
 // A tiny MLP, or a tiny transformer whose vocabulary t does not divide: it
 // is padded to 15 tokens at t = 1 and to 20 at t = 2; "tied": its LM head
 // tied to the token table (one matrix in the checkpoint); "llama": the Llama
-// family, 2 key/value groups of 2 query heads.
+// family, 2 key/value groups of 2 query heads; "llama-kv1": one group of 4,
+// whose projection every rank of t = 2 holds whole.
 std::string model_keys(const std::string& kind) {
-  if (kind == "llama") {
-    return "model.kind = \"llama\"\nmodel.vocab = 13\nmodel.vocab_divisible_by = 5\nmodel.context = 8\n"
-           "model.dim = 16\nmodel.heads = 4\nmodel.kv_heads = 2\nmodel.ffn_dim = 24\nmodel.layers = 2\n";
+  if (kind == "llama" || kind == "llama-kv1") {
+    return fmt::format(
+        "model.kind = \"llama\"\nmodel.vocab = 13\nmodel.vocab_divisible_by = 5\nmodel.context = 8\n"
+        "model.dim = 16\nmodel.heads = 4\nmodel.kv_heads = {}\nmodel.ffn_dim = 24\nmodel.layers = 2\n",
+        kind == "llama" ? 2 : 1);
   }
   if (kind == "tied") return model_keys("transformer") + "model.head_bias = false\nmodel.tie_embeddings = true\n";
   if (kind == "transformer") {
@@ -294,7 +297,7 @@ TEST_CASE("a distributed optimizer's checkpoint holds the whole state and restar
 
 TEST_CASE("a t = 2 checkpoint holds global tensors: it restarts on t = 1 and on t = 2", "[checkpoint][np4]") {
   // The transformer's padded vocabulary: the checkpoint holds its 13 tokens.
-  const std::string kind = GENERATE("mlp", "transformer", "tied", "llama");
+  const std::string kind = GENERATE("mlp", "transformer", "tied", "llama", "llama-kv1");
   INFO(kind);
   const std::string directory = scratch_directory();
   // t = 2 (p = 2, d = 1): N steps, a checkpoint, N more steps.

@@ -28,12 +28,17 @@ namespace {
 constexpr int vocab = 13;
 constexpr int context = 24;
 
-config::RunConfig deck(int p, const std::string& batching, int token_budget, double kv_cache_mib, int t = 1) {
+// A tiny transformer, or with `llama` a Llama whose 2 query heads share one
+// key/value head (at t = 2 both ranks hold and cache it).
+config::RunConfig deck(int p, const std::string& batching, int token_budget, double kv_cache_mib, int t = 1,
+                       bool llama = false) {
+  const std::string family = llama ? "model.kind = \"llama\"\nmodel.kv_heads = 1\nmodel.ffn_dim = 24\n"
+                                   : "model.kind = \"transformer\"\nmodel.mlp_ratio = 2\n";
   const std::string text =
-      fmt::format("pipeline.tensor_parallel = {}\n", t) +
+      fmt::format("pipeline.tensor_parallel = {}\n", t) + family +
       fmt::format(
-          "model.kind = \"transformer\"\nmodel.vocab = {}\nmodel.context = {}\nmodel.dim = 16\nmodel.heads = 2\n"
-          "model.layers = 4\nmodel.mlp_ratio = 2\nmodel.seed = 5\ntrain.global_batch = 4\ntrain.microbatch_size = 1\n"
+          "model.vocab = {}\nmodel.context = {}\nmodel.dim = 16\nmodel.heads = 2\n"
+          "model.layers = 4\nmodel.seed = 5\ntrain.global_batch = 4\ntrain.microbatch_size = 1\n"
           "pipeline.stages = {}\ninference.batching = \"{}\"\ninference.token_budget = {}\ninference.max_sequences = "
           "4\n"
           "inference.kv_cache_mib = {}\ninference.block_tokens = 4\nruntime.watchdog_seconds = 60\n",
@@ -85,7 +90,9 @@ double kv_cache_mib_for(const config::RunConfig& config, int blocks) {
   int most = 0;
   for (const auto& stage : spec.stages)
     most = std::max(most, static_cast<int>(model::decoder_blocks(spec.model, stage).size()));
-  return (blocks + 0.5) * static_cast<double>(model::kv_block_bytes(most, 16, 4, tensor::DType::float64)) / (1 << 20);
+  return (blocks + 0.5) *
+         static_cast<double>(model::kv_block_bytes(most, model::kv_width(spec.model), 4, tensor::DType::float64)) /
+         (1 << 20);
 }
 
 }  // namespace
@@ -146,20 +153,23 @@ TEST_CASE("a request that can never fit the KV cache is rejected and the others 
   CHECK(result.peak_kv_blocks <= 5);
 }
 
-TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the KV blocks",
+// Multi-head attention's ranks cache half the heads each, so the same MiB
+// holds twice the blocks; a Llama's ranks that share its one key/value head
+// each cache all of it.
+TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the KV blocks unless heads are shared",
           "[runtime][serve][np2][np4]") {
   const int world = comm::size_of(comm::world());
   const int p = world / 2;
   const auto trace = requests();
-  for (const double temperature : {0.0, 0.8}) {
-    INFO(fmt::format("p={} temperature={}", p, temperature));
+  for (const auto& [llama, temperature] : {std::pair{false, 0.0}, std::pair{false, 0.8}, std::pair{true, 0.0}}) {
+    INFO(fmt::format("p={} llama {} temperature={}", p, llama, temperature));
     // t = 1 on the first p ranks, then t = 2 on all: world rank 0 schedules both.
     std::vector<std::vector<int>> expected;
     int blocks = 0;
     MPI_Comm first;
     MPI_Comm_split(MPI_COMM_WORLD, comm::rank_of(comm::world()) < p ? 0 : MPI_UNDEFINED, 0, &first);
-    config::RunConfig config = deck(p, "uniform", 5, 1.0);
-    config = deck(p, "uniform", 5, kv_cache_mib_for(config, 8));
+    config::RunConfig config = deck(p, "uniform", 5, 1.0, 1, llama);
+    config = deck(p, "uniform", 5, kv_cache_mib_for(config, 8), 1, llama);
     config.inference.temperature = temperature;
     config.inference.seed = 7;
     if (first != MPI_COMM_NULL) {
@@ -169,7 +179,7 @@ TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the 
       blocks = result.kv_blocks;
       MPI_Comm_free(&first);
     }
-    config::RunConfig split = deck(p, "uniform", 5, config.inference.kv_cache_mib, 2);
+    config::RunConfig split = deck(p, "uniform", 5, config.inference.kv_cache_mib, 2, llama);
     split.inference.temperature = temperature;
     split.inference.seed = 7;
     runtime::Pipeline<double> pipeline(split, comm::world(), runtime::Mode::infer);
@@ -184,7 +194,11 @@ TEST_CASE("t = 2 serves the tokens of t = 1, greedy and sampled, with twice the 
       CHECK(result.requests[r].generated == expected[r]);
     }
     CHECK(blocks == 8);
-    CHECK(result.kv_blocks >= 2 * blocks);  // each tensor rank caches half the heads
+    if (llama) {
+      CHECK(result.kv_blocks == blocks);
+    } else {
+      CHECK(result.kv_blocks >= 2 * blocks);
+    }
     CHECK(result.peak_kv_blocks <= result.kv_blocks);
   }
 }

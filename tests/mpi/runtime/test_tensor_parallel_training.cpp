@@ -46,24 +46,27 @@ namespace {
 
 constexpr int steps = 5;
 constexpr int t = 2;
-// Relative difference allowed from the t = 1 reference after `steps` steps.
+// Relative difference allowed from the t = 1 reference after `steps` steps
+// (the Llama family's, issue 60's bound).
 constexpr double tolerance = 5e-5;
+constexpr double llama_tolerance = 1e-5;
 
 // The model keys of a tiny `kind`: every width tensor parallelism splits is
 // even. "tied": the transformer with its LM head tied to the token table;
-// "llama": the Llama family.
+// "llama": the Llama family; "llama-kv1": the same with one key/value head.
 std::string model_keys(const std::string& kind, const std::string& schedule) {
   if (kind == "tied") {
     return model_keys("transformer", schedule) + "model.head_bias = false\nmodel.tie_embeddings = true\n";
   }
-  if (kind == "llama") {
+  if (kind == "llama" || kind == "llama-kv1") {
     // Grouped-query attention: each tensor rank holds one of the 2 key/value
-    // groups of 2 query heads, and half the SwiGLU columns.
+    // groups of 2 query heads, and half the SwiGLU columns; with one group,
+    // the whole projection, and attends with 2 of the 4 query heads that share it.
     return fmt::format(
         "model.kind = \"llama\"\nmodel.vocab = 13\nmodel.vocab_divisible_by = 5\nmodel.context = 8\n"
-        "model.dim = 16\nmodel.heads = 4\nmodel.kv_heads = 2\nmodel.ffn_dim = 24\nmodel.layers = 2\n"
+        "model.dim = 16\nmodel.heads = 4\nmodel.kv_heads = {}\nmodel.ffn_dim = 24\nmodel.layers = 2\n"
         "compute.attention = \"{}\"\n",
-        schedule == "interleaved" ? "fused" : "gemm");
+        kind == "llama" ? 2 : 1, schedule == "interleaved" ? "fused" : "gemm");
   }
   if (kind != "transformer") {
     return fmt::format(
@@ -142,7 +145,7 @@ double largest_difference(const std::map<std::string, std::vector<float>>& actua
 
 TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
-  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied", "llama"}) {
+  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied", "llama", "llama-kv1"}) {
     for (const std::string schedule : {"1f1b", "interleaved", "zb-v", "v-half", "v-min"}) {
       // A V puts the first and the last stage on rank 0: the tied sum stays there.
       if (test::chunks_for(schedule) == 2 && schedule != "interleaved" && kind != "tied") continue;
@@ -169,7 +172,7 @@ TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime]
         messages.push_back(pipeline.transport().messages_sent());
         const double difference = largest_difference(weights.back(), by_name(reference.parameters()));
         CHECK(difference > 0.0);  // the tensor group does add in another order
-        CHECK(difference < tolerance);
+        CHECK(difference < (kind.rfind("llama", 0) == 0 ? llama_tolerance : tolerance));
       }
       INFO(fmt::format("{} {} rank {}: sequence parallelism on vs off", kind, schedule, comm::rank_of(comm::world())));
       CHECK(largest_difference(weights[1], weights[0]) < 1e-5);

@@ -85,6 +85,60 @@ TEST_CASE("rotary QKV in serving rotates each token by the position it is given"
   }
 }
 
+// Ranks sharing key/value heads (t > kv_heads) each take a range of query
+// heads: the whole output's heads, and input gradients that add up to the
+// whole one's.
+TEST_CASE("rotary QKV over a range of query heads is that part of the whole", "[kernels][rotary]") {
+  const RotaryShape whole{3, 2, 3, 4};
+  const int rows = 2 * whole.tokens, hd = whole.head_dim, heads = whole.heads();
+  const auto X = random_matrix(rows, whole.grouped_width(), 4);
+  const auto dY = random_matrix(rows, whole.output_width(), 5);
+  auto cos = uninitialized_matrix<double>("test::cos", whole.tokens, hd / 2);
+  auto sin = uninitialized_matrix<double>("test::sin", whole.tokens, hd / 2);
+  rotary_tables(ExecutionSpace(), hd, 10000.0, cos, sin);
+  auto Y = uninitialized_matrix<double>("test::y", rows, whole.output_width());
+  rotary_qkv_forward(ExecutionSpace(), whole, X, cos, sin, {}, Y);
+  auto dX = uninitialized_matrix<double>("test::dx", rows, whole.grouped_width());
+  rotary_qkv_backward(ExecutionSpace(), whole, dY, cos, sin, dX);
+  const auto y = to_host<double>(Y), dy = to_host<double>(dY), dx = to_host<double>(dX);
+  std::vector<double> dx_sum(dx.size(), 0.0);
+  // Three ranks of 2 query heads; the second's span both groups.
+  for (int first : {0, 2, 4}) {
+    RotaryShape part = whole;
+    part.first_query = first;
+    part.queries = 2;
+    const int cols = part.output_width();
+    auto Y_part = uninitialized_matrix<double>("test::y_part", rows, cols);
+    rotary_qkv_forward(ExecutionSpace(), part, X, cos, sin, {}, Y_part);
+    const auto y_part = to_host<double>(Y_part);
+    // The part's output gradient: the whole one's columns of its heads.
+    std::vector<double> dy_part(static_cast<std::size_t>(rows) * cols);
+    for (int r = 0; r < rows; ++r) {
+      for (int block = 0; block < 3; ++block) {  // Q, K, V
+        for (int q = 0; q < 2; ++q) {
+          for (int i = 0; i < hd; ++i) {
+            const int to = r * cols + (block * 2 + q) * hd + i;
+            const int from = r * whole.output_width() + (block * heads + first + q) * hd + i;
+            INFO("first " << first << ", row " << r << ", block " << block << ", head " << q);
+            CHECK(y_part[to] == y[from]);
+            dy_part[to] = dy[from];
+          }
+        }
+      }
+    }
+    auto dY_part = uninitialized_matrix<double>("test::dy_part", rows, cols);
+    from_host<double>(dy_part, dY_part);
+    auto dX_part = uninitialized_matrix<double>("test::dx_part", rows, whole.grouped_width());
+    rotary_qkv_backward(ExecutionSpace(), part, dY_part, cos, sin, dX_part);
+    const auto dx_part = to_host<double>(dX_part);
+    for (std::size_t i = 0; i < dx_sum.size(); ++i) dx_sum[i] += dx_part[i];
+  }
+  for (std::size_t i = 0; i < dx.size(); ++i) {
+    INFO("input gradient entry " << i);
+    CHECK(dx_sum[i] == Approx(dx[i]).epsilon(1e-14).margin(1e-15));
+  }
+}
+
 TEST_CASE("SwiGLU is silu of the gate half times the up half", "[kernels][swiglu]") {
   const int rows = 3, n = 37;
   const auto X = random_matrix(rows, 2 * n, 3);
