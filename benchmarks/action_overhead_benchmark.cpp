@@ -19,7 +19,7 @@
 #include "deck_benchmark_main.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 #include "kpipe/schedule/action.hpp"
 
 using namespace kpipe;

@@ -12,8 +12,8 @@
 #include "deck_benchmark_main.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/trainer.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 #include "kpipe/tensor/allocation_counter.hpp"
 #include "kpipe/tensor/compat.hpp"
 

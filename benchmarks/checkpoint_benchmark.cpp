@@ -34,7 +34,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/io/uncached_file.hpp"
-#include "kpipe/runtime/checkpoint_ranks.hpp"
+#include "kpipe/runtime/persistence/checkpoint_ranks.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 using namespace kpipe;

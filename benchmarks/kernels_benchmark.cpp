@@ -109,7 +109,7 @@ BENCHMARK(BM_gemm_vendor)->Apply(gemm_shapes)->Apply(forward_shapes)->UseRealTim
 // One host thread's share of a pass through the quickstart's hidden layers:
 // Y = X W over `layers` distinct 256 x 256 weights, at a microbatch's 16 rows
 // (a rank that holds the layers) and at 8 (a row part of a rank of two
-// threads, model/sequential.cpp). Arguments: rows, width, layers. The
+// threads, model/layers/sequential.cpp). Arguments: rows, width, layers. The
 // weights of five layers (1.25 MiB) outgrow a Zen core's L2, so each pass
 // streams them in; 8 rows do half the FLOPs on the same bytes
 // (docs/performance-log.md, "Eight rows a thread").

@@ -14,9 +14,9 @@
 
 #include "deck_benchmark_main.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/trainer.hpp"
-#include "kpipe/runtime/pipeline.hpp"
-#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
+#include "kpipe/runtime/measurement/timeline.hpp"
 
 using namespace kpipe;
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "kpipe/core/error.hpp"
-#include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/runtime/tuning/memory_estimate.hpp"
 #include "kpipe/schedule/generate.hpp"
 #include "kpipe/schedule/render.hpp"
 #include "kpipe/schedule/simulate.hpp"

@@ -3,7 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/trainer.hpp"
+#include "kpipe/model/training/trainer.hpp"
 
 namespace {
 

@@ -24,10 +24,10 @@
 
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/trainer.hpp"
-#include "kpipe/runtime/data_source_kind.hpp"
-#include "kpipe/runtime/dataset_source.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/data/data_source_kind.hpp"
+#include "kpipe/runtime/data/dataset_source.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "commands.hpp"
-#include "kpipe/runtime/microbatch_sweep.hpp"
+#include "kpipe/runtime/tuning/microbatch_sweep.hpp"
 
 namespace kpipe::app {
 

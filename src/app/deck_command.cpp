@@ -5,7 +5,7 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/runtime/run_prediction.hpp"
+#include "kpipe/runtime/tuning/run_prediction.hpp"
 
 namespace kpipe::app {
 

@@ -15,9 +15,9 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
+#include "kpipe/runtime/data/token_source.hpp"
 #include "kpipe/runtime/serving/generation.hpp"
 #include "kpipe/runtime/serving/serve.hpp"
-#include "kpipe/runtime/token_source.hpp"
 #include "kpipe/runtime/training.hpp"
 
 namespace kpipe::app {

@@ -2,7 +2,7 @@
 // language model's checkpoint as Hugging Face's (config.json and
 // model.safetensors, which transformers' GPT2LMHeadModel or
 // LlamaForCausalLM.from_pretrained loads), and back into a kpipe checkpoint
-// any layout restarts from (runtime/hf_format.hpp, docs/formats.md).
+// any layout restarts from (runtime/interop/hf_format.hpp, docs/formats.md).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -14,7 +14,7 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/runtime/hf_format.hpp"
+#include "kpipe/runtime/interop/hf_format.hpp"
 
 namespace kpipe::app {
 

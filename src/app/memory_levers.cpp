@@ -7,8 +7,8 @@
 
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/runtime/memory_estimate.hpp"
-#include "kpipe/runtime/tuning.hpp"
+#include "kpipe/runtime/tuning/memory_estimate.hpp"
+#include "kpipe/runtime/tuning/tuning.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 

@@ -22,11 +22,11 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/runtime/cost_file.hpp"
-#include "kpipe/runtime/memory_estimate.hpp"
-#include "kpipe/runtime/run_prediction.hpp"
-#include "kpipe/runtime/throughput.hpp"
-#include "kpipe/runtime/traffic_report.hpp"
+#include "kpipe/runtime/measurement/cost_file.hpp"
+#include "kpipe/runtime/measurement/throughput.hpp"
+#include "kpipe/runtime/tuning/memory_estimate.hpp"
+#include "kpipe/runtime/tuning/run_prediction.hpp"
+#include "kpipe/runtime/tuning/traffic_report.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "kpipe/schedule/render.hpp"
@@ -157,7 +157,7 @@ void print_calibrated(const std::string& path, const schedule::CostFit& fit, con
   log::info("{}", bubble_line(fmt::format("bubble, calibrated ({} draws):", step.simulations).c_str(), step.bubble));
 }
 
-// The calibrated step's model FLOP/s (runtime/throughput.hpp), on all the deck's ranks.
+// The calibrated step's model FLOP/s (runtime/measurement/throughput.hpp), on all the deck's ranks.
 runtime::Throughput predicted_throughput(const config::RunConfig& config, double step_seconds) {
   const config::PipelineConfig& shape = config.pipeline;
   return runtime::throughput(model::ModelSpec::from_config(config.model), config.train.global_batch,

@@ -15,10 +15,10 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
+#include "kpipe/runtime/data/token_source.hpp"
 #include "kpipe/runtime/serving/request_trace.hpp"
 #include "kpipe/runtime/serving/serve.hpp"
 #include "kpipe/runtime/serving/serve_prediction.hpp"
-#include "kpipe/runtime/token_source.hpp"
 #include "kpipe/runtime/training.hpp"
 #include "kpipe/schedule/render.hpp"
 

@@ -19,9 +19,9 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/runtime/microbatch_sweep.hpp"
-#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/runtime/measurement/timeline.hpp"
 #include "kpipe/runtime/training.hpp"
+#include "kpipe/runtime/tuning/microbatch_sweep.hpp"
 #include "kpipe/schedule/calibration.hpp"
 #include "kpipe/schedule/registry.hpp"
 

@@ -14,7 +14,7 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
 #include "kpipe/core/strings.hpp"
-#include "kpipe/runtime/profile_timelines.hpp"
+#include "kpipe/runtime/measurement/profile_timelines.hpp"
 #include "kpipe/schedule/render.hpp"
 
 namespace kpipe::app {

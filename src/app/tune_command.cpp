@@ -32,10 +32,10 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/core/output_file.hpp"
-#include "kpipe/runtime/cost_file.hpp"
-#include "kpipe/runtime/memory_estimate.hpp"
-#include "kpipe/runtime/microbatch_sweep.hpp"
-#include "kpipe/runtime/tuning.hpp"
+#include "kpipe/runtime/measurement/cost_file.hpp"
+#include "kpipe/runtime/tuning/memory_estimate.hpp"
+#include "kpipe/runtime/tuning/microbatch_sweep.hpp"
+#include "kpipe/runtime/tuning/tuning.hpp"
 #include "kpipe/schedule/registry.hpp"
 
 namespace kpipe::app {

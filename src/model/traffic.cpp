@@ -2,7 +2,7 @@
 
 #include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/layer_kind.hpp"
-#include "kpipe/model/trainer.hpp"
+#include "kpipe/model/training/trainer.hpp"
 
 namespace kpipe::model {
 

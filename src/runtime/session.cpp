@@ -8,9 +8,9 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/output_file.hpp"
-#include "kpipe/runtime/checkpoint.hpp"
 #include "kpipe/runtime/environment.hpp"
-#include "kpipe/runtime/loss_head.hpp"
+#include "kpipe/runtime/execution/loss_head.hpp"
+#include "kpipe/runtime/persistence/checkpoint.hpp"
 #include "kpipe/runtime/training.hpp"
 
 namespace kpipe::runtime {

@@ -18,9 +18,9 @@
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/precision.hpp"
 #include "kpipe/kernels/vector_isa.hpp"
-#include "kpipe/runtime/checkpoint.hpp"
-#include "kpipe/runtime/run_report.hpp"
-#include "kpipe/runtime/thread_check.hpp"
+#include "kpipe/runtime/execution/thread_check.hpp"
+#include "kpipe/runtime/measurement/run_report.hpp"
+#include "kpipe/runtime/persistence/checkpoint.hpp"
 #include "kpipe/tensor/compat.hpp"
 #include "kpipe/tensor/float_environment.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "generators.hpp"
+#include "generators/generators.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/strings.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "execution.hpp"
 #include "kpipe/core/error.hpp"
+#include "simulation/execution.hpp"
 
 namespace kpipe::schedule {
 

@@ -19,8 +19,11 @@
 #    outside its registry (src/config/model_family.cpp, src/config/families)
 #    compares model.kind with a family's name or looks one up by name; the
 #    rest asks the family (token_sequences, layers, split_widths) or a
-#    registry keyed by it (runtime/hf_format.hpp).
-# Usage: cmake -DROOT=<tree with src/ and include/> -P layering.cmake
+#    registry keyed by it (runtime/interop/hf_format.hpp);
+#  * halls have rooms: no folder of src/ or include/kpipe holds more than
+#    MAX_FOLDER_FILES (20) files at its top level; one that grows past it
+#    is split into sub-folders by job (docs/architecture.md, "Rooms").
+# Usage: cmake -DROOT=<tree with src/ and include/> [-DMAX_FOLDER_FILES=n] -P layering.cmake
 # Fails (non-zero exit) listing every offending file:line.
 cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 if(NOT ROOT)
@@ -121,9 +124,31 @@ list(FILTER sources EXCLUDE REGEX "^${ROOT}/src/config/(families/|model_family\\
 scan("${sources}" "kind *[!=]= *\"|family(\\(\\))?(->|\\.)name *[!=]=|model_family\\(\""
      "a per-family test belongs in the model family's own file (model_family.hpp)")
 
+if(NOT MAX_FOLDER_FILES)
+  set(MAX_FOLDER_FILES 20)
+endif()
+file(GLOB_RECURSE entries LIST_DIRECTORIES true "${ROOT}/src/*" "${ROOT}/include/kpipe/*")
+set(folders "${ROOT}/src" "${ROOT}/include/kpipe")
+foreach(entry IN LISTS entries)
+  if(IS_DIRECTORY "${entry}")
+    list(APPEND folders "${entry}")
+  endif()
+endforeach()
+foreach(folder IN LISTS folders)
+  file(GLOB files LIST_DIRECTORIES false "${folder}/*")
+  list(LENGTH files n)
+  if(n GREATER MAX_FOLDER_FILES)
+    file(RELATIVE_PATH relative "${ROOT}" "${folder}")
+    math(EXPR count "${count} + 1")
+    string(APPEND violations "\n  ${relative}/: ${n} files at its top level, more than ${MAX_FOLDER_FILES}: split it into "
+                             "rooms by job (docs/architecture.md, \"Rooms\")")
+  endif()
+endforeach()
+
 if(count GREATER 0)
   message(FATAL_ERROR "${count} layering violation(s):${violations}")
 endif()
 message(STATUS "layering: every module uses only the modules the table allows; model, schedule, kernels and "
                "runtime never see the deck; MPI stays in comm and io (a communicator only), HDF5 in io; "
-               "no per-kind test of layers or model families outside their registries")
+               "no per-kind test of layers or model families outside their registries; no folder holds more than "
+               "${MAX_FOLDER_FILES} files")

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz_target.hpp"
-#include "kpipe/runtime/cost_file.hpp"
+#include "kpipe/runtime/measurement/cost_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = kpipe::fuzz::scratch_file(data, size, "profile.h5");

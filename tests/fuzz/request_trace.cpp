@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fuzz_target.hpp"
-#include "kpipe/model/vocabulary.hpp"
+#include "kpipe/model/data/vocabulary.hpp"
 #include "kpipe/runtime/serving/request_trace.hpp"
 
 namespace {

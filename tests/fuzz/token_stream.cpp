@@ -6,7 +6,7 @@
 
 #include "fuzz_target.hpp"
 #include "kpipe/io/token_stream.hpp"
-#include "kpipe/model/vocabulary.hpp"
+#include "kpipe/model/data/vocabulary.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = kpipe::fuzz::scratch_file(data, size, "tokens.h5");

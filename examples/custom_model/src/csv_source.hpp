@@ -5,7 +5,7 @@
 // The sample at (step, position) is row (step·B + position) mod N of the
 // split: a pure function, so any rank fills any microbatch alike.
 
-#include "kpipe/runtime/data_source_kind.hpp"
+#include "kpipe/runtime/data/data_source_kind.hpp"
 
 namespace custom {
 

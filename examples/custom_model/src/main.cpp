@@ -4,7 +4,7 @@
 #include "kpipe/app/main.hpp"
 #include "csv_source.hpp"
 #include "kpipe/model/layer_kind.hpp"
-#include "kpipe/runtime/data_source_kind.hpp"
+#include "kpipe/runtime/data/data_source_kind.hpp"
 #include "kpipe/schedule/registry.hpp"
 #include "reserve_schedule.hpp"
 #include "swiglu.hpp"

@@ -1,10 +1,10 @@
 #include "swiglu.hpp"
 
 #include "kpipe/kernels/precision.hpp"
-#include "kpipe/model/layer_norm_layer.hpp"
-#include "kpipe/model/linear.hpp"
-#include "kpipe/model/residual.hpp"
-#include "kpipe/model/sequential.hpp"
+#include "kpipe/model/layers/layer_norm_layer.hpp"
+#include "kpipe/model/layers/linear.hpp"
+#include "kpipe/model/layers/residual.hpp"
+#include "kpipe/model/layers/sequential.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 namespace custom {

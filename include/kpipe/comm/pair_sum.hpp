@@ -1,6 +1,6 @@
 #pragma once
 // The sum of one tensor held by exactly two ranks (a tied matrix's gradient:
-// the first and the last pipeline stage, runtime/gradient_sync.hpp), in
+// the first and the last pipeline stage, runtime/execution/gradient_sync.hpp), in
 // place on both. An all-reduce of N bytes would have MPI hold another N
 // bytes for the moment (Open MPI's in-place algorithms copy the whole
 // message: 154 MB for GPT-2's token table); the two ranks instead swap the

@@ -201,7 +201,7 @@ struct TrainConfig {
 
 // data.*
 struct DataConfig {
-  // A registered data source (runtime/data_source_kind.hpp): kpipe's own
+  // A registered data source (runtime/data/data_source_kind.hpp): kpipe's own
   // synthetic, hdf5 and text, or a project's.
   std::string source = "synthetic";
   std::string path;  // what the source reads: the HDF5 dataset (hdf5), UTF-8 text (text)

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "kpipe/kernels/attention.hpp"
-#include "kpipe/model/tensor_split.hpp"
+#include "kpipe/model/layers/tensor_split.hpp"
 
 namespace kpipe::model {
 

@@ -16,11 +16,11 @@
 #include "kpipe/model/footprint.hpp"
 #include "kpipe/model/kernel_choice.hpp"
 #include "kpipe/model/layer.hpp"
-#include "kpipe/model/linear.hpp"
+#include "kpipe/model/layers/linear.hpp"
+#include "kpipe/model/layers/tensor_split.hpp"
+#include "kpipe/model/layers/weight_init.hpp"
 #include "kpipe/model/partition.hpp"
 #include "kpipe/model/spec.hpp"
-#include "kpipe/model/tensor_split.hpp"
-#include "kpipe/model/weight_init.hpp"
 
 namespace kpipe::model {
 

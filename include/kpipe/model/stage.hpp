@@ -30,8 +30,8 @@
 #include "kpipe/model/kernel_choice.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/layer.hpp"
+#include "kpipe/model/layers/sequential.hpp"
 #include "kpipe/model/partition.hpp"
-#include "kpipe/model/sequential.hpp"
 #include "kpipe/model/spec.hpp"
 #include "kpipe/model/stash_store.hpp"
 

@@ -19,11 +19,11 @@
 #include <string>
 
 #include "kpipe/config/run_config.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
+#include "kpipe/runtime/execution/step_ledger.hpp"
+#include "kpipe/runtime/measurement/run_report.hpp"
+#include "kpipe/runtime/measurement/throughput.hpp"
 #include "kpipe/runtime/preemption.hpp"
-#include "kpipe/runtime/run_report.hpp"
-#include "kpipe/runtime/step_ledger.hpp"
-#include "kpipe/runtime/throughput.hpp"
 
 namespace kpipe::runtime {
 

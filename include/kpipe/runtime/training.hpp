@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "kpipe/config/run_config.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 
 namespace kpipe::runtime {
 

@@ -1,7 +1,7 @@
 // "decoder_block": a pre-LayerNorm transformer block on rows x (T·dim)
 // (make_decoder_block): heads and MLP columns split over the tensor group.
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/model/layers/transformer_layers.hpp"
 
 namespace kpipe::model::detail {
 

@@ -1,7 +1,7 @@
 // "embedding": a transformer's token and position tables (TokenEmbedding),
 // vocabulary-parallel over the tensor group.
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/model/layers/transformer_layers.hpp"
 
 namespace kpipe::model::detail {
 

@@ -2,8 +2,8 @@
 // an MLP. It pairs like "linear"; the activation follows the Linear's share
 // of the output (its columns when column-parallel).
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/activation_layer.hpp"
-#include "kpipe/model/sequential.hpp"
+#include "kpipe/model/layers/activation_layer.hpp"
+#include "kpipe/model/layers/sequential.hpp"
 
 namespace kpipe::model::detail {
 

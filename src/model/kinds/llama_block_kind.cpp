@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/model/layers/transformer_layers.hpp"
 
 namespace kpipe::model::detail {
 

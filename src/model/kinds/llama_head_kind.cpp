@@ -1,7 +1,7 @@
 // "llama_head": the final RMSNorm and the LM projection without bias
 // (make_llama_head), column-parallel over the vocabulary.
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/model/layers/transformer_layers.hpp"
 
 namespace kpipe::model::detail {
 

@@ -1,7 +1,7 @@
 // "lm_head": a transformer's final LayerNorm and LM projection (make_lm_head),
 // column-parallel over the vocabulary.
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/model/layers/transformer_layers.hpp"
 
 namespace kpipe::model::detail {
 

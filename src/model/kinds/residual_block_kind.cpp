@@ -2,10 +2,10 @@
 // It splits its own pair: fc1 column-, fc2 row-parallel, so the branch's
 // output is whole again before the sum.
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/activation_layer.hpp"
-#include "kpipe/model/layer_norm_layer.hpp"
-#include "kpipe/model/residual.hpp"
-#include "kpipe/model/sequential.hpp"
+#include "kpipe/model/layers/activation_layer.hpp"
+#include "kpipe/model/layers/layer_norm_layer.hpp"
+#include "kpipe/model/layers/residual.hpp"
+#include "kpipe/model/layers/sequential.hpp"
 
 namespace kpipe::model::detail {
 

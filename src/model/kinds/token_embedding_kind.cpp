@@ -1,7 +1,7 @@
 // "token_embedding": the token table alone (TokenEmbedding without learned
 // positions), for models whose attention rotates by position (llama).
 #include "builtin_layer_kinds.hpp"
-#include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/model/layers/transformer_layers.hpp"
 
 namespace kpipe::model::detail {
 

@@ -19,7 +19,7 @@
 #include "kpipe/kernels/random.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
-#include "kpipe/runtime/grid_collectives.hpp"
+#include "kpipe/runtime/execution/grid_collectives.hpp"
 #include "kpipe/runtime/serving/generation.hpp"
 #include "kpipe/runtime/serving/serve_scheduler.hpp"
 

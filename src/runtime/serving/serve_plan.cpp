@@ -11,11 +11,11 @@
 #include "kpipe/core/strings.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/layer_kind.hpp"
-#include "kpipe/model/trainer.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/data/token_source.hpp"
 #include "kpipe/runtime/serving/request_trace.hpp"
 #include "kpipe/runtime/serving/serve.hpp"
 #include "kpipe/runtime/serving/serve_replay.hpp"
-#include "kpipe/runtime/token_source.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 namespace kpipe::runtime {

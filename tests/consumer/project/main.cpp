@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 #include "kpipe/tensor/compat.hpp"
 
 int main(int argc, char** argv) {

@@ -24,10 +24,10 @@
 #include "kpipe/io/checkpoint.hpp"
 #include "kpipe/io/hdf5.hpp"
 #include "kpipe/model/tensor_parallel.hpp"
-#include "kpipe/runtime/checkpoint.hpp"
-#include "kpipe/runtime/checkpoint_ranks.hpp"
-#include "kpipe/runtime/grid_collectives.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/grid_collectives.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
+#include "kpipe/runtime/persistence/checkpoint.hpp"
+#include "kpipe/runtime/persistence/checkpoint_ranks.hpp"
 
 using namespace kpipe;
 

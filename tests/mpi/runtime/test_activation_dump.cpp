@@ -16,8 +16,8 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/io/hdf5.hpp"
-#include "kpipe/model/trainer.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 
 using namespace kpipe;
 

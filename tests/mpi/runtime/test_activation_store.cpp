@@ -16,8 +16,8 @@
 
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/trainer.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 
 using namespace kpipe;
 

@@ -1,5 +1,5 @@
 // The calibration `kpipe run` fits the simulator with leaves out the steps
-// disturbed from outside the run (runtime/disturbed_steps.hpp): told to leave
+// disturbed from outside the run (runtime/measurement/disturbed_steps.hpp): told to leave
 // one out, it is the calibration of the run without that step, bitwise,
 // where one action of it stretched by a stall shows in the calibration that
 // keeps it.
@@ -13,8 +13,8 @@
 #include "catch.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/runtime/calibration_recorder.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
+#include "kpipe/runtime/measurement/calibration_recorder.hpp"
 #include "kpipe/schedule/calibration.hpp"
 
 using namespace kpipe;

@@ -20,9 +20,9 @@
 #include "catch.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/trainer.hpp"
-#include "kpipe/runtime/pipeline.hpp"
-#include "kpipe/runtime/traffic_report.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
+#include "kpipe/runtime/tuning/traffic_report.hpp"
 #include "schedule_chunks.hpp"
 
 using namespace kpipe;

@@ -18,10 +18,10 @@
 #include "kpipe/comm/agreement.hpp"
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/synthetic.hpp"
-#include "kpipe/model/trainer.hpp"
-#include "kpipe/runtime/data_source_kind.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/model/data/synthetic.hpp"
+#include "kpipe/model/training/trainer.hpp"
+#include "kpipe/runtime/data/data_source_kind.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 #include "schedule_chunks.hpp"
 
 using namespace kpipe;

@@ -18,7 +18,7 @@
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/stage.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 #include "kpipe/runtime/serving/serve.hpp"
 
 using namespace kpipe;

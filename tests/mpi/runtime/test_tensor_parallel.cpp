@@ -13,8 +13,8 @@
 #include "kpipe/comm/process_grid.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/loss.hpp"
-#include "kpipe/model/loss.hpp"
-#include "kpipe/runtime/grid_collectives.hpp"
+#include "kpipe/model/training/loss.hpp"
+#include "kpipe/runtime/execution/grid_collectives.hpp"
 #include "relative_error.hpp"
 
 using namespace kpipe;

@@ -11,7 +11,7 @@
 #include "catch.hpp"
 #include "gradient_check.hpp"
 #include "kpipe/model/stage.hpp"
-#include "kpipe/model/trainer.hpp"
+#include "kpipe/model/training/trainer.hpp"
 #include "kpipe/tensor/allocation_counter.hpp"
 #include "test_models.hpp"
 

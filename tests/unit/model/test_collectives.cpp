@@ -4,8 +4,8 @@
 #include "gradient_check.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/kernels/loss.hpp"
-#include "kpipe/model/loss.hpp"
 #include "kpipe/model/stage.hpp"
+#include "kpipe/model/training/loss.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

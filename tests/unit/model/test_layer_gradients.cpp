@@ -5,14 +5,14 @@
 
 #include "catch.hpp"
 #include "gradient_check.hpp"
-#include "kpipe/model/activation_layer.hpp"
 #include "kpipe/model/layer_kind.hpp"
-#include "kpipe/model/layer_norm_layer.hpp"
-#include "kpipe/model/linear.hpp"
-#include "kpipe/model/loss.hpp"
-#include "kpipe/model/rotary_qkv.hpp"
+#include "kpipe/model/layers/activation_layer.hpp"
+#include "kpipe/model/layers/layer_norm_layer.hpp"
+#include "kpipe/model/layers/linear.hpp"
+#include "kpipe/model/layers/rotary_qkv.hpp"
+#include "kpipe/model/layers/swiglu_layer.hpp"
 #include "kpipe/model/stage.hpp"
-#include "kpipe/model/swiglu_layer.hpp"
+#include "kpipe/model/training/loss.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

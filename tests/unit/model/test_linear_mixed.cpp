@@ -18,7 +18,7 @@
 #include "gradient_check.hpp"
 #include "input_error.hpp"
 #include "kpipe/model/collectives.hpp"
-#include "kpipe/model/linear.hpp"
+#include "kpipe/model/layers/linear.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

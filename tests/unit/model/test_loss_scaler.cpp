@@ -9,7 +9,7 @@
 
 #include "catch.hpp"
 #include "input_error.hpp"
-#include "kpipe/model/loss_scaler.hpp"
+#include "kpipe/model/training/loss_scaler.hpp"
 
 using kpipe::config::LossScaleConfig;
 using kpipe::model::LossScaler;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/model/optimizer.hpp"
+#include "kpipe/model/training/optimizer.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

@@ -10,14 +10,14 @@
 
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/model/activation_layer.hpp"
 #include "kpipe/model/layer_kind.hpp"
-#include "kpipe/model/layer_norm_layer.hpp"
-#include "kpipe/model/linear.hpp"
+#include "kpipe/model/layers/activation_layer.hpp"
+#include "kpipe/model/layers/layer_norm_layer.hpp"
+#include "kpipe/model/layers/linear.hpp"
+#include "kpipe/model/layers/residual.hpp"
+#include "kpipe/model/layers/sequential.hpp"
 #include "kpipe/model/memory.hpp"
-#include "kpipe/model/residual.hpp"
-#include "kpipe/model/sequential.hpp"
-#include "kpipe/model/trainer.hpp"
+#include "kpipe/model/training/trainer.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

@@ -13,10 +13,10 @@
 #include "catch.hpp"
 #include "gradient_check.hpp"
 #include "kpipe/kernels/random.hpp"
-#include "kpipe/model/activation_layer.hpp"
-#include "kpipe/model/layer_norm_layer.hpp"
-#include "kpipe/model/linear.hpp"
-#include "kpipe/model/sequential.hpp"
+#include "kpipe/model/layers/activation_layer.hpp"
+#include "kpipe/model/layers/layer_norm_layer.hpp"
+#include "kpipe/model/layers/linear.hpp"
+#include "kpipe/model/layers/sequential.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

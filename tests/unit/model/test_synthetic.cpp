@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/model/synthetic.hpp"
+#include "kpipe/model/data/synthetic.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/model/markov_tokens.hpp"
-#include "kpipe/model/token_stream.hpp"
+#include "kpipe/model/data/markov_tokens.hpp"
+#include "kpipe/model/data/token_stream.hpp"
 #include "kpipe/tensor/allocation_counter.hpp"
 
 using namespace kpipe;

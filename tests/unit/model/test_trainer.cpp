@@ -9,7 +9,7 @@
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/model/trainer.hpp"
+#include "kpipe/model/training/trainer.hpp"
 #include "random_matrix.hpp"
 
 using namespace kpipe;

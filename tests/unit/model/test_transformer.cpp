@@ -11,11 +11,11 @@
 #include "catch.hpp"
 #include "gradient_check.hpp"
 #include "kpipe/model/layer_kind.hpp"
-#include "kpipe/model/loss.hpp"
+#include "kpipe/model/layers/transformer_layers.hpp"
 #include "kpipe/model/memory.hpp"
-#include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
-#include "kpipe/model/transformer_layers.hpp"
+#include "kpipe/model/training/loss.hpp"
+#include "kpipe/model/training/optimizer.hpp"
 #include "test_models.hpp"
 
 using namespace kpipe;

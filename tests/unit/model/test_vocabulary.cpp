@@ -7,7 +7,7 @@
 #include "catch.hpp"
 #include "input_error.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/model/vocabulary.hpp"
+#include "kpipe/model/data/vocabulary.hpp"
 
 using namespace kpipe;
 using kpipe::test::input_error_of;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/runtime/data_feed.hpp"
+#include "kpipe/runtime/data/data_feed.hpp"
 
 using namespace kpipe;
 

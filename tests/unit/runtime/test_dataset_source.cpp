@@ -14,8 +14,8 @@
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/runtime/data_source_kind.hpp"
-#include "kpipe/runtime/dataset_source.hpp"
+#include "kpipe/runtime/data/data_source_kind.hpp"
+#include "kpipe/runtime/data/dataset_source.hpp"
 #include "tiny_dataset.hpp"
 
 using namespace kpipe;

@@ -1,4 +1,4 @@
-#include "kpipe/runtime/disturbed_steps.hpp"
+#include "kpipe/runtime/measurement/disturbed_steps.hpp"
 
 #include <vector>
 

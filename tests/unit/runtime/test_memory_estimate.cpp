@@ -15,9 +15,9 @@
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
-#include "kpipe/model/optimizer.hpp"
 #include "kpipe/model/stage.hpp"
-#include "kpipe/runtime/memory_estimate.hpp"
+#include "kpipe/model/training/optimizer.hpp"
+#include "kpipe/runtime/tuning/memory_estimate.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 #include "random_matrix.hpp"
 

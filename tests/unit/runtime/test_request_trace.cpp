@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "kpipe/model/vocabulary.hpp"
+#include "kpipe/model/data/vocabulary.hpp"
 #include "kpipe/runtime/serving/request_trace.hpp"
 
 using namespace kpipe;

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "catch.hpp"
+#include "kpipe/runtime/data/token_source.hpp"
 #include "kpipe/runtime/serving/request_trace.hpp"
 #include "kpipe/runtime/serving/serve_replay.hpp"
-#include "kpipe/runtime/token_source.hpp"
 
 using namespace kpipe;
 

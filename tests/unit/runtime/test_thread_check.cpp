@@ -1,4 +1,4 @@
-#include "kpipe/runtime/thread_check.hpp"
+#include "kpipe/runtime/execution/thread_check.hpp"
 
 #include <sched.h>
 

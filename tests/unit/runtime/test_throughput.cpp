@@ -6,7 +6,7 @@
 
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
-#include "kpipe/runtime/throughput.hpp"
+#include "kpipe/runtime/measurement/throughput.hpp"
 
 using namespace kpipe;
 

@@ -1,4 +1,4 @@
-#include "kpipe/runtime/timed_choice.hpp"
+#include "kpipe/runtime/execution/timed_choice.hpp"
 
 #include <functional>
 #include <stdexcept>

@@ -2,7 +2,7 @@
 // simulated step: without a barrier a rank's period holds its optimizer step,
 // which is its own work and not idle, so steps that follow each other at the
 // makespan plus the update have the makespan's bubble.
-#include "kpipe/runtime/timeline.hpp"
+#include "kpipe/runtime/measurement/timeline.hpp"
 
 #include <vector>
 

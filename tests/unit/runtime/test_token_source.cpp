@@ -17,10 +17,10 @@
 #include "kpipe/core/error.hpp"
 #include "kpipe/io/dataset.hpp"
 #include "kpipe/io/hdf5.hpp"
-#include "kpipe/model/token_stream.hpp"
-#include "kpipe/runtime/data_source_kind.hpp"
-#include "kpipe/runtime/dataset_source.hpp"
-#include "kpipe/runtime/token_source.hpp"
+#include "kpipe/model/data/token_stream.hpp"
+#include "kpipe/runtime/data/data_source_kind.hpp"
+#include "kpipe/runtime/data/dataset_source.hpp"
+#include "kpipe/runtime/data/token_source.hpp"
 
 using namespace kpipe;
 using kpipe::test::input_error_of;

@@ -8,7 +8,7 @@
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/model/partition.hpp"
-#include "kpipe/runtime/tuning.hpp"
+#include "kpipe/runtime/tuning/tuning.hpp"
 #include "kpipe/schedule/run_plan.hpp"
 
 using namespace kpipe;

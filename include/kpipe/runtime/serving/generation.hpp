@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 
 namespace kpipe::runtime {
 

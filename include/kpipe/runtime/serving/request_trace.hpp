@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kpipe/model/tokenizer.hpp"
+#include "kpipe/model/data/tokenizer.hpp"
 
 namespace kpipe::runtime {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
-#include "kpipe/runtime/pipeline.hpp"
+#include "kpipe/runtime/execution/pipeline.hpp"
 #include "kpipe/runtime/serving/request_trace.hpp"
 #include "kpipe/runtime/serving/serve_scheduler.hpp"
 

@@ -1,2 +1,2 @@
 // Planted violation for tests/architecture: the schedule IR knows no executor.
-#include "kpipe/runtime/executor.hpp"
+#include "kpipe/runtime/execution/executor.hpp"
