@@ -8,7 +8,8 @@ install(TARGETS ${_modules} kpipe_all EXPORT kpipeTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kpipe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY include/kpipe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# detail/ holds a module's internals, which its own sources include: not installed.
+install(DIRECTORY include/kpipe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN detail EXCLUDE)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/include/kpipe DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT kpipeTargets NAMESPACE kpipe:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kpipe)
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kpipe/comm/mpi_types.hpp"
+#include "kpipe/comm/detail/mpi_types.hpp"
 #include "kpipe/comm/watchdog.hpp"
 
 namespace kpipe::comm {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "kpipe/comm/mpi_types.hpp"
+#include "kpipe/comm/detail/mpi_types.hpp"
 
 namespace kpipe::comm {
 

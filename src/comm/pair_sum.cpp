@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "kpipe/comm/mpi_types.hpp"
+#include "kpipe/comm/detail/mpi_types.hpp"
 #include "kpipe/core/error.hpp"
 
 namespace kpipe::comm {

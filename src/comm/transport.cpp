@@ -8,7 +8,7 @@
 #include <mpi-ext.h>
 #endif
 
-#include "kpipe/comm/mpi_types.hpp"
+#include "kpipe/comm/detail/mpi_types.hpp"
 #include "kpipe/core/error.hpp"
 
 namespace kpipe::comm {

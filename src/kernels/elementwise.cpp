@@ -7,7 +7,7 @@
 #include "columns.hpp"
 #include "flat.hpp"
 #include "kpipe/core/error.hpp"
-#include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/kernels/detail/fast_math.hpp"
 #include "kpipe/tensor/compat.hpp"
 #include "rows.hpp"
 #include "stored.hpp"

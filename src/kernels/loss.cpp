@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "kpipe/core/error.hpp"
-#include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/kernels/detail/fast_math.hpp"
 #include "kpipe/tensor/compat.hpp"
 #include "rows.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "flat.hpp"
 #include "host_loops.hpp"
-#include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/kernels/detail/fast_math.hpp"
 #include "kpipe/tensor/host_threads.hpp"
 
 namespace kpipe::kernels {

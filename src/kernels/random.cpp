@@ -2,7 +2,7 @@
 
 #include <type_traits>
 
-#include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/kernels/detail/fast_math.hpp"
 #include "kpipe/tensor/compat.hpp"
 #include "rows.hpp"
 

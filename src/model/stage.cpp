@@ -11,7 +11,7 @@
 #include "kpipe/kernels/optimizer.hpp"
 #include "kpipe/kernels/precision.hpp"
 #include "kpipe/model/layer_kind.hpp"
-#include "kpipe/model/layers/sequence_edge.hpp"
+#include "kpipe/model/layers/detail/sequence_edge.hpp"
 #include "kpipe/model/layers/sequential.hpp"
 
 namespace kpipe::model {

@@ -18,7 +18,7 @@
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/precision.hpp"
 #include "kpipe/kernels/vector_isa.hpp"
-#include "kpipe/runtime/execution/thread_check.hpp"
+#include "kpipe/runtime/execution/detail/thread_check.hpp"
 #include "kpipe/runtime/measurement/run_report.hpp"
 #include "kpipe/runtime/persistence/checkpoint.hpp"
 #include "kpipe/tensor/compat.hpp"

@@ -14,6 +14,12 @@ if(NOT KOKKOS_DIR)
 endif()
 file(REMOVE_RECURSE ${WORK_DIR})
 run(${CMAKE_COMMAND} --install ${KPIPE_BUILD_DIR} --prefix ${WORK_DIR}/prefix)
+# The installed headers are the public API: a module's detail/ stays home.
+file(GLOB_RECURSE installed_details LIST_DIRECTORIES true ${WORK_DIR}/prefix/include/kpipe/*)
+list(FILTER installed_details INCLUDE REGEX "/detail(/|$)")
+if(installed_details)
+  message(FATAL_ERROR "internal headers were installed: ${installed_details}")
+endif()
 run(${CMAKE_COMMAND} -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 # The consumer found the Kokkos kpipe was built with (its package config pins it).

@@ -7,7 +7,7 @@
 
 #include "../rows.hpp"
 #include "kpipe/kernels/attention.hpp"
-#include "kpipe/kernels/fast_math.hpp"
+#include "kpipe/kernels/detail/fast_math.hpp"
 
 namespace kpipe::kernels::detail {
 

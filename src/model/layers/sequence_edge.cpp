@@ -1,4 +1,4 @@
-#include "kpipe/model/layers/sequence_edge.hpp"
+#include "kpipe/model/layers/detail/sequence_edge.hpp"
 
 namespace kpipe::model {
 

@@ -1,4 +1,4 @@
-#include "kpipe/runtime/execution/thread_check.hpp"
+#include "kpipe/runtime/execution/detail/thread_check.hpp"
 
 #include <fmt/format.h>
 #include <sched.h>

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "kpipe/kernels/detail/fast_math.hpp"
 #include "kpipe/kernels/elementwise.hpp"
-#include "kpipe/kernels/fast_math.hpp"
 
 using namespace kpipe::kernels;
 using namespace kpipe::tensor;
