@@ -145,15 +145,14 @@ std::unique_ptr<Layer<Scalar>> make_llama_block(const ModelSpec& model, int inde
   // multiple of kv_heads) every rank holds the whole projection and attends
   // with its heads/t query heads, which share one group's K and V.
   const int grouped = kv_heads * (heads / kv_heads + 2) * head_dim;
-  kernels::RotaryShape rotary{model.context, kv_heads / t, heads / kv_heads, head_dim};
-  if (t > kv_heads) {
-    attention.push_back(linear.replicated(d, grouped, "attn.qkv"));
-    rotary.groups = kv_heads;
-    rotary.first_query = env.collectives.rank(Group::tensor) * (heads / t);
-    rotary.queries = heads / t;
-  } else {
-    attention.push_back(linear.column(d, grouped, "attn.qkv"));
-  }
+  const bool shared = t > kv_heads;
+  attention.push_back(shared ? linear.replicated(d, grouped, "attn.qkv") : linear.column(d, grouped, "attn.qkv"));
+  const kernels::RotaryShape rotary{model.context,
+                                    shared ? kv_heads : kv_heads / t,
+                                    heads / kv_heads,
+                                    head_dim,
+                                    shared ? env.collectives.rank(Group::tensor) * (heads / t) : 0,
+                                    shared ? heads / t : 0};
   attention.push_back(std::make_unique<RotaryQKV<Scalar>>(rotary, model.real("model.rope_theta"), env));
   attention.push_back(
       std::make_unique<CausalSelfAttention<Scalar>>(heads / t, model.context, d / t, index, kernels, env));

@@ -1,6 +1,6 @@
 #pragma once
-// The Linear layer: the GEMM every kind is built around, whole or split
-// column- or row-parallel over the tensor group.
+// The Linear layer: the GEMM every kind is built around, whole, split
+// column- or row-parallel over the tensor group, or replicated on it.
 
 #include <cstdint>
 #include <memory>
@@ -24,7 +24,8 @@ namespace kpipe::model {
 // column-parallel), initialised as that slice of the whole W, so every t
 // starts from the same model; input_dim() and output_dim() are then the
 // local widths. Column-parallel over `blocks` equal blocks of the outputs (a
-// fused Q|K|V projection: 3), a rank holds its slice of every block. Saves
+// fused Q|K|V projection: 3), a rank holds its slice of every block.
+// Replicated, every rank holds the whole W (tensor_split.hpp). Saves
 // "x" in F, "x" and "dy" from B to W.
 //
 // kernels.precision = bf16 or fp16 (float layers only): the three GEMMs take
