@@ -26,6 +26,16 @@ template <class Scalar>
 using Rows = Kokkos::View<Scalar**, Kokkos::LayoutRight, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using Flags = Kokkos::View<int*, Scratch, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+// Position t's place in its document in sequence s: the positions since the
+// last separator before t (all of them where none is, or separator < 0).
+template <class Ids>
+KOKKOS_INLINE_FUNCTION int document_position(const Ids& ids, int s, int t, int separator) {
+  if (separator < 0) return t;
+  int u = t;
+  while (u > 0 && static_cast<int>(ids(s, u - 1)) != separator) --u;
+  return t - u;
+}
+
 // Vocabulary rows per team of the token gradient.
 constexpr int block_rows = 32;
 
@@ -51,7 +61,7 @@ template <class Scalar>
 void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& token,
                        const tensor::ConstMatrix<tensor::identity_t<Scalar>>& position, const tensor::Matrix<Scalar>& Y,
-                       int first) {
+                       int first, int separator) {
   check_shapes(ids, Y, token, position);
   const int tokens = static_cast<int>(ids.extent(1));
   const int dim = static_cast<int>(token.extent(1));
@@ -65,9 +75,10 @@ void embedding_forward(const tensor::ExecutionSpace& space, const tensor::ConstM
         const int t = team.league_rank() % tokens;
         const int row = static_cast<int>(ids(s, t)) - first;
         const bool mine = row >= 0 && row < vocab;  // a vocabulary shard holds some ids only
+        const int p = positioned ? document_position(ids, s, t, separator) : 0;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, dim), [&](int j) {
           const Scalar looked_up = mine ? token(row, j) : Scalar(0);
-          Y(s, t * dim + j) = positioned ? looked_up + position(t, j) : looked_up;
+          Y(s, t * dim + j) = positioned ? looked_up + position(p, j) : looked_up;
         });
       });
 }
@@ -108,7 +119,7 @@ void embedding_forward_at(const tensor::ExecutionSpace& space,
 template <class Scalar>
 void embedding_backward(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY, const tensor::Matrix<Scalar>& dtoken,
-                        const tensor::Matrix<Scalar>& dposition, int first) {
+                        const tensor::Matrix<Scalar>& dposition, int first, int separator) {
   check_shapes(ids, dY, dtoken, dposition);
   const int rows = static_cast<int>(ids.extent(0));
   const int tokens = static_cast<int>(ids.extent(1));
@@ -151,28 +162,65 @@ void embedding_backward(const tensor::ExecutionSpace& space, const tensor::Const
 
   // dposition: one thread per element (t, j), summing the rows in ascending order.
   if (dposition.size() == 0) return;
+  if (separator < 0) {
+    Kokkos::parallel_for(
+        tensor::compat::kernel_label("kpipe::kernels::embedding_backward_position"),
+        Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, tokens * dim), KOKKOS_LAMBDA(int e) {
+          const int t = e / dim;
+          const int j = e % dim;
+          Scalar sum = 0;
+          for (int s = 0; s < rows; ++s) sum += dY(s, e);
+          dposition(t, j) += sum;
+        });
+    return;
+  }
+  // Packed documents: one thread per column j walks every (s, t) in order,
+  // counting the place in the document as it goes, and owns dposition's column.
   Kokkos::parallel_for(
-      tensor::compat::kernel_label("kpipe::kernels::embedding_backward_position"),
-      Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, tokens * dim), KOKKOS_LAMBDA(int e) {
-        const int t = e / dim;
-        const int j = e % dim;
-        Scalar sum = 0;
-        for (int s = 0; s < rows; ++s) sum += dY(s, e);
-        dposition(t, j) += sum;
+      tensor::compat::kernel_label("kpipe::kernels::embedding_backward_document_position"),
+      Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, dim), KOKKOS_LAMBDA(int j) {
+        for (int s = 0; s < rows; ++s) {
+          int p = 0;
+          for (int t = 0; t < tokens; ++t) {
+            dposition(p, j) += dY(s, t * dim + j);
+            p = static_cast<int>(ids(s, t)) == separator ? 0 : p + 1;
+          }
+        }
+      });
+}
+
+template <class Scalar>
+void document_positions(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<tensor::identity_t<Scalar>>& ids,
+                        int separator, const Kokkos::View<int*, tensor::MemorySpace>& positions) {
+  const int tokens = static_cast<int>(ids.extent(1));
+  if (positions.extent(0) != ids.size()) {
+    throw input_error(fmt::format("document positions: {} entries for ids {}, not one per id", positions.extent(0),
+                                  tensor::shape_string(ids)));
+  }
+  Kokkos::parallel_for(
+      tensor::compat::kernel_label("kpipe::kernels::document_positions"),
+      Kokkos::RangePolicy<tensor::ExecutionSpace>(space, 0, static_cast<int>(ids.extent(0))), KOKKOS_LAMBDA(int s) {
+        int p = 0;
+        for (int t = 0; t < tokens; ++t) {
+          positions(s * tokens + t) = p;
+          p = static_cast<int>(ids(s, t)) == separator ? 0 : p + 1;
+        }
       });
 }
 
 #define KPIPE_INSTANTIATE(Scalar)                                                                                    \
   template void embedding_forward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,         \
                                           const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,    \
-                                          const tensor::Matrix<Scalar>&, int);                                       \
+                                          const tensor::Matrix<Scalar>&, int, int);                                  \
   template void embedding_forward_at<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,      \
                                              const Kokkos::View<const int*, tensor::MemorySpace>&,                   \
                                              const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
                                              const tensor::Matrix<Scalar>&, int);                                    \
   template void embedding_backward<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&,        \
                                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&,        \
-                                           const tensor::Matrix<Scalar>&, int);
+                                           const tensor::Matrix<Scalar>&, int, int);                                 \
+  template void document_positions<Scalar>(const tensor::ExecutionSpace&, const tensor::ConstMatrix<Scalar>&, int,   \
+                                           const Kokkos::View<int*, tensor::MemorySpace>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

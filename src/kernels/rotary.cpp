@@ -62,7 +62,7 @@ void rotary_qkv_forward(const tensor::ExecutionSpace& space, const RotaryShape& 
   const int rows = static_cast<int>(X.extent(0));
   check(shape, X.extent(0), X.extent(1), Y.extent(1), cos.extent(1));
   tensor::require_shape("rotary QKV output", Y, rows, shape.output_width());
-  const int tokens = shape.tokens, groups = shape.groups, per_group = shape.per_group, hd = shape.head_dim;
+  const int tokens = shape.tokens, per_group = shape.per_group, hd = shape.head_dim;
   const int half = hd / 2, heads = shape.heads(), first = shape.first_query;
   const bool given = positions.extent(0) != 0;
   detail::for_each_row(
@@ -93,16 +93,20 @@ template <class Scalar>
 void rotary_qkv_backward(const tensor::ExecutionSpace& space, const RotaryShape& shape,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& cos,
-                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& sin, const tensor::Matrix<Scalar>& dX) {
+                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& sin,
+                         const Kokkos::View<const int*, tensor::MemorySpace>& positions,
+                         const tensor::Matrix<Scalar>& dX) {
   const int rows = static_cast<int>(dY.extent(0));
   check(shape, dX.extent(0), dX.extent(1), dY.extent(1), cos.extent(1));
   tensor::require_shape("rotary QKV input gradient", dX, rows, shape.grouped_width());
   const int tokens = shape.tokens, groups = shape.groups, per_group = shape.per_group, hd = shape.head_dim;
   const int half = hd / 2, heads = shape.heads(), first = shape.first_query;
+  const bool given = positions.extent(0) != 0;
   detail::for_each_row(
       space, "kpipe::kernels::rotary_qkv_backward", rows, KOKKOS_LAMBDA(const detail::Row& row, int r) {
-        const Scalar* const c = &cos(r % tokens, 0);
-        const Scalar* const s = &sin(r % tokens, 0);
+        const int p = given ? positions(r) : r % tokens;
+        const Scalar* const c = &cos(p, 0);
+        const Scalar* const s = &sin(p, 0);
         // The transposed rotation: (a, b) -> (a cos + b sin, b cos - a sin).
         const auto rotate_back = [&](Scalar* x) {
           detail::row_for(row, half, [&](int i) {
@@ -139,16 +143,17 @@ void rotary_qkv_backward(const tensor::ExecutionSpace& space, const RotaryShape&
       });
 }
 
-#define KPIPE_INSTANTIATE(Scalar)                                                                                   \
-  template void rotary_tables<Scalar>(const tensor::ExecutionSpace&, int, double, const tensor::Matrix<Scalar>&,    \
-                                      const tensor::Matrix<Scalar>&);                                               \
-  template void rotary_qkv_forward<Scalar>(                                                                         \
-      const tensor::ExecutionSpace&, const RotaryShape&, const tensor::ConstMatrix<Scalar>&,                        \
-      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,                                       \
-      const Kokkos::View<const int*, tensor::MemorySpace>&, const tensor::Matrix<Scalar>&);                         \
-  template void rotary_qkv_backward<Scalar>(const tensor::ExecutionSpace&, const RotaryShape&,                      \
-                                            const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&, \
-                                            const tensor::ConstMatrix<Scalar>&, const tensor::Matrix<Scalar>&);
+#define KPIPE_INSTANTIATE(Scalar)                                                                                \
+  template void rotary_tables<Scalar>(const tensor::ExecutionSpace&, int, double, const tensor::Matrix<Scalar>&, \
+                                      const tensor::Matrix<Scalar>&);                                            \
+  template void rotary_qkv_forward<Scalar>(                                                                      \
+      const tensor::ExecutionSpace&, const RotaryShape&, const tensor::ConstMatrix<Scalar>&,                     \
+      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,                                    \
+      const Kokkos::View<const int*, tensor::MemorySpace>&, const tensor::Matrix<Scalar>&);                      \
+  template void rotary_qkv_backward<Scalar>(                                                                     \
+      const tensor::ExecutionSpace&, const RotaryShape&, const tensor::ConstMatrix<Scalar>&,                     \
+      const tensor::ConstMatrix<Scalar>&, const tensor::ConstMatrix<Scalar>&,                                    \
+      const Kokkos::View<const int*, tensor::MemorySpace>&, const tensor::Matrix<Scalar>&);
 KPIPE_INSTANTIATE(float)
 KPIPE_INSTANTIATE(double)
 #undef KPIPE_INSTANTIATE

@@ -17,10 +17,12 @@
 // and write each head's T x hd blocks in place, rows 3·dim (or dim) apart. The
 // fused kernels take heads-major stacks: Q, K, V, O are (batch·heads·T) x hd,
 // block (s·heads + h) the T x hd matrix of sequence s, head h. Position t
-// attends to positions 0..t of its own sequence only. Every kernel is
-// deterministic (no atomics), so results are bitwise reproducible.
+// attends to positions 0..t of its own sequence only, or, where sequences pack
+// several documents, to those of its own document (DocumentMask). Every kernel
+// is deterministic (no atomics), so results are bitwise reproducible.
 
 #include <string_view>
+#include <utility>
 
 #include "kpipe/kernels/choices.hpp"
 #include "kpipe/kernels/gemm.hpp"
@@ -28,11 +30,33 @@
 
 namespace kpipe::kernels {
 
+// Packed documents (data.pack_documents): each position's place in its
+// document (kernels::document_positions), so that a query attends to the keys
+// of its own document only, a block-diagonal causal mask. Empty: each
+// sequence is one document, and every kernel computes what it computes
+// without a mask.
+struct DocumentMask {
+  Kokkos::View<const int*, tensor::MemorySpace> positions;  // by position s·T + t
+  int heads = 1;                                            // heads per sequence in the stacks
+
+  // The first key that stack row r (query t = r % T of block r / T) attends
+  // to: its document's first position, which never decreases with t.
+  KOKKOS_INLINE_FUNCTION int first_key(int r, int tokens) const {
+    const int t = r % tokens;
+    return positions.extent(0) == 0 ? 0 : t - positions(r / tokens / heads * tokens + t);
+  }
+};
+
 // The sizes of one attention call; batch_heads = sequences · heads.
 struct AttentionShape {
+  AttentionShape() = default;
+  AttentionShape(int batch_heads, int tokens, int head_dim, DocumentMask documents = {})
+      : batch_heads(batch_heads), tokens(tokens), head_dim(head_dim), documents(std::move(documents)) {}
+
   int batch_heads = 0;
   int tokens = 0;    // T
   int head_dim = 0;  // hd
+  DocumentMask documents;
 };
 
 // heads-major (batch·heads·T) x hd stack from columns [offset + h·hd, offset +

@@ -13,7 +13,8 @@
 // of its group, Q and K
 // rotated by their position p: features (x_i, x_{i+hd/2}) by the angle
 // p·theta^(-2i/hd), i < hd/2. The position of row r is r % tokens in
-// training (sequences of `tokens` rows) or positions(r) in serving.
+// training (sequences of `tokens` rows), or positions(r) where given: in
+// serving, and in training on packed documents (the position in the document).
 
 #include "kpipe/tensor/matrix.hpp"
 
@@ -49,13 +50,15 @@ void rotary_qkv_forward(const tensor::ExecutionSpace& space, const RotaryShape& 
                         const Kokkos::View<const int*, tensor::MemorySpace>& positions,
                         const tensor::Matrix<Scalar>& Y);
 
-// dX from dY: Q and K rotated back, each key and value head's gradient the
+// dX from dY, rows at the positions forward took: Q and K rotated back, each key and value head's gradient the
 // sum over its group's repeats in ascending order (zero for the query heads
 // the output leaves out, and for a group none of its heads is in).
 template <class Scalar>
 void rotary_qkv_backward(const tensor::ExecutionSpace& space, const RotaryShape& shape,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& cos,
-                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& sin, const tensor::Matrix<Scalar>& dX);
+                         const tensor::ConstMatrix<tensor::identity_t<Scalar>>& sin,
+                         const Kokkos::View<const int*, tensor::MemorySpace>& positions,
+                         const tensor::Matrix<Scalar>& dX);
 
 }  // namespace kpipe::kernels

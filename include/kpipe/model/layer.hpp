@@ -16,6 +16,7 @@
 
 #include "kpipe/kernels/choices.hpp"
 #include "kpipe/model/collectives.hpp"
+#include "kpipe/model/data/documents.hpp"
 #include "kpipe/tensor/exec_context.hpp"
 #include "kpipe/tensor/matrix.hpp"
 #include "kpipe/tensor/tensor.hpp"
@@ -267,12 +268,18 @@ class Layer {
 // what it keeps, and its kind's footprint (layer_kind.hpp) says so and what
 // the rebuilding costs. Linear inputs stay: rebuilding them is a GEMM. A
 // layer with nothing cheap to rebuild ignores it.
+//
+// data.pack_documents: `documents` holds the documents of the microbatch whose
+// F or B runs, which the runner assigns before each (data/documents.hpp);
+// layers over positions take their masks and places from it, and what a
+// deferred W needs they keep in ctx. nullptr: a sequence is one document.
 struct LayerEnvironment {
   tensor::ExecContext& exec;
   Collectives& collectives;
   bool sequence_parallel = false;
   kernels::Precision precision = kernels::Precision::fp32;
   bool selective_recompute = false;
+  const Documents* documents = nullptr;
 };
 
 namespace detail {

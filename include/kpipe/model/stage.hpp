@@ -54,6 +54,10 @@ struct StageOptions {
   // the tensor-parallel pairs, and across stage boundaries, each rank holds
   // only its 1/t of a microbatch's rows (docs/model.md). No effect with t = 1.
   bool sequence_parallel = false;
+  // data.pack_documents: the documents of the microbatch whose F or B runs,
+  // assigned by the runner before each (LayerEnvironment::documents). Not
+  // owned; it must outlive the stage. Null: a sequence is one document.
+  const Documents* documents = nullptr;
 };
 
 template <class Scalar>

@@ -1,6 +1,8 @@
 // The fused attention path, flash-attention style: one team per (sequence·head,
 // tile of `tile` rows). Forward stages its query tile, then streams the key and
-// value tiles up to the diagonal through team scratch and keeps a running
+// value tiles up to the diagonal (from the tile holding the first key of the
+// query tile's first document, where documents are packed) through team
+// scratch and keeps a running
 // maximum and sum per query (online softmax), so the T x T scores never exist;
 // it writes O and L = log-sum-exp. Backward recomputes each probability as
 // exp(s - L) and needs D = rowsum(dO ∘ O); dQ is one kernel over query tiles
@@ -43,6 +45,9 @@ struct ScratchSize {
   void tiles(int count, int rows, int cols) { bytes += count * (Tile<Scalar>::shmem_size(rows, cols) + 128); }
   void columns(int count, int rows) { bytes += count * (Column<Scalar>::shmem_size(rows) + 128); }
 };
+
+// The first key of the tile holding key `key`.
+KOKKOS_INLINE_FUNCTION int first_tile(int key) { return key / tile * tile; }
 
 // Host: one thread per team walks the tile's rows. GPU: one thread per row,
 // vector lanes along keys or features. Scratch goes to level 0 (shared memory)
@@ -187,6 +192,7 @@ void attention_forward_fused(const tensor::ExecutionSpace& space, const Attentio
   const int hd = shape.head_dim;
   const int tiles = (T + tile - 1) / tile;
   const Scalar scale = detail::softmax_scale<Scalar>(shape);
+  const DocumentMask documents = shape.documents;
 
   ScratchSize<Scalar> size;
   size.tiles(3, tile, hd);    // q (scaled), v, acc
@@ -212,30 +218,36 @@ void attention_forward_fused(const tensor::ExecutionSpace& space, const Attentio
 
         stage<false>(team, Q, base + q0, queries, scale, q);
         zero_rows(team, queries, acc);
-        // Causal: key tiles up to the one holding the last query of this tile.
+        // Causal: key tiles up to the one holding the last query of this tile,
+        // from the one holding the first key of its first query.
         const int end = q0 + queries;
-        for (int k0 = 0; k0 < end; k0 += tile) {
+        for (int k0 = first_tile(documents.first_key(base + q0, T)); k0 < end; k0 += tile) {
           const int keys = tensor::compat::min(tile, end - k0);
           team.team_barrier();
           stage<true>(team, K, base + k0, keys, Scalar(1), kT);
           stage<false>(team, V, base + k0, keys, Scalar(1), v);
           team.team_barrier();
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
-            // Keys k0 .. q0 + i of this tile; at least key k0, since k0 <= q0.
-            const int valid = tensor::compat::min(keys, q0 + i - k0 + 1);
-            row_products(team, q, i, kT, 0, valid, s);
+            // Keys max(k0, first) .. q0 + i of this tile; the query's first
+            // tile starts its running maximum and sum.
+            const int first = documents.first_key(base + q0 + i, T);
+            const int lo = tensor::compat::max(0, first - k0);
+            const int hi = tensor::compat::min(keys, q0 + i - k0 + 1);
+            if (lo >= hi) return;
+            const bool opens = k0 == first_tile(first);
+            row_products(team, q, i, kT, lo, hi, s);
             Scalar* const p = &s(i, 0);
-            const Scalar tile_max = vector_max(team, valid, p);
-            const Scalar new_max = k0 == 0 ? tile_max : tensor::compat::max(row_max(i), tile_max);
+            const Scalar tile_max = vector_max(team, hi - lo, p + lo);
+            const Scalar new_max = opens ? tile_max : tensor::compat::max(row_max(i), tile_max);
             // Rescales what earlier tiles summed against the old maximum.
-            const Scalar correction = k0 == 0 ? Scalar(0) : detail::softmax_exp(row_max(i) - new_max);
-            vector_for(team, 0, valid, [&](int j) { p[j] = detail::softmax_exp(p[j] - new_max); });
-            const Scalar tile_sum = vector_sum(team, valid, p);
+            const Scalar correction = opens ? Scalar(0) : detail::softmax_exp(row_max(i) - new_max);
+            vector_for(team, lo, hi, [&](int j) { p[j] = detail::softmax_exp(p[j] - new_max); });
+            const Scalar tile_sum = vector_sum(team, hi - lo, p + lo);
             Scalar* const out = &acc(i, 0);
             vector_for(team, 0, hd, [&](int d) { out[d] *= correction; });
-            accumulate_rows(team, s, i, v, 0, valid, acc);
+            accumulate_rows(team, s, i, v, lo, hi, acc);
             Kokkos::single(Kokkos::PerThread(team), [&] {
-              row_sum(i) = (k0 == 0 ? Scalar(0) : row_sum(i) * correction) + tile_sum;
+              row_sum(i) = (opens ? Scalar(0) : row_sum(i) * correction) + tile_sum;
               row_max(i) = new_max;
             });
           });
@@ -277,6 +289,7 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
   const int tiles = (T + tile - 1) / tile;
   const Scalar scale = detail::softmax_scale<Scalar>(shape);
   const Scalar one = 1;
+  const DocumentMask documents = shape.documents;
 
   // D = rowsum(dO ∘ O): the softmax backward's Σ_j p_j dp_j, since O = P V.
   Kokkos::parallel_for(
@@ -288,7 +301,7 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
         D(r, 0) = sum;
       });
 
-  // dQ_i = scale Σ_j ds_ij k_j over keys j <= i, ds_ij = p_ij (dO_i·v_j − D_i).
+  // dQ_i = scale Σ_j ds_ij k_j over keys first_i <= j <= i, ds_ij = p_ij (dO_i·v_j − D_i).
   ScratchSize<Scalar> query_size;
   query_size.tiles(4, tile, hd);    // q (scaled), dO, k, acc
   query_size.tiles(2, hd, tile);    // kT, vT
@@ -322,7 +335,7 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
           delta(i) = D(base + q0 + i, 0);
         });
         const int end = q0 + queries;
-        for (int k0 = 0; k0 < end; k0 += tile) {
+        for (int k0 = first_tile(documents.first_key(base + q0, T)); k0 < end; k0 += tile) {
           const int keys = tensor::compat::min(tile, end - k0);
           team.team_barrier();
           stage<true>(team, K, base + k0, keys, one, kT);
@@ -330,15 +343,17 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
           stage<false>(team, K, base + k0, keys, one, k);
           team.team_barrier();
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, queries), [&](int i) {
-            const int valid = tensor::compat::min(keys, q0 + i - k0 + 1);
-            row_products(team, q, i, kT, 0, valid, s);
-            row_products(team, dq_out, i, vT, 0, valid, dp);
+            const int lo = tensor::compat::max(0, documents.first_key(base + q0 + i, T) - k0);
+            const int hi = tensor::compat::min(keys, q0 + i - k0 + 1);
+            if (lo >= hi) return;
+            row_products(team, q, i, kT, lo, hi, s);
+            row_products(team, dq_out, i, vT, lo, hi, dp);
             Scalar* const ds = &s(i, 0);
             const Scalar* const dpi = &dp(i, 0);
             const Scalar lse_i = lse(i);
             const Scalar delta_i = delta(i);
-            vector_for(team, 0, valid, [&](int j) { ds[j] = detail::softmax_exp(ds[j] - lse_i) * (dpi[j] - delta_i); });
-            accumulate_rows(team, s, i, k, 0, valid, acc);
+            vector_for(team, lo, hi, [&](int j) { ds[j] = detail::softmax_exp(ds[j] - lse_i) * (dpi[j] - delta_i); });
+            accumulate_rows(team, s, i, k, lo, hi, acc);
           });
         }
         team.team_barrier();
@@ -347,7 +362,9 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
         });
       });
 
-  // dV_j = Σ_i p_ij dO_i and dK_j = Σ_i ds_ij (scale q_i) over queries i >= j.
+  // dV_j = Σ_i p_ij dO_i and dK_j = Σ_i ds_ij (scale q_i) over queries i >= j
+  // whose document starts at or before j: a prefix of each query tile, as
+  // documents' starts never decrease.
   ScratchSize<Scalar> key_size;
   key_size.tiles(6, tile, hd);    // k, v, q (scaled), dO, dK and dV accumulators
   key_size.tiles(2, hd, tile);    // qT (scaled), dOT
@@ -379,8 +396,9 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
         stage<false>(team, V, base + k0, keys, one, v);
         zero_rows(team, keys, dk);
         zero_rows(team, keys, dv);
-        // Causal: query tiles from the diagonal on (k0 is a tile boundary).
-        for (int q0 = k0; q0 < T; q0 += tile) {
+        // Causal: query tiles from the diagonal on (k0 is a tile boundary), up
+        // to the last holding a query of the key tile's last document.
+        for (int q0 = k0; q0 < T && documents.first_key(base + q0, T) < k0 + keys; q0 += tile) {
           const int queries = tensor::compat::min(tile, T - q0);
           team.team_barrier();
           stage<true>(team, Q, base + q0, queries, scale, qT);
@@ -395,20 +413,22 @@ void attention_backward_fused(const tensor::ExecutionSpace& space, const Attenti
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, keys), [&](int j) {
             // Queries k0 + j .. of this tile.
             const int first = tensor::compat::max(0, k0 + j - q0);
-            if (first >= queries) return;
-            row_products(team, k, j, qT, first, queries, p);
-            row_products(team, v, j, gT, first, queries, ds);
+            int last = queries;
+            while (last > first && documents.first_key(base + q0 + last - 1, T) > k0 + j) --last;
+            if (first >= last) return;
+            row_products(team, k, j, qT, first, last, p);
+            row_products(team, v, j, gT, first, last, ds);
             Scalar* const pj = &p(j, 0);
             Scalar* const dsj = &ds(j, 0);
             const Scalar* const lse_row = &lse(0);
             const Scalar* const delta_row = &delta(0);
-            vector_for(team, first, queries, [&](int i) {
+            vector_for(team, first, last, [&](int i) {
               const Scalar probability = detail::softmax_exp(pj[i] - lse_row[i]);
               pj[i] = probability;
               dsj[i] = probability * (dsj[i] - delta_row[i]);
             });
-            accumulate_rows(team, p, j, g, first, queries, dv);
-            accumulate_rows(team, ds, j, q, first, queries, dk);
+            accumulate_rows(team, p, j, g, first, last, dv);
+            accumulate_rows(team, ds, j, q, first, last, dk);
           });
         }
         team.team_barrier();

@@ -84,25 +84,27 @@ void require_heads_output(const char* what, const HeadBlocks& at, const OView& O
 // Row r of P holds scores of position t = r mod T; row r of P_out (P itself
 // for Scalar operands, else the kept bfloat16/float16 probabilities, written
 // rounded without a float32 pass between) becomes the softmax of its entries
-// 0..t, and the masked entries above the diagonal exact zeros. The loops run
-// over the valid entries rounded up to whole vectors of lanes and mask by
-// selection: the same results as loops over the valid entries (a masked entry
-// adds an exact zero to the sum), without the scalar remainders that rows of
-// 1..T valid entries would leave.
+// first..t (first = 0 but where documents are packed), and the masked entries
+// exact zeros. The loops run over the entries up to t rounded up to whole
+// vectors of lanes and mask by selection: the same results as loops over the
+// valid entries (a masked entry adds an exact zero to the sum), without the
+// scalar remainders that rows of 1..T valid entries would leave.
 template <class Scalar, class Out>
-void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tensor::Matrix<Scalar>& P,
-                    const tensor::Matrix<Out>& P_out) {
+void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const DocumentMask& documents,
+                    const tensor::Matrix<Scalar>& P, const tensor::Matrix<Out>& P_out) {
   detail::for_each_row(
       space, "kpipe::kernels::attention_causal_softmax", static_cast<int>(P.extent(0)),
       KOKKOS_LAMBDA(const detail::Row& row, int r) {
+        const int first = documents.first_key(r, tokens);
         const int valid = r % tokens + 1;
         const int used = detail::whole_lanes(valid, tokens);
         Scalar* const p = &P(r, 0);
         Out* const out = &P_out(r, 0);
-        const Scalar max = detail::row_max(row, used, [&](int j) { return j < valid ? p[j] : p[0]; });
+        const auto in = [&](int j) { return j >= first && j < valid; };
+        const Scalar max = detail::row_max(row, used, [&](int j) { return in(j) ? p[j] : p[first]; });
         // Each exponential is stored as it is summed: one pass less over the row.
         const Scalar sum = detail::row_sum(row, used, [&](int j) {
-          const Scalar e = j < valid ? detail::softmax_exp(p[j] - max) : Scalar(0);
+          const Scalar e = in(j) ? detail::softmax_exp(p[j] - max) : Scalar(0);
           p[j] = e;
           return e;
         });
@@ -119,21 +121,23 @@ void causal_softmax(const tensor::ExecutionSpace& space, int tokens, const tenso
 // folded in, zero where masked. P is Scalar, or the kept bfloat16/float16
 // probabilities, widened exactly.
 template <class Scalar, class In>
-void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, Scalar scale,
-                             const tensor::ConstMatrix<In>& P, const tensor::Matrix<Scalar>& dP,
+void causal_softmax_backward(const tensor::ExecutionSpace& space, int tokens, const DocumentMask& documents,
+                             Scalar scale, const tensor::ConstMatrix<In>& P, const tensor::Matrix<Scalar>& dP,
                              const tensor::Matrix<In>& dS) {
   detail::for_each_row(
       space, "kpipe::kernels::attention_softmax_backward", static_cast<int>(P.extent(0)),
       KOKKOS_LAMBDA(const detail::Row& row, int r) {
+        const int first = documents.first_key(r, tokens);
         const int valid = r % tokens + 1;
         const In* const p = &P(r, 0);
         Scalar* const dp = &dP(r, 0);
         In* const ds = &dS(r, 0);
         const int used = detail::whole_lanes(valid, tokens);
+        const auto in = [&](int j) { return j >= first && j < valid; };
         const Scalar dot =
-            detail::row_sum(row, used, [&](int j) { return j < valid ? dp[j] * detail::load(p[j]) : Scalar(0); });
+            detail::row_sum(row, used, [&](int j) { return in(j) ? dp[j] * detail::load(p[j]) : Scalar(0); });
         detail::row_for(row, tokens, [&](int j) {
-          detail::store(j < valid ? scale * detail::load(p[j]) * (dp[j] - dot) : Scalar(0), ds[j]);
+          detail::store(in(j) ? scale * detail::load(p[j]) * (dp[j] - dot) : Scalar(0), ds[j]);
         });
       });
 }
@@ -165,7 +169,7 @@ HeadBlocks probabilities(const tensor::ExecutionSpace& space, const AttentionSha
     product<Scalar, In>(space, Trans::no, Trans::yes, scale, at.of(QKV, Part::q, h), at.of(QKV, Part::k, h),
                         at.scores(P, h), gemm);
   }
-  causal_softmax<Scalar, In>(space, shape.tokens, P, P_in);
+  causal_softmax<Scalar, In>(space, shape.tokens, shape.documents, P, P_in);
   return at;
 }
 
@@ -202,7 +206,8 @@ void backward_products(const tensor::ExecutionSpace& space, const AttentionShape
     product<Scalar, In>(space, Trans::yes, Trans::no, Scalar(1), at.scores(P, h), dO_h, at.of(dQKV, Part::v, h), gemm);
     product<Scalar, In>(space, Trans::no, Trans::yes, Scalar(1), dO_h, at.of(QKV, Part::v, h), at.scores(dP, h), gemm);
   }
-  causal_softmax_backward<Scalar, In>(space, shape.tokens, detail::softmax_scale<Scalar>(shape), P, dP, dS_in);
+  causal_softmax_backward<Scalar, In>(space, shape.tokens, shape.documents, detail::softmax_scale<Scalar>(shape), P, dP,
+                                      dS_in);
   const tensor::ConstMatrix<In> dS = dS_in;
   for (int h = 0; h < at.heads; ++h) {
     const auto dS_h = at.scores(dS, h);

@@ -24,7 +24,9 @@ kernels::AttentionShape CausalSelfAttention<Scalar>::shape(int rows) const {
     throw runtime_error(
         fmt::format("attention got {} positions, not a multiple of the context T = {}", rows, context_));
   }
-  return {rows / context_ * heads_, context_, dim_ / heads_};
+  kernels::AttentionShape shape{rows / context_ * heads_, context_, dim_ / heads_};
+  if (env_.documents) shape.documents = {env_.documents->positions_of(rows, "attention"), heads_};
+  return shape;
 }
 
 template <class Scalar>

@@ -66,11 +66,11 @@ void TokenEmbedding<Scalar>::forward(tensor::TensorList inputs, tensor::TensorLi
     // Each rank keeps its rows of the summed lookups.
     const auto whole =
         env_.exec.pool().take<Scalar>("kpipe::model::embedding::lookups", ids.extent_int(0), output_dim());
-    kernels::embedding_forward(env_.exec.space(), ids, token_.value, added_position_, whole, first_);
+    kernels::embedding_forward(env_.exec.space(), ids, token_.value, added_position_, whole, first_, separator());
     env_.collectives.reduce_scatter_sum(Group::tensor, whole, outputs.at(0));
   } else {
     kernels::embedding_forward(env_.exec.space(), ids, token_.value, added_position_, outputs.at(0).matrix<Scalar>(),
-                               first_);
+                               first_, separator());
     env_.collectives.all_reduce_sum(Group::tensor, outputs.at(0));
   }
   if (ctx) ctx->save("ids", inputs.at(0));
@@ -98,7 +98,7 @@ void TokenEmbedding<Scalar>::backward_weight(Context& ctx) {
   const auto region = env_.exec.region("kpipe::model::embedding::backward_weight");
   const tensor::Tensor dy = kernels::widened(env_.exec, ctx.saved("dy"), "kpipe::model::embedding::dy_widened");
   kernels::embedding_backward(env_.exec.space(), ctx.saved("ids").matrix<Scalar>(), dy.matrix<Scalar>(), token_.grad,
-                              position_.grad, first_);
+                              position_.grad, first_, separator());
   ctx.clear();
 }
 

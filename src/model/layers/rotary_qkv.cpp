@@ -14,10 +14,16 @@ RotaryQKV<Scalar>::RotaryQKV(kernels::RotaryShape shape, double theta, LayerEnvi
 }
 
 template <class Scalar>
+Kokkos::View<const int*, tensor::MemorySpace> RotaryQKV<Scalar>::positions(const tensor::Tensor& rows) const {
+  if (!env_.documents) return {};
+  return env_.documents->positions_of(static_cast<int>(rows.spec().extent(0)), "rotary_qkv");
+}
+
+template <class Scalar>
 void RotaryQKV<Scalar>::forward(tensor::TensorList inputs, tensor::TensorList outputs, Context*) const {
   const auto region = env_.exec.region("kpipe::model::rotary_qkv::forward");
-  kernels::rotary_qkv_forward(env_.exec.space(), shape_, inputs.at(0).matrix<Scalar>(), cos_, sin_, {},
-                              outputs.at(0).matrix<Scalar>());
+  kernels::rotary_qkv_forward(env_.exec.space(), shape_, inputs.at(0).matrix<Scalar>(), cos_, sin_,
+                              positions(inputs.at(0)), outputs.at(0).matrix<Scalar>());
 }
 
 template <class Scalar>
@@ -26,7 +32,8 @@ void RotaryQKV<Scalar>::backward_input(tensor::TensorList output_grads, tensor::
   const auto region = env_.exec.region("kpipe::model::rotary_qkv::backward_input");
   const auto dX = input_grads.at(0).matrix<Scalar>();
   if (dX.size() == 0) return;
-  kernels::rotary_qkv_backward(env_.exec.space(), shape_, output_grads.at(0).matrix<Scalar>(), cos_, sin_, dX);
+  kernels::rotary_qkv_backward(env_.exec.space(), shape_, output_grads.at(0).matrix<Scalar>(), cos_, sin_,
+                               positions(output_grads.at(0)), dX);
 }
 
 template <class Scalar>

@@ -391,3 +391,53 @@ TEST_CASE("attention layouts are checked", "[kernels][attention]") {
   CHECK_THROWS_AS(attention_forward_gemm(ExecutionSpace(), AttentionShape{8, 5, 3}, QKV, stacked, Y, GemmPath::vendor),
                   kpipe::Error);  // P of 40 x 3, not 40 x 5
 }
+
+// Packed documents: each sequence holds documents of `lengths` positions,
+// and a query attends to its own document's keys only, so every document's
+// outputs and gradients are those of the document attended alone — in both
+// paths, across the fused kernel's 32-row tiles, with documents that start
+// and end inside a tile and one that spans several.
+TEST_CASE("attention on packed documents equals each document attended alone", "[kernels][attention][documents]") {
+  const auto path = GENERATE(AttentionPath::gemm, AttentionPath::fused);
+  const int heads = 2, hd = 8, T = 70;
+  const std::vector<std::vector<int>> lengths{{5, 40, 1, 24}, {70}, {33, 37}};
+  const int sequences = static_cast<int>(lengths.size());
+  std::vector<int> places;
+  for (const auto& sequence : lengths) {
+    for (int n : sequence) {
+      for (int p = 0; p < n; ++p) places.push_back(p);
+    }
+  }
+  Kokkos::View<int*, MemorySpace> positions("test::positions", places.size());
+  Kokkos::deep_copy(positions, Kokkos::View<const int*, Kokkos::HostSpace>(places.data(), places.size()));
+  const AttentionShape packed(sequences * heads, T, hd, DocumentMask{positions, heads});
+  INFO(name(path) << " path");
+  const int rows = rows_of(packed);
+  const auto q = random_values(rows, hd, 31, 2), k = random_values(rows, hd, 32, 2), v = random_values(rows, hd, 33),
+             dout = random_values(rows, hd, 34);
+  const auto whole = run<double>(path, packed, heads, q, k, v, dout);
+
+  // Rows [first, first + n) of every head of sequence s, as one sequence's stack.
+  const auto document = [&](const std::vector<double>& stack, int s, int first, int n) {
+    std::vector<double> out;
+    for (int h = 0; h < heads; ++h) {
+      const auto begin = stack.begin() + ((s * heads + h) * T + first) * hd;
+      out.insert(out.end(), begin, begin + n * hd);
+    }
+    return out;
+  };
+  for (int s = 0; s < sequences; ++s) {
+    int first = 0;
+    for (int n : lengths[s]) {
+      INFO("sequence " << s << ", document at " << first << " of " << n << " positions");
+      const AttentionShape alone(heads, n, hd);
+      const auto truth = run<double>(path, alone, heads, document(q, s, first, n), document(k, s, first, n),
+                                     document(v, s, first, n), document(dout, s, first, n));
+      CHECK(relative_error(document(whole.forward.O, s, first, n), truth.forward.O) < 1e-13);
+      CHECK(relative_error(document(whole.backward.dQ, s, first, n), truth.backward.dQ) < 1e-13);
+      CHECK(relative_error(document(whole.backward.dK, s, first, n), truth.backward.dK) < 1e-13);
+      CHECK(relative_error(document(whole.backward.dV, s, first, n), truth.backward.dV) < 1e-13);
+      first += n;
+    }
+  }
+}

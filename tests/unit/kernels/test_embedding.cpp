@@ -92,6 +92,42 @@ TEMPLATE_TEST_CASE("embedding backward accumulates each token's and position's g
   }
 }
 
+// Packed documents closed by token 3: row 0 (3 7 3 0) holds documents at
+// places 0 | 0 1 | 0, row 1 (69 3 3 7) 0 1 | 0 | 0, row 2 (33 31 3 64) 0 1 2 | 0.
+TEMPLATE_TEST_CASE("on packed documents positions restart after each separator", "[kernels][embedding][documents]",
+                   float, double) {
+  using Scalar = TestType;
+  constexpr int separator = 3;
+  const std::vector<int> places = {0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 2, 0};
+  Kokkos::View<int*, MemorySpace> positions("test::positions", rows * T);
+  document_positions<Scalar>(ExecutionSpace(), id_matrix<Scalar>(), separator, positions);
+  auto found = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), positions);
+  CHECK(std::vector<int>(found.data(), found.data() + rows * T) == places);
+
+  const auto token = random_matrix<Scalar>(vocab, dim, 1);
+  const auto position = random_matrix<Scalar>(context, dim, 2);
+  auto Y = uninitialized_matrix<Scalar>("test::y", rows, T * dim);
+  embedding_forward(ExecutionSpace(), id_matrix<Scalar>(), token, position, Y, 0, separator);
+  const auto tok = to_host<Scalar>(token), pos = to_host<Scalar>(position);
+  std::vector<Scalar> expected;
+  for (int p = 0; p < rows * T; ++p) {
+    for (int j = 0; j < dim; ++j) expected.push_back(tok[ids[p] * dim + j] + pos[places[p] * dim + j]);
+  }
+  CHECK(to_host<Scalar>(Y) == expected);
+
+  // dposition[q] sums dY over the positions at place q, in ascending (s, t).
+  const auto dY = random_matrix<Scalar>(rows, T * dim, 3);
+  const auto g = to_host<Scalar>(dY);
+  auto dtoken = zero_matrix<Scalar>("test::dtoken", vocab, dim);
+  auto dposition = random_matrix<Scalar>(context, dim, 5);
+  auto expected_position = to_host<Scalar>(dposition);
+  for (int p = 0; p < rows * T; ++p) {
+    for (int j = 0; j < dim; ++j) expected_position[places[p] * dim + j] += g[p * dim + j];
+  }
+  embedding_backward(ExecutionSpace(), id_matrix<Scalar>(), dY, dtoken, dposition, 0, separator);
+  CHECK(to_host<Scalar>(dposition) == expected_position);
+}
+
 TEST_CASE("embedding shapes are checked", "[kernels][embedding]") {
   const auto token = random_matrix<float>(vocab, dim, 1);
   const auto short_positions = random_matrix<float>(T - 1, dim, 2);

@@ -85,6 +85,36 @@ TEST_CASE("rotary QKV in serving rotates each token by the position it is given"
   }
 }
 
+// Packed documents: rows at given places, backward the adjoint of forward
+// (the rotation is orthogonal and the repeats' gradient their sum), so
+// <forward(X), dY> = <X, backward(dY)> at the same places.
+TEST_CASE("rotary QKV backward at given positions is forward's adjoint", "[kernels][rotary][documents]") {
+  const RotaryShape shape{6, 2, 2, 4};
+  const int rows = 2 * shape.tokens;
+  const auto X = random_matrix(rows, shape.grouped_width(), 6);
+  const auto dY = random_matrix(rows, shape.output_width(), 7);
+  auto cos = uninitialized_matrix<double>("test::cos", shape.tokens, shape.head_dim / 2);
+  auto sin = uninitialized_matrix<double>("test::sin", shape.tokens, shape.head_dim / 2);
+  rotary_tables(ExecutionSpace(), shape.head_dim, 10000.0, cos, sin);
+  const std::vector<int> places = {0, 1, 2, 0, 1, 0, 0, 1, 2, 3, 4, 5};
+  Kokkos::View<int*, MemorySpace> positions("test::positions", rows);
+  Kokkos::deep_copy(positions, Kokkos::View<const int*, Kokkos::HostSpace>(places.data(), places.size()));
+  auto Y = uninitialized_matrix<double>("test::y", rows, shape.output_width());
+  auto dX = uninitialized_matrix<double>("test::dx", rows, shape.grouped_width());
+  rotary_qkv_forward(ExecutionSpace(), shape, X, cos, sin, positions, Y);
+  rotary_qkv_backward(ExecutionSpace(), shape, dY, cos, sin, positions, dX);
+  const auto dot = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double sum = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+    return sum;
+  };
+  const double forward = dot(to_host<double>(Y), to_host<double>(dY));
+  CHECK(std::abs(forward - dot(to_host<double>(X), to_host<double>(dX))) < 1e-12 * std::abs(forward));
+  // And not the adjoint at the sequence's own positions, which rotate rows 3 onwards differently.
+  rotary_qkv_backward(ExecutionSpace(), shape, dY, cos, sin, {}, dX);
+  CHECK(std::abs(forward - dot(to_host<double>(X), to_host<double>(dX))) > 1e-6 * std::abs(forward));
+}
+
 // Ranks sharing key/value heads (t > kv_heads) each take a range of query
 // heads: the whole output's heads, and input gradients that add up to the
 // whole one's.
@@ -99,7 +129,7 @@ TEST_CASE("rotary QKV over a range of query heads is that part of the whole", "[
   auto Y = uninitialized_matrix<double>("test::y", rows, whole.output_width());
   rotary_qkv_forward(ExecutionSpace(), whole, X, cos, sin, {}, Y);
   auto dX = uninitialized_matrix<double>("test::dx", rows, whole.grouped_width());
-  rotary_qkv_backward(ExecutionSpace(), whole, dY, cos, sin, dX);
+  rotary_qkv_backward(ExecutionSpace(), whole, dY, cos, sin, {}, dX);
   const auto y = to_host<double>(Y), dy = to_host<double>(dY), dx = to_host<double>(dX);
   std::vector<double> dx_sum(dx.size(), 0.0);
   // Three ranks of 2 query heads; the second's span both groups.
@@ -129,7 +159,7 @@ TEST_CASE("rotary QKV over a range of query heads is that part of the whole", "[
     auto dY_part = uninitialized_matrix<double>("test::dy_part", rows, cols);
     from_host<double>(dy_part, dY_part);
     auto dX_part = uninitialized_matrix<double>("test::dx_part", rows, whole.grouped_width());
-    rotary_qkv_backward(ExecutionSpace(), part, dY_part, cos, sin, dX_part);
+    rotary_qkv_backward(ExecutionSpace(), part, dY_part, cos, sin, {}, dX_part);
     const auto dx_part = to_host<double>(dX_part);
     for (std::size_t i = 0; i < dx_sum.size(); ++i) dx_sum[i] += dx_part[i];
   }

@@ -68,6 +68,17 @@ FootprintQuery footprint_query(int rows, AttentionPath attention, config::Recomp
   return query;
 }
 
+// Every parameter gradient of `stage`, flattened one after the other.
+template <class Scalar>
+std::vector<Scalar> gradients_of(const Stage<Scalar>& stage) {
+  std::vector<Scalar> all;
+  for (const auto& p : stage.parameters()) {
+    const auto grad = tensor::to_host<Scalar>(p.grad);
+    all.insert(all.end(), grad.begin(), grad.end());
+  }
+  return all;
+}
+
 tensor::Labels next_tokens(int predictions, int vocab) {
   tensor::Labels labels("test::labels", predictions);
   Kokkos::parallel_for(
@@ -289,7 +300,7 @@ TEST_CASE("fused and GEMM attention give the same transformer in float", "[model
     stage.forward(0, X, Y);
     stage.backward(0, dY, tensor::Matrix<float>());
     outputs.push_back(tensor::to_host<float>(Y));
-    gradients.push_back(parameters_to_host(stage.parameters()));
+    gradients.push_back(gradients_of(stage));
   }
   const auto max_difference = [](const std::vector<float>& a, const std::vector<float>& b) {
     double worst = 0, size = 0;
@@ -408,4 +419,136 @@ TEST_CASE("a reduced-precision transformer stage stashes the bytes its footprint
     stage.backward_input(0, random_matrix<float>(rows, stage.output_dim(), 6), dX);
     CHECK(static_cast<std::int64_t>(stage.stashed_bytes()) == bytes.kept);
   }
+}
+
+// Packed documents (data.pack_documents): two sequences of T = 40 (across the
+// fused kernel's 32-row tiles) holding documents closed by token 0. Each
+// document's logits are those of the document alone at the start of a
+// sequence (the positions after it, which it cannot see, filled with other
+// tokens), so the packed loss, taken within documents, is the sum of the
+// documents' losses; and changing one document leaves the others bitwise.
+TEST_CASE("on packed documents each document's logits are its own alone", "[model][transformer][documents]") {
+  tensor::ExecContext exec;
+  const std::string kind = GENERATE(std::string("transformer"), std::string("llama"));
+  const auto attention = GENERATE(AttentionPath::gemm, AttentionPath::fused);
+  INFO(kind << ", " << (attention == AttentionPath::gemm ? "gemm" : "fused") << " attention");
+  constexpr int separator = 0;
+  ModelSpec spec =
+      kind == "transformer" ? test::small_transformer(7, 40, config::InitKind::gpt2, 17) : test::small_llama(7, 40, 17);
+  const int T = spec.context, vocab = spec.vocab;
+  const std::vector<std::vector<int>> lengths{{9, 23, 8}, {17, 23}};
+  const int rows = static_cast<int>(lengths.size());
+  // Documents of tokens 1..vocab-1, each closed by the separator.
+  std::vector<double> tokens;
+  for (const auto& sequence : lengths) {
+    for (int n : sequence) {
+      for (int p = 0; p + 1 < n; ++p) tokens.push_back(1 + (tokens.size() * 5 + p) % (vocab - 1));
+      tokens.push_back(separator);
+    }
+  }
+  const auto device_ids = [&](const std::vector<double>& ids, int sequences) {
+    auto X = tensor::uninitialized_matrix<double>("test::ids", sequences, T);
+    Kokkos::deep_copy(X,
+                      Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace>(ids.data(), sequences, T));
+    return X;
+  };
+  Documents documents(separator);
+  StageOptions packed_options{{kernels::GemmPath::vendor, attention}, false};
+  packed_options.documents = &documents;
+  Stage<double> packed(spec, {0, spec.layer_count()}, packed_options, exec);
+  Stage<double> plain(spec, {0, spec.layer_count()}, {{kernels::GemmPath::vendor, attention}, false}, exec);
+  const auto packed_logits = [&](const std::vector<double>& ids) {
+    const auto X = device_ids(ids, rows);
+    documents.assign<double>(exec.space(), X);
+    const auto Y = tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim);
+    packed.forward_no_grad(X, Y);
+    return tensor::to_host<double>(Y);
+  };
+  const auto logits = packed_logits(tokens);
+
+  // Σ over positions p of [first, first + n) but the last of -log softmax(logits)[next token].
+  const auto loss = [&](const std::vector<double>& y, const std::vector<double>& ids, int first, int n) {
+    double sum = 0;
+    for (int p = first; p + 1 < first + n; ++p) {
+      const double* row = &y[static_cast<std::size_t>(p) * vocab];
+      const double max = *std::max_element(row, row + vocab);
+      double total = 0;
+      for (int v = 0; v < vocab; ++v) total += std::exp(row[v] - max);
+      sum += max + std::log(total) - row[static_cast<int>(ids[p + 1])];
+    }
+    return sum;
+  };
+  double packed_loss = 0, documents_loss = 0;
+  int first = 0;
+  for (const auto& sequence : lengths) {
+    for (int n : sequence) {
+      INFO("document at " << first << " of " << n << " tokens");
+      std::vector<double> alone(tokens.begin() + first, tokens.begin() + first + n);
+      for (int p = n; p < T; ++p) alone.push_back(1 + p % (vocab - 1));
+      const auto Y = tensor::uninitialized_matrix<double>("test::y", 1, spec.output_dim);
+      plain.forward_no_grad(device_ids(alone, 1), Y);
+      const auto own = tensor::to_host<double>(Y);
+      const std::vector<double> part(logits.begin() + first * vocab, logits.begin() + (first + n) * vocab);
+      CHECK(relative_error(part, std::vector<double>(own.begin(), own.begin() + n * vocab)) < 1e-12);
+      packed_loss += loss(logits, tokens, first, n);
+      documents_loss += loss(own, alone, 0, n);
+      first += n;
+    }
+  }
+  CHECK(std::abs(packed_loss - documents_loss) <= 1e-12 * documents_loss);
+
+  // And its gradient: the packed sequences' parameter gradients are the sum of the documents'.
+  // d loss / d logits at positions [first, first + n - 1) of y into dY: softmax - one-hot.
+  const auto loss_gradient = [&](const std::vector<double>& y, const std::vector<double>& ids, int first, int n,
+                                 std::vector<double>& dY) {
+    for (int p = first; p + 1 < first + n; ++p) {
+      const double* row = &y[static_cast<std::size_t>(p) * vocab];
+      const double max = *std::max_element(row, row + vocab);
+      double total = 0;
+      for (int v = 0; v < vocab; ++v) total += std::exp(row[v] - max);
+      for (int v = 0; v < vocab; ++v) dY[static_cast<std::size_t>(p) * vocab + v] = std::exp(row[v] - max) / total;
+      dY[static_cast<std::size_t>(p) * vocab + static_cast<int>(ids[p + 1])] -= 1;
+    }
+  };
+  const auto device_gradient = [&](const std::vector<double>& dY, int sequences) {
+    auto G = tensor::uninitialized_matrix<double>("test::dy", sequences, spec.output_dim);
+    Kokkos::deep_copy(
+        G, Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace>(dY.data(), sequences, spec.output_dim));
+    return G;
+  };
+  std::vector<double> dY_packed(logits.size(), 0.0);
+  packed.zero_grad();
+  plain.zero_grad();
+  first = 0;
+  for (const auto& sequence : lengths) {
+    for (int n : sequence) {
+      loss_gradient(logits, tokens, first, n, dY_packed);
+      std::vector<double> alone(tokens.begin() + first, tokens.begin() + first + n);
+      for (int p = n; p < T; ++p) alone.push_back(1 + p % (vocab - 1));
+      const auto X = device_ids(alone, 1);
+      const auto Y = tensor::uninitialized_matrix<double>("test::y", 1, spec.output_dim);
+      plain.forward(0, X, Y);
+      std::vector<double> dY(static_cast<std::size_t>(spec.output_dim), 0.0);
+      loss_gradient(tensor::to_host<double>(Y), alone, 0, n, dY);
+      plain.backward(0, device_gradient(dY, 1), tensor::Matrix<double>());
+      first += n;
+    }
+  }
+  const auto X = device_ids(tokens, rows);
+  documents.assign<double>(exec.space(), X);
+  const auto Y = tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim);
+  packed.forward(0, X, Y);
+  packed.backward(0, device_gradient(dY_packed, rows), tensor::Matrix<double>());
+  CHECK(relative_error(gradients_of(packed), gradients_of(plain)) < 1e-12);
+
+  // The middle document of the first sequence changed: the others' logits are bitwise the same.
+  auto changed = tokens;
+  for (int p = 9; p < 9 + 22; ++p) changed[p] = 1 + (static_cast<int>(changed[p]) + 2) % (vocab - 1);
+  const auto after = packed_logits(changed);
+  const auto same = [&](int from, int to) {
+    return std::equal(logits.begin() + from * vocab, logits.begin() + to * vocab, after.begin() + from * vocab);
+  };
+  CHECK(same(0, 9));
+  CHECK(same(9 + 23, 2 * T));
+  CHECK_FALSE(same(9, 9 + 23));
 }

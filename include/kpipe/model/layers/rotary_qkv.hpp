@@ -13,7 +13,8 @@ namespace kpipe::model {
 // Positions x grouped_width in, positions x 3·heads·hd (the Q|K|V that
 // CausalSelfAttention reads) out; no parameters, nothing saved: the
 // rotations and repeats are linear, so B needs only the output gradient.
-// In infer each token is rotated by its position in its sequence.
+// In infer each token is rotated by its position in its sequence; on packed
+// documents, by its place in its document.
 template <class Scalar>
 class RotaryQKV final : public Layer<Scalar> {
  public:
@@ -30,6 +31,9 @@ class RotaryQKV final : public Layer<Scalar> {
   void infer(tensor::TensorList inputs, tensor::TensorList outputs, CachedBatch<Scalar>& batch) const override;
 
  private:
+  // The packed documents' places of `rows`' positions; none without packing.
+  Kokkos::View<const int*, tensor::MemorySpace> positions(const tensor::Tensor& rows) const;
+
   LayerEnvironment env_;
   kernels::RotaryShape shape_;
   tensor::Matrix<Scalar> cos_;  // context x hd/2

@@ -60,6 +60,8 @@ class TokenEmbedding final : public Layer<Scalar> {
   int context() const { return context_; }
   int dim() const { return static_cast<int>(token_.value.extent(1)); }
   int sequence_shards() const { return env_.sequence_parallel ? env_.collectives.size(Group::tensor) : 1; }
+  // Packed documents' separator, which restarts the learned positions; -1: none.
+  int separator() const { return env_.documents ? env_.documents->separator() : -1; }
 
   LayerEnvironment env_;
   Parameter<Scalar> token_;     // padded vocab x dim, or this rank's padded vocab/t rows
