@@ -363,6 +363,33 @@ void check_tokenizer(const Deck& deck, const RunConfig& config) {
   }
 }
 
+// Packed documents: a language model's, closed by a token of its vocabulary.
+void check_documents(const Deck& deck, const RunConfig& config) {
+  const DataConfig& data = config.data;
+  if (!data.pack_documents) {
+    if (data.document_separator >= 0) {
+      throw input_error(fmt::format("{} is set but {}; set data.pack_documents = true or remove it",
+                                    deck.describe("data.document_separator"), deck.describe("data.pack_documents")));
+    }
+    return;
+  }
+  if (!config.model.token_sequences()) {
+    throw input_error(fmt::format("{} packs a language model's token sequences, but {}; set model.kind = {}",
+                                  deck.describe("data.pack_documents"), deck.describe("model.kind"),
+                                  token_family_choices()));
+  }
+  if (data.document_separator < 0) {
+    throw input_error(fmt::format("{} needs the token that ends each document; set data.document_separator to its id",
+                                  deck.describe("data.pack_documents")));
+  }
+  if (data.document_separator >= config.model.vocab) {
+    throw input_error(
+        fmt::format("{} is outside the vocabulary [0, {}) of model.vocab; set it to the id of the "
+                    "token that ends each document",
+                    deck.describe("data.document_separator"), config.model.vocab));
+  }
+}
+
 // pipeline.extra_warmup deepens the warm-up of the generated schedules that
 // take it. Under any other (a deck's schedule overridden on the command line,
 // a schedule file) it does nothing: the run goes on without it, and says why.
@@ -389,6 +416,7 @@ std::optional<std::string> unused_extra_warmup(const Deck& deck, const RunConfig
 void check_cross_keys(const Deck& deck, const RunConfig& config) {
   check_token_model(deck, config);
   check_tokenizer(deck, config);
+  check_documents(deck, config);
   check_tensor_parallel(deck, config);
   check_sequence_parallel(deck, config);
   check_inference(deck, config);
@@ -440,6 +468,8 @@ RunConfig run_config(const Deck& deck, std::vector<std::string>* warnings) {
   config.data.path = deck.string("data.path");
   config.data.tokenizer = choice<TokenizerKind>(deck, "data.tokenizer");
   config.data.tokenizer_model = deck.string("data.tokenizer_model");
+  config.data.pack_documents = deck.boolean("data.pack_documents");
+  config.data.document_separator = static_cast<int>(deck.integer("data.document_separator"));
   config.compute.gemm = choice<GemmKind>(deck, "compute.gemm");
   config.compute.attention = choice<AttentionKind>(deck, "compute.attention");
   config.compute.precision = choice<Precision>(deck, "compute.precision");

@@ -150,6 +150,15 @@ std::vector<KeySpec> run_keys() {
              "equal its size"),
       text("data.tokenizer_model", d.data.tokenizer_model,
            "The SentencePiece model file (.model) of data.tokenizer = \"sentencepiece\""),
+      boolean("data.pack_documents", d.data.pack_documents,
+              "Language models: each sequence packs several documents, each closed by the token "
+              "data.document_separator. A position attends to its own document only (a block-diagonal causal mask "
+              "in both attention paths), its learned or rotary position restarts at each document, and no loss is "
+              "taken across a boundary: the prediction at a separator counts for nothing, and a step's loss is the "
+              "mean over the predictions that count (docs/model.md, Packed documents)"),
+      integer("data.document_separator", d.data.document_separator, -1, int_max,
+              "With data.pack_documents: the id of the token that ends each document (GPT-2's <|endoftext|> is "
+              "50256), in [0, model.vocab); -1: none"),
       choice("data.task", name(d.data.task), choice_names<Task>(),
              "Classification (integer labels, cross_entropy) or regression (float targets, mse)"),
       integer("data.seed", d.data.seed, 0, int_max,

@@ -24,6 +24,13 @@ KOKKOS_INLINE_FUNCTION void gradient_row(const Row& row, int columns, Scalar inv
                   [&](int j) { dz[j] = scale * (dz[j] * inverse - (j == label ? Scalar(1) : Scalar(0))); });
 }
 
+// An ignored label's row: no loss, and a zero gradient.
+template <class Row, class Scalar>
+KOKKOS_INLINE_FUNCTION double ignored_row(const Row& row, int columns, Scalar* dz) {
+  detail::row_for(row, columns, [&](int j) { dz[j] = Scalar(0); });
+  return 0.0;
+}
+
 }  // namespace
 
 template <class Scalar>
@@ -42,6 +49,7 @@ double softmax_cross_entropy(const tensor::ExecutionSpace& space,
       space, "kpipe::kernels::softmax_cross_entropy", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
         const Scalar* const z = &logits(i, 0);
         Scalar* const dz = &dlogits(i, 0);
+        if (labels(i) == ignored_label) return ignored_row(row, classes, dz);
         const Scalar max = detail::row_max(row, classes, [&](int j) { return z[j]; });
         // The gradient holds the exponentials until their sum is known: one exponential per logit.
         const Scalar sum = detail::row_sum(row, classes, [&](int j) {
@@ -147,6 +155,7 @@ double vocab_shard_loss(const tensor::ExecutionSpace& space,
       space, "kpipe::kernels::vocab_shard_loss", rows, KOKKOS_LAMBDA(const detail::Row& row, int i) {
         const Scalar* const z = &logits(i, 0);
         Scalar* const dz = &dlogits(i, 0);
+        if (labels(i) == ignored_label) return ignored_row(row, columns, dz);
         const Scalar max = largest(maxima, i);
         detail::row_for(row, columns, [&](int j) { dz[j] = fast_math::exp(z[j] - max); });
         row.team_barrier();

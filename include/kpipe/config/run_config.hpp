@@ -211,6 +211,10 @@ struct DataConfig {
   // of the model file tokenizer_model.
   TokenizerKind tokenizer = TokenizerKind::character;
   std::string tokenizer_model;
+  // A language model's sequences pack several documents, each closed by the
+  // token document_separator (an id of model.vocab); -1: none.
+  bool pack_documents = false;
+  int document_separator = -1;
 };
 
 // pipeline.*, with the derived microbatch count m = B / (b·d).

@@ -8,9 +8,15 @@
 
 namespace kpipe::kernels {
 
+// A label that takes no loss and no gradient (its row's gradient is zero):
+// packed documents' predictions across a boundary. Accuracy never counts it
+// correct.
+constexpr int ignored_label = -1;
+
 // Softmax cross-entropy of logits against class labels, computed from the
 // log-sum-exp shifted by the row maximum so that no exponential overflows.
-// A label outside [0, classes) makes the loss NaN instead of reading past the row.
+// A label outside [0, classes), but ignored_label, makes the loss NaN instead
+// of reading past the row.
 template <class Scalar>
 double softmax_cross_entropy(const tensor::ExecutionSpace& space,
                              const tensor::ConstMatrix<tensor::identity_t<Scalar>>& logits,

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kpipe/core/error.hpp"
+#include "kpipe/kernels/loss.hpp"
 #include "kpipe/kernels/random.hpp"
 
 namespace kpipe::model {
@@ -76,7 +79,29 @@ void TokenStreamSource<Scalar>::fill_targets(std::int64_t step, std::int64_t fir
   }
   exec_.space().fence();
   gather(step, first, labels / spec_.context, 1, staged_labels_);
+  if (spec_.separator >= 0) {
+    const std::int32_t* tokens = tokens_->data();
+    for (std::int64_t r = 0; r < labels / spec_.context; ++r) {
+      const std::int32_t* inputs = tokens + start(step, first + r);
+      for (std::int64_t t = 0; t < spec_.context; ++t) {
+        if (inputs[t] == spec_.separator)
+          staged_labels_[static_cast<std::size_t>(r * spec_.context + t)] = kernels::ignored_label;
+      }
+    }
+  }
   Kokkos::deep_copy(exec_.space(), targets.labels, HostLabels(staged_labels_.data(), labels));
+}
+
+template <class Scalar>
+std::int64_t TokenStreamSource<Scalar>::ignored_predictions(std::int64_t step, std::int64_t first,
+                                                            std::int64_t count) const {
+  if (spec_.separator < 0) return 0;
+  std::int64_t separators = 0;
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int32_t* inputs = tokens_->data() + start(step, first + r);
+    separators += std::count(inputs, inputs + spec_.context, spec_.separator);
+  }
+  return separators;
 }
 
 template class TokenStreamSource<float>;

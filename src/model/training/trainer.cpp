@@ -29,9 +29,13 @@ const TrainerSpec& checked(const TrainerSpec& spec) {
   return spec;
 }
 
-// The stages of the spec, checked to cover the model's layers in order.
+// The stages of the spec, checked to cover the model's layers in order, their
+// layers reading packed documents from `documents` (nullptr: none).
 template <class Scalar>
-std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, tensor::ExecContext& exec) {
+std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, const Documents* documents,
+                                        tensor::ExecContext& exec) {
+  StageOptions options = spec.stage;
+  options.documents = documents;
   const int layers = spec.model.layer_count();
   const auto ranges = spec.stages.empty() ? std::vector<LayerRange>{{0, layers}} : spec.stages;
   std::vector<Stage<Scalar>> stages;
@@ -41,7 +45,7 @@ std::vector<Stage<Scalar>> build_stages(const TrainerSpec& spec, tensor::ExecCon
       throw input_error(fmt::format("stage [{}, {}) should start at layer {}; stages must cover the layers in order",
                                     range.first, range.end(), next));
     }
-    stages.emplace_back(spec.model, range, spec.stage, exec);
+    stages.emplace_back(spec.model, range, options, exec);
     next = range.end();
   }
   if (next != layers) {
@@ -65,6 +69,7 @@ TrainerSpec TrainerSpec::from_config(const config::RunConfig& config) {
   spec.global_batch = config.train.global_batch;
   spec.microbatch_size = config.train.microbatch_size;
   spec.data_parallel = config.pipeline.data_parallel;
+  if (config.data.pack_documents) spec.document_separator = config.data.document_separator;
   spec.stages = partition_layers(config);
   spec.stage.kernels = kernel_choice(config.compute);
   // fp16, and only fp16, scales its loss: follows the precision also in a configuration edited in code.
@@ -100,7 +105,8 @@ namespace {
 template <class Scalar>
 std::unique_ptr<DataSource<Scalar>> synthetic_source(const TrainerSpec& spec, tensor::ExecContext& exec) {
   if (!spec.model.token_sequences()) return std::make_unique<SyntheticData<Scalar>>(spec.data, exec);
-  const TokenStreamSpec stream{TokenSampling::random_windows, spec.data.seed, spec.model.context, spec.global_batch};
+  const TokenStreamSpec stream{TokenSampling::random_windows, spec.data.seed, spec.model.context, spec.global_batch,
+                               spec.document_separator};
   return std::make_unique<TokenStreamSource<Scalar>>(std::make_shared<const std::vector<std::int32_t>>(markov_split(
                                                          spec.model.vocab, spec.model.context, spec.data.seed, true)),
                                                      stream, exec);
@@ -117,7 +123,8 @@ SequentialTrainer<Scalar>::SequentialTrainer(const TrainerSpec& spec, tensor::Ex
                                              std::unique_ptr<DataSource<Scalar>> data)
     : spec_(checked(spec)),
       exec_(exec),
-      stages_(build_stages<Scalar>(spec, exec)),
+      documents_(spec.document_separator >= 0 ? std::make_unique<Documents>(spec.document_separator) : nullptr),
+      stages_(build_stages<Scalar>(spec, documents_.get(), exec)),
       data_(std::move(data)),
       optimizer_(spec.optimizer, parameters_of(stages_), exec),
       scaler_(spec.optimizer.loss_scale),
@@ -183,7 +190,9 @@ double SequentialTrainer<Scalar>::run_replica(int replica) {
   const int per_replica = spec_.global_batch / spec_.data_parallel;
   // The mean's factor times the loss scale (a power of two: exact).
   const double loss_scale = scaler_.scale();
-  const auto scale = static_cast<Scalar>(loss_scale * mean_loss_factor(spec_.model, spec_.global_batch));
+  const double mean =
+      mean_loss_factor(spec_.model, spec_.global_batch, data_->ignored_predictions(steps_, 0, spec_.global_batch));
+  const auto scale = static_cast<Scalar>(loss_scale * mean);
   // Boundary buffers, reused by every microbatch (the stages copy what they
   // keep) and pooled across steps.
   auto& pool = exec_.pool();
@@ -198,6 +207,7 @@ double SequentialTrainer<Scalar>::run_replica(int replica) {
     const std::int64_t first = static_cast<std::int64_t>(replica) * per_replica + static_cast<std::int64_t>(mb) * b;
     data_->fill_inputs(steps_, first, X);
     data_->fill_targets(steps_, first, targets_);
+    if (documents_) documents_->assign<Scalar>(exec_.space(), X);
     for (std::size_t s = 0; s < stages_.size(); ++s) stages_[s].forward(mb, s == 0 ? X : outputs[s - 1], outputs[s]);
     const double mb_loss =
         loss_and_gradient(exec_, spec_.model.loss, outputs.back(), targets_, scale, gradients.back()) / loss_scale;

@@ -9,9 +9,15 @@ DataFeed<Scalar>::DataFeed(const model::TrainerSpec& spec, int replica, std::uni
                            bool keep_inputs)
     : replica_offset_(static_cast<std::int64_t>(replica) * (spec.global_batch / spec.data_parallel)),
       microbatch_size_(spec.microbatch_size),
+      global_batch_(spec.global_batch),
       data_(std::move(data)),
       targets_(model::make_targets<Scalar>(spec.model, spec.microbatch_size)),
-      keep_inputs_(keep_inputs) {}
+      keep_inputs_(keep_inputs) {
+  if (spec.document_separator >= 0) {
+    document_tokens_ = tensor::uninitialized_matrix<Scalar>("kpipe::runtime::document_tokens", spec.microbatch_size,
+                                                            spec.model.input_dim);
+  }
+}
 
 template <class Scalar>
 std::int64_t DataFeed<Scalar>::first_sample(int mb) const {
@@ -36,6 +42,12 @@ const model::Targets<Scalar>& DataFeed<Scalar>::targets(int step, int mb) {
     data_->fill_targets(step, first_sample(mb), targets_);
   }
   return targets_;
+}
+
+template <class Scalar>
+void DataFeed<Scalar>::documents(int step, int mb, model::Documents& documents, const tensor::ExecutionSpace& space) {
+  data_->fill_inputs(step, first_sample(mb), document_tokens_);
+  documents.assign<Scalar>(space, document_tokens_);
 }
 
 template class DataFeed<float>;

@@ -325,6 +325,7 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
   switch (action.kind) {
     case ActionKind::forward: {
       model::Stage<Scalar>& stage = *chunks_[action.chunk];
+      if (io_.documents) io_.documents(step, mb);
       Matrix<Scalar> X;
       if (is_first_stage(action.chunk)) {
         X = activations_.take(stage.input_rows(microbatch_size_), stage.input_dim());
@@ -376,6 +377,7 @@ void Executor<Scalar>::execute(const Action& action, std::size_t index, int step
     case ActionKind::backward_input:
     case ActionKind::backward: {
       model::Stage<Scalar>& stage = *chunks_[action.chunk];
+      if (io_.documents) io_.documents(step, mb);
       const Matrix<Scalar> dY = take(slots.grad_output[key], action, "output gradient");
       // The first model stage's input is data: its gradient is never needed.
       Matrix<Scalar> dX;

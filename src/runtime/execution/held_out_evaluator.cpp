@@ -14,10 +14,14 @@ namespace kpipe::runtime {
 namespace {
 
 template <class Scalar>
-MicrobatchIO<Scalar> validation_io(DataFeed<Scalar>& feed, LossHead<Scalar>& head) {
+MicrobatchIO<Scalar> validation_io(DataFeed<Scalar>& feed, LossHead<Scalar>& head, model::Documents* documents,
+                                   tensor::ExecContext& exec) {
   MicrobatchIO<Scalar> io;
   io.inputs = [&feed](int step, int mb, const Matrix<Scalar>& X) { feed.inputs(step, mb, X); };
   io.outputs = [&head](int step, int mb, const Matrix<Scalar>& Y) { head.evaluate(step, mb, Y); };
+  if (documents) {
+    io.documents = [&feed, documents, &exec](int step, int mb) { feed.documents(step, mb, *documents, exec.space()); };
+  }
   return io;
 }
 
@@ -34,14 +38,15 @@ int evaluated_batches(std::int64_t available, int asked) {
 template <class Scalar>
 HeldOutEvaluator<Scalar>::HeldOutEvaluator(const config::RunConfig& config, const model::TrainerSpec& spec,
                                            const schedule::Schedule& training, const comm::ProcessGrid& grid,
-                                           std::vector<model::Stage<Scalar>*> chunks, comm::Transport& transport,
-                                           model::Collectives& collectives, tensor::ExecContext& exec)
+                                           std::vector<model::Stage<Scalar>*> chunks, model::Documents* documents,
+                                           comm::Transport& transport, model::Collectives& collectives,
+                                           tensor::ExecContext& exec)
     : schedule_(schedule::forward_schedule(training, training.m)),
       feed_(spec, grid.replica(), make_data_source<Scalar>(config.data, spec, io::Split::test, exec),
             schedule_.placement.holds_first_and_last(grid.pipeline_rank())),
       head_(spec, grid.replica(), feed_, collectives, exec),
-      executor_(schedule_, grid, std::move(chunks), spec.microbatch_size, transport, validation_io(feed_, head_), {},
-                exec),
+      executor_(schedule_, grid, std::move(chunks), spec.microbatch_size, transport,
+                validation_io(feed_, head_, documents, exec), {}, exec),
       batches_(evaluated_batches(feed_.samples() / spec.global_batch, config.train.eval_batches)) {
   if (batches_ < 1) {
     throw input_error(
@@ -55,7 +60,7 @@ template <class Scalar>
 Evaluation HeldOutEvaluator<Scalar>::evaluate() {
   Evaluation total;
   for (int batch = 0; batch < batches_; ++batch) {
-    head_.start_step(1.0);  // evaluation computes no gradient to scale
+    head_.start_step(batch, 1.0);  // evaluation computes no gradient to scale
     executor_.run_step(batch);
     total += head_.evaluation();
     ++total.batches;

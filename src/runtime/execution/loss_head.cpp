@@ -9,7 +9,8 @@ namespace kpipe::runtime {
 template <class Scalar>
 LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed<Scalar>& feed,
                            model::Collectives& collectives, tensor::ExecContext& exec)
-    : kind_(spec.model.loss),
+    : model_(spec.model),
+      global_batch_(spec.global_batch),
       mean_factor_(model::mean_loss_factor(spec.model, spec.global_batch)),
       scale_(static_cast<Scalar>(mean_factor_)),
       replica_(replica),
@@ -23,10 +24,11 @@ LossHead<Scalar>::LossHead(const model::TrainerSpec& spec, int replica, DataFeed
       exec_(exec) {}
 
 template <class Scalar>
-void LossHead<Scalar>::start_step(double loss_scale) {
+void LossHead<Scalar>::start_step(int step, double loss_scale) {
   evaluation_ = {};
   failure_ = nullptr;
   loss_scale_ = loss_scale;
+  mean_factor_ = model::mean_loss_factor(model_, global_batch_, feed_.ignored_in_step(step));
   // A power-of-two loss scale times the factor is exact, in double and in Scalar.
   scale_ = static_cast<Scalar>(loss_scale * mean_factor_);
 }
@@ -36,7 +38,7 @@ double LossHead<Scalar>::loss(int step, int mb, const tensor::Matrix<Scalar>& Y,
   const auto& targets = feed_.targets(step, mb);
   double value = 0;
   if (vocab_shard_.full()) {
-    value = model::loss_and_gradient(exec_, kind_, Y, targets, scale_, dY);
+    value = model::loss_and_gradient(exec_, model_.loss, Y, targets, scale_, dY);
   } else {
     const std::int64_t predictions = targets.labels.extent(0);
     const auto logits = model::by_prediction(Y, predictions);
@@ -57,14 +59,16 @@ double LossHead<Scalar>::loss(int step, int mb, const tensor::Matrix<Scalar>& Y,
 template <class Scalar>
 void LossHead<Scalar>::evaluate(int step, int mb, const tensor::Matrix<Scalar>& Y) {
   const auto& targets = feed_.targets(step, mb);
-  const auto logits = whole_predictions(Y, kind_ == model::LossKind::cross_entropy ? targets.labels.extent(0) : 0);
+  const bool classifies = model_.loss == model::LossKind::cross_entropy;
+  const auto logits = whole_predictions(Y, classifies ? targets.labels.extent(0) : 0);
   const tensor::Matrix<Scalar> dY = scratch_.take(logits.extent_int(0), logits.extent_int(1));
-  evaluation_.loss += model::loss_and_gradient(exec_, kind_, logits, targets, static_cast<Scalar>(mean_factor_), dY);
-  if (kind_ == model::LossKind::cross_entropy) {
-    // One prediction per label: a transformer's rows hold T of them.
+  evaluation_.loss +=
+      model::loss_and_gradient(exec_, model_.loss, logits, targets, static_cast<Scalar>(mean_factor_), dY);
+  if (classifies) {
+    // One prediction per label: a transformer's rows hold T of them, some of which may take no loss.
     const auto predictions = model::by_prediction(logits, targets.labels.extent(0));
     evaluation_.correct += kernels::count_correct<Scalar>(exec_.space(), predictions, targets.labels);
-    evaluation_.samples += predictions.extent(0);
+    evaluation_.samples += predictions.extent(0) - feed_.ignored_in_microbatch(step, mb);
   } else {
     evaluation_.samples += Y.extent(0);
   }

@@ -49,13 +49,15 @@ schedule::Schedule schedule_for(const schedule::RunPlan& plan, Mode mode) {
 template <class Scalar>
 std::vector<std::unique_ptr<model::Stage<Scalar>>> build_chunks(
     const model::TrainerSpec& spec, const schedule::Schedule& schedule, const comm::ProcessGrid& grid,
-    Hdf5ActivationStore* store, model::Collectives& collectives, tensor::ExecContext& exec) {
+    Hdf5ActivationStore* store, const model::Documents* documents, model::Collectives& collectives,
+    tensor::ExecContext& exec) {
   fault::inject(fault::Phase::setup_stages, grid.world_rank());
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks;
   for (int chunk = 0; chunk < schedule.v; ++chunk) {
     const int stage = schedule.placement.stage(grid.pipeline_rank(), chunk);
     model::StageOptions options = spec.stage;
     if (store != nullptr) options.stash_store = &store->chunk(chunk);
+    options.documents = documents;
     chunks.push_back(
         std::make_unique<model::Stage<Scalar>>(spec.model, spec.stages.at(stage), options, collectives, exec));
   }
@@ -115,7 +117,10 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       transport_(grid_.pipeline(), watchdog_, staging, exec_.space(),
                  model::boundary_gathered(config.pipeline) ? grid_.tensor() : comm::self()),
       activation_store_(activation_store_for(config, mode, grid_, schedule_.v, exec_)),
-      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_, activation_store_.get(), collectives_, exec_)),
+      documents_(spec_.document_separator >= 0 ? std::make_unique<model::Documents>(spec_.document_separator)
+                                               : nullptr),
+      chunks_(build_chunks<Scalar>(spec_, schedule_, grid_, activation_store_.get(), documents_.get(), collectives_,
+                                   exec_)),
       feed_(
           spec_, grid_.replica(),
           make_data_source<Scalar>(config.data, spec_, mode == Mode::infer ? io::Split::test : io::Split::train, exec_),
@@ -146,7 +151,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
                 exec_, spec_.lanes, spec_.lane_split),
       held_out_(mode == Mode::train && config.train.eval_every > 0
                     ? std::make_unique<HeldOutEvaluator<Scalar>>(config, spec_, schedule_, grid_, pointers(chunks_),
-                                                                 transport_, collectives_, exec_)
+                                                                 documents_.get(), transport_, collectives_, exec_)
                     : nullptr) {
   fault::inject(fault::Phase::setup, grid_.world_rank());
 }
@@ -164,6 +169,7 @@ MicrobatchIO<Scalar> Pipeline<Scalar>::microbatch_io() {
     return loss_head_.loss(step, mb, Y, dY);
   };
   io.outputs = [this](int step, int mb, const Matrix<Scalar>& Y) { loss_head_.evaluate(step, mb, Y); };
+  if (documents_) io.documents = [this](int step, int mb) { feed_.documents(step, mb, *documents_, exec_.space()); };
   if (dump_) {
     io.observe = [this](const char* what, int step, int mb, int chunk, const Matrix<Scalar>& tensor) {
       dump_->record<Scalar>(what, step, mb, schedule_.placement.stage(grid_.pipeline_rank(), chunk), tensor);
@@ -185,7 +191,7 @@ StepHooks Pipeline<Scalar>::step_hooks() {
     hooks.previous_update_stands = [this] {
       const bool stands = update_->settle();
       for (auto& chunk : chunks_) chunk->zero_grad();
-      if (!stands) loss_head_.start_step(update_->loss_scale());
+      if (!stands) loss_head_.start_step(step_, update_->loss_scale());
       return stands;
     };
   }
@@ -217,7 +223,7 @@ StepResult Pipeline<Scalar>::run_step(int step) {
   step_ = step;
   fault::inject(fault::Phase::step, grid_.world_rank(), step);
   const double loss_scale = update_ ? update_->loss_scale() : 1.0;
-  loss_head_.start_step(loss_scale);
+  loss_head_.start_step(step, loss_scale);
   // Post-validated, the executor settles the last update where the step's
   // head ends (and zeroes the gradients then), unless guesses have just failed.
   if (!spec_.optimizer.post_validation) {

@@ -137,6 +137,20 @@ TEST_CASE("vocabulary-parallel cross-entropy equals the unsharded loss", "[runti
   }
   CHECK(relative_error(tensor::to_host<double>(gradient), expected_shard) < 1e-6);
 
+  // Ignored labels (packed documents' boundaries) take no loss and no gradient, as in the plain kernel.
+  labels[1] = labels[4] = kernels::ignored_label;
+  Kokkos::deep_copy(device_labels, tensor::HostLabels(labels.data(), rows));
+  const double expected_ignoring =
+      kernels::softmax_cross_entropy<double>(exec.space(), whole, device_labels, scale, whole_gradient);
+  const double ignoring = model::vocab_parallel_cross_entropy<double>(exec, collectives, local, device_labels, first,
+                                                                      vocab, scale, gradient);
+  CHECK(std::abs(ignoring - expected_ignoring) <= 1e-6 * std::abs(expected_ignoring));
+  const auto ignoring_gradient = tensor::to_host<double>(gradient);
+  for (int j = 0; j < shard; ++j) {
+    CHECK(ignoring_gradient[1 * shard + j] == 0.0);
+    CHECK(ignoring_gradient[4 * shard + j] == 0.0);
+  }
+
   // A label outside the vocabulary makes the loss NaN on every rank.
   labels[2] = vocab;
   Kokkos::deep_copy(device_labels, tensor::HostLabels(labels.data(), rows));

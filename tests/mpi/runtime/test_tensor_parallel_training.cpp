@@ -53,8 +53,12 @@ constexpr double llama_tolerance = 1e-5;
 
 // The model keys of a tiny `kind`: every width tensor parallelism splits is
 // even. "tied": the transformer with its LM head tied to the token table;
-// "llama": the Llama family; "llama-kv1": the same with one key/value head.
+// "llama": the Llama family; "llama-kv1": the same with one key/value head;
+// "llama-packed": "llama" on packed documents, each closed by token 0.
 std::string model_keys(const std::string& kind, const std::string& schedule) {
+  if (kind == "llama-packed") {
+    return model_keys("llama", schedule) + "data.pack_documents = true\ndata.document_separator = 0\n";
+  }
   if (kind == "tied") {
     return model_keys("transformer", schedule) + "model.head_bias = false\nmodel.tie_embeddings = true\n";
   }
@@ -145,7 +149,7 @@ double largest_difference(const std::map<std::string, std::vector<float>>& actua
 
 TEST_CASE("tensor-parallel training matches the unsharded reference", "[runtime][tensor_parallel]") {
   const int d = comm::size_of(comm::world()) / (2 * t);
-  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied", "llama", "llama-kv1"}) {
+  for (const std::string kind : {"mlp", "residual_mlp", "transformer", "tied", "llama", "llama-kv1", "llama-packed"}) {
     for (const std::string schedule : {"1f1b", "interleaved", "zb-v", "v-half", "v-min"}) {
       // A V puts the first and the last stage on rank 0: the tied sum stays there.
       if (test::chunks_for(schedule) == 2 && schedule != "interleaved" && kind != "tied") continue;

@@ -86,6 +86,32 @@ TEST_CASE("softmax cross-entropy stays finite for huge logits and flags bad labe
   CHECK(std::isnan(softmax_cross_entropy(ExecutionSpace(), logits, labels({3}), 1.0f, gradient)));
 }
 
+// Packed documents: an ignored label's row takes no loss and a zero gradient;
+// the other rows are what they are with any label there.
+TEST_CASE("softmax cross-entropy ignores ignored_label rows", "[kernels][loss][documents]") {
+  const auto logits = device(random_values(rows * classes, 4), rows, classes);
+  auto all = uninitialized_matrix<double>("test::all", rows, classes);
+  auto some = uninitialized_matrix<double>("test::some", rows, classes);
+  softmax_cross_entropy(ExecutionSpace(), logits, labels({0, 3, 4, 1}), scale, all);
+  const auto row_loss = [&](int i, int label) {
+    const auto z = to_host<double>(logits);
+    double sum = 0;
+    for (int j = 0; j < classes; ++j) sum += std::exp(z[i * classes + j]);
+    return scale * (std::log(sum) - z[i * classes + label]);
+  };
+  const double value =
+      softmax_cross_entropy(ExecutionSpace(), logits, labels({0, ignored_label, 4, ignored_label}), scale, some);
+  CHECK(value == Approx(row_loss(0, 0) + row_loss(2, 4)).epsilon(1e-14));
+  const auto expected = to_host<double>(all), got = to_host<double>(some);
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < classes; ++j) {
+      INFO("row " << i << ", column " << j);
+      CHECK(got[i * classes + j] == (i % 2 == 0 ? expected[i * classes + j] : 0.0));
+    }
+  }
+  CHECK(std::isnan(softmax_cross_entropy(ExecutionSpace(), logits, labels({0, -2, 4, 1}), scale, some)));
+}
+
 TEST_CASE("mean squared error matches its formula and finite differences", "[kernels][loss]") {
   const auto outputs = random_values(rows * classes, 2);
   const auto target_values = random_values(rows * classes, 3);

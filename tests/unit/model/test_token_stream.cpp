@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "kpipe/kernels/loss.hpp"
 #include "kpipe/model/data/markov_tokens.hpp"
 #include "kpipe/model/data/token_stream.hpp"
 #include "kpipe/tensor/allocation_counter.hpp"
@@ -182,4 +183,35 @@ TEST_CASE("markov tokens: reproducible, in range, and far more predictable than 
     }
   }
   CHECK(likely > 0.9 * (test.size() - 1));
+}
+
+// Packed documents of three tokens, each closed by token 31. A position
+// whose input is a separator predicts the next document's first token, which
+// takes no loss; every other label is the next token as before, and the
+// source counts the ignored ones of any positions.
+TEST_CASE("token stream of packed documents: no label across a boundary", "[model][tokens][documents]") {
+  tensor::ExecContext exec;
+  std::vector<std::int32_t> documents(200);
+  for (int i = 0; i < 200; ++i) documents[i] = i % 4 == 3 ? 31 : i * 7 % 31;
+  const auto tokens = std::make_shared<const std::vector<std::int32_t>>(std::move(documents));
+  TokenStreamSpec packed = spec(TokenSampling::random_windows);
+  packed.separator = 31;
+  const TokenStreamSource<double> source(tokens, packed, exec);
+  const TokenStreamSource<double> plain(tokens, spec(TokenSampling::random_windows), exec);
+  for (std::int64_t step = 0; step < 3; ++step) {
+    const Batch got = draw(source, step, 0, B), whole = draw(plain, step, 0, B);
+    CHECK(got.inputs == whole.inputs);
+    std::int64_t separators = 0;
+    for (std::size_t i = 0; i < got.labels.size(); ++i) {
+      const bool boundary = got.inputs[i] == packed.separator;
+      separators += boundary ? 1 : 0;
+      CHECK(got.labels[i] == (boundary ? kernels::ignored_label : whole.labels[i]));
+    }
+    CHECK(separators >= B);  // a window of 5 holds one or two
+    CHECK(source.ignored_predictions(step, 0, B) == separators);
+    CHECK(source.ignored_predictions(step, 2, 3) + source.ignored_predictions(step, 0, 2) +
+              source.ignored_predictions(step, 5, B - 5) ==
+          separators);
+    CHECK(plain.ignored_predictions(step, 0, B) == 0);
+  }
 }

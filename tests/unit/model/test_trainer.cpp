@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "catch.hpp"
 #include "kpipe/config/from_deck.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/model/data/token_stream.hpp"
 #include "kpipe/model/training/trainer.hpp"
 #include "random_matrix.hpp"
 
@@ -188,4 +190,61 @@ TEST_CASE("compute.gemm = packed computes with the weights of the last update", 
     previous = now;
     trainer.step();
   }
+}
+
+// Packed documents of four tokens, each closed by token 0: a step's loss is
+// the mean cross-entropy over the predictions within documents — those at a
+// separator, which would predict the next document, take none — of the
+// model's packed logits, computed here from its stage and the plain labels.
+TEST_CASE("on packed documents a step's loss is the mean over the predictions within documents",
+          "[model][trainer][documents]") {
+  const TrainerSpec spec = from_text(
+      "model.kind = \"llama\"\nmodel.vocab = 7\nmodel.context = 12\nmodel.dim = 8\nmodel.heads = 2\n"
+      "model.kv_heads = 1\nmodel.ffn_dim = 12\nmodel.layers = 2\ndata.pack_documents = true\n"
+      "data.document_separator = 0\ntrain.global_batch = 4\ntrain.microbatch_size = 2\npipeline.stages = 1\n");
+  std::vector<std::int32_t> documents(300);
+  for (int i = 0; i < 300; ++i) documents[i] = i % 5 == 4 ? 0 : 1 + i * 3 % 6;
+  const auto tokens = std::make_shared<const std::vector<std::int32_t>>(std::move(documents));
+  const int T = spec.model.context, B = spec.global_batch, vocab = spec.model.vocab;
+  TokenStreamSpec plain;
+  plain.seed = spec.data.seed;
+  plain.context = T;
+  plain.global_batch = B;
+  TokenStreamSpec packed = plain;
+  packed.separator = 0;
+  tensor::ExecContext exec;
+  SequentialTrainer<double> trainer(spec, exec, std::make_unique<TokenStreamSource<double>>(tokens, packed, exec));
+
+  // The step's sequences and their next tokens, and the packed model's logits.
+  const TokenStreamSource<double> source(tokens, plain, exec);
+  const auto X = tensor::uninitialized_matrix<double>("test::x", B, T);
+  Targets<double> next;
+  next.labels = tensor::Labels("test::labels", B * T);
+  source.fill_inputs(0, 0, X);
+  source.fill_targets(0, 0, next);
+  Documents places(0);
+  places.assign<double>(exec.space(), X);
+  StageOptions options = spec.stage;
+  options.documents = &places;
+  Stage<double> stage(spec.model, {0, spec.model.layer_count()}, options, exec);
+  const auto Y = tensor::uninitialized_matrix<double>("test::y", B, spec.model.output_dim);
+  stage.forward_no_grad(X, Y);
+  const auto ids = tensor::to_host<double>(X), logits = tensor::to_host<double>(Y);
+  const int width = spec.model.output_dim / T;
+  const auto labels = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), next.labels);
+  double sum = 0;
+  int counted = 0;
+  for (int p = 0; p < B * T; ++p) {
+    if (ids[p] == 0) continue;
+    const double* row = &logits[static_cast<std::size_t>(p) * width];  // the vocabulary, then its padding
+    const double max = *std::max_element(row, row + vocab);
+    double total = 0;
+    for (int v = 0; v < vocab; ++v) total += std::exp(row[v] - max);
+    sum += max + std::log(total) - row[labels(p)];
+    ++counted;
+  }
+  REQUIRE(counted < B * T);  // some predictions are at a separator
+  const double loss = trainer.step();
+  INFO("trainer " << loss << ", truth " << sum / counted << " over " << counted);
+  CHECK(std::abs(loss - sum / counted) <= 1e-12 * std::abs(loss));
 }

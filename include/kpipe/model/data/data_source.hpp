@@ -36,6 +36,13 @@ class DataSource {
     (void)inputs;
     fill_targets(step, first, targets);
   }
+  // How many predictions of positions [first, first + count) of step `step`
+  // take no loss (their label is kernels::ignored_label): packed documents'
+  // predictions across a boundary. By default none.
+  virtual std::int64_t ignored_predictions(std::int64_t step, std::int64_t first, std::int64_t count) const {
+    (void)step, (void)first, (void)count;
+    return 0;
+  }
   // Samples in one pass over the data (an epoch); 0 when unlimited.
   virtual std::int64_t samples() const { return 0; }
 };

@@ -5,6 +5,10 @@
 // tokens [start, start + T) as exact Scalar values, its T labels the ids of
 // [start + 1, start + T], the next token at every position.
 //
+// Packed documents (separator >= 0): the stream holds documents each closed
+// by the separator token, and the label of a position holding a separator is
+// kernels::ignored_label: no loss is taken across a boundary.
+//
 // random_windows (training): the sequence at (step, position) starts at
 //   offset random_bits(key(data.seed, step), position) mod (N - T), uniform
 //   in [0, N - T - 1]: a pure function of (step, position), the same on every
@@ -34,6 +38,7 @@ struct TokenStreamSpec {
   std::uint64_t seed = 0;  // data.seed
   int context = 0;         // T
   int global_batch = 1;    // B
+  int separator = -1;      // packed documents' closing token; -1: none
 };
 
 template <class Scalar>
@@ -48,6 +53,8 @@ class TokenStreamSource final : public DataSource<Scalar> {
   void fill_inputs(std::int64_t step, std::int64_t first, const tensor::Matrix<Scalar>& X) const override;
   // targets.labels: rows·T ids, label[r·T + t] = the token after input (r, t).
   void fill_targets(std::int64_t step, std::int64_t first, const Targets<Scalar>& targets) const override;
+  // The separators among the inputs of those positions.
+  std::int64_t ignored_predictions(std::int64_t step, std::int64_t first, std::int64_t count) const override;
   // W = (N - 1) / T: sequences in one pass over the stream.
   std::int64_t samples() const override { return windows(); }
 

@@ -4,6 +4,7 @@
 // microbatch gradients of a step add up to the gradient of the mean loss and
 // data-parallel replicas sum (not average) their gradients.
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kpipe/model/collectives.hpp"
@@ -31,10 +32,12 @@ Targets<Scalar> make_targets(const ModelSpec& model, int rows) {
   return make_targets<Scalar>(model.loss, rows * model.positions(), model.output_dim / model.positions());
 }
 
-// 1 / (B · positions): the microbatch losses of a step then add up to the
-// mean loss over all its predictions.
-inline double mean_loss_factor(const ModelSpec& model, int global_batch) {
-  return 1.0 / (static_cast<double>(global_batch) * model.positions());
+// 1 / the predictions of a step that take a loss: B · positions, less the
+// `ignored` ones (packed documents: DataSource::ignored_predictions). The
+// microbatch losses of a step then add up to the mean loss over them.
+inline double mean_loss_factor(const ModelSpec& model, int global_batch, std::int64_t ignored = 0) {
+  const std::int64_t counted = static_cast<std::int64_t>(global_batch) * model.positions() - ignored;
+  return 1.0 / static_cast<double>(std::max<std::int64_t>(counted, 1));
 }
 
 // Y (rows x positions·classes) as one row per prediction, the view the loss

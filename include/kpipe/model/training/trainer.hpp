@@ -31,6 +31,7 @@ struct TrainerSpec {
   int global_batch = 1;            // B
   int microbatch_size = 1;         // b
   int data_parallel = 1;           // d: replica r trains on samples [r B/d, (r+1) B/d) of each step
+  int document_separator = -1;     // data.pack_documents: the token closing each document; -1: none
   std::vector<LayerRange> stages;  // the partition into p * v stages; empty means one stage
   StageOptions stage;
   // pipeline.lanes: the microbatches a rank that holds the whole model runs
@@ -85,6 +86,7 @@ class SequentialTrainer {
 
   TrainerSpec spec_;
   tensor::ExecContext& exec_;
+  std::unique_ptr<Documents> documents_;  // packed documents only; the stages' layers read it
   std::vector<Stage<Scalar>> stages_;
   std::unique_ptr<DataSource<Scalar>> data_;
   Optimizer<Scalar> optimizer_;

@@ -31,12 +31,21 @@ class DataFeed {
   const model::Targets<Scalar>& targets(int step, int mb);
   // Samples in one pass over the data; 0 when unlimited (synthetic).
   std::int64_t samples() const { return data_->samples(); }
+  // Packed documents: assigns microbatch mb's documents on `space`, from its
+  // tokens, which every rank can draw (model::Documents).
+  void documents(int step, int mb, model::Documents& documents, const tensor::ExecutionSpace& space);
+  // The predictions that take no loss in the step's global batch, and in microbatch mb.
+  std::int64_t ignored_in_step(int step) const { return data_->ignored_predictions(step, 0, global_batch_); }
+  std::int64_t ignored_in_microbatch(int step, int mb) const {
+    return data_->ignored_predictions(step, first_sample(mb), microbatch_size_);
+  }
 
  private:
   std::int64_t first_sample(int mb) const;
 
   std::int64_t replica_offset_;
   int microbatch_size_;
+  int global_batch_;
   std::unique_ptr<model::DataSource<Scalar>> data_;
   model::Targets<Scalar> targets_;
   // keep_inputs: by microbatch, the step and inputs handed out and not yet
@@ -47,6 +56,7 @@ class DataFeed {
   };
   bool keep_inputs_;
   std::vector<Kept> kept_;
+  tensor::Matrix<Scalar> document_tokens_;  // packed documents: a microbatch's tokens
 };
 
 }  // namespace kpipe::runtime

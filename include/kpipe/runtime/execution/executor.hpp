@@ -44,6 +44,10 @@ struct MicrobatchIO {
   // has it, "input" and "output" after F, "output_grad" and "input_grad" (not
   // on the first model stage) after B or BW.
   std::function<void(const char* what, int step, int mb, int chunk, const Matrix<Scalar>& tensor)> observe;
+  // Optional (packed documents): assigns microbatch mb's documents, which the
+  // stages' layers read, before each of its F, B and BW on this rank. Such
+  // stages never run lanes: their attention is not row-wise.
+  std::function<void(int step, int mb)> documents;
 };
 
 // The step-level actions, supplied by the training loop.

@@ -21,9 +21,11 @@ namespace kpipe::runtime {
 template <class Scalar>
 class HeldOutEvaluator {
  public:
+  // `documents`: what the chunks' layers read packed documents from (nullptr: none).
   HeldOutEvaluator(const config::RunConfig& config, const model::TrainerSpec& spec, const schedule::Schedule& training,
-                   const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks, comm::Transport& transport,
-                   model::Collectives& collectives, tensor::ExecContext& exec);
+                   const comm::ProcessGrid& grid, std::vector<model::Stage<Scalar>*> chunks,
+                   model::Documents* documents, comm::Transport& transport, model::Collectives& collectives,
+                   tensor::ExecContext& exec);
 
   // Evaluates the first train.eval_batches batches of the validation split
   // (all of it when that is 0 or more than it holds); this rank's share, to

@@ -51,14 +51,15 @@ class LossHead {
   std::exception_ptr failure() const { return failure_; }
   // `loss_scale`: what this step's loss gradients are multiplied by
   // (model::LossScaler; 1 but in fp16 runs).
-  void start_step(double loss_scale);
+  void start_step(int step, double loss_scale);
 
  private:
   // Y as one row per prediction, gathered whole when vocabulary-parallel.
   tensor::Matrix<Scalar> whole_predictions(const tensor::Matrix<Scalar>& Y, std::int64_t predictions);
 
-  model::LossKind kind_;
-  double mean_factor_;  // 1 / (B · positions): the microbatch losses add up to the step's mean
+  model::ModelSpec model_;
+  int global_batch_;
+  double mean_factor_;  // of the step (model::mean_loss_factor): the microbatch losses add up to its mean
   Scalar scale_;        // mean_factor_ times the loss scale: as the sequential reference scales, bitwise
   double loss_scale_ = 1;
   int replica_;

@@ -132,6 +132,7 @@ class Pipeline {
   GridCollectives collectives_;  // the chunks' tensor-parallel group
   comm::Transport transport_;
   std::unique_ptr<Hdf5ActivationStore> activation_store_;  // before the chunks, which use it
+  std::unique_ptr<model::Documents> documents_;            // packed documents only; the chunks' layers read it
   std::vector<std::unique_ptr<model::Stage<Scalar>>> chunks_;
   DataFeed<Scalar> feed_;
   LossHead<Scalar> loss_head_;
