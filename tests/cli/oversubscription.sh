@@ -2,11 +2,14 @@
 # A run whose threads oversubscribe its cores says so once, in one line
 # (issue 27), and a run that fits says nothing: two ranks held to one CPU by
 # taskset (mpirun binding nothing) are warned about; one rank on it is not.
+# One Kokkos thread per rank, whatever the build's backend or the caller's
+# OMP_NUM_THREADS: the crowding is the ranks'.
 #   oversubscription.sh MPIEXEC KPIPE
 set -uo pipefail
 mpiexec=$1 kpipe=$2
 command -v taskset >/dev/null || { echo "no taskset (util-linux) to hold the ranks to one CPU"; exit 77; }
 run=(run inputs/quickstart.toml train.steps=1)
+export OMP_NUM_THREADS=1
 
 crowded=$(OPENBLAS_NUM_THREADS=1 taskset -c 0 "$mpiexec" --bind-to none -n 2 "$kpipe" "${run[@]}" 2>&1) ||
   { echo "the crowded run failed"; tail -n 20 <<<"$crowded"; exit 1; }

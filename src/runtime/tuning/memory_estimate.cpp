@@ -18,6 +18,7 @@
 #include "kpipe/core/log.hpp"
 #include "kpipe/kernels/packed_gemm.hpp"
 #include "kpipe/kernels/precision.hpp"
+#include "kpipe/model/kv_cache.hpp"
 #include "kpipe/model/memory.hpp"
 #include "kpipe/model/training/optimizer.hpp"
 #include "kpipe/runtime/data/token_source.hpp"
@@ -105,9 +106,11 @@ MemoryEstimate estimate_memory(const model::TrainerSpec& spec, const schedule::S
   const bool recompute = spec.stage.recompute;
   // As the rank runs its list: lanes hold a group's microbatches at once (the
   // larger group of either split; an upper bound where its layers turn out
-  // unable to run them). Only a rank
-  // holding the whole model reorders; any other reads its list in place.
-  const bool lanes = schedule.p == 1 && schedule.v == 1 && !recompute;
+  // unable to run them). Only a rank holding the whole model reorders; any
+  // other reads its list in place. A model with attention never runs lanes:
+  // attention is not row-wise (model::Sequential::runs_lanes).
+  const bool lanes = schedule.p == 1 && schedule.v == 1 && !recompute &&
+                     model::decoder_blocks(spec.model, {0, spec.model.layer_count()}).empty();
   const std::vector<schedule::Action> lane_order =
       lanes ? schedule::in_lane_order(schedule.ranks.at(rank), spec.most_lanes(schedule.m))
             : std::vector<schedule::Action>();

@@ -2,6 +2,7 @@
 // Small models the model tests share.
 
 #include <cstdint>
+#include <vector>
 
 #include "kpipe/model/spec.hpp"
 #include "kpipe/model/stage.hpp"
@@ -50,6 +51,17 @@ inline model::ModelSpec small_llama(int vocab, int context, std::uint64_t seed) 
                  {"model.rope_theta", 100.0},
                  {"model.norm_eps", 1e-5}};
   return spec;
+}
+
+// The gradients of `parameters` (a stage's or a layer's), flattened one after the other.
+template <class Scalar>
+std::vector<Scalar> gradients_of(const std::vector<model::Parameter<Scalar>>& parameters) {
+  std::vector<Scalar> all;
+  for (const auto& p : parameters) {
+    const auto grad = tensor::to_host<Scalar>(p.grad);
+    all.insert(all.end(), grad.begin(), grad.end());
+  }
+  return all;
 }
 
 // Trainable values a built stage holds: what a footprint's parameters count.

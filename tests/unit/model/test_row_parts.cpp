@@ -17,6 +17,7 @@
 #include "kpipe/model/layers/layer_norm_layer.hpp"
 #include "kpipe/model/layers/linear.hpp"
 #include "kpipe/model/layers/sequential.hpp"
+#include "test_models.hpp"
 
 using namespace kpipe;
 using namespace kpipe::model;
@@ -135,16 +136,6 @@ struct Pass {
   std::vector<double> y, dx, grads;
 };
 
-// Every parameter's gradient, one after the other.
-std::vector<double> gradients_of(const Sequential<double>& model) {
-  std::vector<double> all;
-  for (const auto& p : model.parameters()) {
-    const auto host = tensor::to_host<double>(p.grad);
-    all.insert(all.end(), host.begin(), host.end());
-  }
-  return all;
-}
-
 // F, B and W of one microbatch of `rows` rows.
 Pass run(Sequential<double>& model, int rows) {
   const auto X = random_matrix(rows, model.input_dim(), 1, -2, 2);
@@ -157,7 +148,7 @@ Pass run(Sequential<double>& model, int rows) {
   model.backward_input({dY}, {dX}, ctx);
   model.backward_weight(ctx);
   CHECK(ctx.bytes() == 0);
-  return {tensor::to_host<double>(Y), tensor::to_host<double>(dX), gradients_of(model)};
+  return {tensor::to_host<double>(Y), tensor::to_host<double>(dX), test::gradients_of(model.parameters())};
 }
 
 std::vector<std::pair<int, int>> ranges(std::initializer_list<int> bounds) {
@@ -290,8 +281,8 @@ TEST_CASE("lanes run several microbatches' F, B and W as one after the other doe
     CHECK(tensor::to_host<double>(dX[l].matrix<double>()) == dx[l]);
     CHECK(contexts[l].bytes() == 0);
   }
-  const auto grads = gradients_of(lanes);
-  CHECK(grads == gradients_of(alone));
+  const auto grads = test::gradients_of(lanes.parameters());
+  CHECK(grads == test::gradients_of(alone.parameters()));
   CHECK(std::any_of(grads.begin(), grads.end(), [](double g) { return g != 0; }));
   CHECK(models.parts_recorder->forward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));
   CHECK(models.parts_recorder->backward_rows() == std::vector<std::pair<int, int>>(count, {0, rows}));

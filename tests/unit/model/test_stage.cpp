@@ -21,16 +21,6 @@ namespace {
 constexpr int rows = 4;
 constexpr int microbatches = 3;
 
-// All gradients of the stage, flattened, after `run` has driven it.
-std::vector<double> gradients(const Stage<double>& stage) {
-  std::vector<double> all;
-  for (const auto& p : stage.parameters()) {
-    const auto g = tensor::to_host<double>(p.grad);
-    all.insert(all.end(), g.begin(), g.end());
-  }
-  return all;
-}
-
 struct Run {
   std::vector<double> grads;
   std::vector<std::vector<double>> input_grads;
@@ -68,7 +58,7 @@ Run run(Stage<double>& stage, bool split) {
     for (int mb = 0; mb < microbatches; ++mb) stage.backward_weight(mb);
   }
   CHECK(stage.stashed_bytes() == 0);
-  result.grads = gradients(stage);
+  result.grads = test::gradients_of(stage.parameters());
   return result;
 }
 
@@ -148,7 +138,7 @@ TEST_CASE("W over the host threads reports each layer in order and equals W laye
   CHECK(tensor::compat::observed_by_tool());
   CHECK(reported(in_order) == std::vector<int>{0, 1, 2, 3, 4});
   tools::set_callbacks(previous);
-  CHECK(gradients(spread) == gradients(in_order));
+  CHECK(test::gradients_of(spread.parameters()) == test::gradients_of(in_order.parameters()));
 }
 
 TEST_CASE("stash accounting counts microbatches and bytes, and recompute keeps only inputs", "[model][stage]") {

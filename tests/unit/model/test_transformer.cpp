@@ -68,17 +68,6 @@ FootprintQuery footprint_query(int rows, AttentionPath attention, config::Recomp
   return query;
 }
 
-// Every parameter gradient of `stage`, flattened one after the other.
-template <class Scalar>
-std::vector<Scalar> gradients_of(const Stage<Scalar>& stage) {
-  std::vector<Scalar> all;
-  for (const auto& p : stage.parameters()) {
-    const auto grad = tensor::to_host<Scalar>(p.grad);
-    all.insert(all.end(), grad.begin(), grad.end());
-  }
-  return all;
-}
-
 tensor::Labels next_tokens(int predictions, int vocab) {
   tensor::Labels labels("test::labels", predictions);
   Kokkos::parallel_for(
@@ -300,7 +289,7 @@ TEST_CASE("fused and GEMM attention give the same transformer in float", "[model
     stage.forward(0, X, Y);
     stage.backward(0, dY, tensor::Matrix<float>());
     outputs.push_back(tensor::to_host<float>(Y));
-    gradients.push_back(gradients_of(stage));
+    gradients.push_back(test::gradients_of(stage.parameters()));
   }
   const auto max_difference = [](const std::vector<float>& a, const std::vector<float>& b) {
     double worst = 0, size = 0;
@@ -539,7 +528,7 @@ TEST_CASE("on packed documents each document's logits are its own alone", "[mode
   const auto Y = tensor::uninitialized_matrix<double>("test::y", rows, spec.output_dim);
   packed.forward(0, X, Y);
   packed.backward(0, device_gradient(dY_packed, rows), tensor::Matrix<double>());
-  CHECK(relative_error(gradients_of(packed), gradients_of(plain)) < 1e-12);
+  CHECK(relative_error(test::gradients_of(packed.parameters()), test::gradients_of(plain.parameters())) < 1e-12);
 
   // The middle document of the first sequence changed: the others' logits are bitwise the same.
   auto changed = tokens;
