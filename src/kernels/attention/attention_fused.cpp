@@ -2,12 +2,12 @@
 // tile of `tile` rows). Forward stages its query tile, then streams the key and
 // value tiles up to the diagonal (from the tile holding the first key of the
 // query tile's first document, where documents are packed) through team
-// scratch and keeps a running
-// maximum and sum per query (online softmax), so the T x T scores never exist;
-// it writes O and L = log-sum-exp. Backward recomputes each probability as
-// exp(s - L) and needs D = rowsum(dO ∘ O); dQ is one kernel over query tiles
-// and dK, dV one over key tiles, so every output row is summed by one thread
-// in a fixed order: no atomics, bitwise reproducible.
+// scratch and keeps a running maximum and sum per query (online softmax), so
+// the T x T scores never exist; it writes O and L = log-sum-exp. Backward
+// recomputes each probability as exp(s - L) and needs D = rowsum(dO ∘ O); dQ
+// is one kernel over query tiles and dK, dV one over key tiles, so every
+// output row is summed by one thread in a fixed order: no atomics, bitwise
+// reproducible.
 //
 // A thread owns whole rows of a tile. Its products run as axpys along the
 // inner loop (s_j += q_d k_j,d over d outer, j inner), with the other operand
