@@ -50,9 +50,10 @@ void rotary_qkv_forward(const tensor::ExecutionSpace& space, const RotaryShape& 
                         const Kokkos::View<const int*, tensor::MemorySpace>& positions,
                         const tensor::Matrix<Scalar>& Y);
 
-// dX from dY, rows at the positions forward took: Q and K rotated back, each key and value head's gradient the
-// sum over its group's repeats in ascending order (zero for the query heads
-// the output leaves out, and for a group none of its heads is in).
+// dX from dY, rows at the positions forward took: Q and K rotated back, each
+// key and value head's gradient the sum over its group's repeats in ascending
+// order (zero for the query heads the output leaves out, and for a group none
+// of its heads is in).
 template <class Scalar>
 void rotary_qkv_backward(const tensor::ExecutionSpace& space, const RotaryShape& shape,
                          const tensor::ConstMatrix<tensor::identity_t<Scalar>>& dY,

@@ -21,10 +21,9 @@ class Documents {
   // The documents of the microbatch whose tokens are `ids` (sequences x T), until the next call.
   template <class Scalar>
   void assign(const tensor::ExecutionSpace& space, const tensor::ConstMatrix<Scalar>& ids);
-  // By position s·T + t: t's place in its document.
-  Kokkos::View<const int*, tensor::MemorySpace> positions() const { return positions_; }
-  // positions() after checking that it holds `rows` positions: a layer's
-  // rows with no documents assigned for them is a logic error naming `layer`.
+  // By position s·T + t, t's place in its document, checked to hold `rows`
+  // positions: a layer's rows with no documents assigned for them is a logic
+  // error naming `layer`.
   Kokkos::View<const int*, tensor::MemorySpace> positions_of(int rows, const char* layer) const;
 
  private:
