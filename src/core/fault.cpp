@@ -36,8 +36,14 @@ struct PhaseEntry {
   Action action;
 };
 constexpr PhaseEntry phases[] = {
+    {Phase::setup_memory, "setup-memory", Action::fail},
     {Phase::setup_stages, "setup-stages", Action::fail},
+    {Phase::setup_data, "setup-data", Action::fail},
+    {Phase::setup_optimizer, "setup-optimizer", Action::fail},
+    {Phase::setup_evaluator, "setup-evaluator", Action::fail},
     {Phase::setup, "setup", Action::fail},
+    {Phase::restart, "restart", Action::fail},
+    {Phase::serve_setup, "serve-setup", Action::fail},
     {Phase::step, "step", Action::fail},
     {Phase::checkpoint, "checkpoint", Action::fail},
     {Phase::checkpoint_stall, "checkpoint-stall", Action::stop},

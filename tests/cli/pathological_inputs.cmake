@@ -44,3 +44,9 @@ file(WRITE ${OUT}/bom-schedule.toml "${deck}")
 # A symlink loop.
 file(REMOVE ${OUT}/loop.toml)
 file(CREATE_LINK loop.toml ${OUT}/loop.toml SYMBOLIC)
+
+# A 40 MiB text on one line: beyond what kpipe hands SentencePiece in one
+# call (limits::subword_text_bytes), which held 4.9 GB encoding 64 MiB.
+string(REPEAT "and God saw the light, that it was good " 16 line)
+string(REPEAT "${line}" 65536 text)
+file(WRITE ${OUT}/one-line-40mib.txt "${text}")

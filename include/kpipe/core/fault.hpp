@@ -1,8 +1,13 @@
 #pragma once
 // Fault injection for tests (test-only; documented in docs/runtime.md): the
 // environment variable KPIPE_FAULT=RANK:PHASE[:STEP] makes world rank RANK
-// throw a runtime error when it reaches PHASE ("setup-stages" as it builds its
-// stages, before set-up's collectives; "setup" at the end of set-up; "step" —
+// throw a runtime error when it reaches PHASE (set-up's phases in order:
+// "setup-memory" as it checks its memory estimate, "setup-stages" as it
+// builds its stages, "setup-data" as it opens its data source, all before
+// set-up's collectives, then "setup-optimizer" as it builds its optimizer and
+// "setup-evaluator" as its held-out evaluator is built, after them; "setup"
+// at the end of set-up; "restart" as it reads the checkpoint a run restarts
+// from; "serve-setup" as kpipe serve sets up its server; "step" —
 // at step STEP, default 0 — or "checkpoint"), so tests can prove that a failure on any rank
 // in any phase ends the whole job with one line naming that rank;
 // "checkpoint-stall" stops the rank (SIGSTOP) half-way through a checkpoint
@@ -20,8 +25,14 @@ namespace kpipe::fault {
 
 // The phases a fault can be injected in.
 enum class Phase {
+  setup_memory,
   setup_stages,
+  setup_data,
+  setup_optimizer,
+  setup_evaluator,
   setup,
+  restart,
+  serve_setup,
   step,
   checkpoint,
   checkpoint_stall,

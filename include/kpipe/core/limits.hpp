@@ -91,6 +91,11 @@ inline constexpr std::size_t request_line_slack_bytes = 4096;
 // stream, read by hyperslab.
 inline constexpr std::size_t text_data_bytes = std::size_t{256} << 20;
 
+// A text encoded with SentencePiece (data.tokenizer = "sentencepiece") goes
+// to the library in one call, which holds about 80 bytes a byte of text
+// while it encodes (an 8 MiB text peaks at 0.68 GB): 32 MiB stays near 2.6 GB.
+inline constexpr std::size_t subword_text_bytes = std::size_t{32} << 20;
+
 // A SentencePiece model file (data.tokenizer_model): a 32k vocabulary is
 // under 1 MiB; 64 MiB bounds a hostile one before it is parsed.
 inline constexpr std::size_t tokenizer_model_bytes = std::size_t{64} << 20;

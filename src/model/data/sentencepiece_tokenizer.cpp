@@ -4,9 +4,11 @@
 
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/input_file.hpp"
+#include "kpipe/core/isolated.hpp"
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/model/data/tokenizer.hpp"
+#include "sentencepiece_model.hpp"
 
 #if KPIPE_HAVE_SENTENCEPIECE
 #include <sentencepiece_processor.h>
@@ -17,18 +19,55 @@ namespace kpipe::model {
 #if KPIPE_HAVE_SENTENCEPIECE
 namespace {
 
-constexpr const char* train_one = "train one with examples/lm/prepare_bpe.sh";
+using detail::train_one;
+
+// Text that takes the library through its normaliser, model and decoder:
+// ASCII, multi-byte UTF-8 and a byte that is not UTF-8.
+constexpr std::string_view rehearsal_text =
+    " The quick brown fox\tjumps over 13 lazy dogs.\n\u00e9\u00df\u20ac\u2581\U0001F600 \xff!";
+
+constexpr double rehearsal_seconds = 30;
+
+// Loads `bytes` and encodes and decodes with them in a child process: the
+// library crashing on a file the checks let through ends the child only.
+void rehearse(const std::string& bytes, const std::string& where) {
+  const IsolatedOutcome outcome = run_isolated(
+      [&] {
+        sentencepiece::SentencePieceProcessor processor;
+        if (!processor.LoadFromSerializedProto(bytes).ok()) return;  // the rank reports the status
+        std::vector<int> ids;
+        std::string text;
+        (void)processor.Encode(absl::string_view(rehearsal_text.data(), rehearsal_text.size()), &ids);
+        (void)processor.Decode(ids, &text);
+        ids.resize(static_cast<std::size_t>(processor.GetPieceSize()));
+        for (std::size_t id = 0; id < ids.size(); ++id) ids[id] = static_cast<int>(id);
+        (void)processor.Decode(ids, &text);
+      },
+      rehearsal_seconds);
+  using End = IsolatedOutcome::End;
+  if (outcome.end == End::crashed || outcome.end == End::timed_out) {
+    throw input_error(fmt::format("{}: the SentencePiece library {} on it in a rehearsal; {}", where,
+                                  outcome.end == End::crashed
+                                      ? "crashed (" + outcome.message + ")"
+                                      : fmt::format("did not finish within {} s", rehearsal_seconds),
+                                  train_one));
+  }
+}
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   explicit SentencePieceTokenizer(const std::string& path) : path_(printable(path)) {
     // Read and bounded as every input file is, then parsed from memory: the
-    // library is never handed a FIFO or a device.
+    // library is never handed a FIFO or a device, nor a file its checks and
+    // rehearsal did not pass.
     const std::string bytes = read_input_bytes(
         path, {"data.tokenizer_model", limits::tokenizer_model_bytes, "; set data.tokenizer_model to a .model file"});
+    const std::string where = fmt::format("data.tokenizer_model '{}'", path_);
+    detail::check_sentencepiece_model(bytes, where);
+    rehearse(bytes, where);
     if (const auto status = processor_.LoadFromSerializedProto(bytes); !status.ok()) {
-      throw input_error(fmt::format("data.tokenizer_model '{}' is no SentencePiece model ({}); {}", path_,
-                                    printable(status.ToString()), train_one));
+      throw input_error(
+          fmt::format("{} is no SentencePiece model ({}); {}", where, printable(status.ToString()), train_one));
     }
   }
 

@@ -4,6 +4,8 @@
 
 #include "builtin_data_sources.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/fault.hpp"
+#include "kpipe/core/log.hpp"
 #include "kpipe/core/registry.hpp"
 #include "kpipe/core/strings.hpp"
 
@@ -47,6 +49,7 @@ template <class Scalar>
 std::unique_ptr<model::DataSource<Scalar>> make_data_source(const config::DataConfig& data,
                                                             const model::TrainerSpec& spec, io::Split split,
                                                             tensor::ExecContext& exec) {
+  fault::inject(fault::Phase::setup_data, log::rank());
   return check_data_source(data, spec).make<Scalar>({data, spec, split, exec});
 }
 

@@ -42,18 +42,25 @@ struct Loaded {
 const char* split_name(io::Split split) { return split == io::Split::train ? "training" : "validation"; }
 
 // The text, bounded and checked as every input file is (a FIFO, a device or a
-// file beyond limits::text_data_bytes is refused before it is read).
-std::string read_file(const std::string& path) {
-  return read_input_file(path, {"data.path", limits::text_data_bytes,
-                                "; set data.path to a UTF-8 text file (a corpus beyond the limit goes into an HDF5 "
-                                "token stream, docs/formats.md)"});
-}
-
-// The whole file, checked to be non-empty UTF-8.
-std::string text_of(const std::string& path) {
-  std::string text = read_file(path);
+// file beyond limits::text_data_bytes is refused before it is read), and
+// non-empty. SentencePiece takes it in one call, so its bound is lower.
+std::string text_of(const config::DataConfig& data) {
+  std::error_code unknown;
+  const std::uintmax_t bytes = std::filesystem::file_size(data.path, unknown);
+  if (data.tokenizer == config::TokenizerKind::sentencepiece && !unknown && bytes > limits::subword_text_bytes) {
+    throw input_error(fmt::format(
+        "data.path '{}' is {} bytes, more than the {} kpipe encodes with SentencePiece (the library takes a text in "
+        "one piece, at about 80 bytes of memory a byte); split the corpus, or train on characters "
+        "(data.tokenizer = \"char\")",
+        printable(data.path), bytes, limits::subword_text_bytes));
+  }
+  std::string text = read_input_file(
+      data.path, {"data.path", limits::text_data_bytes,
+                  "; set data.path to a UTF-8 text file (a corpus beyond the limit goes into an HDF5 token stream, "
+                  "docs/formats.md)"});
   if (text.empty()) {
-    throw input_error(fmt::format("data.path '{}' is empty; set data.path to a UTF-8 text file to train on", path));
+    throw input_error(
+        fmt::format("data.path '{}' is empty; set data.path to a UTF-8 text file to train on", data.path));
   }
   return text;
 }
@@ -91,7 +98,7 @@ std::unique_ptr<model::Tokenizer> text_tokenizer(const config::DataConfig& data,
 Loaded text_split(const config::DataConfig& data, io::Split split) {
   // The text is decoded on the fly, never held in code points: the load's
   // peak is the text and the tokens of a split (text_corpus_peak_bytes).
-  const std::string text = text_of(data.path);
+  const std::string text = text_of(data);
   const std::size_t characters = characters_of(text, data.path);
   const std::unique_ptr<model::Tokenizer> tokenizer = text_tokenizer(data, text);
   const std::size_t middle = train_characters(characters);
@@ -214,7 +221,7 @@ std::unique_ptr<model::Tokenizer> load_tokenizer(const config::DataConfig& data,
   std::string described;
   switch (token_stream_of(data)) {
     case Stream::text:
-      tokenizer = text_tokenizer(data, text_of(data.path));
+      tokenizer = text_tokenizer(data, text_of(data));
       described = fmt::format("data.path '{}' has {}", data.path, tokenizer->description());
       break;
     case Stream::hdf5:

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/fault.hpp"
 #include "kpipe/runtime/data/dataset_source.hpp"
 #include "kpipe/schedule/generate.hpp"
 
@@ -48,6 +49,7 @@ HeldOutEvaluator<Scalar>::HeldOutEvaluator(const config::RunConfig& config, cons
       executor_(schedule_, grid, std::move(chunks), spec.microbatch_size, transport,
                 validation_io(feed_, head_, documents, exec), {}, exec),
       batches_(evaluated_batches(feed_.samples() / spec.global_batch, config.train.eval_batches)) {
+  fault::inject(fault::Phase::setup_evaluator, grid.world_rank());
   if (batches_ < 1) {
     throw input_error(
         fmt::format("train.eval_every needs a validation split of at least train.global_batch = {} "

@@ -81,6 +81,7 @@ MemoryEstimate checked_memory(const config::RunConfig& config, const model::Trai
   MemoryEstimate estimate =
       estimate_memory(spec, schedule, grid.pipeline_rank(), grid.tensor_size(), staged, resident_bytes());
   estimate.data = text_corpus_peak_bytes(config.data, schedule.training() && config.train.eval_every > 0);
+  fault::inject(fault::Phase::setup_memory, grid.world_rank());
   const MemoryBudget limit = run_memory_limit(config, grid.ranks_on_node());
   require_fits(estimate, limit.bytes, limit.source);
   return estimate;
@@ -90,6 +91,17 @@ MemoryEstimate checked_memory(const config::RunConfig& config, const model::Trai
 model::OptimizerShard optimizer_shard(const model::TrainerSpec& spec, const comm::ProcessGrid& grid) {
   if (!spec.optimizer.distributed) return {};
   return {grid.replica(), grid.replicas()};
+}
+
+// Training: the optimizer of this rank's parameters (its shard of them with the distributed optimizer).
+template <class Scalar>
+std::unique_ptr<model::Optimizer<Scalar>> optimizer_for(const model::TrainerSpec& spec, Mode mode,
+                                                        std::vector<model::Parameter<Scalar>> parameters,
+                                                        const comm::ProcessGrid& grid, tensor::ExecContext& exec) {
+  fault::inject(fault::Phase::setup_optimizer, grid.world_rank());
+  if (mode != Mode::train) return nullptr;
+  return std::make_unique<model::Optimizer<Scalar>>(spec.optimizer, std::move(parameters), exec,
+                                                    optimizer_shard(spec, grid));
 }
 
 template <class Scalar>
@@ -128,9 +140,7 @@ Pipeline<Scalar>::Pipeline(const config::RunConfig& config, comm::Communicator w
       loss_head_(spec_, grid_.replica(), feed_, collectives_, exec_),
       parts_built_(grid_.world(), watchdog_, "set-up"),
       gradient_sync_(grid_, schedule_, chunks_, transport_.staged(), watchdog_, exec_),
-      optimizer_(mode == Mode::train ? std::make_unique<model::Optimizer<Scalar>>(spec_.optimizer, parameters(), exec_,
-                                                                                  optimizer_shard(spec_, grid_))
-                                     : nullptr),
+      optimizer_(optimizer_for(spec_, mode, parameters(), grid_, exec_)),
       shard_gather_(mode == Mode::train && optimizer_shard(spec_, grid_).count > 1
                         ? std::make_unique<ShardGather<Scalar>>(grid_.data(), parameters(), transport_.staged(), exec_)
                         : nullptr),

@@ -84,16 +84,19 @@ const HfFormat& format_of_family(const std::string& kind) {
 }
 
 const HfFormat& format_of_model_type(const json& config, const std::string& where) {
-  const bool named = config.is_object() && config.contains("model_type") && config["model_type"].is_string();
+  if (!config.is_object()) {
+    throw input_error(
+        fmt::format("{}: is a JSON {}, not the object of keys save_pretrained writes", where, config.type_name()));
+  }
+  const bool named = config.contains("model_type") && config["model_type"].is_string();
   for (const HfFormat& format : formats()) {
     if (named && config["model_type"] == format.model_type) return format;
   }
   std::vector<std::string> types;
   for (const HfFormat& format : formats()) types.push_back(fmt::format("{} (\"{}\")", format.name, format.model_type));
-  throw input_error(
-      fmt::format("{}: model_type is {}; kpipe import reads {} models", where,
-                  config.is_object() && config.contains("model_type") ? config["model_type"].dump() : "missing",
-                  join_choices(types, " and ")));
+  throw input_error(fmt::format("{}: model_type is {}; kpipe import reads {} models", where,
+                                config.contains("model_type") ? config["model_type"].dump() : "missing",
+                                join_choices(types, " and ")));
 }
 
 std::vector<io::ModelShape> parameter_shapes(const HfFormat& format, const config::ModelConfig& model) {

@@ -218,6 +218,7 @@ std::int64_t load_checkpoint(Pipeline<Scalar>& pipeline, const std::string& file
       io::all_model_shapes(CheckpointRanks(grid.world(), "a checkpoint restart (gathering the model's tensor names)"),
                            shapes_of(parameters));
   const io::CheckpointInfo info = comm::collectively(grid.world(), pipeline.watchdog(), "checkpoint restart", [&] {
+    fault::inject(fault::Phase::restart, grid.world_rank());
     io::CheckpointInfo read =
         io::read_checkpoint<Scalar>(file, model, parameters, state, grid.world_rank(), comm::size_of(grid.world()));
     // An fp16 run continues the file's scale history; from any other file it starts afresh.

@@ -13,6 +13,7 @@
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/mailbox.hpp"
 #include "kpipe/core/error.hpp"
+#include "kpipe/core/fault.hpp"
 #include "kpipe/core/limits.hpp"
 #include "kpipe/core/log.hpp"
 #include "kpipe/kernels/precision.hpp"
@@ -432,6 +433,7 @@ ServeResult serve(Pipeline<Scalar>& pipeline, const std::vector<Request>& reques
   // Set-up may fail alike on every rank (the deck) or on one (an allocation):
   // every rank agrees, and the job ends with one line.
   const auto server = comm::collectively(pipeline.grid().world(), pipeline.watchdog(), "kpipe serve's set-up", [&] {
+    fault::inject(fault::Phase::serve_setup, pipeline.grid().world_rank());
     const model::ModelSpec& model = pipeline.spec().model;
     if (!model.token_sequences()) {
       throw input_error(fmt::format("kpipe serve generates text with a language model; set model.kind = {}",

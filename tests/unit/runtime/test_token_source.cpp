@@ -288,3 +288,26 @@ TEST_CASE("a SentencePiece model tokenizes the text source: the same 90/10 split
   corrupt.tokenizer_model = lm + "genesis.txt";
   CHECK(contains(input_error_of([&] { runtime::load_tokenizer(corrupt, 384); }), "is no SentencePiece model"));
 }
+
+TEST_CASE("a character map kpipe's checks pass is one the SentencePiece library applies", "[runtime][tokens]") {
+  // fold-a.model is genesis-bpe.model with a hand-built normaliser that folds
+  // "A" to "a" (tests/data/sentencepiece/make.py): the walk over its trie
+  // accepts it, and the library, given it afterwards, applies the rule.
+  if (!KPIPE_HAVE_SENTENCEPIECE) return;
+  const std::string root = std::string(KPIPE_SOURCE_DIR) + "/tests/data/";
+  config::DataConfig data = data_of("text", root + "lm/genesis.txt");
+  data.tokenizer = config::TokenizerKind::sentencepiece;
+  data.tokenizer_model = root + "lm/genesis-bpe.model";
+  const auto plain = runtime::load_tokenizer(data, 384);
+  data.tokenizer_model = root + "sentencepiece/fold-a.model";
+  const auto folding = runtime::load_tokenizer(data, 384);
+  CHECK(folding->encode("And Abraham") == plain->encode("and abraham"));
+  CHECK(plain->encode("And Abraham") != plain->encode("and abraham"));
+  CHECK(folding->encode("in the beginning") == plain->encode("in the beginning"));
+
+  // The same map with its root one block past the trie's end is refused
+  // before the library sees it (the library reads past the map).
+  data.tokenizer_model = root + "sentencepiece/charsmap-root-one-block-past-end.model";
+  CHECK(contains(input_error_of([&] { runtime::load_tokenizer(data, 384); }),
+                 "its normaliser's character map is damaged (a state's units [768, 1023] lie past its 768 units)"));
+}
