@@ -217,6 +217,10 @@ void check_sentencepiece_model(std::string_view bytes, const std::string& where)
   for (std::size_t i = 0; i < fields.pieces.size(); ++i) {
     const Piece& piece = fields.pieces[i];
     if (piece.text.empty()) throw input_error(fmt::format("{}: piece {} is empty; {}", where, i, train_one));
+    if (piece.text.find('\0') != std::string_view::npos) {
+      throw input_error(
+          fmt::format("{}: piece {} ('{}') holds a NUL byte; {}", where, i, printable(piece.text), train_one));
+    }
     if (const std::size_t bad = invalid_utf8_offset(piece.text); bad != std::string_view::npos) {
       throw input_error(fmt::format("{}: piece {} ('{}') is not UTF-8 (byte {} of it); {}", where, i,
                                     printable(piece.text), bad, train_one));

@@ -6,6 +6,7 @@
 #include "kpipe/core/input_file.hpp"
 #include "kpipe/core/isolated.hpp"
 #include "kpipe/core/limits.hpp"
+#include "kpipe/core/log.hpp"
 #include "kpipe/core/strings.hpp"
 #include "kpipe/model/data/tokenizer.hpp"
 #include "sentencepiece_model.hpp"
@@ -44,13 +45,21 @@ void rehearse(const std::string& bytes, const std::string& where) {
         (void)processor.Decode(ids, &text);
       },
       rehearsal_seconds);
-  using End = IsolatedOutcome::End;
-  if (outcome.end == End::crashed || outcome.end == End::timed_out) {
-    throw input_error(fmt::format("{}: the SentencePiece library {} on it in a rehearsal; {}", where,
-                                  outcome.end == End::crashed
-                                      ? "crashed (" + outcome.message + ")"
-                                      : fmt::format("did not finish within {} s", rehearsal_seconds),
-                                  train_one));
+  switch (outcome.end) {
+    case IsolatedOutcome::End::crashed:
+    case IsolatedOutcome::End::failed:  // the library threw (darts-clone does) rather than return a status
+      throw input_error(fmt::format("{}: the SentencePiece library {} on it in a rehearsal ({}); {}", where,
+                                    outcome.end == IsolatedOutcome::End::crashed ? "crashed" : "failed",
+                                    printable(outcome.message), train_one));
+    case IsolatedOutcome::End::timed_out:
+      throw input_error(fmt::format("{}: the SentencePiece library did not finish a rehearsal on it within {} s; {}",
+                                    where, rehearsal_seconds, train_one));
+    case IsolatedOutcome::End::not_run:
+      log::warning("cannot rehearse {} in a child process ({}); loading it unrehearsed", where, outcome.message);
+      return;
+    case IsolatedOutcome::End::finished:
+    case IsolatedOutcome::End::refused:
+      return;
   }
 }
 

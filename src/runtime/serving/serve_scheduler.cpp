@@ -47,10 +47,7 @@ std::optional<std::string> BatchScheduler::arrive(const Request& request) {
         "raise inference.kv_cache_mib or shorten the request",
         request.id, length, request.max_new_tokens, blocks_needed(request), limits_.block_tokens, limits_.kv_blocks);
   }
-  const auto same = [&](const Request& r) { return r.id == request.id; };
-  const auto same_sequence = [&](const Sequence& s) { return s.request.id == request.id; };
-  if (std::any_of(waiting_.begin(), waiting_.end(), same) ||
-      std::any_of(running_.begin(), running_.end(), same_sequence)) {
+  if (!present_.insert(request.id).second) {
     throw runtime_error(fmt::format("BatchScheduler: request {} arrived twice", request.id));
   }
   waiting_.push_back(request);
@@ -161,6 +158,7 @@ std::vector<TokenEvent> BatchScheduler::complete(int id, const std::vector<int>&
     events.push_back({segment.request, s.last_token, finished});
     if (!finished) continue;
     free_blocks_ += s.blocks;
+    present_.erase(segment.request);
     released_.push_back(segment.request);
     running_.erase(running_.begin() + (&s - running_.data()));
   }

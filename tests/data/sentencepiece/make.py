@@ -170,6 +170,7 @@ def main():
     write("empty-piece.model", with_piece(LAST, set_bytes(PIECE_TEXT, b"")))
     write("piece-not-utf8.model", with_piece(LAST, set_bytes(PIECE_TEXT, b"\xff\xfeab")))
     write("piece-surrogate.model", with_piece(LAST, set_bytes(PIECE_TEXT, "\ud800".encode("utf-8", "surrogatepass"))))
+    write("piece-nul.model", with_piece(LAST, set_bytes(PIECE_TEXT, b"a\0b")))
     write("piece-type-99.model", with_piece(LAST, set_scalar(PIECE_TYPE, 99)))
     write("piece-type-0.model", with_piece(LAST, set_scalar(PIECE_TYPE, 0)))
     write("duplicate-piece.model", with_piece(LAST, set_bytes(PIECE_TEXT, piece_text(LAST - 1))))

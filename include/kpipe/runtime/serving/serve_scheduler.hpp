@@ -32,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "kpipe/config/run_config.hpp"
@@ -119,7 +120,8 @@ class BatchScheduler {
 
   BatchLimits limits_;
   std::deque<Request> waiting_;
-  std::vector<Sequence> running_;  // in admission (= arrival) order
+  std::vector<Sequence> running_;    // in admission (= arrival) order
+  std::unordered_set<int> present_;  // the ids waiting or running: a request arrives once
   std::map<int, std::vector<Segment>> flight_;
   std::vector<int> released_;  // finished since the last microbatch
   int free_blocks_ = 0;
