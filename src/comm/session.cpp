@@ -9,6 +9,7 @@
 
 #include "kpipe/comm/collectives.hpp"
 #include "kpipe/comm/eager_limit.hpp"
+#include "kpipe/comm/watchdog.hpp"
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/fault.hpp"
 #include "kpipe/core/strings.hpp"
@@ -20,6 +21,7 @@ Session::Session(int& argc, char**& argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  open_watchdog_notices();
 }
 
 // MPI_Finalize synchronises the ranks and cannot be watched: a rank stopped
@@ -32,6 +34,7 @@ Session::~Session() {
     // An invalid KPIPE_FAULT, reported where the command first read it; a destructor must not throw.
   }
   barrier(world(), "the barrier before MPI_Finalize");
+  close_watchdog_notices();
   MPI_Finalize();
 }
 
