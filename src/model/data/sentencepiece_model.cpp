@@ -211,8 +211,9 @@ void check_id(const char* name, std::int32_t id, std::size_t pieces, const std::
 
 void check_sentencepiece_model(std::string_view bytes, const std::string& where) {
   const ModelFields fields = read_fields(bytes, where);
-  if (fields.pieces.empty())
+  if (fields.pieces.empty()) {
     throw input_error(fmt::format("{} is no SentencePiece model (no pieces); {}", where, train_one));
+  }
   constexpr std::uint64_t unknown_type = 2, last_type = 6;
   for (std::size_t i = 0; i < fields.pieces.size(); ++i) {
     const Piece& piece = fields.pieces[i];

@@ -2,6 +2,8 @@
 // model file (BPE or unigram; examples/lm/prepare_bpe.sh trains one).
 #include <fmt/format.h>
 
+#include <mutex>
+
 #include "kpipe/core/error.hpp"
 #include "kpipe/core/input_file.hpp"
 #include "kpipe/core/isolated.hpp"
@@ -63,6 +65,22 @@ void rehearse(const std::string& bytes, const std::string& where) {
   }
 }
 
+// Runs `check` on `bytes` unless they are the model that last passed it in
+// this process: the text source loads the tokenizer once per split, and each
+// load would walk the character maps and fork a rehearsal again.
+template <class Check>
+void check_once(const std::string& bytes, Check&& check) {
+  static std::mutex mutex;
+  static std::string passed;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!passed.empty() && passed == bytes) return;
+  }
+  check();
+  const std::lock_guard<std::mutex> lock(mutex);
+  passed = bytes;
+}
+
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   explicit SentencePieceTokenizer(const std::string& path) : path_(printable(path)) {
@@ -72,8 +90,10 @@ class SentencePieceTokenizer final : public Tokenizer {
     const std::string bytes = read_input_bytes(
         path, {"data.tokenizer_model", limits::tokenizer_model_bytes, "; set data.tokenizer_model to a .model file"});
     const std::string where = fmt::format("data.tokenizer_model '{}'", path_);
-    detail::check_sentencepiece_model(bytes, where);
-    rehearse(bytes, where);
+    check_once(bytes, [&] {
+      detail::check_sentencepiece_model(bytes, where);
+      rehearse(bytes, where);
+    });
     if (const auto status = processor_.LoadFromSerializedProto(bytes); !status.ok()) {
       throw input_error(
           fmt::format("{} is no SentencePiece model ({}); {}", where, printable(status.ToString()), train_one));
