@@ -6,6 +6,8 @@
 # never killed by the signal's default action.
 # Usage: preempt_during_setup.sh MPIEXEC KPIPE
 set -uo pipefail
+# shellcheck source=tests/support/stopped.sh
+source "$(dirname "$0")/../support/stopped.sh"
 mpiexec=$1 kpipe=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -15,15 +17,7 @@ run=(run inputs/quickstart.toml train.steps=20 checkpoint.path="$work/checkpoint
 
 KPIPE_FAULT=0:restart-stall "$mpiexec" -n 2 "$kpipe" "${run[@]}" >"$work/log" 2>&1 &
 job=$!
-rank=""
-for _ in $(seq 200); do
-  for pid in $(pgrep -P "$job"); do
-    [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && rank=$pid
-  done
-  [ -n "$rank" ] && break
-  sleep 0.05
-done
-[ -n "$rank" ] || { echo "no rank stopped in its restart"; kill "$job"; cat "$work/log"; exit 1; }
+rank=$(stopped_among 10 pgrep -P "$job") || { echo "no rank stopped in its restart"; kill "$job"; cat "$work/log"; exit 1; }
 kill -TERM "$rank"
 kill -TERM "$rank"
 kill -CONT "$rank"

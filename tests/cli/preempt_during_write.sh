@@ -12,6 +12,8 @@
 #     names the unfinished write the kill left (and leaves it), and its losses
 #     and final weights are bitwise an uninterrupted run's.
 set -uo pipefail
+# shellcheck source=tests/support/stopped.sh
+source "$(dirname "$0")/../support/stopped.sh"
 mpiexec=$1 kpipe=$2 h5diff=$3
 work=$(mktemp -d)
 job=""
@@ -19,20 +21,6 @@ trap '[ -n "$job" ] && kill -KILL "$job" 2>/dev/null; pkill -KILL -f "$work/inte
 run=(run benchmarks/decks/compute_bound.toml train.steps=30 checkpoint.every=10 checkpoint.restart=latest)
 
 ranks() { pgrep -f "^$kpipe run .*$work/interrupted"; }
-# Waits (up to 60 s) for a rank stopped inside a checkpoint write; prints its pid.
-stopped_rank() {
-  local pid
-  for _ in $(seq 600); do
-    for pid in $(ranks); do
-      if [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ]; then
-        echo "$pid"
-        return 0
-      fi
-    done
-    sleep 0.1
-  done
-  return 1
-}
 fail() {
   echo "$1"
   tail -n 20 "$work/first.log"
@@ -42,12 +30,12 @@ fail() {
 KPIPE_FAULT=1:checkpoint-stall "$mpiexec" -n 2 "$kpipe" "${run[@]}" checkpoint.path="$work/interrupted" \
   >"$work/first.log" 2>&1 &
 job=$!
-rank=$(stopped_rank) || fail "rank 1 did not stop in the write of step 10"
+rank=$(stopped_among 60 ranks) || fail "rank 1 did not stop in the write of step 10"
 kill -CONT "$rank"
 for _ in $(seq 600); do grep -q "^step 12/" "$work/first.log" && break; sleep 0.1; done
 grep -q "^step 12/" "$work/first.log" || fail "the run did not reach step 12"
 for pid in $(ranks); do kill -USR1 "$pid"; done
-rank=$(stopped_rank) || fail "rank 1 did not stop in the preemption checkpoint's write"
+rank=$(stopped_among 60 ranks) || fail "rank 1 did not stop in the preemption checkpoint's write"
 for pid in $(ranks); do kill -TERM "$pid"; done
 sleep 1
 [ "$(ranks | wc -l)" -eq 2 ] || fail "a second signal during the checkpoint write ended a rank"

@@ -14,6 +14,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # shellcheck source=tests/support/json_losses.sh
 source "$(dirname "$0")/../support/json_losses.sh"
+# shellcheck source=tests/support/stopped.sh
+source "$(dirname "$0")/../support/stopped.sh"
 run=(run inputs/quickstart.toml train.steps=8 checkpoint.every=2 checkpoint.restart=latest)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -21,17 +23,6 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 "$mpiexec" -n 2 "$kpipe" "${run[@]}" checkpoint.path="$work/whole" --json "$work/whole.json" >"$work/whole.log" 2>&1 ||
   { echo "the uninterrupted run failed"; tail -n 20 "$work/whole.log"; exit 1; }
 expected=$(losses "$work/whole.json")
-
-# The pid of the child of `job` that has stopped (state T), waiting up to 20 s.
-stopped_child() {
-  local job=$1
-  for _ in $(seq 400); do
-    for pid in $(pgrep -P "$job"); do
-      [ "$(ps -o state= -p "$pid" | tr -d ' ')" = T ] && { echo "$pid"; return; }
-    done
-    sleep 0.05
-  done
-}
 
 for phase in grid-stall restart-stall checkpoint-stall; do
   for cell in "0 TERM" "1 TERM" "0 USR1,USR1" "1 USR1,USR1" "1 TERM both"; do
@@ -47,8 +38,7 @@ for phase in grid-stall restart-stall checkpoint-stall; do
     KPIPE_FAULT="$rank:$phase" "$mpiexec" -n 2 "$kpipe" "${run[@]}" checkpoint.path="$dir" --json "$dir.first.json" \
       >"$dir.first.log" 2>&1 &
     job=$!
-    stopped=$(stopped_child "$job")
-    if [ -z "$stopped" ]; then
+    if ! stopped=$(stopped_among 20 pgrep -P "$job"); then
       fail "$case: no rank stopped"
       kill "$job"
       wait "$job"
